@@ -1,0 +1,85 @@
+// The one interface through which every model is reached (echo, DeepSeek, OpenAI-compatible).
+//
+// A provider receives the ordered, role-tagged conversation assembled by the caller (from memory or
+// from the stored surface; providers never see the store) and streams deltas back through a sink.
+// Cancellation is the awaiting coroutine's cancellation slot (asio terminal cancellation, emitted by
+// session/cancel): a provider must stop promptly and return with `stop == StopKind::cancelled`.
+// Providers run on the connection's strand; the sink is called on that strand.
+#pragma once
+
+#include <boost/asio/awaitable.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace acp::llm {
+
+enum class Role { system, user, assistant };
+
+struct Message {
+  Role role;
+  std::string text;
+};
+
+struct Request {
+  std::vector<Message> messages;
+  std::string model;  ///< may be empty for providers without models (echo)
+};
+
+enum class DeltaKind { text, reasoning };
+
+struct Delta {
+  DeltaKind kind;
+  std::string text;
+};
+
+struct Usage {
+  std::int64_t input_tokens = 0;
+  std::int64_t output_tokens = 0;
+  std::optional<std::int64_t> cached_input_tokens;
+  std::optional<std::int64_t> reasoning_tokens;
+};
+
+/// Why the model stopped; maps onto ACP's StopReason.
+enum class StopKind { end_turn, max_tokens, refusal, cancelled };
+
+struct Completion {
+  StopKind stop = StopKind::end_turn;
+  std::optional<Usage> usage;
+  std::string provider;  ///< provenance written to assistant/message
+  std::string model;
+};
+
+/// A provider failure with the stable code of contracts.md §2 (PROVIDER_*, or AUTH_REQUIRED for 401/403).
+class ProviderError : public std::runtime_error {
+public:
+  ProviderError(std::string code, std::string message, int http_status = 0, bool output_started = false)
+      : std::runtime_error(std::move(message)), code_(std::move(code)), status_(http_status),
+        output_started_(output_started) {}
+  const std::string& code() const noexcept { return code_; }
+  int http_status() const noexcept { return status_; }
+  bool output_started() const noexcept { return output_started_; }
+
+private:
+  std::string code_;
+  int status_;
+  bool output_started_;
+};
+
+using DeltaSink = std::function<void(const Delta&)>;
+
+class Provider {
+public:
+  virtual ~Provider() = default;
+  /// Name written as provenance.provider ("echo", "deepseek", "openai").
+  virtual std::string name() const = 0;
+  /// Streams one completion. Throws ProviderError on failure; returns StopKind::cancelled when the
+  /// awaiting coroutine is cancelled.
+  virtual boost::asio::awaitable<Completion> stream(const Request& request, DeltaSink sink) = 0;
+};
+
+} // namespace acp::llm
