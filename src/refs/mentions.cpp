@@ -1,0 +1,132 @@
+#include "refs/mentions.hpp"
+
+#include "refs/uri.hpp"
+
+#include <optional>
+
+namespace acp::refs {
+namespace {
+
+// Length of the UTF-8 sequence starting at text[i] and its code point. Inputs are valid UTF-8;
+// a stray byte is treated as a one-byte code point so scanning always advances.
+std::size_t next_code_point(std::string_view text, std::size_t i, char32_t& cp) {
+  auto b0 = static_cast<unsigned char>(text[i]);
+  std::size_t len = b0 < 0x80 ? 1 : b0 < 0xE0 ? 2 : b0 < 0xF0 ? 3 : 4;
+  if (b0 >= 0x80 && b0 < 0xC0) len = 1;
+  if (i + len > text.size()) len = 1;
+  if (len == 1) {
+    cp = b0;
+    return 1;
+  }
+  cp = b0 & (0xFF >> (len + 1));
+  for (std::size_t k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<unsigned char>(text[i + k]) & 0x3F);
+  return len;
+}
+
+bool is_line_terminator(char32_t cp) { return cp == '\n' || cp == '\r' || cp == 0x2028 || cp == 0x2029; }
+
+bool is_base64url_char(char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
+}
+
+struct Match {
+  std::size_t end = 0;
+  NormalizedReference reference;
+};
+
+// Alternative A at `start` (text[start] == '@'). Every construct is deterministic (the alternatives
+// of the label group start with different characters, and `[^\s)]*` must stop at `)`), so a single
+// greedy pass finds exactly what the backtracking regex would.
+std::optional<Match> match_markdown(std::string_view text, std::size_t start) {
+  std::size_t i = start + 1;
+  if (i >= text.size() || text[i] != '[') return std::nullopt;
+  ++i;
+  std::string label;
+  while (i < text.size() && text[i] != ']') {
+    char32_t cp = 0;
+    if (text[i] == '\\') {
+      if (i + 1 >= text.size()) return std::nullopt;
+      std::size_t len = next_code_point(text, i + 1, cp);
+      if (is_line_terminator(cp)) return std::nullopt;  // `.` does not match a line terminator
+      label.append(text.substr(i + 1, len));
+      i += 1 + len;
+    } else {
+      std::size_t len = next_code_point(text, i, cp);
+      label.append(text.substr(i, len));
+      i += len;
+    }
+  }
+  if (i >= text.size()) return std::nullopt;
+  ++i;  // ']'
+  if (i >= text.size() || text[i] != '(') return std::nullopt;
+  ++i;
+  if (text.substr(i, kSessionReferenceScheme.size()) != kSessionReferenceScheme) return std::nullopt;
+  std::size_t uri_start = i;
+  i += kSessionReferenceScheme.size();
+  while (i < text.size() && text[i] != ')') {
+    char32_t cp = 0;
+    std::size_t len = next_code_point(text, i, cp);
+    if (is_js_whitespace(cp)) return std::nullopt;
+    i += len;
+  }
+  if (i >= text.size()) return std::nullopt;
+  std::string id = decode_uri(text.substr(uri_start, i - uri_start));  // explicit mentions always decode
+  return Match{i + 1, NormalizedReference{std::move(id), std::move(label)}};
+}
+
+// Alternative B at `start`: the scheme and one or more base64url characters, greedily.
+std::optional<Match> match_bare(std::string_view text, std::size_t start) {
+  if (text.substr(start, kSessionReferenceScheme.size()) != kSessionReferenceScheme) return std::nullopt;
+  std::size_t i = start + kSessionReferenceScheme.size();
+  std::size_t payload = i;
+  while (i < text.size() && is_base64url_char(text[i])) ++i;
+  if (i == payload) return std::nullopt;
+  std::string id = decode_uri(text.substr(start, i - start));
+  std::string label = id;
+  return Match{i, NormalizedReference{std::move(id), std::move(label)}};
+}
+
+} // namespace
+
+bool is_js_whitespace(char32_t cp) {
+  return (cp >= 0x09 && cp <= 0x0D) || cp == 0x20 || cp == 0xA0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) ||
+         cp == 0x2028 || cp == 0x2029 || cp == 0x202F || cp == 0x205F || cp == 0x3000 || cp == 0xFEFF;
+}
+
+std::string format_mention(const SessionReference& reference) {
+  const std::string& label = reference.label ? *reference.label : reference.session_id;
+  std::string out = "@[";
+  for (char c : label) {
+    if (c == '\\' || c == ']') out.push_back('\\');
+    out.push_back(c);
+  }
+  out += "](";
+  out += encode_uri(reference.session_id);
+  out.push_back(')');
+  return out;
+}
+
+ParsedText parse_text(std::string_view text) {
+  ParsedText result;
+  result.text.reserve(text.size());
+  std::size_t i = 0;
+  // Both alternatives begin with an ASCII byte ('@' or 'd'), which never occurs inside a multi-byte
+  // UTF-8 sequence, so stepping byte by byte visits the same match starts as the Unicode regex.
+  while (i < text.size()) {
+    std::optional<Match> match;
+    if (text[i] == '@') match = match_markdown(text, i);
+    if (!match && text[i] == 'd') match = match_bare(text, i);
+    if (!match) {
+      result.text.push_back(text[i]);
+      ++i;
+      continue;
+    }
+    result.text.push_back('@');
+    result.text += match->reference.label;
+    result.references.push_back(std::move(match->reference));
+    i = match->end;
+  }
+  return result;
+}
+
+} // namespace acp::refs

@@ -1,0 +1,31 @@
+// Mentions in message text (harness-compat §5.3).
+//
+// format_mention() writes `@[label](dsh-session:…)`. parse_text() reproduces the original's global
+// regex `@\[((?:\\.|[^\\\]])*)\]\((dsh-session:[^\s)]*)\)|(dsh-session:[A-Za-z0-9_-]+)` by hand,
+// scanning left to right, Markdown form first: matches become `@label` and yield references in
+// appearance order (no dedupe). `\s` is JavaScript's exact set, not the C locale's. Explicit
+// mentions with malformed URIs and non-canonical bare URIs throw invalid_reference.
+#pragma once
+
+#include "refs/types.hpp"
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace acp::refs {
+
+struct ParsedText {
+  std::string text;                          ///< the text with mentions replaced by `@label`
+  std::vector<NormalizedReference> references;  ///< label = the mention's label, or the id for bare URIs
+};
+
+/// `@[` + escape(label or id) + `](` + encode_uri(id) + `)`; escape prefixes `\` and `]` with `\`.
+std::string format_mention(const SessionReference& reference);
+
+ParsedText parse_text(std::string_view text);
+
+/// Whether code point `cp` is in JavaScript's `\s`.
+bool is_js_whitespace(char32_t cp);
+
+} // namespace acp::refs

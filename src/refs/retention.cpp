@@ -1,0 +1,225 @@
+#include "refs/retention.hpp"
+
+#include "refs/json_string.hpp"
+
+#include <cassert>
+#include <queue>
+
+namespace acp::refs {
+namespace {
+
+constexpr std::int64_t kDataFixedBytes = 70;  // {"sessionId":,"label":,"cwd":,"capturedThroughSeq":,"conversation":[]}
+constexpr std::int64_t kNullBytes = 4;
+constexpr std::int64_t kUserShellBytes = 23;       // {"role":"user","text":}
+constexpr std::int64_t kAssistantShellBytes = 28;  // {"role":"assistant","text":}
+constexpr std::int64_t kNoticeFixedBytes = 31;     // "\n[… omitted " + " UTF-8 bytes …]"
+
+std::int64_t decimal_digits(std::int64_t v) { return static_cast<std::int64_t>(std::to_string(v).size()); }
+
+std::int64_t shell_bytes(Role role) { return role == Role::user ? kUserShellBytes : kAssistantShellBytes; }
+
+bool is_continuation(unsigned char c) { return (c & 0xC0) == 0x80; }
+
+bool starts_with_bom(std::string_view s) { return s.size() >= 3 && s.substr(0, 3) == "\xEF\xBB\xBF"; }
+
+// One probe of TextRetainer headTail(h, t) on the UTF-8 bytes of `text`.
+struct Probe {
+  std::size_t prefix_bytes = 0;   // |keptPrefix|
+  std::size_t suffix_start = 0;   // N − |keptSuffix|
+  bool prefix_bom = false;        // the decoder strips a leading U+FEFF of each piece
+  bool suffix_bom = false;
+  std::int64_t omitted = 0;
+  std::int64_t candidate_bytes = 0;
+};
+
+Probe probe(std::string_view text, std::int64_t r) {
+  const std::size_t n = text.size();
+  const auto h = static_cast<std::size_t>((r + 1) / 2);
+  const auto t = static_cast<std::size_t>(r / 2);
+  std::size_t prefix_len = std::min(n, h);
+  std::size_t suffix_len = std::min(n - prefix_len, t);
+  Probe p;
+  // keptPrefix: drop an incomplete trailing sequence (for valid UTF-8: the largest boundary <= prefix_len).
+  std::size_t end = prefix_len;
+  if (end < n) {
+    while (end > 0 && is_continuation(static_cast<unsigned char>(text[end]))) --end;
+  }
+  p.prefix_bytes = end;
+  // keptSuffix: drop leading continuation bytes (the smallest boundary >= n − suffix_len).
+  std::size_t start = n - suffix_len;
+  while (start < n && is_continuation(static_cast<unsigned char>(text[start]))) ++start;
+  p.suffix_start = start;
+  p.prefix_bom = starts_with_bom(text.substr(0, p.prefix_bytes));
+  p.suffix_bom = starts_with_bom(text.substr(p.suffix_start));
+  const std::size_t suffix_bytes = n - p.suffix_start;
+  p.omitted = static_cast<std::int64_t>(n - p.prefix_bytes - suffix_bytes);
+  p.candidate_bytes = static_cast<std::int64_t>(p.prefix_bytes - (p.prefix_bom ? 3 : 0) + suffix_bytes -
+                                                (p.suffix_bom ? 3 : 0)) +
+                      kNoticeFixedBytes + decimal_digits(p.omitted);
+  return p;
+}
+
+std::string notice(std::int64_t omitted) {
+  return "\n[\xE2\x80\xA6 omitted " + std::to_string(omitted) + " UTF-8 bytes \xE2\x80\xA6]";
+}
+
+struct Retained {
+  std::size_t index = 0;                  // into the projected items
+  std::optional<std::string> truncated;   // replaces the original text once truncated
+  std::int64_t omitted_bytes = 0;
+  std::int64_t size = 0;                  // serialized bytes of {"role":…,"text":…}
+};
+
+} // namespace
+
+TruncatedText truncate_with_notice(std::string_view text, std::int64_t max_out, WorkCounter* counter) {
+  const auto n = static_cast<std::int64_t>(text.size());
+  if (n <= max_out) return {std::string(text), 0};
+  std::optional<Probe> best;
+  std::int64_t low = 0;
+  std::int64_t high = max_out;
+  // Reproduced literally: with U+FEFF at a cut the candidate length is not monotone in r, so only
+  // this exact probe sequence gives the original's answer.
+  while (low <= high) {
+    std::int64_t r = (low + high) / 2;
+    Probe p = probe(text, r);
+    if (counter) ++counter->truncation_probes;
+    if (p.candidate_bytes <= max_out) {
+      best = p;
+      low = r + 1;
+    } else {
+      high = r - 1;
+    }
+  }
+  if (!best) return {std::string(), n};
+  std::string out;
+  std::string_view head = text.substr(0, best->prefix_bytes);
+  std::string_view tail = text.substr(best->suffix_start);
+  if (best->prefix_bom) head.remove_prefix(3);
+  if (best->suffix_bom) tail.remove_prefix(3);
+  out.reserve(head.size() + tail.size() + 48);
+  out.append(head);
+  out.append(tail);
+  out += notice(best->omitted);
+  if (counter) counter->bytes_written += out.size();
+  return {std::move(out), best->omitted};
+}
+
+std::optional<RetainedSource> retain(const SourceHeader& header, const std::vector<ProjectedItem>& items,
+                                     std::int64_t max_bytes, WorkCounter* counter) {
+  const std::size_t n = items.size();
+  const std::int64_t fixed = kDataFixedBytes + static_cast<std::int64_t>(tag_safe_json_size(header.session_id, counter)) +
+                             static_cast<std::int64_t>(tag_safe_json_size(header.label, counter)) +
+                             (header.cwd ? static_cast<std::int64_t>(tag_safe_json_size(*header.cwd, counter)) : kNullBytes) +
+                             (header.captured_through_seq ? decimal_digits(*header.captured_through_seq) : kNullBytes);
+
+  std::vector<std::int64_t> item_size(n);
+  std::int64_t items_sum = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    item_size[i] = shell_bytes(items[i].role) + static_cast<std::int64_t>(tag_safe_json_size(items[i].text, counter));
+    items_sum += item_size[i];
+  }
+  std::int64_t count = static_cast<std::int64_t>(n);
+  auto total = [&] { return fixed + items_sum + (count > 0 ? count - 1 : 0); };
+
+  RetentionStats stats;
+  stats.original_messages = static_cast<std::int64_t>(n);
+  for (const auto& item : items) stats.compacted = stats.compacted || item.checkpoint;
+
+  // Phase 1: drop whole items, oldest first, keeping checkpoints and the newest item. Dropped items
+  // are always the first eligible one, so everything before the cursor is a checkpoint or dropped.
+  std::vector<char> dropped(n, 0);
+  std::int64_t dropped_bytes = 0;
+  std::size_t cursor = 0;
+  while (total() > max_bytes) {
+    while (cursor < n && items[cursor].checkpoint) ++cursor;
+    if (n == 0 || cursor >= n - 1) break;  // only checkpoints and the newest item remain
+    dropped[cursor] = 1;
+    items_sum -= item_size[cursor];
+    --count;
+    ++stats.omitted_messages;
+    dropped_bytes += static_cast<std::int64_t>(items[cursor].text.size());
+    if (counter) ++counter->retention_steps;
+    ++cursor;
+  }
+
+  std::vector<Retained> retained;
+  retained.reserve(static_cast<std::size_t>(count));
+  for (std::size_t i = 0; i < n; ++i)
+    if (!dropped[i]) retained.push_back(Retained{i, std::nullopt, 0, item_size[i]});
+
+  auto current_text = [&](const Retained& r) -> std::string_view {
+    return r.truncated ? std::string_view(*r.truncated) : items[r.index].text;
+  };
+
+  // Phase 2: head/tail-truncate the longest current text (ties → lowest position) until it fits.
+  if (total() > max_bytes) {
+    struct Entry {
+      std::int64_t bytes;
+      std::size_t pos;
+    };
+    auto less = [](const Entry& a, const Entry& b) { return a.bytes < b.bytes || (a.bytes == b.bytes && a.pos > b.pos); };
+    std::priority_queue<Entry, std::vector<Entry>, decltype(less)> heap(less);
+    for (std::size_t pos = 0; pos < retained.size(); ++pos)
+      heap.push(Entry{static_cast<std::int64_t>(current_text(retained[pos]).size()), pos});
+    while (total() > max_bytes) {
+      // Texts only ever shrink, so an entry is current iff its length matches the current text.
+      while (!heap.empty() &&
+             heap.top().bytes != static_cast<std::int64_t>(current_text(retained[heap.top().pos]).size()))
+        heap.pop();
+      if (heap.empty()) return std::nullopt;
+      const Entry longest = heap.top();
+      if (longest.bytes == 0) return std::nullopt;
+      heap.pop();
+      Retained& item = retained[longest.pos];
+      const std::int64_t overflow = total() - max_bytes;
+      const std::int64_t target = std::max<std::int64_t>(0, longest.bytes - overflow);
+      TruncatedText cut = truncate_with_notice(items[item.index].text, target, counter);
+      if (cut.text == current_text(item)) return std::nullopt;  // no progress possible
+      items_sum -= item.size;
+      item.size = shell_bytes(items[item.index].role) + static_cast<std::int64_t>(tag_safe_json_size(cut.text, counter));
+      items_sum += item.size;
+      item.omitted_bytes = cut.omitted_bytes;  // replaced, not accumulated: truncation restarts from the original
+      item.truncated = std::move(cut.text);
+      if (counter) ++counter->retention_steps;
+      heap.push(Entry{static_cast<std::int64_t>(item.truncated->size()), longest.pos});
+    }
+  }
+
+  stats.retained_messages = static_cast<std::int64_t>(retained.size());
+  std::int64_t omitted = dropped_bytes;
+  for (const auto& r : retained) omitted += r.omitted_bytes;
+  stats.omitted_bytes = omitted;
+  stats.truncated = stats.omitted_messages > 0 || stats.omitted_bytes > 0;
+
+  // Serialize once, in the data object's key order.
+  RetainedSource out;
+  std::string& json = out.data_json;
+  json.reserve(static_cast<std::size_t>(total()));
+  json += "{\"sessionId\":";
+  append_tag_safe_json(json, header.session_id);
+  json += ",\"label\":";
+  append_tag_safe_json(json, header.label);
+  json += ",\"cwd\":";
+  if (header.cwd)
+    append_tag_safe_json(json, *header.cwd);
+  else
+    json += "null";
+  json += ",\"capturedThroughSeq\":";
+  json += header.captured_through_seq ? std::to_string(*header.captured_through_seq) : std::string("null");
+  json += ",\"conversation\":[";
+  for (std::size_t pos = 0; pos < retained.size(); ++pos) {
+    if (pos > 0) json.push_back(',');
+    json += items[retained[pos].index].role == Role::user ? "{\"role\":\"user\",\"text\":"
+                                                          : "{\"role\":\"assistant\",\"text\":";
+    append_tag_safe_json(json, current_text(retained[pos]));
+    json.push_back('}');
+  }
+  json += "]}";
+  if (counter) counter->bytes_written += json.size();
+  assert(static_cast<std::int64_t>(json.size()) == total());
+  out.stats = stats;
+  return out;
+}
+
+} // namespace acp::refs

@@ -1,0 +1,27 @@
+// listCandidates (harness-compat §5.4): limit check, cancellation check, one listing, selection.
+#include "refs/candidates.hpp"
+#include "refs/errors.hpp"
+#include "refs/service.hpp"
+
+namespace acp::refs {
+
+std::vector<Candidate> SessionReferenceService::list_candidates(const Target& target, std::string_view query,
+                                                                const std::optional<boost::json::value>& limit,
+                                                                std::stop_token stop) const {
+  std::int64_t effective = config_.candidate_limit;
+  if (limit) {
+    auto v = positive_safe_integer(*limit);
+    if (!v)
+      throw SessionReferenceError(ErrorCode::invalid_reference, "candidate limit must be a positive safe integer");
+    effective = *v;
+  }
+  auto cancelled = [] {
+    return SessionReferenceError(ErrorCode::cancelled, "session reference preparation was cancelled");
+  };
+  if (stop.stop_requested()) throw cancelled();
+  std::vector<store::SessionListing> listings = source_->list_sessions();
+  if (stop.stop_requested()) throw cancelled();  // the original races the listing against the signal
+  return select_candidates(listings, target, query, effective);
+}
+
+} // namespace acp::refs

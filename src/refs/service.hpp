@@ -1,0 +1,88 @@
+// The session-reference service: candidates for new mentions and preparation of referenced
+// context ahead of a direct message (seed/session-reference.md, harness-compat §5).
+//
+// The host implements SessionSource over the session store and owns one service per process. The
+// service is immutable after construction and may be used from several threads at once. prepare()
+// starts one read per distinct source in parallel on threads of its own; when cancelled it returns
+// at once (SESSION_REFERENCE_CANCELLED) and lets outstanding reads finish in the background, which is
+// why the source is held by shared_ptr. Nothing is ever partially returned: either a complete
+// PreparedMessage or a SessionReferenceError.
+#pragma once
+
+#include "refs/config.hpp"
+#include "refs/types.hpp"
+#include "refs/work_counter.hpp"
+
+#include "store/session_types.hpp"
+
+#include <boost/json/array.hpp>
+#include <boost/json/value.hpp>
+
+#include <memory>
+#include <optional>
+#include <span>
+#include <stop_token>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace acp::refs {
+
+/// What the service needs from the store. Both calls may block and may run on any thread.
+class SessionSource {
+public:
+  virtual ~SessionSource() = default;
+  /// The folded current surface of a session. Throws std::exception with a message on failure;
+  /// `session "<id>" not found` for unknown ids.
+  virtual store::SurfaceSnapshot read_surface(const std::string& session_id) = 0;
+  /// All sessions, newest first (createdAt descending, ties by id under en-US collation).
+  virtual std::vector<store::SessionListing> list_sessions() = 0;
+};
+
+/// normalizeReferences for typed input: self check before dedupe, first label wins, then the cap.
+std::vector<NormalizedReference> normalize_references(std::string_view target_id,
+                                                      std::span<const SessionReference> references,
+                                                      std::int64_t max_references);
+
+/// normalizeReferences for raw JSON elements, which may be anything: a non-object, a non-string
+/// sessionId or a non-string label fail with invalid_reference, element by element, before the cap.
+std::vector<NormalizedReference> normalize_references(std::string_view target_id, const boost::json::array& references,
+                                                      std::int64_t max_references);
+
+/// Projection, retention and serialization of snapshots already in memory (the part of prepare()
+/// after the reads). snapshots[i] belongs to references[i]. Throws budget_exceeded.
+AdditionalContext render_context(const std::vector<NormalizedReference>& references,
+                                 const std::vector<store::SurfaceSnapshot>& snapshots, std::int64_t max_reference_bytes,
+                                 WorkCounter* counter = nullptr);
+
+class SessionReferenceService {
+public:
+  SessionReferenceService(std::shared_ptr<SessionSource> source, Config config);
+
+  const Config& config() const { return config_; }
+
+  /// listCandidates(agent, query, limit). `limit` is raw input: nullopt takes config.candidate_limit;
+  /// anything but a positive safe integer (null included) fails with invalid_reference.
+  std::vector<Candidate> list_candidates(const Target& target, std::string_view query = {},
+                                         const std::optional<boost::json::value>& limit = std::nullopt,
+                                         std::stop_token stop = {}) const;
+
+  /// prepare(agent, content, references, signal) for typed references.
+  PreparedMessage prepare(const Target& target, const boost::json::array& content,
+                          std::span<const SessionReference> references, std::stop_token stop = {},
+                          WorkCounter* counter = nullptr) const;
+
+  /// The same for raw JSON reference elements (as the golden vectors give them).
+  PreparedMessage prepare_json(const Target& target, const boost::json::array& content,
+                               const boost::json::array& references, std::stop_token stop = {},
+                               WorkCounter* counter = nullptr) const;
+
+private:
+  PreparedMessage prepare_normalized(const boost::json::array& content, std::vector<NormalizedReference> references,
+                                     std::stop_token stop, WorkCounter* counter) const;
+
+  std::shared_ptr<SessionSource> source_;
+  Config config_;
+};
+
+} // namespace acp::refs

@@ -1,0 +1,63 @@
+// Plain value types shared by the parts of the session-reference service.
+//
+// No ACP types and no behaviour: a target session, a requested reference, a listing candidate, and
+// the result of prepare(). The host converts its wire structures to and from these.
+#pragma once
+
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace acp::refs {
+
+/// The session a message is being prepared for (the original's `agent`: its id and header cwd).
+struct Target {
+  std::string id;
+  std::optional<std::string> cwd;
+};
+
+/// A reference as requested by the user: a session id and an optional display label.
+struct SessionReference {
+  std::string session_id;
+  std::optional<std::string> label;
+};
+
+/// A reference after dedupe: the label defaults to the id; an empty label stays empty.
+struct NormalizedReference {
+  std::string session_id;
+  std::string label;
+};
+
+/// One row of list_candidates(); JSON keys sessionId, label, cwd (omitted when absent), createdAt.
+struct Candidate {
+  std::string session_id;
+  std::string label;
+  std::optional<std::string> cwd;
+  std::int64_t created_at = 0;
+
+  boost::json::object to_json() const;
+};
+
+/// The context to inject ahead of the direct message: the durable source record
+/// `{kind:"session-reference",version:1,references:[…]}` and the model-facing prompt text.
+struct AdditionalContext {
+  boost::json::object source;
+  std::string prompt;
+
+  /// {"source": …, "content": [{"type":"text","text": prompt}]} in the original's key order.
+  boost::json::object to_json() const;
+};
+
+/// Result of prepare(): a detached copy of the content and zero or one additional context.
+struct PreparedMessage {
+  boost::json::array content;
+  std::optional<AdditionalContext> additional_context;
+
+  /// {"content": …, "additionalContext"?: …}
+  boost::json::object to_json() const;
+};
+
+} // namespace acp::refs
