@@ -1,1 +1,135 @@
-// placeholder
+#include "jsonrpc.hpp"
+
+#include "json_text.hpp"
+
+#include <boost/json/serialize.hpp>
+
+namespace acp::jsonrpc {
+
+namespace json = boost::json;
+
+json::value id_to_json(const RequestId& id) {
+  return std::visit([](const auto& v) -> json::value {
+    using V = std::decay_t<decltype(v)>;
+    if constexpr (std::is_same_v<V, std::nullptr_t>) return nullptr;
+    else if constexpr (std::is_same_v<V, std::string>) return json::string(v);
+    else return v;
+  }, id);
+}
+
+std::string id_to_string(const RequestId& id) { return json::serialize(id_to_json(id)); }
+
+json::object RpcError::to_json() const {
+  json::object obj;
+  obj["code"] = code_;
+  obj["message"] = message_;
+  if (data_) obj["data"] = *data_;
+  return obj;
+}
+
+RpcError parse_error(std::string_view why) {
+  return RpcError(code::parse_error, why.empty() ? "Parse error" : "Parse error: " + std::string(why));
+}
+RpcError invalid_request(std::string_view why) {
+  return RpcError(code::invalid_request, why.empty() ? "Invalid request" : "Invalid request: " + std::string(why));
+}
+RpcError oversize_frame(std::uint64_t max_frame_bytes) {
+  return RpcError(code::invalid_request, "Invalid request: frame exceeds " + std::to_string(max_frame_bytes) + " bytes",
+                  json::object{{"maxFrameBytes", max_frame_bytes}});
+}
+RpcError not_initialized() { return RpcError(code::invalid_request, "Invalid request: initialize first"); }
+RpcError method_not_found(std::string_view method) {
+  return RpcError(code::method_not_found, "Method not found: " + std::string(method), json::object{{"method", method}});
+}
+RpcError invalid_params(std::string_view pointer, std::string_view why) {
+  std::string where = pointer.empty() ? "params" : std::string(pointer);
+  return RpcError(code::invalid_params, "Invalid params: " + where + ": " + std::string(why),
+                  json::object{{"path", pointer}});
+}
+RpcError invalid_params_code(std::string_view code, std::string_view reason) {
+  return RpcError(code::invalid_params, "Invalid params: " + std::string(reason), json::object{{"code", code}});
+}
+RpcError resource_not_found(std::string_view session_id) {
+  return RpcError(code::resource_not_found, "Resource not found: session " + json::serialize(json::string(session_id)),
+                  json::object{{"sessionId", session_id}});
+}
+RpcError auth_required(std::string_view provider) {
+  return RpcError(code::auth_required, "Authentication required", json::object{{"provider", provider}});
+}
+RpcError session_busy() {
+  return RpcError(code::internal_error, "Session busy: another process is writing this session",
+                  json::object{{"code", "SESSION_BUSY"}});
+}
+RpcError log_corrupt(std::string_view where_and_why) {
+  return RpcError(code::internal_error, "Session log unreadable: " + std::string(where_and_why),
+                  json::object{{"code", "SESSION_LOG_CORRUPT"}});
+}
+RpcError provider_failure(std::string_view code, std::string_view message, int http_status) {
+  json::object data{{"code", code}};
+  if (http_status) data["status"] = http_status;
+  return RpcError(code::internal_error, std::string(message), std::move(data));
+}
+RpcError internal(std::string_view details) {
+  return RpcError(code::internal_error, "Internal error", json::object{{"details", details}});
+}
+
+Inbound classify(const json::value& frame) {
+  if (frame.is_array()) return Rejected{nullptr, invalid_request("batches are not supported")};
+  const auto* obj = frame.if_object();
+  if (!obj) return Rejected{nullptr, invalid_request("a frame must be a JSON object")};
+
+  RequestId id = nullptr;
+  const auto* id_value = obj->if_contains("id");
+  if (id_value) {
+    if (id_value->is_int64()) id = id_value->get_int64();
+    else if (id_value->is_uint64() && id_value->get_uint64() <= INT64_MAX) id = static_cast<std::int64_t>(id_value->get_uint64());
+    else if (id_value->is_string()) id = std::string(id_value->get_string());
+    else if (!id_value->is_null()) return Rejected{nullptr, invalid_request("id must be an integer, a string or null")};
+  }
+
+  const auto* version = obj->if_contains("jsonrpc");
+  if (!version || !version->is_string() || version->get_string() != "2.0")
+    return Rejected{id, invalid_request("jsonrpc must be \"2.0\"")};
+
+  const auto* method = obj->if_contains("method");
+  if (!method) {
+    if (id_value && (obj->contains("result") || obj->contains("error"))) return Response{};
+    return Rejected{id, invalid_request("method is missing")};
+  }
+  if (!method->is_string()) return Rejected{id, invalid_request("method must be a string")};
+
+  json::value params = json::object{};
+  if (const auto* p = obj->if_contains("params")) {
+    if (!p->is_object() && !p->is_array()) return Rejected{id, invalid_request("params must be an object or an array")};
+    params = *p;
+  }
+  std::string name(method->get_string());
+  if (!id_value) return Notification{std::move(name), std::move(params)};
+  return Request{std::move(id), std::move(name), std::move(params)};
+}
+
+std::string serialize_response(const RequestId& id, const json::value& result) {
+  json::object obj;
+  obj["jsonrpc"] = "2.0";
+  obj["id"] = id_to_json(id);
+  obj["result"] = result;
+  return json::serialize(obj);
+}
+
+std::string serialize_error(const RequestId& id, const RpcError& error) {
+  json::object obj;
+  obj["jsonrpc"] = "2.0";
+  obj["id"] = id_to_json(id);
+  obj["error"] = error.to_json();
+  return json::serialize(obj);
+}
+
+std::string serialize_notification(std::string_view method, const json::value& params) {
+  json::object obj;
+  obj["jsonrpc"] = "2.0";
+  obj["method"] = method;
+  obj["params"] = params;
+  return json::serialize(obj);
+}
+
+} // namespace acp::jsonrpc

@@ -1,0 +1,24 @@
+#include "handlers/router.hpp"
+#include "llm/provider.hpp"
+#include "support/log.hpp"
+
+namespace acp::handlers {
+
+jsonrpc::RpcError to_rpc_error(std::exception_ptr error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const jsonrpc::RpcError& e) {
+    return e;
+  } catch (const llm::ProviderError& e) {
+    if (e.code() == "AUTH_REQUIRED") return jsonrpc::auth_required(e.what());
+    return jsonrpc::provider_failure(e.code(), e.what(), e.http_status());
+  } catch (const std::exception& e) {
+    log::error(std::string("internal error: ") + e.what());
+    return jsonrpc::internal(e.what());
+  } catch (...) {
+    log::error("internal error: unknown exception");
+    return jsonrpc::internal("unknown exception");
+  }
+}
+
+} // namespace acp::handlers

@@ -1,0 +1,17 @@
+// One function per ACP method, named after it ('/' → '_'). Each is defined in its own file.
+#pragma once
+
+#include "handlers/handler_context.hpp"
+#include "protocol/types/initialize.hpp"
+#include "protocol/types/session.hpp"
+
+#include <boost/asio/awaitable.hpp>
+
+namespace acp::handlers {
+
+boost::asio::awaitable<protocol::InitializeResponse> initialize(HandlerContext&, protocol::InitializeRequest);
+boost::asio::awaitable<protocol::NewSessionResponse> session_new(HandlerContext&, protocol::NewSessionRequest);
+boost::asio::awaitable<protocol::PromptResponse> session_prompt(HandlerContext&, protocol::PromptRequest);
+boost::asio::awaitable<void> session_cancel(HandlerContext&, protocol::CancelNotification);
+
+} // namespace acp::handlers

@@ -1,0 +1,71 @@
+#include "prompt_text.hpp"
+
+#include "protocol/jsonrpc.hpp"
+
+#include <boost/json/serialize.hpp>
+#include <boost/json/string.hpp>
+
+namespace acp::handlers {
+
+namespace {
+
+std::string json_string(const std::string& s) { return boost::json::serialize(boost::json::string(s)); }
+
+// Decodes one UTF-8 code point at text[i]; returns its length (1 for invalid bytes).
+std::size_t decode_utf8(std::string_view text, std::size_t i, char32_t& cp) {
+  unsigned char c = static_cast<unsigned char>(text[i]);
+  std::size_t len = c < 0x80 ? 1 : c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+  if (i + len > text.size()) len = 1;
+  cp = len == 1 ? c : len == 2 ? (c & 0x1F) : len == 3 ? (c & 0x0F) : (c & 0x07);
+  for (std::size_t k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<unsigned char>(text[i + k]) & 0x3F);
+  return len;
+}
+
+bool is_js_space(char32_t cp) {
+  switch (cp) {
+  case 0x09: case 0x0A: case 0x0B: case 0x0C: case 0x0D: case 0x20: case 0xA0: case 0x1680:
+  case 0x2028: case 0x2029: case 0x202F: case 0x205F: case 0x3000: case 0xFEFF:
+    return true;
+  default:
+    return cp >= 0x2000 && cp <= 0x200A;
+  }
+}
+
+} // namespace
+
+bool is_blank(std::string_view text) {
+  for (std::size_t i = 0; i < text.size();) {
+    char32_t cp = 0;
+    i += decode_utf8(text, i, cp);
+    if (!is_js_space(cp)) return false;
+  }
+  return true;
+}
+
+std::string render_prompt_text(const std::vector<protocol::ContentBlock>& prompt) {
+  using namespace protocol;
+  std::string text;
+  for (std::size_t i = 0; i < prompt.size(); ++i) {
+    std::string where = "/prompt/" + std::to_string(i);
+    std::visit([&](const auto& block) {
+      using B = std::decay_t<decltype(block)>;
+      if constexpr (std::is_same_v<B, TextContent>) {
+        text += block.text;
+      } else if constexpr (std::is_same_v<B, ResourceLink>) {
+        text += "\n[resource_link name=" + json_string(block.name) + " uri=" + json_string(block.uri) + "]\n";
+      } else if constexpr (std::is_same_v<B, EmbeddedResource>) {
+        if (!block.resource.text || block.resource.blob)
+          throw jsonrpc::invalid_params(where + "/resource", "binary (blob) resources are not supported");
+        text += "\n[resource uri=" + json_string(block.resource.uri) + "]\n" + *block.resource.text + "\n";
+      } else if constexpr (std::is_same_v<B, ImageContent>) {
+        throw jsonrpc::invalid_params(where + "/type", "image content is not supported (promptCapabilities.image is false)");
+      } else {
+        throw jsonrpc::invalid_params(where + "/type", "audio content is not supported (promptCapabilities.audio is false)");
+      }
+    }, prompt[i]);
+  }
+  if (is_blank(text)) throw jsonrpc::invalid_params("/prompt", "the prompt has no text");
+  return text;
+}
+
+} // namespace acp::handlers

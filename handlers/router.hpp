@@ -1,0 +1,80 @@
+// The typed method table (clangd's LSPBinder): decodes params into the handler's own parameter
+// type, runs it, and encodes its result. Decode failures become -32602 with the JSON Pointer of the
+// bad field. Reply discipline (exactly one answer per request) is the connection's job: it replies
+// from the returned value or the thrown error.
+#pragma once
+
+#include "handlers/handler_context.hpp"
+#include "protocol/jsonrpc.hpp"
+#include "protocol/wire.hpp"
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/json/value.hpp>
+
+#include <functional>
+#include <map>
+#include <string>
+
+namespace acp::handlers {
+
+class Router {
+public:
+  using RequestFn = std::function<boost::asio::awaitable<boost::json::value>(HandlerContext&, const boost::json::value&)>;
+  using NotificationFn = std::function<boost::asio::awaitable<void>(HandlerContext&, const boost::json::value&)>;
+
+  template <class Params, class Result>
+  void bind(std::string_view method, boost::asio::awaitable<Result> (*fn)(HandlerContext&, Params)) {
+    requests_[std::string(method)] = [fn](HandlerContext& ctx, const boost::json::value& params) {
+      return call<Params, Result>(fn, ctx, params);
+    };
+  }
+
+  template <class Params>
+  void bind_notification(std::string_view method, boost::asio::awaitable<void> (*fn)(HandlerContext&, Params)) {
+    notifications_[std::string(method)] = [fn](HandlerContext& ctx, const boost::json::value& params) {
+      return notify<Params>(fn, ctx, params);
+    };
+  }
+
+  const RequestFn* find_request(const std::string& method) const {
+    auto it = requests_.find(method);
+    return it == requests_.end() ? nullptr : &it->second;
+  }
+  const NotificationFn* find_notification(const std::string& method) const {
+    auto it = notifications_.find(method);
+    return it == notifications_.end() ? nullptr : &it->second;
+  }
+
+  template <class Params> static Params decode_params(const boost::json::value& params) {
+    try {
+      return wire::decode<Params>(params);
+    } catch (const wire::DecodeError& e) {
+      throw jsonrpc::invalid_params(e.pointer(), e.what());
+    }
+  }
+
+private:
+  template <class Params, class Result>
+  static boost::asio::awaitable<boost::json::value> call(boost::asio::awaitable<Result> (*fn)(HandlerContext&, Params),
+                                                         HandlerContext& ctx, boost::json::value params) {
+    Result result = co_await fn(ctx, decode_params<Params>(params));
+    co_return wire::encode(result);
+  }
+
+  template <class Params>
+  static boost::asio::awaitable<void> notify(boost::asio::awaitable<void> (*fn)(HandlerContext&, Params),
+                                             HandlerContext& ctx, boost::json::value params) {
+    co_await fn(ctx, decode_params<Params>(params));
+  }
+
+  std::map<std::string, RequestFn> requests_;
+  std::map<std::string, NotificationFn> notifications_;
+};
+
+/// Fills the table with every method we implement (handlers/bindings.cpp).
+void bind_all(Router& router);
+
+/// Maps any exception escaping a handler to its JSON-RPC error (the one place that does so).
+jsonrpc::RpcError to_rpc_error(std::exception_ptr error);
+
+} // namespace acp::handlers

@@ -1,0 +1,30 @@
+#include "handlers/handlers.hpp"
+#include "protocol/jsonrpc.hpp"
+#include "support/log.hpp"
+
+#include <boost/uuid/random_generator.hpp>
+#include <boost/uuid/uuid_io.hpp>
+
+namespace acp::handlers {
+
+boost::asio::awaitable<protocol::NewSessionResponse> session_new(HandlerContext& ctx, protocol::NewSessionRequest req) {
+  if (req.cwd.empty() || req.cwd.front() != '/') throw jsonrpc::invalid_params("/cwd", "must be an absolute path");
+  if (req.additionalDirectories) {
+    for (std::size_t i = 0; i < req.additionalDirectories->size(); ++i)
+      if ((*req.additionalDirectories)[i].empty() || (*req.additionalDirectories)[i].front() != '/')
+        throw jsonrpc::invalid_params("/additionalDirectories/" + std::to_string(i), "must be an absolute path");
+  }
+  static thread_local boost::uuids::random_generator uuid_generator;
+  SessionState state;
+  state.id = boost::uuids::to_string(uuid_generator());
+  state.cwd = req.cwd;
+  if (req.additionalDirectories) state.additional_directories = *req.additionalDirectories;
+  if (req.mcpServers && !req.mcpServers->empty())
+    log::info("session " + state.id + ": ignoring " + std::to_string(req.mcpServers->size()) +
+              " MCP server(s): dsh-acp offers the model no tools");
+  std::string id = state.id;
+  ctx.sessions.add(std::move(state));
+  co_return protocol::NewSessionResponse{id, std::nullopt};
+}
+
+} // namespace acp::handlers

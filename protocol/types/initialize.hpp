@@ -1,0 +1,86 @@
+// initialize and authenticate: capabilities, agent identity (acp-protocol.md §2, §3).
+#pragma once
+
+#include "protocol/types/content.hpp"
+
+namespace acp::protocol {
+
+inline constexpr int kProtocolVersion = 1;
+
+struct InitializeRequest {
+  std::int64_t protocolVersion = 0;
+  std::optional<boost::json::object> clientCapabilities;  ///< kept opaque: we rely on none of it yet
+  std::optional<boost::json::object> clientInfo;
+  Meta _meta;
+};
+BOOST_DESCRIBE_STRUCT(InitializeRequest, (), (protocolVersion, clientCapabilities, clientInfo, _meta))
+
+struct PromptCapabilities {
+  bool image = false;
+  bool audio = false;
+  bool embeddedContext = false;
+};
+BOOST_DESCRIBE_STRUCT(PromptCapabilities, (), (image, audio, embeddedContext))
+
+struct McpCapabilities {
+  bool http = false;
+  bool sse = false;
+};
+BOOST_DESCRIBE_STRUCT(McpCapabilities, (), (http, sse))
+
+/// Each present member means "supported" ({}), per the ACP schema.
+struct SessionCapabilities {
+  std::optional<boost::json::object> list;
+  std::optional<boost::json::object> resume;
+  std::optional<boost::json::object> close;
+  std::optional<boost::json::object> delete_;
+  std::optional<boost::json::object> additionalDirectories;
+};
+BOOST_DESCRIBE_STRUCT(SessionCapabilities, (), (list, resume, close, delete_, additionalDirectories))
+
+struct AgentCapabilities {
+  bool loadSession = false;
+  PromptCapabilities promptCapabilities;
+  McpCapabilities mcpCapabilities;
+  SessionCapabilities sessionCapabilities;
+  Meta _meta;
+};
+BOOST_DESCRIBE_STRUCT(AgentCapabilities, (), (loadSession, promptCapabilities, mcpCapabilities, sessionCapabilities, _meta))
+
+struct Implementation {
+  std::string name;
+  std::optional<std::string> title;
+  std::string version;
+};
+BOOST_DESCRIBE_STRUCT(Implementation, (), (name, title, version))
+
+struct AuthMethod {
+  std::string id;
+  std::string name;
+  std::optional<std::string> description;
+  std::optional<std::string> type;
+  Meta _meta;
+};
+BOOST_DESCRIBE_STRUCT(AuthMethod, (), (id, name, description, type, _meta))
+
+struct InitializeResponse {
+  std::int64_t protocolVersion = kProtocolVersion;
+  AgentCapabilities agentCapabilities;
+  std::vector<AuthMethod> authMethods;
+  std::optional<Implementation> agentInfo;
+  Meta _meta;
+};
+BOOST_DESCRIBE_STRUCT(InitializeResponse, (), (protocolVersion, agentCapabilities, authMethods, agentInfo, _meta))
+
+struct AuthenticateRequest {
+  std::string methodId;
+  Meta _meta;
+};
+BOOST_DESCRIBE_STRUCT(AuthenticateRequest, (), (methodId, _meta))
+
+struct EmptyResponse {
+  Meta _meta;
+};
+BOOST_DESCRIBE_STRUCT(EmptyResponse, (), (_meta))
+
+} // namespace acp::protocol

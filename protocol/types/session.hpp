@@ -1,0 +1,61 @@
+// Session setup and prompt turns: session/new, load, resume, list, close, delete, prompt, cancel.
+#pragma once
+
+#include "protocol/types/content.hpp"
+
+#include <boost/describe/enum.hpp>
+
+namespace acp::protocol {
+
+struct NewSessionRequest {
+  std::string cwd;
+  std::optional<boost::json::array> mcpServers;  ///< accepted and ignored (we offer the model no tools)
+  std::optional<std::vector<std::string>> additionalDirectories;
+  Meta _meta;
+};
+BOOST_DESCRIBE_STRUCT(NewSessionRequest, (), (cwd, mcpServers, additionalDirectories, _meta))
+
+struct NewSessionResponse {
+  std::string sessionId;
+  Meta _meta;
+};
+BOOST_DESCRIBE_STRUCT(NewSessionResponse, (), (sessionId, _meta))
+
+struct LoadSessionRequest {
+  std::string sessionId;
+  std::string cwd;
+  std::optional<boost::json::array> mcpServers;
+  std::optional<std::vector<std::string>> additionalDirectories;
+  Meta _meta;
+};
+BOOST_DESCRIBE_STRUCT(LoadSessionRequest, (), (sessionId, cwd, mcpServers, additionalDirectories, _meta))
+
+struct SessionIdRequest {
+  std::string sessionId;
+  Meta _meta;
+};
+BOOST_DESCRIBE_STRUCT(SessionIdRequest, (), (sessionId, _meta))
+
+struct PromptRequest {
+  std::string sessionId;
+  std::vector<ContentBlock> prompt;
+  Meta _meta;
+};
+BOOST_DESCRIBE_STRUCT(PromptRequest, (), (sessionId, prompt, _meta))
+
+enum class StopReason { end_turn, max_tokens, max_turn_requests, refusal, cancelled };
+BOOST_DESCRIBE_ENUM(StopReason, end_turn, max_tokens, max_turn_requests, refusal, cancelled)
+
+struct PromptResponse {
+  StopReason stopReason = StopReason::end_turn;
+  Meta _meta;
+};
+BOOST_DESCRIBE_STRUCT(PromptResponse, (), (stopReason, _meta))
+
+struct CancelNotification {
+  std::string sessionId;
+  Meta _meta;
+};
+BOOST_DESCRIBE_STRUCT(CancelNotification, (), (sessionId, _meta))
+
+} // namespace acp::protocol

@@ -1,0 +1,128 @@
+// session/update notifications, keyed by "sessionUpdate" (acp-protocol.md §5).
+#pragma once
+
+#include "protocol/types/content.hpp"
+
+#include <boost/describe/enum.hpp>
+
+namespace acp::protocol {
+
+struct UserMessageChunk {
+  static constexpr std::string_view kTagKey = "sessionUpdate", kTag = "user_message_chunk";
+  ContentBlock content;
+  std::optional<std::string> messageId;
+  Meta _meta;
+};
+BOOST_DESCRIBE_STRUCT(UserMessageChunk, (), (content, messageId, _meta))
+
+struct AgentMessageChunk {
+  static constexpr std::string_view kTagKey = "sessionUpdate", kTag = "agent_message_chunk";
+  ContentBlock content;
+  std::optional<std::string> messageId;
+  Meta _meta;
+};
+BOOST_DESCRIBE_STRUCT(AgentMessageChunk, (), (content, messageId, _meta))
+
+struct AgentThoughtChunk {
+  static constexpr std::string_view kTagKey = "sessionUpdate", kTag = "agent_thought_chunk";
+  ContentBlock content;
+  std::optional<std::string> messageId;
+  Meta _meta;
+};
+BOOST_DESCRIBE_STRUCT(AgentThoughtChunk, (), (content, messageId, _meta))
+
+enum class ToolKind { read, edit, delete_, move, search, execute, think, fetch, switch_mode, other };
+BOOST_DESCRIBE_ENUM(ToolKind, read, edit, delete_, move, search, execute, think, fetch, switch_mode, other)
+
+enum class ToolCallStatus { pending, in_progress, completed, failed };
+BOOST_DESCRIBE_ENUM(ToolCallStatus, pending, in_progress, completed, failed)
+
+struct ToolCallContent {
+  static constexpr std::string_view kTagKey = "type", kTag = "content";
+  ContentBlock content;
+};
+BOOST_DESCRIBE_STRUCT(ToolCallContent, (), (content))
+
+struct ToolCall {
+  static constexpr std::string_view kTagKey = "sessionUpdate", kTag = "tool_call";
+  std::string toolCallId;
+  std::string title;
+  std::optional<ToolKind> kind;
+  std::optional<ToolCallStatus> status;
+  std::optional<std::vector<ToolCallContent>> content;
+  std::optional<boost::json::value> rawInput;
+  std::optional<boost::json::value> rawOutput;
+  Meta _meta;
+};
+BOOST_DESCRIBE_STRUCT(ToolCall, (), (toolCallId, title, kind, status, content, rawInput, rawOutput, _meta))
+
+struct ToolCallUpdate {
+  static constexpr std::string_view kTagKey = "sessionUpdate", kTag = "tool_call_update";
+  std::string toolCallId;
+  std::optional<std::string> title;
+  std::optional<ToolKind> kind;
+  std::optional<ToolCallStatus> status;
+  std::optional<std::vector<ToolCallContent>> content;
+  std::optional<boost::json::value> rawInput;
+  std::optional<boost::json::value> rawOutput;
+  Meta _meta;
+};
+BOOST_DESCRIBE_STRUCT(ToolCallUpdate, (), (toolCallId, title, kind, status, content, rawInput, rawOutput, _meta))
+
+enum class PlanEntryPriority { high, medium, low };
+BOOST_DESCRIBE_ENUM(PlanEntryPriority, high, medium, low)
+enum class PlanEntryStatus { pending, in_progress, completed };
+BOOST_DESCRIBE_ENUM(PlanEntryStatus, pending, in_progress, completed)
+
+struct PlanEntry {
+  std::string content;
+  PlanEntryPriority priority = PlanEntryPriority::medium;
+  PlanEntryStatus status = PlanEntryStatus::pending;
+};
+BOOST_DESCRIBE_STRUCT(PlanEntry, (), (content, priority, status))
+
+struct Plan {
+  static constexpr std::string_view kTagKey = "sessionUpdate", kTag = "plan";
+  std::vector<PlanEntry> entries;
+  Meta _meta;
+};
+BOOST_DESCRIBE_STRUCT(Plan, (), (entries, _meta))
+
+struct AvailableCommandInput {
+  std::string hint;
+};
+BOOST_DESCRIBE_STRUCT(AvailableCommandInput, (), (hint))
+
+struct AvailableCommand {
+  std::string name;
+  std::string description;
+  std::optional<AvailableCommandInput> input;
+};
+BOOST_DESCRIBE_STRUCT(AvailableCommand, (), (name, description, input))
+
+struct AvailableCommandsUpdate {
+  static constexpr std::string_view kTagKey = "sessionUpdate", kTag = "available_commands_update";
+  std::vector<AvailableCommand> availableCommands;
+  Meta _meta;
+};
+BOOST_DESCRIBE_STRUCT(AvailableCommandsUpdate, (), (availableCommands, _meta))
+
+struct SessionInfoUpdate {
+  static constexpr std::string_view kTagKey = "sessionUpdate", kTag = "session_info_update";
+  std::optional<std::string> title;
+  std::optional<std::string> updatedAt;
+  Meta _meta;
+};
+BOOST_DESCRIBE_STRUCT(SessionInfoUpdate, (), (title, updatedAt, _meta))
+
+using SessionUpdate = std::variant<UserMessageChunk, AgentMessageChunk, AgentThoughtChunk, ToolCall, ToolCallUpdate,
+                                   Plan, AvailableCommandsUpdate, SessionInfoUpdate>;
+
+struct SessionNotification {
+  std::string sessionId;
+  SessionUpdate update;
+  Meta _meta;
+};
+BOOST_DESCRIBE_STRUCT(SessionNotification, (), (sessionId, update, _meta))
+
+} // namespace acp::protocol

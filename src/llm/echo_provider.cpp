@@ -1,0 +1,164 @@
+#include "echo_provider.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <regex>
+
+namespace acp::llm {
+
+namespace asio = boost::asio;
+
+namespace {
+
+constexpr std::size_t kPreviewChars = 48;
+
+const char* role_name(Role r) {
+  switch (r) {
+  case Role::system: return "system";
+  case Role::user: return "user";
+  case Role::assistant: return "assistant";
+  }
+  return "?";
+}
+
+std::size_t utf8_char_length(unsigned char lead) {
+  if (lead < 0x80) return 1;
+  if (lead >= 0xF0) return 4;
+  if (lead >= 0xE0) return 3;
+  if (lead >= 0xC0) return 2;
+  return 1;
+}
+
+// Newlines shown as ⏎ so each request message stays on one line of the answer.
+std::string one_line(std::string_view text, std::size_t max_chars, bool& cut) {
+  std::string out;
+  std::size_t chars = 0;
+  cut = false;
+  for (std::size_t i = 0; i < text.size();) {
+    if (chars == max_chars) {
+      cut = true;
+      break;
+    }
+    std::size_t len = std::min(utf8_char_length(static_cast<unsigned char>(text[i])), text.size() - i);
+    if (text[i] == '\n') out += "\u23CE";
+    else out.append(text.substr(i, len));
+    i += len;
+    ++chars;
+  }
+  return out;
+}
+
+struct Directives {
+  std::chrono::milliseconds sleep{0};
+  StopKind stop = StopKind::end_turn;
+};
+
+Directives read_directives(const Request& request) {
+  Directives d;
+  const Message* last_user = nullptr;
+  for (const auto& m : request.messages)
+    if (m.role == Role::user) last_user = &m;
+  if (!last_user) return d;
+  static const std::regex sleep_re(R"(\[\[(?:echo:sleep=|sleep:)(\d{1,9})\]\])");
+  static const std::regex stop_re(R"(\[\[echo:stop=(max_tokens|refusal)\]\])");
+  std::smatch m;
+  if (std::regex_search(last_user->text, m, sleep_re)) d.sleep = std::chrono::milliseconds(std::stoll(m[1].str()));
+  if (std::regex_search(last_user->text, m, stop_re)) d.stop = m[1] == "max_tokens" ? StopKind::max_tokens : StopKind::refusal;
+  return d;
+}
+
+class EchoProvider final : public Provider {
+public:
+  EchoProvider(asio::any_io_executor ex, std::chrono::milliseconds delay) : executor_(std::move(ex)), delay_(delay) {}
+
+  std::string name() const override { return "echo"; }
+
+  asio::awaitable<Completion> stream(const Request& request, DeltaSink sink) override {
+    Completion done;
+    done.provider = "echo";
+    done.model = request.model.empty() ? "echo" : request.model;
+    Directives directives = read_directives(request);
+    asio::steady_timer timer(executor_);
+    auto pause = [&](std::chrono::milliseconds ms) -> asio::awaitable<bool> {
+      timer.expires_after(ms);
+      auto [ec] = co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+      co_return !ec;
+    };
+    auto cancelled = [&]() -> asio::awaitable<bool> {
+      auto state = co_await asio::this_coro::cancellation_state;
+      co_return state.cancelled() != asio::cancellation_type::none;
+    };
+
+    if (directives.sleep.count() > 0 && !co_await pause(directives.sleep)) {
+      done.stop = StopKind::cancelled;
+      co_return done;
+    }
+    std::string answer = echo_answer(request);
+    bool first = true;
+    for (const auto& chunk : echo_chunks(answer)) {
+      if (co_await cancelled()) {
+        done.stop = StopKind::cancelled;
+        co_return done;
+      }
+      if (!first && delay_.count() > 0 && !co_await pause(delay_)) {
+        done.stop = StopKind::cancelled;
+        co_return done;
+      }
+      first = false;
+      sink(Delta{DeltaKind::text, chunk});
+    }
+    std::int64_t input_bytes = 0;
+    for (const auto& m : request.messages) input_bytes += static_cast<std::int64_t>(m.text.size());
+    // Echo has no tokenizer: bytes stand in for tokens so usage is still recorded.
+    done.usage = Usage{input_bytes, static_cast<std::int64_t>(answer.size()), std::nullopt, std::nullopt};
+    done.stop = directives.stop;
+    co_return done;
+  }
+
+private:
+  asio::any_io_executor executor_;
+  std::chrono::milliseconds delay_;
+};
+
+} // namespace
+
+std::string echo_answer(const Request& request) {
+  std::string out = "echo: received " + std::to_string(request.messages.size()) + " messages\n";
+  const Message* last_user = nullptr;
+  for (std::size_t i = 0; i < request.messages.size(); ++i) {
+    const auto& m = request.messages[i];
+    out += "[" + std::to_string(i + 1) + "] " + role_name(m.role) + " " + std::to_string(m.text.size()) + " bytes";
+    if (m.role != Role::system) {
+      bool cut = false;
+      out += ": " + one_line(m.text, kPreviewChars, cut);
+      if (cut) out += "\u2026";
+    }
+    out += "\n";
+    if (m.role == Role::user) last_user = &m;
+  }
+  bool cut = false;
+  out += "last user message: " + (last_user ? one_line(last_user->text, std::string::npos, cut) : std::string());
+  return out;
+}
+
+std::vector<std::string> echo_chunks(const std::string& answer) {
+  std::vector<std::string> chunks;
+  std::size_t start = 0;
+  for (std::size_t i = 0; i < answer.size(); ++i) {
+    if (answer[i] == ' ') {
+      chunks.push_back(answer.substr(start, i + 1 - start));
+      start = i + 1;
+    }
+  }
+  if (start < answer.size()) chunks.push_back(answer.substr(start));
+  return chunks;
+}
+
+std::unique_ptr<Provider> make_echo_provider(asio::any_io_executor executor, std::chrono::milliseconds delay) {
+  return std::make_unique<EchoProvider>(std::move(executor), delay);
+}
+
+} // namespace acp::llm

@@ -1,0 +1,26 @@
+// The offline `echo` model (contracts.md §3): the oracle of request assembly.
+//
+// It answers with a description of the request it received, streamed one word at a time, so tests,
+// the demo and transcripts can see exactly which messages reached the model. Directives in the last
+// user message ([[echo:sleep=MS]] / [[sleep:MS]], [[echo:stop=max_tokens|refusal]]) make it slow or
+// end with another stop reason, for cancellation and stop-reason tests.
+#pragma once
+
+#include "llm/provider.hpp"
+
+#include <boost/asio/any_io_executor.hpp>
+
+#include <chrono>
+#include <memory>
+
+namespace acp::llm {
+
+/// The answer text for a request (pure; exposed for tests).
+std::string echo_answer(const Request& request);
+
+/// Splits the answer into chunks that each end after a space (the last one may not).
+std::vector<std::string> echo_chunks(const std::string& answer);
+
+std::unique_ptr<Provider> make_echo_provider(boost::asio::any_io_executor executor, std::chrono::milliseconds delay);
+
+} // namespace acp::llm

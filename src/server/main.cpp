@@ -1,0 +1,106 @@
+// dsh-acp: flags, descriptor discipline, the event loop, exit codes (contracts.md §1).
+//
+// fd discipline: frames go to a private duplicate of fd 1, and fd 1 itself is pointed at the log
+// file, so a stray print from any library can never corrupt the protocol stream (and never reaches
+// stderr, which some clients treat as an error).
+#include "handlers/handler_context.hpp"
+#include "llm/echo_provider.hpp"
+#include "server/connection.hpp"
+#include "support/config.hpp"
+#include "support/log.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+
+#include <csignal>
+#include <cstdio>
+#include <fcntl.h>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <unistd.h>
+
+namespace {
+
+int fail_usage(const std::string& message) {
+  std::fprintf(stderr, "dsh-acp: %s\n", message.c_str());
+  return 2;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  using namespace acp;
+  support::CliResult cli;
+  try {
+    cli = support::load_config(std::vector<std::string>(argv + 1, argv + argc), support::process_environment());
+  } catch (const support::ConfigError& e) {
+    return fail_usage(e.what());
+  }
+  if (cli.action == support::CliAction::help) {
+    std::cout << support::usage_text();
+    return 0;
+  }
+  if (cli.action == support::CliAction::version) {
+    std::cout << "dsh-acp " << DSH_ACP_VERSION << "\n";
+    return 0;
+  }
+  const support::Config& config = cli.config;
+
+  std::string system_prompt = handlers::default_system_prompt();
+  if (!config.system_prompt.empty()) {
+    std::ifstream in(config.system_prompt, std::ios::binary);
+    if (!in) return fail_usage("--system-prompt " + config.system_prompt + ": cannot be read");
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    system_prompt = ss.str();
+  }
+  if (config.provider != "echo")
+    return fail_usage("provider '" + config.provider + "' is not available in this build yet; use --provider echo");
+
+  int frames_fd = ::fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+  int input_fd = ::fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
+  int log_fd = log::init(config.log_file, log::parse_level(config.log_level));
+  int sink = log_fd >= 0 ? log_fd : ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+  if (sink >= 0) ::dup2(sink, STDOUT_FILENO);
+  if (frames_fd < 0) return 1;
+  std::signal(SIGPIPE, SIG_IGN);
+
+  log::info(std::string("dsh-acp ") + DSH_ACP_VERSION + " starting; provider " + config.provider + ", store " +
+            config.store + (config.config_file.empty() ? "" : ", config " + config.config_file));
+
+  boost::asio::io_context io{1};
+  auto provider = llm::make_echo_provider(io.get_executor(), std::chrono::milliseconds(config.echo_delay_ms));
+
+  if (input_fd < 0) {
+    log::info("no standard input; exiting");
+    return 0;
+  }
+  server::Connection connection(io.get_executor(), input_fd, frames_fd, config, *provider, system_prompt);
+  boost::asio::signal_set signals(io, SIGTERM, SIGINT);
+  signals.async_wait([&](const boost::system::error_code& ec, int signo) {
+    if (ec) return;
+    log::info("signal " + std::to_string(signo) + " received; shutting down");
+    connection.stop();
+  });
+  boost::asio::co_spawn(io, connection.run(), [&](std::exception_ptr error) {
+    if (error) {
+      try {
+        std::rethrow_exception(error);
+      } catch (const std::exception& e) {
+        log::error(std::string("fatal: ") + e.what());
+      }
+    }
+    signals.cancel();
+  });
+  try {
+    io.run();
+  } catch (const std::exception& e) {
+    log::error(std::string("fatal: ") + e.what());
+    return 1;
+  }
+  log::info("exiting");
+  return 0;
+}

@@ -1,0 +1,326 @@
+#include "config.hpp"
+
+#include "protocol/json_text.hpp"
+
+#include <boost/json.hpp>
+
+#include <cerrno>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <sstream>
+
+extern char** environ;
+
+namespace acp::support {
+namespace {
+
+namespace json = boost::json;
+
+enum class Kind { string, path, integer, boolean, choice };
+
+struct Option {
+  const char* flag;  ///< without the leading "--"
+  Kind kind;
+  const char* help;
+  std::function<void(Config&, const std::string&)> set;  ///< receives the validated text form
+  std::int64_t min = 0;
+  std::int64_t max = std::numeric_limits<std::int64_t>::max();
+  std::vector<std::string> choices = {};
+};
+
+std::int64_t parse_integer(const std::string& text, const Option& opt, const std::string& origin) {
+  std::size_t used = 0;
+  long long value = 0;
+  try {
+    value = std::stoll(text, &used, 10);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size())
+    throw ConfigError(origin + ": --" + opt.flag + " expects an integer, got '" + text + "'");
+  if (value < opt.min || value > opt.max)
+    throw ConfigError(origin + ": --" + opt.flag + " must be between " + std::to_string(opt.min) + " and " +
+                      std::to_string(opt.max) + ", got " + text);
+  return value;
+}
+
+template <class Member> auto int_setter(Member Config::*member) {
+  return [member](Config& c, const std::string& v) { c.*member = std::stoll(v); };
+}
+template <class Member> auto str_setter(Member Config::*member) {
+  return [member](Config& c, const std::string& v) { c.*member = v; };
+}
+
+const std::vector<Option>& options() {
+  static const std::vector<Option> table = {
+      {"store", Kind::path, "session store root", str_setter(&Config::store)},
+      {"store-compression", Kind::choice, "encoding of a new store root", str_setter(&Config::store_compression), 0, 0,
+       {"zstd", "none"}},
+      {"provider", Kind::choice, "model provider", str_setter(&Config::provider), 0, 0, {"deepseek", "openai", "echo"}},
+      {"model", Kind::string, "model name", str_setter(&Config::model)},
+      {"base-url", Kind::string, "provider base URL", str_setter(&Config::base_url)},
+      {"allow-insecure-http", Kind::boolean, "allow plain http:// to non-loopback hosts",
+       [](Config& c, const std::string& v) { c.allow_insecure_http = v == "true"; }},
+      {"ca-file", Kind::path, "extra trusted CA certificate (PEM)", str_setter(&Config::ca_file)},
+      {"system-prompt", Kind::path, "system prompt file ({cwd} and {date} are replaced)",
+       str_setter(&Config::system_prompt)},
+      {"connect-timeout-ms", Kind::integer, "provider connect timeout", int_setter(&Config::connect_timeout_ms), 1},
+      {"idle-timeout-ms", Kind::integer, "provider idle timeout (no SSE data event)", int_setter(&Config::idle_timeout_ms),
+       1},
+      {"request-timeout-ms", Kind::integer, "provider overall deadline", int_setter(&Config::request_timeout_ms), 1},
+      {"max-retries", Kind::integer, "provider retries before output", int_setter(&Config::max_retries), 0, 20},
+      {"retry-base-ms", Kind::integer, "first retry delay", int_setter(&Config::retry_base_ms), 0},
+      {"echo-delay-ms", Kind::integer, "pause between echo chunks", int_setter(&Config::echo_delay_ms), 0, 3600000},
+      {"max-references", Kind::integer, "distinct sessions one prompt may reference", int_setter(&Config::max_references),
+       1, 3},
+      {"candidate-limit", Kind::integer, "default number of reference candidates", int_setter(&Config::candidate_limit),
+       1, 9007199254740991},
+      {"max-reference-bytes", Kind::integer, "serialized bytes per referenced session",
+       int_setter(&Config::max_reference_bytes), 1, 9007199254740991},
+      {"max-frame-bytes", Kind::integer, "largest accepted input frame", int_setter(&Config::max_frame_bytes), 1024,
+       std::int64_t(1) << 40},
+      {"log-file", Kind::path, "log file (mode 0600, appended)", str_setter(&Config::log_file)},
+      {"log-level", Kind::choice, "log verbosity", str_setter(&Config::log_level), 0, 0,
+       {"error", "warn", "info", "debug"}},
+  };
+  return table;
+}
+
+std::string camel_case(const char* flag) {
+  std::string out;
+  bool upper = false;
+  for (const char* p = flag; *p; ++p) {
+    if (*p == '-') {
+      upper = true;
+    } else {
+      out.push_back(upper ? static_cast<char>(std::toupper(static_cast<unsigned char>(*p))) : *p);
+      upper = false;
+    }
+  }
+  return out;
+}
+
+std::string env_name(const char* flag) {
+  std::string out = "DSH_ACP_";
+  for (const char* p = flag; *p; ++p) out.push_back(*p == '-' ? '_' : static_cast<char>(std::toupper(*p)));
+  return out;
+}
+
+const Option* find_flag(std::string_view name) {
+  for (const auto& opt : options())
+    if (name == opt.flag) return &opt;
+  return nullptr;
+}
+
+// Validates `text` for `opt` and returns its canonical text form.
+std::string validate(const Option& opt, const std::string& text, const std::string& origin) {
+  switch (opt.kind) {
+  case Kind::integer:
+    return std::to_string(parse_integer(text, opt, origin));
+  case Kind::boolean:
+    if (text == "true" || text == "1" || text == "yes") return "true";
+    if (text == "false" || text == "0" || text == "no") return "false";
+    throw ConfigError(origin + ": --" + opt.flag + " expects true or false, got '" + text + "'");
+  case Kind::choice:
+    for (const auto& c : opt.choices)
+      if (c == text) return text;
+    {
+      std::string allowed;
+      for (const auto& c : opt.choices) allowed += (allowed.empty() ? "" : ", ") + c;
+      throw ConfigError(origin + ": --" + opt.flag + " must be one of " + allowed + ", got '" + text + "'");
+    }
+  case Kind::path:
+  case Kind::string:
+    if (text.empty()) throw ConfigError(origin + ": --" + opt.flag + " must not be empty");
+    return text;
+  }
+  return text;
+}
+
+std::string env_or(const Environment& env, const std::string& key, const std::string& fallback) {
+  auto it = env.find(key);
+  return it != env.end() && !it->second.empty() ? it->second : fallback;
+}
+
+std::string xdg_dir(const Environment& env, const char* var, const char* home_relative) {
+  std::string base = env_or(env, var, "");
+  if (base.empty() || base.front() != '/') base = env_or(env, "HOME", "/tmp") + "/" + home_relative;
+  return base + "/dsh-acp";
+}
+
+std::string read_file(const std::string& path, bool& exists) {
+  std::ifstream in(path, std::ios::binary);
+  exists = static_cast<bool>(in);
+  if (!in) return {};
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Reads the config file into option-name → text form, validating keys and value types.
+std::map<std::string, std::string> read_config_file(const std::string& path, Config& config, bool required) {
+  bool exists = false;
+  std::string text = read_file(path, exists);
+  std::map<std::string, std::string> values;
+  if (!exists) {
+    if (required) throw ConfigError("config file " + path + ": cannot be read (" + std::strerror(errno) + ")");
+    return values;
+  }
+  config.config_file = path;
+  boost::system::error_code ec;
+  json::value doc = protocol::parse_json(text, ec);
+  if (ec) throw ConfigError("config file " + path + ": invalid JSON: " + ec.message());
+  if (!doc.is_object()) throw ConfigError("config file " + path + ": the top level must be an object");
+  for (const auto& kv : doc.get_object()) {
+    std::string key(kv.key());
+    std::string origin = "config file " + path + ": key \"" + key + "\"";
+    if (key == "models") {
+      if (!kv.value().is_array()) throw ConfigError(origin + " must be an array of strings");
+      config.models.clear();
+      for (const auto& m : kv.value().get_array()) {
+        if (!m.is_string() || m.get_string().empty()) throw ConfigError(origin + " must be an array of non-empty strings");
+        config.models.emplace_back(m.get_string());
+      }
+      continue;
+    }
+    const Option* opt = nullptr;
+    for (const auto& o : options())
+      if (camel_case(o.flag) == key) opt = &o;
+    if (!opt) throw ConfigError(origin + " is not a known setting");
+    const json::value& v = kv.value();
+    std::string raw;
+    if (opt->kind == Kind::integer) {
+      if (!v.is_int64() && !v.is_uint64()) throw ConfigError(origin + " must be an integer");
+      raw = json::serialize(v);
+    } else if (opt->kind == Kind::boolean) {
+      if (!v.is_bool()) throw ConfigError(origin + " must be true or false");
+      raw = v.get_bool() ? "true" : "false";
+    } else {
+      if (!v.is_string()) throw ConfigError(origin + " must be a string");
+      raw = std::string(v.get_string());
+    }
+    values[opt->flag] = validate(*opt, raw, origin);
+  }
+  return values;
+}
+
+} // namespace
+
+Environment process_environment() {
+  Environment env;
+  for (char** e = environ; e && *e; ++e) {
+    std::string_view entry(*e);
+    auto eq = entry.find('=');
+    if (eq != std::string_view::npos) env.emplace(entry.substr(0, eq), entry.substr(eq + 1));
+  }
+  return env;
+}
+
+CliResult load_config(const std::vector<std::string>& args, const Environment& env) {
+  CliResult result;
+  std::map<std::string, std::string> from_flags;
+  std::optional<std::string> config_path;
+
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg == "--help" || arg == "-h") {
+      result.action = CliAction::help;
+      return result;
+    }
+    if (arg == "--version") {
+      result.action = CliAction::version;
+      return result;
+    }
+    if (arg.rfind("--", 0) != 0) throw ConfigError("unexpected argument '" + arg + "' (see --help)");
+    std::string name = arg.substr(2);
+    std::optional<std::string> value;
+    if (auto eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+    }
+    if (name == "config") {
+      if (!value) {
+        if (i + 1 >= args.size()) throw ConfigError("--config needs a value");
+        value = args[++i];
+      }
+      config_path = *value;
+      continue;
+    }
+    const Option* opt = find_flag(name);
+    if (!opt) throw ConfigError("unknown option --" + name + " (see --help)");
+    if (!value) {
+      if (opt->kind == Kind::boolean) value = "true";
+      else if (i + 1 >= args.size()) throw ConfigError("--" + name + " needs a value");
+      else value = args[++i];
+    }
+    from_flags[opt->flag] = validate(*opt, *value, "command line");
+  }
+
+  Config& config = result.config;
+  std::string home = env_or(env, "DSH_ACP_HOME", "");
+  bool explicit_config = config_path.has_value() || !env_or(env, "DSH_ACP_CONFIG", "").empty();
+  std::string path = config_path.value_or(env_or(env, "DSH_ACP_CONFIG", home.empty() ? xdg_dir(env, "XDG_CONFIG_HOME", ".config") + "/config.json" : home + "/config.json"));
+  auto from_file = read_config_file(path, config, explicit_config);
+
+  for (const auto& opt : options()) {
+    std::string env_value = env_or(env, env_name(opt.flag), "");
+    if (auto it = from_flags.find(opt.flag); it != from_flags.end()) opt.set(config, it->second);
+    else if (!env_value.empty()) opt.set(config, validate(opt, env_value, "environment " + env_name(opt.flag)));
+    else if (auto f = from_file.find(opt.flag); f != from_file.end()) opt.set(config, f->second);
+  }
+
+  if (config.store.empty())
+    config.store = home.empty() ? xdg_dir(env, "XDG_DATA_HOME", ".local/share") + "/sessions" : home + "/sessions";
+  if (config.log_file.empty())
+    config.log_file = home.empty() ? xdg_dir(env, "XDG_STATE_HOME", ".local/state") + "/dsh-acp.log" : home + "/dsh-acp.log";
+  config.cache_dir = home.empty() ? xdg_dir(env, "XDG_CACHE_HOME", ".cache") : home + "/cache";
+  if (config.provider == "deepseek") {
+    if (config.model.empty()) config.model = "deepseek-flash";
+    if (config.base_url.empty()) config.base_url = "https://api.deepseek.com";
+  } else if (config.provider == "echo" && config.model.empty()) {
+    config.model = "echo";
+  }
+  if (config.provider == "openai" && config.base_url.empty())
+    throw ConfigError("--provider openai needs --base-url (the server's OpenAI-compatible endpoint)");
+  if (config.provider == "openai" && config.model.empty())
+    throw ConfigError("--provider openai needs --model");
+  config.deepseek_api_key = env_or(env, "DEEPSEEK_API_KEY", "");
+  config.openai_api_key = env_or(env, "OPENAI_API_KEY", "");
+  return result;
+}
+
+std::string usage_text() {
+  std::string out =
+      "Usage: dsh-acp [options]\n"
+      "An Agent Client Protocol (ACP v1) agent on stdin/stdout. Editors start it with no arguments.\n\n"
+      "Options (each also settable as DSH_ACP_<NAME> in the environment or as a camelCase key in the config file;\n"
+      "precedence: flag > environment > config file > default):\n"
+      "  --help                     print this help and exit\n"
+      "  --version                  print the version and exit\n"
+      "  --config FILE              JSON config file (default $DSH_ACP_HOME/config.json, else\n"
+      "                             $XDG_CONFIG_HOME/dsh-acp/config.json)\n";
+  for (const auto& opt : options()) {
+    std::string left = std::string("  --") + opt.flag;
+    switch (opt.kind) {
+    case Kind::integer: left += " N"; break;
+    case Kind::path: left += " PATH"; break;
+    case Kind::string: left += " TEXT"; break;
+    case Kind::boolean: break;
+    case Kind::choice: {
+      std::string alts;
+      for (const auto& c : opt.choices) alts += (alts.empty() ? "" : "|") + c;
+      left += " " + alts;
+      break;
+    }
+    }
+    if (left.size() < 29) left.resize(29, ' ');
+    else left += "  ";
+    out += left + opt.help + "\n";
+  }
+  out += "\nKeys: DEEPSEEK_API_KEY (deepseek), OPENAI_API_KEY (openai). Exit codes: 0 after stdin EOF or SIGTERM/SIGINT,\n"
+         "2 for usage or configuration errors, 1 for fatal runtime errors. Logs go to the log file, never to stdout.\n";
+  return out;
+}
+
+} // namespace acp::support

@@ -1,0 +1,70 @@
+// Command line, environment and configuration file (contracts.md §1).
+//
+// One table describes every option; the flag (--max-frame-bytes), the config-file key
+// (maxFrameBytes) and the environment variable (DSH_ACP_MAX_FRAME_BYTES) are all derived from its
+// name, so the three sources cannot drift apart. Precedence: flag > environment > file > default.
+// Pure: the environment is passed in, nothing is read from the process here except files named.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace acp::support {
+
+struct Config {
+  std::string config_file;        ///< the file that was read ("" if none existed)
+  std::string store;              ///< session store root
+  std::string store_compression;  ///< "zstd" | "none" | "" (keep the root's own, zstd for a new root)
+  std::string cache_dir;          ///< listing index location ($XDG_CACHE_HOME/dsh-acp)
+  std::string provider = "echo";
+  std::string model;
+  std::string base_url;
+  std::string ca_file;
+  std::string system_prompt;      ///< file with {cwd} and {date} placeholders; "" = built in
+  bool allow_insecure_http = false;
+  std::int64_t connect_timeout_ms = 10000;
+  std::int64_t idle_timeout_ms = 120000;
+  std::int64_t request_timeout_ms = 600000;
+  std::int64_t max_retries = 3;
+  std::int64_t retry_base_ms = 500;
+  std::int64_t echo_delay_ms = 0;
+  std::int64_t max_references = 3;
+  std::int64_t candidate_limit = 50;
+  std::int64_t max_reference_bytes = 65536;
+  std::int64_t max_frame_bytes = 67108864;
+  std::string log_file;
+  std::string log_level = "info";
+  std::vector<std::string> models;  ///< extra model choices offered per session (config file only)
+  std::string deepseek_api_key;     ///< from DEEPSEEK_API_KEY
+  std::string openai_api_key;       ///< from OPENAI_API_KEY
+};
+
+/// A usage or configuration error: the process prints it on stderr and exits with code 2.
+class ConfigError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+enum class CliAction { run, help, version };
+
+struct CliResult {
+  CliAction action = CliAction::run;
+  Config config;
+};
+
+using Environment = std::map<std::string, std::string>;
+
+/// Parses argv (without argv[0]), the environment and the config file. Throws ConfigError.
+CliResult load_config(const std::vector<std::string>& args, const Environment& env);
+
+/// The --help text.
+std::string usage_text();
+
+/// Snapshot of the process environment.
+Environment process_environment();
+
+} // namespace acp::support

@@ -1,0 +1,55 @@
+#include "log.hpp"
+
+#include "paths.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <fcntl.h>
+#include <unistd.h>
+
+namespace acp::log {
+namespace {
+std::atomic<int> g_fd{-1};
+std::atomic<int> g_level{static_cast<int>(Level::info)};
+constexpr const char* kNames[] = {"error", "warn", "info", "debug"};
+} // namespace
+
+Level parse_level(std::string_view name) {
+  for (int i = 0; i < 4; ++i)
+    if (name == kNames[i]) return static_cast<Level>(i);
+  return Level::info;
+}
+
+int init(const std::string& path, Level level) {
+  g_level = static_cast<int>(level);
+  support::make_parent_dirs(path, 0700);
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  g_fd = fd;
+  return fd;
+}
+
+int fd() { return g_fd; }
+
+bool enabled(Level level) { return g_fd >= 0 && static_cast<int>(level) <= g_level; }
+
+void write(Level level, std::string_view message) {
+  if (!enabled(level)) return;
+  auto now = std::chrono::system_clock::now();
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count();
+  std::time_t secs = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char stamp[64];
+  std::snprintf(stamp, sizeof stamp, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ [%d] %s ", tm.tm_year + 1900, tm.tm_mon + 1,
+                tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms % 1000), static_cast<int>(::getpid()),
+                kNames[static_cast<int>(level)]);
+  std::string line(stamp);
+  // One record is one line: embedded newlines would make the log ambiguous.
+  for (char c : message) line.push_back(c == '\n' ? ' ' : c);
+  line.push_back('\n');
+  [[maybe_unused]] auto written = ::write(g_fd, line.data(), line.size());
+}
+
+} // namespace acp::log

@@ -1,0 +1,15 @@
+// Small filesystem helpers for the XDG directories we create.
+#pragma once
+
+#include <string>
+#include <sys/types.h>
+
+namespace acp::support {
+
+/// Creates every missing directory above `file_path` with `mode`. Returns false on failure.
+bool make_parent_dirs(const std::string& file_path, mode_t mode);
+
+/// Creates `dir` and every missing parent with `mode`. Returns false on failure.
+bool make_dirs(const std::string& dir, mode_t mode);
+
+} // namespace acp::support

@@ -1,0 +1,51 @@
+#include "line_framer.hpp"
+
+namespace acp::transport {
+
+void LineFramer::complete(std::vector<FramerEvent>& out) {
+  if (discarding_) {
+    // The limit applies to the frame without its line end, like a buffered frame would.
+    std::uint64_t bytes = discarded_;
+    out.push_back(Oversize{bytes});
+    discarding_ = false;
+    discarded_ = 0;
+    partial_.clear();
+    return;
+  }
+  if (!partial_.empty() && partial_.back() == '\r') partial_.pop_back();
+  bool blank = partial_.find_first_not_of(" \t\r") == std::string::npos;
+  if (!blank) out.push_back(Frame{std::move(partial_)});
+  partial_.clear();
+}
+
+void LineFramer::feed(std::string_view data, std::vector<FramerEvent>& out) {
+  while (!data.empty()) {
+    std::size_t nl = data.find('\n');
+    std::string_view piece = data.substr(0, nl);
+    if (discarding_) {
+      discarded_ += piece.size();
+    } else if (partial_.size() + piece.size() > max_ + 1) {
+      // +1 leaves room for a '\r' that belongs to the line end, not to the frame.
+      discarding_ = true;
+      discarded_ = partial_.size() + piece.size();
+      partial_.clear();
+      partial_.shrink_to_fit();
+    } else {
+      partial_.append(piece);
+    }
+    if (nl == std::string_view::npos) return;
+    if (!discarding_ && partial_.size() > max_ && !(partial_.size() == max_ + 1 && partial_.back() == '\r')) {
+      discarding_ = true;
+      discarded_ = partial_.size();
+      partial_.clear();
+    }
+    complete(out);
+    data.remove_prefix(nl + 1);
+  }
+}
+
+void LineFramer::finish(std::vector<FramerEvent>& out) {
+  if (discarding_ || !partial_.empty()) complete(out);
+}
+
+} // namespace acp::transport

@@ -1,0 +1,248 @@
+#!/usr/bin/env python3
+"""Transcript runner: drives the real dsh-acp binary with scripted frames and checks its output.
+
+Usage: transcript.py SERVER IN.jsonl OUT.jsonl [-- server args...]
+
+IN.jsonl holds the frames to send, one per line (lines starting with '#' are comments and blank lines
+are skipped). A frame may use "{{=name}}" to refer to a value captured from the output: the runner
+sends it only once that value has been captured. "#capture NAME ID /json/pointer" captures, from the
+response to request ID, the value at that pointer (how a transcript addresses the session id that
+session/new returned). "#wait N" waits until N output frames have arrived; "#sleep MS" pauses. When the input
+is exhausted, stdin is closed (EOF) and the server must exit 0.
+
+OUT.jsonl holds the expected frames, in order, one JSON value per line ('#' comments allowed).
+Structural comparison; key order is ignored. Placeholders (JSON strings):
+  "{{any}}"  anything        "{{string}}" "{{number}}" "{{uuid}}" "{{timestamp}}"  that kind of value
+  "{{?name}}" capture         "{{=name}}"  equals the captured value
+  "{{prefix:TEXT}}" a string starting with TEXT   "{{size}}" a non-negative integer
+  object key "{{...}}": true  extra keys allowed
+Every stdout line must be a JSON-RPC frame. UPDATE_TRANSCRIPTS=1 rewrites OUT.jsonl from the
+actual output, keeping existing placeholders where they still match.
+"""
+import json
+import os
+import re
+import select
+import subprocess
+import sys
+import time
+
+UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
+TIME_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$")
+
+
+class Mismatch(Exception):
+    pass
+
+
+def match(expected, actual, captures, pointer):
+    if isinstance(expected, str) and expected.startswith("{{") and expected.endswith("}}"):
+        tag = expected[2:-2]
+        if tag == "any":
+            return
+        if tag == "string" and isinstance(actual, str):
+            return
+        if tag == "number" and isinstance(actual, (int, float)) and not isinstance(actual, bool):
+            return
+        if tag == "size" and isinstance(actual, int) and not isinstance(actual, bool) and actual >= 0:
+            return
+        if tag == "uuid" and isinstance(actual, str) and UUID_RE.match(actual):
+            return
+        if tag == "timestamp" and isinstance(actual, str) and TIME_RE.match(actual):
+            return
+        if tag.startswith("prefix:") and isinstance(actual, str) and actual.startswith(tag[7:]):
+            return
+        if tag.startswith("?"):
+            captures[tag[1:]] = actual
+            return
+        if tag.startswith("="):
+            if tag[1:] in captures and captures[tag[1:]] == actual:
+                return
+            raise Mismatch(f"{pointer or '/'}: expected captured {tag[1:]}={captures.get(tag[1:])!r}, got {actual!r}")
+        raise Mismatch(f"{pointer or '/'}: placeholder {expected} does not match {actual!r}")
+    if isinstance(expected, dict):
+        if not isinstance(actual, dict):
+            raise Mismatch(f"{pointer or '/'}: expected an object, got {actual!r}")
+        extra_ok = expected.get("{{...}}") is True
+        for key, value in expected.items():
+            if key == "{{...}}":
+                continue
+            if key not in actual:
+                raise Mismatch(f"{pointer}/{key}: missing")
+            match(value, actual[key], captures, f"{pointer}/{key}")
+        if not extra_ok:
+            for key in actual:
+                if key not in expected:
+                    raise Mismatch(f"{pointer}/{key}: unexpected key (value {actual[key]!r})")
+        return
+    if isinstance(expected, list):
+        if not isinstance(actual, list) or len(actual) != len(expected):
+            raise Mismatch(f"{pointer or '/'}: expected {expected!r}, got {actual!r}")
+        for i, (e, a) in enumerate(zip(expected, actual)):
+            match(e, a, captures, f"{pointer}/{i}")
+        return
+    if expected != actual or type(expected) is not type(actual) and not (isinstance(expected, (int, float)) and isinstance(actual, (int, float))):
+        raise Mismatch(f"{pointer or '/'}: expected {expected!r}, got {actual!r}")
+
+
+def substitute(text, captures):
+    def repl(m):
+        name = m.group(1)
+        value = captures[name]
+        return json.dumps(value)[1:-1] if isinstance(value, str) else json.dumps(value)
+    return re.sub(r"\{\{=([A-Za-z0-9_]+)\}\}", repl, text)
+
+
+def read_lines(path):
+    with open(path, encoding="utf-8") as f:
+        return [line.rstrip("\n") for line in f]
+
+
+def bless(expected_lines, actual):
+    """Rewrites expected frames from actual ones, keeping placeholders that still match."""
+    captures = {}
+    out = []
+    exp = [json.loads(l) for l in expected_lines if l.strip() and not l.lstrip().startswith("#")]
+
+    def keep(e, a):
+        try:
+            match(e, a, dict(captures), "")
+        except Mismatch:
+            return a
+        if isinstance(e, dict) and isinstance(a, dict):
+            merged = {k: keep(e[k], a[k]) if k in e else a[k] for k in a}
+            if e.get("{{...}}") is True:
+                merged["{{...}}"] = True
+            return merged
+        if isinstance(e, list) and isinstance(a, list) and len(e) == len(a):
+            return [keep(x, y) for x, y in zip(e, a)]
+        return e
+
+    names = {}
+
+    def name_uuids(v):
+        # Fresh ids differ on every run: the first sighting captures, later ones must be equal.
+        if isinstance(v, str) and UUID_RE.match(v):
+            if v in names:
+                return "{{=" + names[v] + "}}"
+            names[v] = f"id{len(names) + 1}"
+            return "{{?" + names[v] + "}}"
+        if isinstance(v, dict):
+            return {k: name_uuids(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [name_uuids(x) for x in v]
+        return v
+
+    for i, a in enumerate(actual):
+        a = name_uuids(a)
+        e = exp[i] if i < len(exp) else None
+        value = keep(e, a) if e is not None else a
+        out.append(json.dumps(value, ensure_ascii=False))
+    return out
+
+
+def main():
+    argv = sys.argv[1:]
+    extra = []
+    if "--" in argv:
+        i = argv.index("--")
+        argv, extra = argv[:i], argv[i + 1:]
+    server, in_path, out_path = argv
+    directives = ("#wait", "#capture", "#sleep")
+    inputs = [l for l in read_lines(in_path) if l.strip() and (not l.lstrip().startswith("#") or l.startswith(directives))]
+    wanted = {}  # request id -> [(name, pointer)]
+    proc = subprocess.Popen([server] + extra, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    captures = {}
+    actual = []
+    buf = b""
+    expected_lines = read_lines(out_path) if os.path.exists(out_path) else []
+    expected = [json.loads(l) for l in expected_lines if l.strip() and not l.lstrip().startswith("#")]
+    deadline = time.time() + 20
+
+    def pump(timeout):
+        nonlocal buf
+        ready, _, _ = select.select([proc.stdout], [], [], timeout)
+        if not ready:
+            return False
+        chunk = os.read(proc.stdout.fileno(), 65536)
+        if not chunk:
+            return None
+        buf += chunk
+        while b"\n" in buf:
+            line, buf = buf.split(b"\n", 1)
+            try:
+                frame = json.loads(line)
+            except ValueError:
+                raise SystemExit(f"FAIL: stdout line is not JSON: {line[:200]!r}")
+            if not isinstance(frame, dict) or frame.get("jsonrpc") != "2.0":
+                raise SystemExit(f"FAIL: stdout line is not a JSON-RPC frame: {line[:200]!r}")
+            actual.append(frame)
+            for name, pointer in wanted.get(json.dumps(frame.get("id")), []):
+                value = frame
+                for token in pointer.split("/")[1:]:
+                    token = token.replace("~1", "/").replace("~0", "~")
+                    value = value[int(token)] if isinstance(value, list) else value.get(token) if isinstance(value, dict) else None
+                captures[name] = value
+        return True
+
+    for line in inputs:
+        if line.startswith("#capture"):
+            _, name, rid, pointer = line.split()
+            wanted.setdefault(json.dumps(json.loads(rid)), []).append((name, pointer))
+            continue
+        if line.startswith("#sleep"):
+            end = time.time() + int(line.split()[1]) / 1000
+            while time.time() < end:
+                pump(max(0.0, end - time.time()))
+            continue
+        if line.startswith("#wait"):
+            want = int(line.split()[1])
+            while len(actual) < want:
+                if time.time() > deadline or pump(deadline - time.time()) is None:
+                    raise SystemExit(f"FAIL: timed out waiting for {want} frames; got {len(actual)}")
+            continue
+        names = re.findall(r"\{\{=([A-Za-z0-9_]+)\}\}", line)
+        while any(n not in captures for n in names):
+            if time.time() > deadline or pump(deadline - time.time()) is None:
+                raise SystemExit(f"FAIL: value(s) {names} never captured; output so far: {actual}")
+        proc.stdin.write((substitute(line, captures) + "\n").encode())
+        proc.stdin.flush()
+        while pump(0):
+            pass
+    proc.stdin.close()
+    while True:
+        r = pump(max(0.0, deadline - time.time()))
+        if r is None:
+            break
+        if r is False:
+            raise SystemExit("FAIL: server did not exit after EOF")
+    code = proc.wait(timeout=5)
+    if code != 0:
+        raise SystemExit(f"FAIL: exit code {code}; stderr: {proc.stderr.read().decode(errors='replace')}")
+
+    if os.environ.get("UPDATE_TRANSCRIPTS") == "1":
+        header = [l for l in expected_lines if l.lstrip().startswith("#")]
+        with open(out_path, "w", encoding="utf-8") as f:
+            for l in header + bless(expected_lines, actual):
+                f.write(l + "\n")
+        print(f"blessed {out_path}: {len(actual)} frames")
+        return
+
+    captures = {}
+    for i, frame in enumerate(actual):
+        if i >= len(expected):
+            raise SystemExit(f"FAIL: unexpected extra frame {i}: {json.dumps(frame)}")
+        try:
+            match(expected[i], frame, captures, "")
+        except Mismatch as e:
+            print("actual output:")
+            for f in actual:
+                print("  " + json.dumps(f, ensure_ascii=False))
+            raise SystemExit(f"FAIL: frame {i}: {e}")
+    if len(actual) < len(expected):
+        raise SystemExit(f"FAIL: {len(expected) - len(actual)} expected frame(s) missing; output: {actual}")
+    print(f"ok: {len(actual)} frames match")
+
+
+if __name__ == "__main__":
+    main()
