@@ -1,0 +1,34 @@
+// initialize through the official SDK client: protocol version, agent identity, capabilities.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { BIN, INIT_PARAMS, startSdkAgent, acp } from './lib/agent.mjs';
+
+const versionLine = execFileSync(BIN, ['--version'], { encoding: 'utf8' }).trim();
+
+test('initialize answers protocol 1, identity and the implemented capabilities', async (t) => {
+  const { agent, ctx } = startSdkAgent(t);
+  const r = await ctx.request(acp.methods.agent.initialize, INIT_PARAMS);
+
+  assert.equal(r.protocolVersion, 1);
+  assert.equal(r.agentInfo.name, 'dsh-acp');
+  assert.match(r.agentInfo.version, /^\d+\.\d+\.\d+/);
+  assert.equal(versionLine, `dsh-acp ${r.agentInfo.version}`, '--version and agentInfo.version agree');
+  assert.equal(typeof r.agentInfo.title, 'string');
+
+  const pc = r.agentCapabilities.promptCapabilities;
+  assert.equal(pc.embeddedContext, true);
+  assert.equal(pc.image, false);
+  assert.equal(pc.audio, false);
+  assert.deepEqual(r.authMethods, []);
+  await agent.finish();
+});
+
+test('initialize answers protocol 1 whatever version the client asks for, and again on a second initialize', async (t) => {
+  const { agent, ctx } = startSdkAgent(t);
+  const first = await ctx.request(acp.methods.agent.initialize, { ...INIT_PARAMS, protocolVersion: 7 });
+  assert.equal(first.protocolVersion, 1);
+  const second = await ctx.request(acp.methods.agent.initialize, INIT_PARAMS);
+  assert.deepEqual(second, first);
+  await agent.finish();
+});

@@ -1,0 +1,397 @@
+// Test helper: runs the real dsh-acp binary as a child process and talks to it either through the
+// official ACP SDK (@agentclientprotocol/sdk 2.4.0, the client app API) or frame by frame (raw mode),
+// for the error-table cases the SDK cannot produce.
+//
+// Every line the binary writes to stdout is checked as it arrives: it must be valid UTF-8, parse as
+// JSON and be one JSON-RPC 2.0 frame (request, notification, result or error response). Violations
+// are recorded and fail `finish()` / `assertFramesOnly()`.
+
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, existsSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import assert from 'node:assert/strict';
+import * as acp from '@agentclientprotocol/sdk';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+export const REPO_ROOT = path.resolve(here, '..', '..', '..');
+export const BIN = process.env.DSH_ACP_BIN || path.join(REPO_ROOT, 'build', 'dsh-acp');
+
+export { acp };
+
+const live = new Set();
+process.on('exit', () => {
+  for (const a of live) {
+    try { a.child.kill('SIGKILL'); } catch { /* already gone */ }
+    try { rmSync(a.home, { recursive: true, force: true }); } catch { /* best effort */ }
+  }
+});
+
+export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** Checks that `v` is one JSON-RPC 2.0 frame; returns a reason string or null. */
+export function frameProblem(v) {
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) return 'not a JSON object';
+  if (v.jsonrpc !== '2.0') return 'jsonrpc is not "2.0"';
+  const hasId = Object.hasOwn(v, 'id');
+  if (hasId && !(v.id === null || typeof v.id === 'string' || Number.isInteger(v.id))) return 'bad id type';
+  if (Object.hasOwn(v, 'method')) {
+    if (typeof v.method !== 'string') return 'method is not a string';
+    if (Object.hasOwn(v, 'result') || Object.hasOwn(v, 'error')) return 'request carries result/error';
+    if (Object.hasOwn(v, 'params') && (v.params === null || typeof v.params !== 'object')) return 'params not structured';
+    return null;
+  }
+  if (!hasId) return 'response without id';
+  const r = Object.hasOwn(v, 'result');
+  const e = Object.hasOwn(v, 'error');
+  if (r === e) return 'response needs exactly one of result/error';
+  if (e) {
+    if (v.error === null || typeof v.error !== 'object') return 'error is not an object';
+    if (!Number.isInteger(v.error.code)) return 'error.code is not an integer';
+    if (typeof v.error.message !== 'string') return 'error.message is not a string';
+  }
+  return null;
+}
+
+function waitWithTimeout(promise, ms, what) {
+  let timer;
+  return Promise.race([
+    promise,
+    new Promise((_, rej) => { timer = setTimeout(() => rej(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms); }),
+  ]).finally(() => clearTimeout(timer));
+}
+
+export class Agent {
+  /**
+   * @param {object} [opts]
+   * @param {string[]} [opts.args] extra command-line arguments (after `--provider echo`)
+   * @param {object} [opts.env] extra environment variables
+   */
+  constructor({ args = [], env = {} } = {}) {
+    this.home = mkdtempSync(path.join(tmpdir(), 'dsh-acp-e2e-'));
+    this.storeDir = path.join(this.home, 'sessions');
+    this.logFile = path.join(this.home, 'dsh-acp.log');
+    this.args = ['--provider', 'echo', '--store', this.storeDir, '--log-file', this.logFile, ...args];
+    this.frames = [];          // {frame, line, at} in arrival order
+    this.violations = [];      // stdout lines that are not JSON-RPC frames
+    this.stderr = '';
+    this.waiters = [];         // pending nextFrame() calls
+    this.nextId = 1000;
+    this.sdkReadable = null;   // controller for the SDK's input, when connected
+    this.child = spawn(BIN, this.args, {
+      env: { ...process.env, DSH_ACP_HOME: this.home, ...env },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    live.add(this);
+    this.spawnedAt = performance.now();
+    this.exitInfo = null;
+    this.exited = new Promise((resolve) => {
+      this.child.on('exit', (code, signal) => {
+        this.exitInfo = { code, signal, at: performance.now() };
+        resolve(this.exitInfo);
+      });
+    });
+    this.child.on('error', (err) => this.violations.push(`spawn error: ${err.message}`));
+    this.child.stdin.on('error', () => { /* EPIPE after exit: the tests check exit status instead */ });
+    this.child.stderr.on('data', (d) => { this.stderr += d.toString('utf8'); });
+
+    let pending = Buffer.alloc(0);
+    const decoder = new TextDecoder('utf-8', { fatal: true });
+    this.child.stdout.on('data', (chunk) => {
+      if (this.sdkReadable) this.sdkReadable.enqueue(new Uint8Array(chunk));
+      pending = Buffer.concat([pending, chunk]);
+      let nl;
+      while ((nl = pending.indexOf(0x0a)) >= 0) {
+        const bytes = pending.subarray(0, nl);
+        pending = pending.subarray(nl + 1);
+        this.#onLine(bytes, decoder);
+      }
+    });
+    this.child.stdout.on('end', () => {
+      if (pending.length > 0) this.violations.push(`unterminated last stdout line: ${pending.toString('utf8').slice(0, 200)}`);
+      if (this.sdkReadable) { try { this.sdkReadable.close(); } catch { /* already closed */ } }
+      this.stdoutEnded = true;
+      for (const w of this.waiters.splice(0)) w.reject(new Error(`stdout ended while waiting for ${w.what}`));
+    });
+  }
+
+  #onLine(bytes, decoder) {
+    let text;
+    try {
+      text = decoder.decode(bytes);
+    } catch {
+      this.violations.push(`stdout line is not valid UTF-8: ${bytes.toString('hex').slice(0, 200)}`);
+      return;
+    }
+    let frame;
+    try {
+      frame = JSON.parse(text);
+    } catch {
+      this.violations.push(`stdout line is not JSON: ${text.slice(0, 200)}`);
+      return;
+    }
+    const problem = frameProblem(frame);
+    if (problem) {
+      this.violations.push(`stdout line is not a JSON-RPC frame (${problem}): ${text.slice(0, 200)}`);
+      return;
+    }
+    const entry = { frame, line: text, at: performance.now(), index: this.frames.length };
+    this.frames.push(entry);
+    for (let i = 0; i < this.waiters.length;) {
+      const w = this.waiters[i];
+      if (entry.index >= w.from && w.pred(frame)) {
+        this.waiters.splice(i, 1);
+        w.resolve(entry);
+      } else {
+        i++;
+      }
+    }
+  }
+
+  // ---- raw mode -------------------------------------------------------------------------------
+
+  /** Writes bytes or a string to stdin as is. */
+  writeRaw(data) {
+    return new Promise((resolve, reject) => this.child.stdin.write(data, (err) => (err ? reject(err) : resolve())));
+  }
+
+  /** Writes one JSON value as a frame (newline appended). */
+  send(value) {
+    return this.writeRaw(JSON.stringify(value) + '\n');
+  }
+
+  /** Waits for the first frame (at or after frame index `from`) matching `pred`; resolves to the entry. */
+  nextFrame(pred, { from = 0, timeout = 5000, what = 'a frame' } = {}) {
+    const found = this.frames.find((e) => e.index >= from && pred(e.frame));
+    if (found) return Promise.resolve(found);
+    if (this.stdoutEnded) return Promise.reject(new Error(`stdout ended before ${what}`));
+    const p = new Promise((resolve, reject) => this.waiters.push({ pred, from, resolve, reject, what }));
+    return waitWithTimeout(p, timeout, what);
+  }
+
+  /** Waits for the response with the given id (frames at or after `from`). Resolves to the frame. */
+  async response(id, opts = {}) {
+    const e = await this.nextFrame(
+      (f) => !Object.hasOwn(f, 'method') && Object.hasOwn(f, 'id') && f.id === id,
+      { what: `response to id ${JSON.stringify(id)}`, ...opts },
+    );
+    return e.frame;
+  }
+
+  /** Sends a request in raw mode and waits for its response frame. */
+  async call(method, params, { id = this.nextId++, timeout = 5000 } = {}) {
+    const from = this.frames.length;
+    const msg = { jsonrpc: '2.0', id, method };
+    if (params !== undefined) msg.params = params;
+    await this.send(msg);
+    return this.response(id, { from, timeout });
+  }
+
+  /** Sends a notification in raw mode. */
+  notify(method, params) {
+    const msg = { jsonrpc: '2.0', method };
+    if (params !== undefined) msg.params = params;
+    return this.send(msg);
+  }
+
+  /** Raw initialize; asserts success. */
+  async initialize() {
+    const r = await this.call('initialize', { protocolVersion: 1, clientCapabilities: {} });
+    assert.ok(r.result, `initialize failed: ${JSON.stringify(r)}`);
+    return r.result;
+  }
+
+  /** Raw session/new; asserts success and returns the session id. */
+  async newSession(cwd = this.home) {
+    const r = await this.call('session/new', { cwd, mcpServers: [] });
+    assert.ok(r.result, `session/new failed: ${JSON.stringify(r)}`);
+    return r.result.sessionId;
+  }
+
+  /** session/update notifications received so far (optionally for one session, from frame index). */
+  updates({ sessionId, from = 0 } = {}) {
+    return this.frames
+      .filter((e) => e.index >= from && e.frame.method === 'session/update' && (!sessionId || e.frame.params?.sessionId === sessionId));
+  }
+
+  /** Concatenated agent_message_chunk text of the given update entries. */
+  static chunkText(entries) {
+    return entries
+      .map((e) => e.frame.params.update)
+      .filter((u) => u.sessionUpdate === 'agent_message_chunk' && u.content?.type === 'text')
+      .map((u) => u.content.text)
+      .join('');
+  }
+
+  // ---- SDK mode -------------------------------------------------------------------------------
+
+  /**
+   * Connects the official SDK client app to the child's stdio. Returns the `ClientConnection`
+   * (`.agent` is the ClientContext used to call agent methods). All session/update notifications
+   * the SDK delivers are collected in `this.sdkUpdates` (params objects, arrival order).
+   */
+  connectSdk() {
+    assert.equal(this.sdkReadable, null, 'SDK already connected');
+    this.sdkUpdates = [];
+    const readable = new ReadableStream({
+      start: (controller) => { this.sdkReadable = controller; },
+    });
+    const child = this.child;
+    const writable = new WritableStream({
+      write(chunk) {
+        return new Promise((resolve, reject) => child.stdin.write(chunk, (err) => (err ? reject(err) : resolve())));
+      },
+    });
+    const app = acp.client({ name: 'dsh-acp-e2e' })
+      .onNotification(acp.methods.client.session.update, ({ params }) => {
+        this.sdkUpdates.push({ params, at: performance.now() });
+      })
+      .onRequest(acp.methods.client.session.requestPermission, () => ({ outcome: { outcome: 'cancelled' } }));
+    this.connection = app.connect(acp.ndJsonStream(writable, readable));
+    return this.connection;
+  }
+
+  /** SDK-delivered updates for one session. */
+  sdkUpdatesFor(sessionId) {
+    return this.sdkUpdates.filter((u) => u.params.sessionId === sessionId);
+  }
+
+  /** Concatenated agent_message_chunk text of SDK-delivered updates. */
+  static sdkText(updates) {
+    return updates
+      .map((u) => u.params.update)
+      .filter((u) => u.sessionUpdate === 'agent_message_chunk' && u.content?.type === 'text')
+      .map((u) => u.content.text)
+      .join('');
+  }
+
+  // ---- lifetime -------------------------------------------------------------------------------
+
+  closeStdin() {
+    this.child.stdin.end();
+  }
+
+  signal(sig) {
+    this.child.kill(sig);
+  }
+
+  /** Waits for the process to exit; rejects after `timeout` ms. */
+  waitExit(timeout = 5000) {
+    return waitWithTimeout(this.exited, timeout, 'process exit');
+  }
+
+  log() {
+    return existsSync(this.logFile) ? readFileSync(this.logFile, 'utf8') : '';
+  }
+
+  /** Asserts that stdout carried nothing but JSON-RPC frames so far. */
+  assertFramesOnly() {
+    assert.deepEqual(this.violations, [], 'stdout must carry only JSON-RPC frames');
+  }
+
+  /**
+   * Normal end of a test: closes stdin, expects exit code 0, checks stdout carried only frames,
+   * then removes the temp home.
+   */
+  async finish() {
+    try {
+      if (this.connection) { try { this.connection.close(); } catch { /* closed */ } }
+      this.closeStdin();
+      const { code, signal } = await this.waitExit(5000);
+      assert.equal(signal, null, `exited by signal ${signal}; stderr: ${this.stderr}`);
+      assert.equal(code, 0, `exit code ${code}; stderr: ${this.stderr}`);
+      this.assertFramesOnly();
+    } finally {
+      this.dispose();
+    }
+  }
+
+  /** Kills the child (if still running) and removes the temp home. Safe to call twice. */
+  dispose() {
+    if (!this.exitInfo) { try { this.child.kill('SIGKILL'); } catch { /* gone */ } }
+    if (this.connection) { try { this.connection.close(); } catch { /* closed */ } }
+    for (const w of this.waiters.splice(0)) w.reject(new Error('agent disposed'));
+    rmSync(this.home, { recursive: true, force: true });
+    live.delete(this);
+  }
+}
+
+/**
+ * Starts an agent and registers its disposal with the node:test context `t`, so a failing test
+ * never leaves a child or temp dir behind.
+ */
+export function startAgent(t, opts) {
+  const a = new Agent(opts);
+  t.after(() => a.dispose());
+  return a;
+}
+
+/**
+ * Starts an agent and connects the SDK client: returns {agent, ctx} where `ctx` is the SDK's
+ * ClientContext (ctx.request(method, params), ctx.notify(method, params)).
+ */
+export function startSdkAgent(t, opts) {
+  const agent = startAgent(t, opts);
+  const conn = agent.connectSdk();
+  return { agent, ctx: conn.agent };
+}
+
+/** The initialize params a typical editor sends. */
+export const INIT_PARAMS = {
+  protocolVersion: acp.PROTOCOL_VERSION,
+  clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false },
+  clientInfo: { name: 'dsh-acp-e2e', version: '0.0.0' },
+};
+
+// ---- the echo model's answer (contracts §3) ---------------------------------------------------
+
+const PREVIEW_CHARS = 48;
+
+function oneLine(text, maxChars = Infinity) {
+  const chars = Array.from(text); // code points
+  const shown = chars.slice(0, maxChars).map((c) => (c === '\n' ? '\u23CE' : c)).join('');
+  return { shown, cut: chars.length > maxChars };
+}
+
+/**
+ * The exact echo answer for a request of `messages` ({role, text} or, for the system message,
+ * {role: 'system', bytes: N} since its text is not ours to know).
+ */
+export function echoAnswer(messages) {
+  let out = `echo: received ${messages.length} messages\n`;
+  let lastUser = null;
+  messages.forEach((m, i) => {
+    const bytes = m.bytes ?? Buffer.byteLength(m.text, 'utf8');
+    out += `[${i + 1}] ${m.role} ${bytes} bytes`;
+    if (m.role !== 'system') {
+      const { shown, cut } = oneLine(m.text, PREVIEW_CHARS);
+      out += `: ${shown}${cut ? '\u2026' : ''}`;
+    }
+    out += '\n';
+    if (m.role === 'user') lastUser = m;
+  });
+  out += `last user message: ${lastUser ? oneLine(lastUser.text).shown : ''}`;
+  return out;
+}
+
+/** The chunks the echo answer streams in: each ends after a space. */
+export function echoChunks(answer) {
+  return answer.match(/[^ ]* |[^ ]+$/g) ?? [];
+}
+
+/** The system message size the echo answer reports (the system prompt is not ours to fix). */
+export function systemBytes(answer) {
+  const m = /^\[1\] system (\d+) bytes$/m.exec(answer);
+  assert.ok(m, `no system line in echo answer: ${JSON.stringify(answer)}`);
+  return Number(m[1]);
+}
+
+/** The "last user message:" line of an echo answer. */
+export function lastUserLine(answer) {
+  const m = /^last user message: (.*)$/ms.exec(answer);
+  assert.ok(m, `no last user message line in ${JSON.stringify(answer)}`);
+  return m[1];
+}
+
+export const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;

@@ -1,0 +1,53 @@
+// session/new through the SDK: uuid v4 ids, absolute cwd required, mcpServers optional.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { INIT_PARAMS, UUID_V4, startSdkAgent, acp } from './lib/agent.mjs';
+
+const M = acp.methods.agent;
+
+test('session/new returns a distinct UUID v4 sessionId per session', async (t) => {
+  const { agent, ctx } = startSdkAgent(t);
+  await ctx.request(M.initialize, INIT_PARAMS);
+  const a = await ctx.request(M.session.new, { cwd: agent.home, mcpServers: [] });
+  const b = await ctx.request(M.session.new, { cwd: '/', mcpServers: [] });
+  assert.match(a.sessionId, UUID_V4);
+  assert.match(b.sessionId, UUID_V4);
+  assert.notEqual(a.sessionId, b.sessionId);
+  await agent.finish();
+});
+
+test('session/new with a relative cwd is -32602 with data.path "/cwd"', async (t) => {
+  const { agent, ctx } = startSdkAgent(t);
+  await ctx.request(M.initialize, INIT_PARAMS);
+  await assert.rejects(ctx.request(M.session.new, { cwd: 'relative/dir', mcpServers: [] }), (err) => {
+    assert.equal(err.code, -32602);
+    assert.match(err.message, /^Invalid params/);
+    assert.equal(err.data?.path, '/cwd');
+    return true;
+  });
+  // The connection keeps serving.
+  const ok = await ctx.request(M.session.new, { cwd: agent.home, mcpServers: [] });
+  assert.match(ok.sessionId, UUID_V4);
+  await agent.finish();
+});
+
+test('session/new without mcpServers is tolerated, and the session takes prompts', async (t) => {
+  const { agent, ctx } = startSdkAgent(t);
+  await ctx.request(M.initialize, INIT_PARAMS);
+  const r = await ctx.request(M.session.new, { cwd: agent.home });
+  assert.match(r.sessionId, UUID_V4);
+  const p = await ctx.request(M.session.prompt, { sessionId: r.sessionId, prompt: [{ type: 'text', text: 'hi' }] });
+  assert.equal(p.stopReason, 'end_turn');
+  await agent.finish();
+});
+
+test('session/new with a cwd that is not a string is -32602 with data.path "/cwd"', async (t) => {
+  const { agent, ctx } = startSdkAgent(t);
+  await ctx.request(M.initialize, INIT_PARAMS);
+  await assert.rejects(ctx.request(M.session.new, { cwd: 42, mcpServers: [] }), (err) => {
+    assert.equal(err.code, -32602);
+    assert.equal(err.data?.path, '/cwd');
+    return true;
+  });
+  await agent.finish();
+});
