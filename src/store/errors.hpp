@@ -1,0 +1,88 @@
+// Error types of the session store. Each one maps to exactly one wire outcome in the host
+// (contracts.md §2), so callers catch by type instead of parsing messages:
+//   StoreCorrupt   -> -32603 "Session log unreadable: <file>:<line>: <why>" (SESSION_LOG_CORRUPT)
+//   SessionBusy    -> -32603 "Session busy" (SESSION_BUSY)
+//   InvalidSessionId (incl. IdTooLong) -> -32602
+//   SessionNotFound -> -32002 / SESSION_REFERENCE_READ_FAILED, depending on the caller
+//   FoldError      -> "invalid session surface: <message>"
+// Everything else the store throws is a plain StoreError (internal error).
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+namespace acp::store {
+
+/// Base of every store failure.
+class StoreError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+/// A stored log cannot be read (harness-compat §1.8): names the file and the 1-based line.
+/// The store never modifies a log after raising this.
+class StoreCorrupt : public StoreError {
+public:
+  StoreCorrupt(std::string file, std::int64_t line, std::string reason)
+      : StoreError(file + ":" + std::to_string(line) + ": " + reason),
+        file_(std::move(file)), line_(line), reason_(std::move(reason)) {}
+  const std::string& file() const noexcept { return file_; }
+  std::int64_t line() const noexcept { return line_; }
+  const std::string& reason() const noexcept { return reason_; }
+
+private:
+  std::string file_;
+  std::int64_t line_;
+  std::string reason_;
+};
+
+/// The per-session lock was not obtained in time: another process writes the session.
+class SessionBusy : public StoreError {
+public:
+  explicit SessionBusy(const std::string& id) : StoreError("session busy: " + id) {}
+};
+
+/// The session id cannot name a file (empty).
+class InvalidSessionId : public StoreError {
+public:
+  using StoreError::StoreError;
+};
+
+/// The encoded file name of the id would exceed NAME_MAX (255 bytes).
+class IdTooLong : public InvalidSessionId {
+public:
+  using InvalidSessionId::InvalidSessionId;
+};
+
+/// No log exists for the id.
+class SessionNotFound : public StoreError {
+public:
+  explicit SessionNotFound(const std::string& id) : StoreError("session \"" + id + "\" not found") {}
+};
+
+/// create() of an id that already has a log.
+class SessionExists : public StoreError {
+public:
+  explicit SessionExists(const std::string& id) : StoreError("session \"" + id + "\" already exists") {}
+};
+
+/// The root holds the other encoding than the one requested, or holds both (incompatible artifact).
+class EncodingMismatch : public StoreError {
+public:
+  using StoreError::StoreError;
+};
+
+/// foldSurface() rejected the event sequence (harness-compat §2.1); what() is the fold message.
+class FoldError : public StoreError {
+public:
+  using StoreError::StoreError;
+};
+
+/// A batch handed to append() is malformed (bad seq, surface metadata on a non-surface type...).
+class InvalidBatch : public StoreError {
+public:
+  using StoreError::StoreError;
+};
+
+} // namespace acp::store

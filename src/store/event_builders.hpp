@@ -1,0 +1,48 @@
+// Builders for the events of a prompt turn, in the shapes the harness agent loop writes
+// (harness-compat §1.4, §1.9; contracts §4). They only build NewEvent values: the host decides the
+// sequence and batching, the writer assigns seq and time.
+#pragma once
+
+#include "store/new_event.hpp"
+
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace acp::store::events {
+
+/// turn/start {turn, trigger:{kind:"message", source:{kind:"user"}}}
+NewEvent turn_start(std::int64_t turn);
+/// user/message {content:[{type:"text",text}], source:{kind:"user"}}, surfaceOp "append".
+NewEvent user_message(std::string_view text);
+/// user/message with explicit content and source (injected context, checkpoints).
+NewEvent user_message(boost::json::array content, boost::json::object source,
+                      std::optional<boost::json::array> source_event_seqs = std::nullopt);
+/// session/title {title, messageSeqs:[user_seq], source:{kind:"fallback"}}
+NewEvent session_title(std::string_view title, std::int64_t user_seq);
+/// The fallback title: the first five whitespace-separated words of `text`, joined by one space.
+std::string fallback_title(std::string_view text);
+NewEvent step_start(std::int64_t turn, std::int64_t step);
+NewEvent step_end(std::int64_t turn, std::int64_t step);
+/// assistant/chunk {turn, step, chunk:{type:"text-delta"|"reasoning-delta", index, text}}
+NewEvent text_delta(std::int64_t turn, std::int64_t step, std::int64_t index, std::string_view text);
+NewEvent reasoning_delta(std::int64_t turn, std::int64_t step, std::int64_t index, std::string_view text);
+/// assistant/message {turn, step, content, provenance:{provider, model}, usage?}, surfaceOp "append",
+/// sourceEventSeqs = the chunk seqs it was assembled from (when given).
+NewEvent assistant_message(std::int64_t turn, std::int64_t step, boost::json::array content, std::string_view provider,
+                           std::string_view model, std::optional<boost::json::object> usage = std::nullopt,
+                           std::optional<boost::json::array> source_event_seqs = std::nullopt);
+/// turn/end {turn, reason}
+NewEvent turn_end(std::int64_t turn, boost::json::object reason);
+
+/// Turn-end reasons: {kind:"completed"}, {kind:"aborted"}, {kind:"max-tokens"},
+/// {kind:"error", step, message[, code]}.
+boost::json::object reason(std::string_view kind);
+boost::json::object error_reason(std::int64_t step, std::string_view message,
+                                 std::optional<std::string_view> code = std::nullopt);
+
+} // namespace acp::store::events

@@ -1,0 +1,124 @@
+#include "store/log_scan.hpp"
+
+#include "protocol/json_text.hpp"
+#include "store/chunk_rows.hpp"
+#include "store/errors.hpp"
+#include "store/log_source.hpp"
+#include "store/records.hpp"
+
+namespace acp::store {
+
+namespace json = boost::json;
+
+namespace {
+
+// Reason a preserved event makes the whole log unreadable (formats the harness rejects on load).
+std::string legacy_reason(const json::object& e) {
+  auto type = string_at(e, "type");
+  if (type == "request/header-delta") return "legacy request/header-delta event is not supported";
+  if (type == "mode/set") return "legacy mode/set event is not supported";
+  if (type == "request/header") {
+    if (auto d = object_at(e, "data"); d && string_at(*d, "reason") == "fallback")
+      return "legacy request/header reason \"fallback\" is not supported";
+  }
+  return {};
+}
+
+class Walker {
+public:
+  Walker(const std::string& path, const EventSink& sink, ScanResult& out) : path_(path), sink_(sink), out_(out) {}
+
+  void line(const PlainLine& l) {
+    if (l.number == 1) return header(l);
+    boost::system::error_code ec;
+    json::value v = protocol::parse_json(l.text, ec);
+    decoded_.clear();
+    std::string bad;
+    bool decoded_ok = false;
+    if (ec) {
+      bad = "unparsable line (" + ec.message() + ")";
+    } else if (decode_storage_line(std::move(v), decoded_) == LineDecode::malformed) {
+      bad = "unparsable line (malformed record)";
+    } else {
+      decoded_ok = true;
+      if (!suspended_) {
+        const json::value* seq = decoded_.front().if_contains("seq");
+        auto seq_i = seq ? safe_int(*seq) : std::nullopt;
+        if (!seq_i || *seq_i != out_.state.count())
+          bad = "event seq " + (seq ? protocol::to_json_text(*seq) : std::string("(missing)")) +
+                " is not contiguous; expected " + std::to_string(out_.state.count());
+      }
+    }
+    bool has_turn_end = false;
+    if (decoded_ok)
+      for (const auto& e : decoded_) has_turn_end |= string_at(e, "type") == "turn/end";
+
+    if (!bad.empty()) {
+      if (l.strict) throw StoreCorrupt(path_, l.number, bad);
+      if (!suspended_) {
+        suspended_ = true;
+        bad_line_ = l.number;
+        bad_reason_ = bad;
+      }
+    }
+    if (suspended_) {
+      // A turn/end after damage proves the damage is inside finished history.
+      if (has_turn_end) throw StoreCorrupt(path_, bad_line_, bad_reason_);
+      return;
+    }
+    for (auto& e : decoded_) {
+      if (auto why = legacy_reason(e); !why.empty()) throw StoreCorrupt(path_, l.number, why);
+      out_.state.observe(e);
+      if (l.torn_frame) out_.recovered.push_back(e);
+      if (sink_) sink_(std::move(e));
+    }
+    committed_end_ = l.file_end;
+  }
+
+  std::uint64_t committed_end() const { return committed_end_; }
+
+private:
+  void header(const PlainLine& l) {
+    boost::system::error_code ec;
+    json::value v = protocol::parse_json(l.text, ec);
+    std::optional<SessionHeader> h;
+    if (!ec) h = parse_header(v);
+    if (!h) throw StoreCorrupt(path_, 1, "invalid session header");
+    if (h->version != kSessionFormatVersion)
+      throw StoreCorrupt(path_, 1,
+                         "unsupported session format version " + protocol::to_json_text(v.as_object().at("version")));
+    out_.header = std::move(*h);
+    committed_end_ = l.file_end;
+  }
+
+  const std::string& path_;
+  const EventSink& sink_;
+  ScanResult& out_;
+  std::vector<json::object> decoded_;
+  bool suspended_ = false;
+  std::int64_t bad_line_ = 0;
+  std::string bad_reason_;
+  std::uint64_t committed_end_ = 0;
+};
+
+} // namespace
+
+ScanResult scan_log(int fd, const std::string& path, Encoding enc, const EventSink& sink) {
+  ScanResult out;
+  Walker walker(path, sink, out);
+  SourceTail tail = read_log_lines(fd, path, enc, [&](const PlainLine& l) { walker.line(l); });
+  // zstd: the header frame itself torn means the log was never published whole.
+  if (tail.lines == 0 || (enc == Encoding::zstd && tail.complete_bytes == 0))
+    throw StoreCorrupt(path, 1, "empty or header-less session log");
+  out.file_size = tail.file_size;
+  if (enc == Encoding::zstd) {
+    out.committed_bytes = tail.complete_bytes;
+    out.torn = tail.torn;
+  } else {
+    out.committed_bytes = walker.committed_end();
+    out.torn = out.committed_bytes < out.file_size;
+  }
+  return out;
+}
+
+} // namespace acp::store

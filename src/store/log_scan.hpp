@@ -1,0 +1,41 @@
+// scanLog (harness-compat §1.8): the rules that decide which events of a log are committed.
+// Lines are walked with a seq cursor; the first unparsable or out-of-sequence line ends the
+// preserved prefix, unless a later line holds a turn/end, in which case the log is corrupt (the
+// damage sits inside finished history). Legacy formats the harness rejects on load are corrupt
+// too. The scan never writes; repair is the writer's job.
+#pragma once
+
+#include "store/layout.hpp"
+#include "store/log_state.hpp"
+#include "store/session_types.hpp"
+
+#include <boost/json/object.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace acp::store {
+
+struct ScanResult {
+  SessionHeader header;
+  LogState state;                   ///< folded over every preserved event (recovered ones included)
+  std::uint64_t file_size = 0;
+  /// Where repair truncates: raw = end of the last preserved line (or the header line);
+  /// zstd = end of the last complete frame.
+  std::uint64_t committed_bytes = 0;
+  /// The file holds bytes beyond committed_bytes (raw) / a torn final frame (zstd).
+  bool torn = false;
+  /// zstd: events recovered from the torn final frame, to be re-appended by repair.
+  std::vector<boost::json::object> recovered;
+};
+
+/// Called with every preserved event, in order, as soon as it is known to be preserved.
+using EventSink = std::function<void(boost::json::object&&)>;
+
+/// Scans the open log. Throws StoreCorrupt (file, 1-based line, reason). With a sink, events
+/// before a hard error may already have been delivered when the error is thrown.
+ScanResult scan_log(int fd, const std::string& path, Encoding enc, const EventSink& sink = {});
+
+} // namespace acp::store

@@ -1,0 +1,52 @@
+// The two record shapes of a session log (harness-compat §1.2–§1.3): the header and the event
+// envelope. Records are built as boost::json::object in the exact insertion order the harness
+// writes, so serialising them with to_json_text() gives the harness's bytes.
+#pragma once
+
+#include "store/session_types.hpp"
+
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
+#include <boost/json/value.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace acp::store {
+
+inline constexpr std::int64_t kSessionFormatVersion = 0;
+inline constexpr std::int64_t kMaxSafeInteger = 9007199254740991;  // 2^53 - 1
+
+/// The value as an integer when it is a JS "safe integer" (integral, |v| <= 2^53-1, not -0).
+std::optional<std::int64_t> safe_int(const boost::json::value& v);
+
+/// `{type:"session",version,id,createdAt,[cwd],[parentSession],[seedLength],delegationDepth}`.
+boost::json::object header_record(const SessionHeader& h);
+
+/// The header when `v` is a valid header record (§1.2 validity), nullopt when it is "not a
+/// header". The version is *not* checked here: callers report an unsupported version separately.
+std::optional<SessionHeader> parse_header(const boost::json::value& v);
+
+/// user/message, assistant/message, tool/result, steering/message.
+bool is_surface_type(std::string_view type);
+
+/// Order of the two optional surface keys: the agent loop writes sourceEventSeqs first; the
+/// crash-repair closers write surfaceOp first (§1.3, §1.8).
+enum class SurfaceKeyOrder { sources_first, surface_op_first };
+
+/// `{type,seq,time,data,[sourceEventSeqs],[surfaceOp]}` (or closer order).
+boost::json::object event_record(std::string_view type, std::int64_t seq, std::int64_t time,
+                                 boost::json::object data,
+                                 const std::optional<boost::json::value>& surface_op,
+                                 const std::optional<boost::json::array>& source_event_seqs,
+                                 SurfaceKeyOrder order = SurfaceKeyOrder::sources_first);
+
+/// The string at `key` of `o`, or empty view when missing / not a string.
+std::string_view string_at(const boost::json::object& o, std::string_view key);
+
+/// The object at `key` of `o`, or nullptr.
+const boost::json::object* object_at(const boost::json::object& o, std::string_view key);
+
+} // namespace acp::store

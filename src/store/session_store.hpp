@@ -1,0 +1,121 @@
+// The session store facade: one root of harness-compatible logs (harness-compat §1–§2,
+// contracts §4). Owns the root's encoding, id -> file lookup, lock-free readers (committed prefix,
+// never modifying anything), writers (lock, refresh, repair, append), deletion, and the listing
+// index. Thread-safe: the internal caches are guarded by one mutex; writers on *different*
+// sessions run independently, two writers on one session exclude each other through the lock.
+#pragma once
+
+#include "store/layout.hpp"
+#include "store/listing_index.hpp"
+#include "store/log_scan.hpp"
+#include "store/log_state.hpp"
+#include "store/session_types.hpp"
+#include "store/session_writer.hpp"
+
+#include <boost/json/object.hpp>
+
+#include <chrono>
+#include <memory>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace acp::store {
+
+struct StoreOptions {
+  std::string root;                      ///< made absolute once; created (0700) when missing
+  std::optional<Encoding> encoding;      ///< requested; nullopt = the root's, or zstd for a new root
+  std::string cache_dir;                 ///< listing index directory ($XDG_CACHE_HOME/dsh-acp); empty = memory only
+  std::chrono::milliseconds lock_timeout{2000};
+};
+
+/// All committed events of one log (inspect semantics: zstd records recovered from a torn final
+/// frame included, no truncation, no closers).
+struct LogSnapshot {
+  std::string path;
+  SessionHeader header;
+  std::vector<boost::json::object> events;
+};
+
+/// The result of a streaming read.
+struct StreamResult {
+  std::string path;
+  SessionHeader header;
+  std::optional<std::int64_t> capturedThroughSeq;
+};
+
+class SessionStore {
+public:
+  /// Detects the root's encoding; throws EncodingMismatch when the root holds both encodings or
+  /// the requested one contradicts it. Loads and sweeps the listing index.
+  explicit SessionStore(StoreOptions options);
+  ~SessionStore();
+  SessionStore(const SessionStore&) = delete;
+  SessionStore& operator=(const SessionStore&) = delete;
+
+  const std::string& root() const noexcept { return root_; }
+  Encoding encoding() const noexcept { return encoding_; }
+
+  /// Path the log of a session with this header has (whether or not it exists). Throws
+  /// InvalidSessionId / IdTooLong.
+  std::string log_path(const SessionHeader& header) const;
+  /// Path of the existing log of `id`, nullopt when none. Throws on duplicates across buckets or a
+  /// file of the other encoding (incompatible artifact).
+  std::optional<std::string> find_log(const std::string& id);
+  bool exists(const std::string& id) { return find_log(id).has_value(); }
+
+  // ---- readers: no lock, committed prefix, never modify a log ----
+
+  /// Whole committed log in memory. Throws SessionNotFound / StoreCorrupt.
+  LogSnapshot read_log(const std::string& id);
+  /// Streams every committed event to `sink` in order; memory is bounded by one read chunk or one
+  /// zstd frame. A hard error found after some events were delivered is still thrown.
+  StreamResult read_events(const std::string& id, const EventSink& sink);
+  /// foldSurface over the log (harness-compat §2.2). Throws FoldError on an invalid surface.
+  SurfaceSnapshot read_surface(const std::string& id);
+  /// Latest session/title by log position, nullopt when none.
+  std::optional<TitleInfo> read_title(const std::string& id);
+
+  /// Newest first by createdAt, ties by id in en-US collation; served from the listing index.
+  std::vector<SessionListing> list_sessions(const ListQuery& query = {});
+  /// Forgets the index and re-reads every log (cheaply).
+  void rebuild_index();
+  /// Persists the index now (also done after listings and on destruction).
+  void flush_index();
+  /// Number of logs the index has read since start-up (for tests and benchmarks).
+  std::uint64_t index_files_read();
+
+  // ---- writers ----
+
+  /// A writer for a new session (nothing is written until the first append). Throws
+  /// SessionExists, SessionBusy, InvalidSessionId/IdTooLong.
+  SessionWriter create(const SessionHeader& header);
+  /// A writer for an existing session, after refresh and (if needed) repair. Throws
+  /// SessionNotFound, SessionBusy, StoreCorrupt.
+  SessionWriter open(const std::string& id);
+  /// open() when the log exists, else create(header).
+  SessionWriter open_or_create(const SessionHeader& header);
+
+  /// Removes the log and its index entry. Throws SessionNotFound, SessionBusy.
+  void delete_session(const std::string& id);
+
+private:
+  friend class SessionWriter;
+  void detect_encoding(std::optional<Encoding> requested);
+  std::vector<std::string> bucket_dirs() const;
+  KnownLog load_for_write(const std::string& id, const std::string& path, UniqueFd& fd);
+  void check_identity(const SessionHeader& h, const std::string& id, const std::string& path) const;
+  void remember(const KnownLog& log);  // writer -> caches and index
+
+  std::string root_;
+  Encoding encoding_ = Encoding::zstd;
+  std::chrono::milliseconds lock_timeout_;
+  std::mutex mu_;
+  std::unordered_map<std::string, KnownLog> known_;
+  std::unique_ptr<ListingIndex> index_;
+};
+
+} // namespace acp::store

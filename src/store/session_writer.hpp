@@ -1,0 +1,82 @@
+// One write sequence on one session (contracts §4): holds the session's cross-process lock from
+// construction to release, knows the log's committed state (refreshed and repaired on acquire),
+// and appends batches with contiguous seqs. Batches may be left unsynced while streaming; sync()
+// makes everything durable (step and turn ends). Obtained from SessionStore::open / create.
+#pragma once
+
+#include "store/file_io.hpp"
+#include "store/layout.hpp"
+#include "store/log_state.hpp"
+#include "store/new_event.hpp"
+#include "store/session_lock.hpp"
+#include "store/session_types.hpp"
+
+#include <boost/json/object.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace acp::store {
+
+class SessionStore;
+
+/// What the store remembers about one log between write sequences.
+struct KnownLog {
+  std::string id, bucket, file, path;
+  SessionHeader header;
+  LogState state;
+  bool on_disk = false;  ///< false until the first append publishes the file
+  std::uint64_t size = 0;
+  std::int64_t mtime_ns = 0;
+  std::uint64_t ino = 0, dev = 0;
+};
+
+class SessionWriter {
+public:
+  SessionWriter(SessionWriter&&) noexcept;
+  SessionWriter& operator=(SessionWriter&&) = delete;
+  SessionWriter(const SessionWriter&) = delete;
+  ~SessionWriter();  // syncs nothing: call sync() for durability; releases the lock
+
+  const SessionHeader& header() const noexcept { return log_.header; }
+  const std::string& path() const noexcept { return log_.path; }
+  /// Seq the next appended event gets (= number of events in the log).
+  std::int64_t next_seq() const noexcept { return log_.state.count(); }
+  /// Highest turn number of any turn/start (0 if none): the next turn is last_turn() + 1.
+  std::int64_t last_turn() const noexcept { return log_.state.last_turn(); }
+  std::int64_t last_time() const noexcept { return log_.state.last_time(); }
+  const std::optional<TitleInfo>& title() const noexcept { return log_.state.title(); }
+  bool turn_open() const noexcept { return log_.state.turn_open(); }
+  /// True once the log file exists (the first append publishes it).
+  bool on_disk() const noexcept { return log_.on_disk; }
+
+  /// Assigns seqs and times, writes the batch (one zstd frame / one write), returns the records
+  /// exactly as written. Throws InvalidBatch for surface metadata misuse; on an I/O failure the
+  /// file is rolled back to its previous length. `sync` fsyncs before returning.
+  std::vector<boost::json::object> append(std::vector<NewEvent> batch, bool sync = false);
+
+  /// Appends complete records; the first seq must equal next_seq() and seqs must be contiguous.
+  void append_records(const std::vector<boost::json::object>& records, bool sync = false);
+
+  /// fsync of everything appended so far (no-op when nothing is pending).
+  void sync();
+
+  /// Syncs pending data and releases the lock; the writer is unusable afterwards.
+  void release();
+
+private:
+  friend class SessionStore;
+  SessionWriter(SessionStore& store, SessionLock lock, KnownLog log, UniqueFd fd);
+  void write_bytes(const std::vector<boost::json::object>& records, bool sync);
+  void publish(const std::string& lines);
+  void ensure_usable() const;
+
+  SessionStore* store_;
+  SessionLock lock_;
+  KnownLog log_;
+  UniqueFd fd_;
+  bool unsynced_ = false;
+};
+
+} // namespace acp::store
