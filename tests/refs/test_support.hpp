@@ -1,0 +1,110 @@
+// Shared helpers of the session-reference unit tests: event builders and an in-memory SessionSource
+// whose reads can be gated (to hold a read open while a test cancels) and counted.
+#pragma once
+
+#include "refs/service.hpp"
+
+#include <boost/json.hpp>
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <chrono>
+
+namespace refs_test {
+
+namespace json = boost::json;
+
+inline json::object text_content_event(std::string_view type, std::string_view text, json::object source,
+                                       std::int64_t seq) {
+  json::object data;
+  data["content"] = json::array{json::object{{"type", "text"}, {"text", text}}};
+  if (!source.empty()) data["source"] = std::move(source);
+  return json::object{{"type", type}, {"seq", seq}, {"time", 1700000000000 + seq}, {"data", std::move(data)},
+                      {"surfaceOp", "append"}};
+}
+
+inline json::object user(std::string_view text, std::int64_t seq = 0) {
+  return text_content_event("user/message", text, json::object{{"kind", "user"}}, seq);
+}
+inline json::object assistant(std::string_view text, std::int64_t seq = 0) {
+  return text_content_event("assistant/message", text, json::object{}, seq);
+}
+inline json::object checkpoint(std::string_view text, std::int64_t seq = 0) {
+  return text_content_event("user/message", text, json::object{{"kind", "plugin"}, {"plugin", "compact"}}, seq);
+}
+inline json::object steering(std::string_view text, std::string_view kind, std::int64_t seq = 0) {
+  return text_content_event("steering/message", text, json::object{{"kind", kind}}, seq);
+}
+
+inline acp::store::SurfaceSnapshot snapshot(std::string id, std::optional<std::string> cwd,
+                                            std::optional<std::int64_t> seq, std::vector<json::object> events) {
+  acp::store::SurfaceSnapshot s;
+  s.session.id = std::move(id);
+  s.session.cwd = std::move(cwd);
+  s.capturedThroughSeq = seq;
+  s.events = std::move(events);
+  return s;
+}
+
+class MemorySource : public acp::refs::SessionSource {
+public:
+  std::map<std::string, acp::store::SurfaceSnapshot> snapshots;
+  std::map<std::string, std::string> errors;
+  std::vector<acp::store::SessionListing> listings;
+  std::map<std::string, int> delay_ms;  ///< per-id pause before a read completes
+  std::atomic<int> reads{0};
+  std::atomic<int> in_flight{0};
+  std::atomic<int> max_in_flight{0};
+
+  /// While closed, every read blocks until open() is called.
+  void close_gate() {
+    std::lock_guard lock(mutex_);
+    gate_open_ = false;
+  }
+  void open_gate() {
+    {
+      std::lock_guard lock(mutex_);
+      gate_open_ = true;
+    }
+    cv_.notify_all();
+  }
+  /// Blocks until `n` reads are in flight at the same time (proves parallel reads).
+  void wait_for_in_flight(int n) {
+    std::unique_lock lock(mutex_);
+    cv_.wait(lock, [&] { return in_flight.load() >= n; });
+  }
+
+  acp::store::SurfaceSnapshot read_surface(const std::string& id) override {
+    ++reads;
+    int now = ++in_flight;
+    int seen = max_in_flight.load();
+    while (now > seen && !max_in_flight.compare_exchange_weak(seen, now)) {
+    }
+    {
+      std::unique_lock lock(mutex_);
+      cv_.notify_all();
+      cv_.wait(lock, [&] { return gate_open_; });
+    }
+    if (auto d = delay_ms.find(id); d != delay_ms.end())
+      std::this_thread::sleep_for(std::chrono::milliseconds(d->second));
+    --in_flight;
+    if (auto e = errors.find(id); e != errors.end()) throw std::runtime_error(e->second);
+    auto s = snapshots.find(id);
+    if (s == snapshots.end()) throw std::runtime_error("session \"" + id + "\" not found");
+    return s->second;
+  }
+
+  std::vector<acp::store::SessionListing> list_sessions() override { return listings; }
+
+private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool gate_open_ = true;
+};
+
+} // namespace refs_test
