@@ -1,0 +1,31 @@
+// The JSON body of a streaming chat-completions request, and the consecutive-user-message merge.
+//
+// The body is the minimal OpenAI-compatible shape every server we target accepts: model, messages as
+// {role, content} strings, `stream: true` and `stream_options.include_usage` (so the last event carries
+// token usage). Request assembly deliberately keeps two consecutive user messages (contracts §5); some
+// servers reject that with a 400, and the provider then retries with merge_consecutive_user_messages().
+// Pure: no I/O.
+#pragma once
+
+#include "llm/provider.hpp"
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace acp::llm {
+
+/// "system", "user" or "assistant".
+std::string_view role_name(Role role) noexcept;
+
+/// Joins each run of consecutive user messages into one, texts separated by a blank line ("\n\n").
+/// Other messages are copied unchanged and the order is kept.
+std::vector<Message> merge_consecutive_user_messages(const std::vector<Message>& messages);
+
+/// True when two user messages follow each other somewhere in `messages`.
+bool has_consecutive_user_messages(const std::vector<Message>& messages);
+
+/// Serialises the request body. `model` is omitted when empty (llama.cpp and Ollama serve one model).
+std::string build_chat_request_body(std::string_view model, const std::vector<Message>& messages);
+
+} // namespace acp::llm

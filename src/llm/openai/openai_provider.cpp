@@ -1,0 +1,409 @@
+// The Beast/OpenSSL half of the provider: connect, TLS, one POST, incremental body reads, retries.
+//
+// One stream() call makes at most 1 + max_retries attempts (plus one merged-message retry), each on a
+// fresh connection; connections are not pooled. Time limits use beast::tcp_stream's expiry, re-armed
+// before every operation to min(idle deadline, overall deadline); the idle deadline moves only when an
+// SSE data event arrives, so keep-alive comments cannot keep a stalled request alive. Cancellation is
+// the awaiting coroutine's slot: Asio and Beast operations forward it, the pending read completes with
+// operation_aborted, and the stream object is destroyed (socket closed, no TLS shutdown handshake).
+// throw_if_cancelled is off so that every such point returns StopKind::cancelled instead of throwing.
+#include "llm/openai/openai_provider.hpp"
+
+#include "llm/openai/chat_request.hpp"
+#include "llm/openai/chat_stream.hpp"
+#include "llm/openai/endpoint.hpp"
+#include "llm/openai/error_mapping.hpp"
+#include "llm/openai/sse_parser.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
+
+#include <openssl/ssl.h>
+#include <openssl/x509_vfy.h>
+#include <openssl/x509v3.h>
+
+#include <array>
+#include <atomic>
+#include <filesystem>
+#include <mutex>
+#include <random>
+
+namespace acp::llm {
+
+namespace {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace ssl = net::ssl;
+using tcp = net::ip::tcp;
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+constexpr auto use_tuple = net::as_tuple(net::use_awaitable);
+constexpr std::size_t kMaxErrorBody = 64 * 1024;
+constexpr std::size_t kReadChunk = 16 * 1024;
+
+/// Why an attempt failed and whether another attempt may help.
+struct Failure {
+  ProviderError error;
+  bool retryable = false;
+  std::optional<milliseconds> retry_after;
+};
+
+/// Exactly one of completion / failure is set.
+struct Outcome {
+  std::optional<Completion> completion;
+  std::optional<Failure> failure;
+};
+
+Outcome fail(std::string code, std::string message, bool retryable, int status = 0) {
+  return Outcome{std::nullopt, Failure{ProviderError(std::move(code), std::move(message), status), retryable, {}}};
+}
+
+net::awaitable<bool> is_cancelled() {
+  auto cs = co_await net::this_coro::cancellation_state;
+  co_return cs.cancelled() != net::cancellation_type::none;
+}
+
+/// What one attempt needs besides the connection.
+struct AttemptInput {
+  const std::string& body;
+  const DeltaSink& sink;
+  Clock::time_point deadline;
+  bool& output_started;  ///< set as soon as one delta reached the sink; survives the attempt
+};
+
+class OpenAiProvider final : public Provider {
+public:
+  OpenAiProvider(OpenAiConfig config, Endpoint endpoint, net::any_io_executor executor)
+      : config_(std::move(config)), endpoint_(std::move(endpoint)), executor_(std::move(executor)) {}
+
+  std::string name() const override { return config_.provider; }
+
+  net::awaitable<Completion> stream(const Request& request, DeltaSink sink) override {
+    co_await net::this_coro::throw_if_cancelled(false);
+    const auto deadline = Clock::now() + milliseconds(config_.request_timeout_ms);
+    const std::string model = request.model.empty() ? config_.model : request.model;
+    const Completion cancelled{StopKind::cancelled, std::nullopt, config_.provider, model};
+
+    bool merged = merge_user_messages_.load(std::memory_order_relaxed);
+    auto build = [&] {
+      return build_chat_request_body(model, merged ? merge_consecutive_user_messages(request.messages)
+                                                   : request.messages);
+    };
+    std::string body = build();
+    bool output_started = false;
+    int retries = 0;
+    for (;;) {
+      if (co_await is_cancelled())
+        co_return cancelled;
+      Outcome outcome = co_await attempt(AttemptInput{body, sink, deadline, output_started}, model);
+      if (outcome.completion)
+        co_return std::move(*outcome.completion);
+      Failure& f = *outcome.failure;
+      if (output_started)
+        throw ProviderError(f.error.code(), f.error.what(), f.error.http_status(), true);
+      // contracts §5: some servers refuse two user messages in a row; merge once and remember it.
+      if (f.error.http_status() == 400 && !merged && names_consecutive_messages(f.error.what()) &&
+          has_consecutive_user_messages(request.messages)) {
+        merge_user_messages_.store(true, std::memory_order_relaxed);
+        merged = true;
+        body = build();
+        continue;
+      }
+      if (!f.retryable || retries >= config_.max_retries)
+        throw f.error;
+      auto delay = backoff_delay(retries, config_.retry_base_ms, f.retry_after, rng());
+      if (Clock::now() + delay >= deadline)
+        throw f.error;  // waiting would overrun the overall deadline: report the real cause now
+      ++retries;
+      net::steady_timer timer(executor_, delay);
+      co_await timer.async_wait(use_tuple);
+      if (co_await is_cancelled())
+        co_return cancelled;
+    }
+  }
+
+private:
+  static std::mt19937_64& rng() {
+    thread_local std::mt19937_64 generator{std::random_device{}()};
+    return generator;
+  }
+
+  /// The TLS client context, created on first use (start-up time matters; contracts §6).
+  ssl::context& tls_context() {
+    std::lock_guard lock(tls_mutex_);
+    if (!tls_) {
+      auto ctx = std::make_unique<ssl::context>(ssl::context::tls_client);
+      SSL_CTX_set_min_proto_version(ctx->native_handle(), TLS1_2_VERSION);
+      ctx->set_default_verify_paths();
+      if (!config_.ca_file.empty()) {
+        boost::system::error_code ec;
+        ctx->load_verify_file(config_.ca_file, ec);
+        if (ec)
+          throw ProviderError("PROVIDER_NETWORK", "cannot load CA file " + config_.ca_file + ": " + ec.message());
+      }
+      ctx->set_verify_mode(ssl::verify_peer);
+      tls_ = std::move(ctx);
+    }
+    return *tls_;
+  }
+
+  std::string where() const { return endpoint_.host_header; }
+
+  Outcome timeout(bool overall, std::string_view waiting_for) const {
+    if (overall)
+      return fail("PROVIDER_TIMEOUT",
+                  "the request exceeded the overall limit of " + std::to_string(config_.request_timeout_ms) + " ms",
+                  false);
+    return fail("PROVIDER_TIMEOUT",
+                "no data from " + where() + " for " + std::to_string(config_.idle_timeout_ms) + " ms while " +
+                    std::string(waiting_for),
+                false);
+  }
+
+  net::awaitable<Outcome> attempt(AttemptInput in, const std::string& model) {
+    const Completion cancelled{StopKind::cancelled, std::nullopt, config_.provider, model};
+    beast::tcp_stream tcp_stream(executor_);
+    const auto connect_deadline = std::min(Clock::now() + milliseconds(config_.connect_timeout_ms), in.deadline);
+    const bool connect_overall = in.deadline <= connect_deadline;
+
+    tcp::resolver resolver(executor_);
+    auto [rec, endpoints] = co_await resolver.async_resolve(endpoint_.host, endpoint_.port, use_tuple);
+    if (co_await is_cancelled())
+      co_return Outcome{cancelled, {}};
+    if (rec)
+      co_return fail("PROVIDER_NETWORK", "cannot resolve " + endpoint_.host + ": " + rec.message(), true);
+
+    tcp_stream.expires_at(connect_deadline);
+    auto [cec, connected] = co_await tcp_stream.async_connect(endpoints, use_tuple);
+    (void)connected;
+    if (co_await is_cancelled())
+      co_return Outcome{cancelled, {}};
+    if (cec == beast::error::timeout) {
+      if (connect_overall)
+        co_return timeout(true, "connecting");
+      co_return fail("PROVIDER_TIMEOUT",
+                     "connecting to " + where() + " timed out after " + std::to_string(config_.connect_timeout_ms) +
+                         " ms",
+                     true);
+    }
+    if (cec)
+      co_return fail("PROVIDER_NETWORK", "cannot connect to " + where() + ": " + cec.message(), true);
+    tcp_stream.socket().set_option(tcp::no_delay(true));
+
+    if (!endpoint_.tls)
+      co_return co_await exchange(tcp_stream, in, model);
+
+    ssl::context* ctx = nullptr;
+    try {
+      ctx = &tls_context();
+    } catch (const ProviderError& e) {
+      co_return Outcome{std::nullopt, Failure{e, false, {}}};
+    }
+    beast::ssl_stream<beast::tcp_stream> tls_stream(std::move(tcp_stream), *ctx);
+    SSL* handle = tls_stream.native_handle();
+    if (is_ip_literal(endpoint_.host)) {
+      // RFC 6066 forbids SNI for IP literals; the certificate must carry the address as an IP SAN.
+      X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(handle), endpoint_.host.c_str());
+    } else {
+      SSL_set_tlsext_host_name(handle, endpoint_.host.c_str());
+      SSL_set_hostflags(handle, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+      SSL_set1_host(handle, endpoint_.host.c_str());
+    }
+    beast::get_lowest_layer(tls_stream).expires_at(connect_deadline);
+    auto [hec] = co_await tls_stream.async_handshake(ssl::stream_base::client, use_tuple);
+    if (co_await is_cancelled())
+      co_return Outcome{cancelled, {}};
+    if (hec) {
+      long verify = SSL_get_verify_result(handle);
+      if (verify != X509_V_OK)  // a wrong certificate does not become right by retrying
+        co_return fail("PROVIDER_NETWORK",
+                       "TLS certificate of " + where() + " rejected: " + X509_verify_cert_error_string(verify),
+                       false);
+      if (hec == beast::error::timeout)
+        co_return connect_overall ? timeout(true, "in the TLS handshake")
+                                  : fail("PROVIDER_TIMEOUT", "TLS handshake with " + where() + " timed out", true);
+      co_return fail("PROVIDER_NETWORK", "TLS handshake with " + where() + " failed: " + hec.message(), true);
+    }
+    co_return co_await exchange(tls_stream, in, model);
+  }
+
+  template <class Stream>
+  net::awaitable<Outcome> exchange(Stream& stream, AttemptInput in, const std::string& model) {
+    const Completion cancelled{StopKind::cancelled, std::nullopt, config_.provider, model};
+    auto& lowest = beast::get_lowest_layer(stream);
+    const milliseconds idle(config_.idle_timeout_ms);
+    auto idle_deadline = Clock::now() + idle;
+    auto arm = [&] {
+      lowest.expires_at(std::min(idle_deadline, in.deadline));
+      return in.deadline <= idle_deadline;  // which limit fires if this expiry is reached
+    };
+
+    http::request<http::string_body> req{http::verb::post, endpoint_.target, 11};
+    req.set(http::field::host, endpoint_.host_header);
+    req.set(http::field::user_agent, "dsh-acp");
+    req.set(http::field::content_type, "application/json");
+    req.set(http::field::accept, "text/event-stream");
+    if (!config_.api_key.empty())
+      req.set(http::field::authorization, "Bearer " + config_.api_key);
+    req.body() = in.body;
+    req.prepare_payload();
+
+    bool overall = arm();
+    auto [wec, written] = co_await http::async_write(stream, req, use_tuple);
+    (void)written;
+    if (co_await is_cancelled())
+      co_return Outcome{cancelled, {}};
+    if (wec == beast::error::timeout)
+      co_return timeout(overall, "sending the request");
+    if (wec)
+      co_return fail("PROVIDER_NETWORK", "sending the request to " + where() + " failed: " + wec.message(), true);
+
+    beast::flat_buffer buffer;
+    http::response_parser<http::buffer_body> parser;
+    parser.body_limit(boost::none);  // a long answer passes Beast's 8 MB default
+    overall = arm();
+    auto [hec, header_bytes] = co_await http::async_read_header(stream, buffer, parser, use_tuple);
+    (void)header_bytes;
+    if (co_await is_cancelled())
+      co_return Outcome{cancelled, {}};
+    if (hec == beast::error::timeout)
+      co_return timeout(overall, "waiting for the response");
+    if (hec)
+      co_return fail("PROVIDER_NETWORK", "reading the response from " + where() + " failed: " + hec.message(), true);
+
+    std::array<char, kReadChunk> chunk;
+    // Reads what is available into `chunk`; returns the byte count and the error (need_buffer is not one).
+    auto read_some = [&]() -> net::awaitable<std::pair<boost::system::error_code, std::size_t>> {
+      parser.get().body().data = chunk.data();
+      parser.get().body().size = chunk.size();
+      auto [ec, n] = co_await http::async_read_some(stream, buffer, parser, use_tuple);
+      (void)n;
+      if (ec == http::error::need_buffer)
+        ec = {};
+      co_return std::pair{ec, chunk.size() - parser.get().body().size};
+    };
+
+    const int status = parser.get().result_int();
+    if (status != 200) {
+      std::string text;
+      while (!parser.is_done() && text.size() < kMaxErrorBody) {
+        overall = arm();
+        auto [ec, n] = co_await read_some();
+        text.append(chunk.data(), n);
+        if (co_await is_cancelled())
+          co_return Outcome{cancelled, {}};
+        if (ec)
+          break;  // the status alone still says what happened
+      }
+      Failure f{map_http_error(status, parser.get().reason(), text), is_retryable_status(status), {}};
+      if (auto it = parser.get().find(http::field::retry_after); it != parser.get().end())
+        f.retry_after = parse_retry_after(it->value());
+      co_return Outcome{std::nullopt, std::move(f)};
+    }
+
+    SseParser sse;
+    ChatStreamDecoder decoder;
+    std::vector<SseItem> items;
+    std::vector<Delta> deltas;
+    bool done = false;
+    while (!done && !parser.is_done()) {
+      overall = arm();
+      auto [ec, n] = co_await read_some();
+      if (co_await is_cancelled())
+        co_return Outcome{cancelled, {}};
+      items.clear();
+      try {
+        sse.feed(std::string_view(chunk.data(), n), items);
+        for (auto& item : items) {
+          if (item.kind == SseItemKind::comment)
+            continue;  // keep-alive: deliberately leaves idle_deadline alone
+          if (item.kind == SseItemKind::done) {
+            done = true;
+            break;
+          }
+          idle_deadline = Clock::now() + idle;
+          deltas.clear();
+          decoder.on_data(item.data, deltas);
+          for (const auto& d : deltas) {
+            in.output_started = true;
+            in.sink(d);
+          }
+          if (!deltas.empty() && co_await is_cancelled())
+            co_return Outcome{cancelled, {}};  // cancelled from inside the sink
+        }
+      } catch (const ProviderError& e) {
+        co_return Outcome{std::nullopt, Failure{e, false, {}}};
+      } catch (const std::length_error& e) {
+        co_return fail("PROVIDER_UNAVAILABLE", std::string("malformed stream from the provider: ") + e.what(), false,
+                       200);
+      }
+      if (done)
+        break;
+      if (ec == beast::error::timeout)
+        co_return timeout(overall, in.output_started ? "streaming the answer" : "waiting for the first event");
+      if (ec)
+        co_return fail("PROVIDER_NETWORK", "the connection to " + where() + " broke mid-stream: " + ec.message(),
+                       true);
+    }
+    if (!done && !decoder.stop())
+      co_return fail("PROVIDER_NETWORK", "the stream from " + where() + " ended before the answer was complete", true);
+    co_return Outcome{Completion{decoder.stop().value_or(StopKind::end_turn), decoder.usage(), config_.provider, model},
+                      {}};
+  }
+
+  OpenAiConfig config_;
+  Endpoint endpoint_;
+  net::any_io_executor executor_;
+  std::mutex tls_mutex_;
+  std::unique_ptr<ssl::context> tls_;
+  std::atomic<bool> merge_user_messages_{false};
+};
+
+void validate(const OpenAiConfig& c) {
+  if (c.provider != "deepseek" && c.provider != "openai")
+    throw ConfigError("unknown provider '" + c.provider + "' (expected deepseek or openai)");
+  if (c.base_url.empty())
+    throw ConfigError("the openai provider needs a base URL");
+  for (char ch : c.api_key)
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f)
+      throw ConfigError("the API key contains control characters");
+  if (c.connect_timeout_ms <= 0 || c.idle_timeout_ms <= 0 || c.request_timeout_ms <= 0)
+    throw ConfigError("provider timeouts must be positive");
+  if (c.max_retries < 0 || c.retry_base_ms < 0)
+    throw ConfigError("provider retry settings must not be negative");
+  if (!c.ca_file.empty()) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(c.ca_file, ec))
+      throw ConfigError("CA file not found: " + c.ca_file);
+  }
+}
+
+} // namespace
+
+std::unique_ptr<Provider> make_openai_provider(const OpenAiConfig& config, net::any_io_executor executor) {
+  OpenAiConfig c = config;
+  if (c.provider == "deepseek") {
+    if (c.base_url.empty())
+      c.base_url = kDeepSeekBaseUrl;
+    if (c.model.empty())
+      c.model = kDeepSeekDefaultModel;
+  }
+  validate(c);
+  Endpoint ep = parse_base_url(c.base_url);
+  if (!ep.tls && !c.allow_insecure_http && !is_loopback_host(ep.host))
+    throw ConfigError("refusing plain http:// to " + ep.host +
+                      ": the API key and conversation would travel unencrypted (use https:// or allow insecure http)");
+  return std::make_unique<OpenAiProvider>(std::move(c), std::move(ep), std::move(executor));
+}
+
+} // namespace acp::llm

@@ -1,0 +1,53 @@
+// Request body and the consecutive-user-message merge of contracts §5.
+#include "llm/openai/chat_request.hpp"
+
+#include <boost/json/parse.hpp>
+#include <boost/test/unit_test.hpp>
+
+using namespace acp::llm;
+namespace json = boost::json;
+
+BOOST_AUTO_TEST_SUITE(chat_request)
+
+BOOST_AUTO_TEST_CASE(body_has_model_messages_and_streaming_options) {
+  std::vector<Message> msgs{{Role::system, "be brief"}, {Role::user, "hi \"there\"\n"}, {Role::assistant, "hello"}};
+  auto v = json::parse(build_chat_request_body("deepseek-flash", msgs));
+  BOOST_TEST(v.at("model").as_string() == "deepseek-flash");
+  BOOST_TEST(v.at("stream").as_bool());
+  BOOST_TEST(v.at("stream_options").at("include_usage").as_bool());
+  const auto& m = v.at("messages").as_array();
+  BOOST_REQUIRE(m.size() == 3u);
+  BOOST_TEST(m[0].at("role").as_string() == "system");
+  BOOST_TEST(m[1].at("role").as_string() == "user");
+  BOOST_TEST(m[1].at("content").as_string() == "hi \"there\"\n");
+  BOOST_TEST(m[2].at("role").as_string() == "assistant");
+  BOOST_TEST(m[2].as_object().size() == 2u);
+}
+
+BOOST_AUTO_TEST_CASE(empty_model_is_omitted) {
+  auto v = json::parse(build_chat_request_body("", {{Role::user, "x"}}));
+  BOOST_TEST(!v.as_object().contains("model"));
+}
+
+BOOST_AUTO_TEST_CASE(merge_joins_runs_of_user_messages_with_a_blank_line) {
+  std::vector<Message> msgs{{Role::system, "s"},    {Role::user, "ref"},   {Role::user, "ask"},
+                            {Role::assistant, "a"}, {Role::user, "one"},   {Role::user, "two"},
+                            {Role::user, "three"},  {Role::assistant, "b"}};
+  BOOST_TEST(has_consecutive_user_messages(msgs));
+  auto merged = merge_consecutive_user_messages(msgs);
+  BOOST_REQUIRE(merged.size() == 5u);
+  BOOST_TEST(merged[1].text == "ref\n\nask");
+  BOOST_TEST((merged[3].role == Role::user));
+  BOOST_TEST(merged[3].text == "one\n\ntwo\n\nthree");
+  BOOST_TEST((merged[4].role == Role::assistant));
+  BOOST_TEST(!has_consecutive_user_messages(merged));
+}
+
+BOOST_AUTO_TEST_CASE(merge_leaves_alternating_conversations_and_system_runs_alone) {
+  std::vector<Message> msgs{{Role::system, "s1"}, {Role::system, "s2"}, {Role::user, "u"}, {Role::assistant, "a"}};
+  BOOST_TEST(!has_consecutive_user_messages(msgs));
+  auto merged = merge_consecutive_user_messages(msgs);
+  BOOST_TEST(merged.size() == 4u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
