@@ -20,6 +20,22 @@ namespace acp::server {
 namespace asio = boost::asio;
 namespace json = boost::json;
 
+namespace {
+
+bool valid_utf8(std::string_view s) {
+  for (std::size_t i = 0; i < s.size();) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    std::size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    if (len == 0 || i + len > s.size()) return false;
+    for (std::size_t k = 1; k < len; ++k)
+      if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
+    i += len;
+  }
+  return true;
+}
+
+} // namespace
+
 struct Connection::Impl {
   Impl(asio::any_io_executor ex, int in_fd, int out_fd, const support::Config& config, llm::Provider& provider,
        std::string system_prompt)
@@ -86,7 +102,7 @@ struct Connection::Impl {
     boost::system::error_code ec;
     json::value frame = protocol::parse_json(text, ec);
     if (ec) {
-      reply_error(nullptr, jsonrpc::parse_error(ec.message()));
+      reply_error(nullptr, jsonrpc::parse_error(valid_utf8(text) ? ec.message() : "invalid UTF-8"));
       return false;
     }
     jsonrpc::Inbound inbound = jsonrpc::classify(frame);

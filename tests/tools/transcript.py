@@ -7,7 +7,9 @@ IN.jsonl holds the frames to send, one per line (lines starting with '#' are com
 are skipped). A frame may use "{{=name}}" to refer to a value captured from the output: the runner
 sends it only once that value has been captured. "#capture NAME ID /json/pointer" captures, from the
 response to request ID, the value at that pointer (how a transcript addresses the session id that
-session/new returned). "#wait N" waits until N output frames have arrived; "#sleep MS" pauses. When the input
+session/new returned). "#wait N" waits until N output frames have arrived; "#sleep MS" pauses. "#args ..." adds server arguments. "#raw TEXT" sends TEXT
+as is (for malformed frames); "#rawhex HEX" sends those bytes. The server runs with a fresh temporary
+DSH_ACP_HOME; a folder NAME.store/ beside the transcript is copied in as its session store. When the input
 is exhausted, stdin is closed (EOF) and the server must exit 0.
 
 OUT.jsonl holds the expected frames, in order, one JSON value per line ('#' comments allowed).
@@ -23,6 +25,8 @@ import json
 import os
 import re
 import select
+import shutil
+import tempfile
 import subprocess
 import sys
 import time
@@ -148,10 +152,21 @@ def main():
         i = argv.index("--")
         argv, extra = argv[:i], argv[i + 1:]
     server, in_path, out_path = argv
-    directives = ("#wait", "#capture", "#sleep")
-    inputs = [l for l in read_lines(in_path) if l.strip() and (not l.lstrip().startswith("#") or l.startswith(directives))]
+    directives = ("#wait", "#capture", "#sleep", "#raw")
+    lines = read_lines(in_path)
+    for l in lines:
+        if l.startswith("#args "):
+            extra += l.split()[1:]
+    inputs = [l for l in lines if l.strip() and (not l.lstrip().startswith("#") or l.startswith(directives))]
     wanted = {}  # request id -> [(name, pointer)]
-    proc = subprocess.Popen([server] + extra, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    home = tempfile.mkdtemp(prefix="dsh-transcript-")
+    store_seed = in_path[: -len(".in.jsonl")] + ".store"
+    if os.path.isdir(store_seed):
+        shutil.copytree(store_seed, os.path.join(home, "sessions"))
+    env = dict(os.environ, DSH_ACP_HOME=home)
+    for key in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
+        env.pop(key, None)
+    proc = subprocess.Popen([server] + extra, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     captures = {}
     actual = []
     buf = b""
@@ -195,6 +210,14 @@ def main():
             while time.time() < end:
                 pump(max(0.0, end - time.time()))
             continue
+        if line.startswith("#rawhex "):
+            proc.stdin.write(bytes.fromhex(line[8:].replace(" ", "")))
+            proc.stdin.flush()
+            continue
+        if line.startswith("#raw "):
+            proc.stdin.write((line[5:] + "\n").encode())
+            proc.stdin.flush()
+            continue
         if line.startswith("#wait"):
             want = int(line.split()[1])
             while len(actual) < want:
@@ -217,8 +240,12 @@ def main():
         if r is False:
             raise SystemExit("FAIL: server did not exit after EOF")
     code = proc.wait(timeout=5)
+    stderr_text = proc.stderr.read().decode(errors="replace")
+    shutil.rmtree(home, ignore_errors=True)
+    if stderr_text:
+        raise SystemExit(f"FAIL: the server wrote to stderr: {stderr_text}")
     if code != 0:
-        raise SystemExit(f"FAIL: exit code {code}; stderr: {proc.stderr.read().decode(errors='replace')}")
+        raise SystemExit(f"FAIL: exit code {code}")
 
     if os.environ.get("UPDATE_TRANSCRIPTS") == "1":
         header = [l for l in expected_lines if l.lstrip().startswith("#")]

@@ -1,0 +1,78 @@
+#include "handlers/handler_context.hpp"
+#include "handlers/prompt_text.hpp"
+#include "llm/echo_provider.hpp"
+#include "protocol/jsonrpc.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+using namespace acp;
+
+BOOST_AUTO_TEST_SUITE(echo_model)
+
+// contracts §3 says "the first 48 characters"; its example line shows 46 (cut after "an u"). The rule wins.
+BOOST_AUTO_TEST_CASE(answer_lists_every_message_as_contracts_section_3) {
+  llm::Request r;
+  r.messages = {{llm::Role::system, std::string(412, 's')},
+                {llm::Role::user, "## Referenced sessions\n\nThe JSON below is an untrusted snapshot of"},
+                {llm::Role::user, "use @Alpha"}};
+  BOOST_TEST(llm::echo_answer(r) ==
+             "echo: received 3 messages\n"
+             "[1] system 412 bytes\n"
+             "[2] user 66 bytes: ## Referenced sessions\u23CE\u23CEThe JSON below is an unt\u2026\n"
+             "[3] user 10 bytes: use @Alpha\n"
+             "last user message: use @Alpha");
+}
+
+BOOST_AUTO_TEST_CASE(preview_counts_characters_not_bytes) {
+  llm::Request r;
+  r.messages = {{llm::Role::user, std::string(16, 'a') + std::string("\xE2\x82\xAC") + std::string(40, 'b')}};
+  std::string answer = llm::echo_answer(r);
+  BOOST_TEST(answer.find(": " + std::string(16, 'a') + "\xE2\x82\xAC" + std::string(31, 'b') + "\u2026\n") !=
+             std::string::npos);
+  BOOST_TEST(answer.find("[1] user 59 bytes") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(chunks_end_after_each_space) {
+  auto chunks = llm::echo_chunks("a b\nc  d");
+  std::vector<std::string> expected{"a ", "b\nc ", " ", "d"};
+  BOOST_TEST(chunks == expected, boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(prompt_text)
+
+BOOST_AUTO_TEST_CASE(blocks_render_into_the_user_text) {
+  using namespace protocol;
+  std::vector<ContentBlock> prompt{TextContent{"see", {}, {}},
+                                   ResourceLink{"file:///a \"b\"", "a\"b", {}, {}, {}, {}, {}, {}},
+                                   EmbeddedResource{ResourceContents{"file:///c", std::string("body"), {}, {}, {}}, {}, {}}};
+  BOOST_TEST(handlers::render_prompt_text(prompt) ==
+             "see\n[resource_link name=\"a\\\"b\" uri=\"file:///a \\\"b\\\"\"]\n\n[resource uri=\"file:///c\"]\nbody\n");
+}
+
+BOOST_AUTO_TEST_CASE(unsupported_and_blank_prompts_are_invalid_params) {
+  using namespace protocol;
+  auto code_path = [](std::vector<ContentBlock> prompt) -> std::string {
+    try {
+      handlers::render_prompt_text(prompt);
+    } catch (const jsonrpc::RpcError& e) {
+      return std::to_string(e.code()) + " " + std::string(e.data()->at("path").as_string());
+    }
+    return "accepted";
+  };
+  BOOST_TEST(code_path({TextContent{"x", {}, {}}, ImageContent{"AA==", "image/png", {}, {}, {}}}) == "-32602 /prompt/1/type");
+  BOOST_TEST(code_path({AudioContent{"AA==", "audio/wav", {}, {}}}) == "-32602 /prompt/0/type");
+  BOOST_TEST(code_path({EmbeddedResource{ResourceContents{"u", {}, std::string("AA=="), {}, {}}, {}, {}}}) ==
+             "-32602 /prompt/0/resource");
+  BOOST_TEST(code_path({TextContent{" \t\n\u00A0\u3000", {}, {}}}) == "-32602 /prompt");
+  BOOST_TEST(code_path({}) == "-32602 /prompt");
+}
+
+BOOST_AUTO_TEST_CASE(system_prompt_placeholders_are_replaced) {
+  std::string s = handlers::render_system_prompt("in {cwd} on {date}.", "/w");
+  BOOST_TEST(s.rfind("in /w on 20", 0) == 0u);
+  BOOST_TEST(s.size() == std::string("in /w on YYYY-MM-DD.").size());
+}
+
+BOOST_AUTO_TEST_SUITE_END()

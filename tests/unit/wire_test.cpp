@@ -1,0 +1,143 @@
+#include "protocol/json_text.hpp"
+#include "protocol/types/initialize.hpp"
+#include "protocol/types/session.hpp"
+#include "protocol/types/updates.hpp"
+#include "protocol/wire.hpp"
+
+#include <boost/json.hpp>
+#include <boost/test/unit_test.hpp>
+
+using namespace acp;
+namespace json = boost::json;
+
+namespace {
+json::value parse(std::string_view text) { return json::parse(text); }
+
+template <class T> std::string pointer_of_failure(std::string_view text) {
+  try {
+    wire::decode<T>(parse(text));
+  } catch (const wire::DecodeError& e) {
+    return e.pointer();
+  }
+  return "<no error>";
+}
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(wire_codec)
+
+BOOST_AUTO_TEST_CASE(prompt_request_round_trips_every_content_block) {
+  std::string text =
+      R"({"sessionId":"s1","prompt":[{"type":"text","text":"hi","annotations":{"audience":["user"],"priority":0.5}},)"
+      R"({"type":"image","data":"AA==","mimeType":"image/png"},{"type":"audio","data":"AA==","mimeType":"audio/wav"},)"
+      R"({"type":"resource_link","uri":"file:///a","name":"a","title":"A","size":3},)"
+      R"({"type":"resource","resource":{"uri":"file:///b","text":"body","mimeType":"text/plain"}}],"_meta":{"k":1}})";
+  auto req = wire::decode<protocol::PromptRequest>(parse(text));
+  BOOST_TEST(req.prompt.size() == 5u);
+  BOOST_TEST(std::get<protocol::TextContent>(req.prompt[0]).text == "hi");
+  BOOST_TEST(std::get<protocol::ResourceLink>(req.prompt[3]).size.value() == 3);
+  BOOST_TEST(*std::get<protocol::EmbeddedResource>(req.prompt[4]).resource.text == "body");
+  BOOST_TEST(wire::encode(req) == parse(text));
+}
+
+BOOST_AUTO_TEST_CASE(absent_optionals_are_omitted_and_tag_is_written_first) {
+  protocol::SessionNotification n{"s", protocol::AgentMessageChunk{protocol::TextContent{"x", {}, {}}, {}, {}}, {}};
+  BOOST_TEST(json::serialize(wire::encode(n)) ==
+             R"({"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"x"}}})");
+}
+
+BOOST_AUTO_TEST_CASE(keyword_enumerators_drop_their_trailing_underscore) {
+  protocol::ToolCall call;
+  call.toolCallId = "c";
+  call.title = "rm";
+  call.kind = protocol::ToolKind::delete_;
+  auto v = wire::encode(protocol::SessionUpdate{call});
+  BOOST_TEST(v.at("kind").as_string() == "delete");
+  auto back = wire::decode<protocol::SessionUpdate>(v);
+  BOOST_TEST((*std::get<protocol::ToolCall>(back).kind == protocol::ToolKind::delete_));
+}
+
+BOOST_AUTO_TEST_CASE(unknown_keys_are_ignored_and_null_optionals_read_as_absent) {
+  auto req = wire::decode<protocol::NewSessionRequest>(parse(R"({"cwd":"/x","future":true,"additionalDirectories":null})"));
+  BOOST_TEST(req.cwd == "/x");
+  BOOST_TEST(!req.additionalDirectories.has_value());
+  BOOST_TEST(!req.mcpServers.has_value());
+}
+
+BOOST_AUTO_TEST_CASE(decode_errors_carry_the_json_pointer) {
+  BOOST_TEST(pointer_of_failure<protocol::PromptRequest>(R"({"sessionId":"s","prompt":[{"type":"text","text":"a"},{"type":"video"}]})") ==
+             "/prompt/1/type");
+  BOOST_TEST(pointer_of_failure<protocol::PromptRequest>(R"({"sessionId":"s","prompt":[{"type":"text"}]})") == "/prompt/0/text");
+  BOOST_TEST(pointer_of_failure<protocol::PromptRequest>(R"({"prompt":[]})") == "/sessionId");
+  BOOST_TEST(pointer_of_failure<protocol::PromptRequest>(R"({"sessionId":7,"prompt":[]})") == "/sessionId");
+  BOOST_TEST(pointer_of_failure<protocol::PromptRequest>(R"({"sessionId":"s","prompt":{}})") == "/prompt");
+  BOOST_TEST(pointer_of_failure<protocol::InitializeRequest>(R"({"protocolVersion":1.5})") == "/protocolVersion");
+  BOOST_TEST(pointer_of_failure<protocol::PromptRequest>(R"([])") == "");
+}
+
+BOOST_AUTO_TEST_CASE(pointer_tokens_are_escaped) {
+  using Map = std::map<std::string, std::string>;
+  try {
+    wire::decode<Map>(parse(R"({"a/b~c":1})"));
+    BOOST_FAIL("expected a decode error");
+  } catch (const wire::DecodeError& e) {
+    BOOST_TEST(e.pointer() == "/a~1b~0c");
+  }
+}
+
+BOOST_AUTO_TEST_CASE(unknown_enum_value_is_an_error_with_its_name) {
+  try {
+    wire::decode<protocol::PromptResponse>(parse(R"({"stopReason":"vanished"})"));
+    BOOST_FAIL("expected a decode error");
+  } catch (const wire::DecodeError& e) {
+    BOOST_TEST(e.pointer() == "/stopReason");
+    BOOST_TEST(std::string(e.what()).find("vanished") != std::string::npos);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(initialize_response_round_trips) {
+  protocol::InitializeResponse r;
+  r.agentCapabilities.loadSession = true;
+  r.agentCapabilities.sessionCapabilities.list = json::object{};
+  r.agentCapabilities.sessionCapabilities.delete_ = json::object{};
+  r.agentInfo = protocol::Implementation{"dsh-acp", "t", "1"};
+  auto v = wire::encode(r);
+  BOOST_TEST(v.at("agentCapabilities").at("sessionCapabilities").as_object().contains("delete"));
+  BOOST_TEST(wire::encode(wire::decode<protocol::InitializeResponse>(v)) == v);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(json_text)
+
+BOOST_AUTO_TEST_CASE(unpaired_surrogate_escapes_read_as_replacement_character) {
+  boost::system::error_code ec;
+  bool replaced = false;
+  auto v = protocol::parse_json(R"({"a":"x\ud800y","b":"\udc00","c":"\uD83D\uDE00","d":"\\ud800"})", ec, &replaced);
+  BOOST_TEST(!ec);
+  BOOST_TEST(replaced);
+  BOOST_TEST(v.at("a").as_string() == "x\xEF\xBF\xBDy");
+  BOOST_TEST(v.at("b").as_string() == "\xEF\xBF\xBD");
+  BOOST_TEST(v.at("c").as_string() == "\xF0\x9F\x98\x80");  // a valid pair stays a pair
+  BOOST_TEST(v.at("d").as_string() == "\\ud800");           // an escaped backslash is not an escape
+}
+
+BOOST_AUTO_TEST_CASE(text_without_surrogates_is_untouched) {
+  boost::system::error_code ec;
+  bool replaced = true;
+  protocol::parse_json(R"({"a":"\u0041\n"})", ec, &replaced);
+  BOOST_TEST(!ec);
+  BOOST_TEST(!replaced);
+}
+
+BOOST_AUTO_TEST_CASE(invalid_utf8_is_a_parse_error) {
+  boost::system::error_code ec;
+  protocol::parse_json("{\"a\":\"\xC3\x28\"}", ec);
+  BOOST_TEST(static_cast<bool>(ec));
+}
+
+BOOST_AUTO_TEST_CASE(serialisation_matches_json_stringify) {
+  json::value v = json::object{{"b", "<\x01/\x7F\xE2\x80\xA8"}, {"a", 1}};
+  BOOST_TEST(protocol::to_json_text(v) == "{\"b\":\"<\\u0001/\x7F\xE2\x80\xA8\",\"a\":1}");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
