@@ -1,0 +1,170 @@
+// Cross-process behaviour with real child processes (fork): a held lock gives SessionBusy after
+// the timeout, deletion respects the lock, and two processes appending to one session alternately
+// keep its seqs contiguous.
+#include "support.hpp"
+
+#include "store/errors.hpp"
+#include "store/event_builders.hpp"
+#include "store/layout.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+
+using namespace acp::store;
+using namespace store_test;
+using namespace std::chrono;
+
+namespace {
+
+// A child that holds the session's lock file with a raw flock until the parent writes to `release`.
+struct LockHolder {
+  pid_t pid = -1;
+  int release_fd = -1;
+
+  explicit LockHolder(const std::string& lock_path) {
+    int ready[2], rel[2];
+    BOOST_REQUIRE(::pipe(ready) == 0 && ::pipe(rel) == 0);
+    pid = ::fork();
+    if (pid == 0) {
+      ::close(ready[0]);
+      ::close(rel[1]);
+      int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT, 0600);
+      if (fd < 0 || ::flock(fd, LOCK_EX) != 0) ::_exit(1);
+      char c = 'r';
+      (void)!::write(ready[1], &c, 1);
+      (void)!::read(rel[0], &c, 1);  // EOF or a byte: release
+      ::_exit(0);
+    }
+    ::close(ready[1]);
+    ::close(rel[0]);
+    char c;
+    BOOST_REQUIRE(::read(ready[0], &c, 1) == 1);
+    ::close(ready[0]);
+    release_fd = rel[1];
+  }
+  ~LockHolder() { release(); }
+  void release() {
+    if (pid < 0) return;
+    ::close(release_fd);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    pid = -1;
+  }
+};
+
+std::string lock_path_of(SessionStore& store, const std::string& id) {
+  std::string p = *store.find_log(id);
+  return p.substr(0, p.rfind('/')) + "/" + lock_file_name(id);
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(locking)
+
+BOOST_AUTO_TEST_CASE(held_lock_gives_session_busy_after_two_seconds) {
+  TempDir dir;
+  auto store = open_store(dir, Encoding::none);
+  { auto w = store->create(make_header("s")); write_turn(w, "hello"); }
+  const std::string before = read_file(*store->find_log("s"));
+  LockHolder holder(lock_path_of(*store, "s"));
+  auto t0 = steady_clock::now();
+  BOOST_CHECK_THROW(store->open("s"), SessionBusy);
+  auto waited = duration_cast<milliseconds>(steady_clock::now() - t0).count();
+  BOOST_TEST(waited >= 1900);
+  BOOST_TEST(waited < 10000);
+  BOOST_TEST(read_file(*store->find_log("s")) == before);
+  holder.release();
+  BOOST_CHECK_NO_THROW(store->open("s"));
+}
+
+BOOST_AUTO_TEST_CASE(delete_is_busy_while_another_process_writes) {
+  TempDir dir;
+  auto store = open_store(dir, Encoding::zstd, milliseconds(200));
+  { auto w = store->create(make_header("s")); write_turn(w, "hello"); }
+  {
+    LockHolder holder(lock_path_of(*store, "s"));
+    BOOST_CHECK_THROW(store->delete_session("s"), SessionBusy);
+    BOOST_TEST(store->exists("s"));
+  }
+  store->delete_session("s");
+  BOOST_TEST(!store->exists("s"));
+}
+
+BOOST_AUTO_TEST_CASE(writers_in_one_process_exclude_each_other) {
+  TempDir dir;
+  auto store = open_store(dir, Encoding::none, milliseconds(100));
+  auto w = store->create(make_header("s"));
+  w.append({events::turn_start(1)});
+  BOOST_CHECK_THROW(store->open("s"), SessionBusy);
+  w.release();
+  BOOST_CHECK_NO_THROW(store->open("s"));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(concurrency)
+
+BOOST_AUTO_TEST_CASE(two_processes_appending_alternately_keep_seqs_contiguous) {
+  for (Encoding enc : {Encoding::none, Encoding::zstd}) {
+    TempDir dir;
+    {
+      auto store = open_store(dir, enc);
+      auto w = store->create(make_header("shared"));
+      // A closed turn: an open one would (rightly) be repaired with closers by the first writer.
+      w.append({events::turn_start(1), events::turn_end(1, events::reason("completed"))}, true);
+    }
+    constexpr int kRounds = 40;
+    pid_t kids[2];
+    for (int k = 0; k < 2; ++k) {
+      kids[k] = ::fork();
+      if (kids[k] == 0) {
+        int code = 0;
+        try {
+          auto store = open_store(dir, std::nullopt, milliseconds(10000));  // each process has its own store
+          for (int i = 0; i < kRounds; ++i) {
+            auto w = store->open("shared");
+            const std::int64_t first = w.next_seq();
+            auto recs = w.append({events::text_delta(1, 1, k, "a"), events::text_delta(1, 1, k, "b"),
+                                  events::text_delta(1, 1, k, "c")});
+            if (recs.front().at("seq").as_int64() != first) code = 2;
+            w.sync();
+            w.release();
+            ::usleep(500);
+          }
+        } catch (const std::exception&) {
+          code = 1;
+        }
+        ::_exit(code);
+      }
+    }
+    for (pid_t pid : kids) {
+      int status = 0;
+      ::waitpid(pid, &status, 0);
+      BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+    }
+    auto log = open_store(dir, std::nullopt)->read_log("shared");
+    BOOST_TEST_MESSAGE("encoding " << int(enc) << " events " << log.events.size());
+    BOOST_REQUIRE(log.events.size() == std::size_t(2 + 2 * kRounds * 3));
+    int per_writer[2] = {0, 0};
+    for (std::size_t i = 0; i < log.events.size(); ++i) {
+      BOOST_TEST(log.events[i].at("seq").as_int64() == std::int64_t(i));
+      if (i > 1) ++per_writer[log.events[i].at("data").at("chunk").at("index").as_int64()];
+    }
+    // Batches stay whole: each writer's three events are adjacent.
+    for (std::size_t i = 2; i < log.events.size(); i += 3) {
+      auto idx = log.events[i].at("data").at("chunk").at("index");
+      BOOST_TEST(log.events[i + 1].at("data").at("chunk").at("index") == idx);
+      BOOST_TEST(log.events[i + 2].at("data").at("chunk").at("index") == idx);
+    }
+    BOOST_TEST(per_writer[0] == kRounds * 3);
+    BOOST_TEST(per_writer[1] == kRounds * 3);
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()

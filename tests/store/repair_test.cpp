@@ -1,0 +1,83 @@
+// Crash repair closers (harness-compat §1.8), byte for byte, written only under the lock by a
+// writer, never by a reader.
+#include "support.hpp"
+
+#include "store/errors.hpp"
+#include "store/log_state.hpp"
+
+#include <boost/json.hpp>
+#include <boost/test/unit_test.hpp>
+
+using namespace acp::store;
+using namespace store_test;
+
+BOOST_AUTO_TEST_SUITE(repair)
+
+namespace {
+
+const std::string kHeader = R"({"type":"session","version":0,"id":"r","createdAt":1,"cwd":"/w","delegationDepth":0})";
+
+std::string interrupted_log() {
+  return kHeader + "\n" +
+         R"({"type":"turn/start","seq":0,"time":100,"data":{"turn":4,"trigger":{"kind":"message","source":{"kind":"user"}}}})" "\n"
+         R"({"type":"user/message","seq":1,"time":100,"data":{"content":[{"type":"text","text":"go"}],"source":{"kind":"user"}},"surfaceOp":"append"})" "\n"
+         R"({"type":"step/start","seq":2,"time":101,"data":{"turn":4,"step":2}})" "\n"
+         R"({"type":"assistant/message","seq":3,"time":102,"data":{"turn":4,"step":2,"content":[{"type":"tool-call","id":"call_a","name":"bash","arguments":"{}"},{"type":"tool-call","id":"call_b","name":"read","arguments":"{}"},{"type":"tool-call","id":"call_c","name":"ls","arguments":"{}"}],"provenance":{"provider":"p","model":"m"}},"sourceEventSeqs":[],"surfaceOp":"append"})" "\n"
+         R"({"type":"tool/call","seq":4,"time":103,"data":{"turn":4,"step":2,"callId":"call_a","name":"bash","arguments":"{}"}})" "\n"
+         R"({"type":"tool/call","seq":5,"time":104,"data":{"turn":4,"step":2,"callId":"call_c","name":"ls","arguments":"{}"}})" "\n"
+         R"({"type":"tool/result","seq":6,"time":105,"data":{"turn":4,"step":2,"callId":"call_c","content":[],"isError":false},"surfaceOp":"append"})" "\n";
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(closers_are_byte_exact) {
+  TempDir dir;
+  const std::string path = dir.path() + "/root/" + bucket_name(std::string("/w")) + "/r.jsonl";
+  const std::string original = interrupted_log() + R"({"type":"tool/res)";  // torn tail too
+  write_file(path, original);
+  auto store = open_store(dir, std::nullopt);
+  BOOST_TEST(store->read_log("r").events.size() == 7u);
+  BOOST_TEST(read_file(path) == original);  // the reader left it alone
+  {
+    auto w = store->open("r");
+    BOOST_TEST(w.next_seq() == 11);
+    BOOST_TEST(!w.turn_open());
+  }
+  const std::string expected =
+      interrupted_log() +
+      R"({"type":"tool/result","seq":7,"time":105,"data":{"turn":4,"step":2,"callId":"call_a","content":[{"type":"text","text":"The tool call was interrupted after it was recorded, but no result was durably recorded. Its outcome is unknown. Decide whether to retry from the tool semantics: retry only if the operation is read-only or idempotent; if it may have side effects, first verify external state or ask the user. Do not retry blindly."}],"isError":true,"error":{"name":"ToolOutcomeUnknownError","code":"TOOL_OUTCOME_UNKNOWN"}},"surfaceOp":"append","sourceEventSeqs":[4]})" "\n"
+      R"({"type":"tool/result","seq":8,"time":105,"data":{"turn":4,"step":2,"callId":"call_b","content":[{"type":"text","text":"The tool call was interrupted before the Harness recorded it as started. Retry it if it is still needed."}],"isError":true,"error":{"name":"ToolNotStartedError","code":"TOOL_NOT_STARTED"}},"surfaceOp":"append"})" "\n"
+      R"({"type":"step/end","seq":9,"time":105,"data":{"turn":4,"step":2}})" "\n"
+      R"({"type":"turn/end","seq":10,"time":105,"data":{"turn":4,"reason":{"kind":"interrupted"}}})" "\n";
+  BOOST_TEST(read_file(path) == expected);
+  // The repaired log folds (closers are valid surface events) and a second open changes nothing.
+  BOOST_CHECK_NO_THROW(store->read_surface("r"));
+  { auto w = open_store(dir, std::nullopt)->open("r"); }
+  BOOST_TEST(read_file(path) == expected);
+}
+
+BOOST_AUTO_TEST_CASE(pending_calls_reset_at_step_end) {
+  LogState s;
+  auto ev = [](const char* text) { return boost::json::parse(text).as_object(); };
+  s.observe(ev(R"({"type":"turn/start","seq":0,"time":1,"data":{"turn":1}})"));
+  s.observe(ev(R"({"type":"step/start","seq":1,"time":1,"data":{"turn":1,"step":1}})"));
+  s.observe(ev(R"({"type":"assistant/message","seq":2,"time":1,"data":{"turn":1,"step":1,"content":[{"type":"tool-call","id":"x"}]}})"));
+  s.observe(ev(R"({"type":"step/end","seq":3,"time":7,"data":{"turn":1,"step":1}})"));
+  auto closers = s.closers();
+  BOOST_REQUIRE(closers.size() == 1u);  // only turn/end: the pending call was dropped at step/end
+  BOOST_TEST(closers[0].at("type").as_string() == "turn/end");
+  BOOST_TEST(closers[0].at("seq").as_int64() == 4);
+  BOOST_TEST(closers[0].at("time").as_int64() == 7);
+}
+
+BOOST_AUTO_TEST_CASE(closed_logs_are_not_touched) {
+  TempDir dir;
+  const std::string path = dir.path() + "/root/" + bucket_name(std::string("/w")) + "/r.jsonl";
+  const std::string closed = interrupted_log() +
+                             R"({"type":"turn/end","seq":7,"time":106,"data":{"turn":4,"reason":{"kind":"aborted"}}})" "\n";
+  write_file(path, closed);
+  { auto w = open_store(dir, std::nullopt)->open("r"); }
+  BOOST_TEST(read_file(path) == closed);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,154 @@
+#include "support.hpp"
+
+#include "protocol/json_text.hpp"
+#include "store/event_builders.hpp"
+#include "store/layout.hpp"
+
+#include <boost/json.hpp>
+
+#include <zstd.h>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace store_test {
+
+namespace fs = std::filesystem;
+namespace json = boost::json;
+using namespace acp::store;
+
+TempDir::TempDir() {
+  const char* base = std::getenv("TMPDIR");
+  std::string tmpl = std::string(base && *base ? base : "/tmp") + "/store-test-XXXXXX";
+  if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+  path_ = tmpl;
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  // Restore permissions that tests may have removed, then delete.
+  fs::remove_all(path_, ec);
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + path);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void write_file(const std::string& path, const std::string& bytes, unsigned mode) {
+  fs::create_directories(fs::path(path).parent_path());
+  {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << bytes;
+  }
+  ::chmod(path.c_str(), mode);
+}
+
+void append_file(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::app);
+  out << bytes;
+}
+
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::size_t pos = 0;
+  for (std::size_t nl; (nl = text.find('\n', pos)) != std::string::npos; pos = nl + 1) out.push_back(text.substr(pos, nl - pos));
+  return out;
+}
+
+unsigned file_mode(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) throw std::runtime_error("lstat " + path);
+  return st.st_mode & 0777;
+}
+
+bool path_exists(const std::string& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0;
+}
+
+std::string fixture_path(const std::string& name) {
+  return std::string(DSH_TEST_DATA) + "/fixtures/harness/" + name + ".session.jsonl";
+}
+
+std::unique_ptr<SessionStore> open_store(const TempDir& dir, std::optional<Encoding> enc,
+                                         std::chrono::milliseconds lock_timeout) {
+  StoreOptions o;
+  o.root = dir / "root";
+  o.encoding = enc;
+  o.cache_dir = dir / "cache";
+  o.lock_timeout = lock_timeout;
+  return std::make_unique<SessionStore>(o);
+}
+
+SessionHeader make_header(const std::string& id, std::optional<std::string> cwd, std::int64_t created_at) {
+  SessionHeader h;
+  h.id = id;
+  h.cwd = std::move(cwd);
+  h.createdAt = created_at;
+  return h;
+}
+
+void write_turn(SessionWriter& w, const std::string& text, std::int64_t time) {
+  const std::int64_t turn = w.last_turn() + 1;
+  std::vector<NewEvent> first{events::turn_start(turn), events::user_message(text)};
+  const std::int64_t user_seq = w.next_seq() + 1;
+  if (!w.title()) first.push_back(events::session_title(events::fallback_title(text), user_seq));
+  first.push_back(events::step_start(turn, 1));
+  for (auto& e : first) e.time = time;
+  w.append(std::move(first));
+  std::vector<NewEvent> chunks{events::text_delta(turn, 1, 0, "Hello"), events::text_delta(turn, 1, 0, " there")};
+  for (auto& e : chunks) e.time = time + 1;
+  const std::int64_t c0 = w.next_seq();
+  w.append(std::move(chunks));
+  json::object block;
+  block["type"] = "text";
+  block["text"] = "Hello there";
+  std::vector<NewEvent> last{
+      events::assistant_message(turn, 1, json::array{block}, "echo", "echo-1", std::nullopt, json::array{c0, c0 + 1}),
+      events::step_end(turn, 1), events::turn_end(turn, events::reason("completed"))};
+  for (auto& e : last) e.time = time + 2;
+  w.append(std::move(last), true);
+}
+
+std::string install_fixture(const TempDir& dir, const std::string& name) {
+  std::string text = read_file(fixture_path(name));
+  std::string first = text.substr(0, text.find('\n'));
+  json::value v = json::parse(first);
+  const auto& o = v.as_object();
+  std::string id(o.at("id").as_string());
+  std::optional<std::string> cwd;
+  if (auto c = o.if_contains("cwd")) cwd = std::string(c->as_string());
+  std::string path = dir.path() + "/root/" + bucket_name(cwd) + "/" + encode_segment(id) + ".jsonl";
+  write_file(path, text);
+  return id;
+}
+
+std::string zstd_plaintext(const std::string& bytes) {
+  std::string out;
+  ZSTD_DCtx* d = ZSTD_createDCtx();
+  ZSTD_inBuffer in{bytes.data(), bytes.size(), 0};
+  std::string buf(1 << 16, '\0');
+  while (in.pos < in.size) {
+    ZSTD_outBuffer o{buf.data(), buf.size(), 0};
+    std::size_t r = ZSTD_decompressStream(d, &o, &in);
+    if (ZSTD_isError(r)) {
+      ZSTD_freeDCtx(d);
+      throw std::runtime_error(ZSTD_getErrorName(r));
+    }
+    out.append(buf.data(), o.pos);
+  }
+  ZSTD_freeDCtx(d);
+  return out;
+}
+
+} // namespace store_test

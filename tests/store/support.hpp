@@ -1,0 +1,56 @@
+// Helpers shared by the store tests: private temporary directories, whole-file I/O, store
+// construction, fixture paths, and log-building shortcuts.
+#pragma once
+
+#include "store/session_store.hpp"
+
+#include <boost/json/object.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace store_test {
+
+/// A fresh directory under $TMPDIR, removed recursively on destruction.
+class TempDir {
+public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string operator/(const std::string& rel) const { return path_ + "/" + rel; }
+
+private:
+  std::string path_;
+};
+
+std::string read_file(const std::string& path);
+void write_file(const std::string& path, const std::string& bytes, unsigned mode = 0600);
+void append_file(const std::string& path, const std::string& bytes);
+std::vector<std::string> split_lines(const std::string& text);  // '\n'-terminated lines, without '\n'
+unsigned file_mode(const std::string& path);                      // st_mode & 0777 (lstat)
+bool path_exists(const std::string& path);
+
+std::string fixture_path(const std::string& name);  // tests/data/fixtures/harness/<name>.session.jsonl
+
+/// A store over `<dir>/root` with its index in `<dir>/cache`.
+std::unique_ptr<acp::store::SessionStore> open_store(const TempDir& dir, std::optional<acp::store::Encoding> enc,
+                                                     std::chrono::milliseconds lock_timeout = std::chrono::milliseconds(2000));
+
+acp::store::SessionHeader make_header(const std::string& id, std::optional<std::string> cwd = "/work/project",
+                                      std::int64_t created_at = 1000);
+
+/// Appends one complete prompt turn (turn/start, user/message, [title], step/start, 2 chunks,
+/// assistant/message, step/end, turn/end completed) with fixed times starting at `time`.
+void write_turn(acp::store::SessionWriter& w, const std::string& text, std::int64_t time = 5000);
+
+/// Copies a fixture into a new raw store under `dir` at the path its header dictates; returns the id.
+std::string install_fixture(const TempDir& dir, const std::string& name);
+
+/// Decompresses a whole zstd log into plaintext (test oracle via libzstd's simple API).
+std::string zstd_plaintext(const std::string& file_bytes);
+
+} // namespace store_test
