@@ -1,5 +1,8 @@
 #include "refs/json_string.hpp"
 
+#include <cstdint>
+#include <cstring>
+
 namespace acp::refs {
 namespace {
 
@@ -41,9 +44,41 @@ void append_escaped(std::string& out, std::string_view text, bool tag_safe) {
 
 } // namespace
 
+namespace {
+
+// Extra bytes each byte costs once escaped (tag-safe), as a table so the per-byte step is branch-free.
+struct ExtraTable {
+  unsigned char extra[256];
+  constexpr ExtraTable() : extra() {
+    for (int c = 0; c < 256; ++c) extra[c] = static_cast<unsigned char>(escaped_size(static_cast<unsigned char>(c), true) - 1);
+  }
+};
+constexpr ExtraTable kExtra;
+
+constexpr std::uint64_t kOnes = 0x0101010101010101ull;
+constexpr std::uint64_t kHighs = 0x8080808080808080ull;
+
+// Whether any byte of w is < 0x20, '"', '\\' or '<' (exact: the classic has-zero-byte tests).
+inline bool word_needs_escape(std::uint64_t w) {
+  auto has_zero = [](std::uint64_t v) { return (v - kOnes) & ~v & kHighs; };
+  std::uint64_t below_space = (w - kOnes * 0x20) & ~w & kHighs;
+  return (below_space | has_zero(w ^ (kOnes * '"')) | has_zero(w ^ (kOnes * '\\')) | has_zero(w ^ (kOnes * '<'))) != 0;
+}
+
+} // namespace
+
 std::size_t tag_safe_json_size(std::string_view text, WorkCounter* counter) {
-  std::size_t size = 2;
-  for (unsigned char c : text) size += escaped_size(c, true);
+  // Most text needs no escaping: test eight bytes at a time and only look closer at words that do.
+  std::size_t size = 2 + text.size();
+  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+  const auto* end = p + text.size();
+  for (; end - p >= 8; p += 8) {
+    std::uint64_t w;
+    std::memcpy(&w, p, 8);
+    if (!word_needs_escape(w)) continue;
+    for (int k = 0; k < 8; ++k) size += kExtra.extra[p[k]];
+  }
+  for (; p < end; ++p) size += kExtra.extra[*p];
   if (counter) counter->bytes_measured += text.size();
   return size;
 }

@@ -16,7 +16,7 @@ AdditionalContext render_context(const std::vector<NormalizedReference>& referen
   rendered.reserve(references.size());
   for (std::size_t i = 0; i < references.size(); ++i) {
     const auto& snapshot = snapshots[i];
-    ProjectedConversation conversation = project(snapshot.events);
+    ProjectedConversation conversation = project(snapshot.events, counter);
     SourceHeader header;
     header.session_id = snapshot.session.id;  // the snapshot's id, not necessarily the requested one
     header.label = references[i].label;

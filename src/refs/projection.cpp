@@ -53,21 +53,22 @@ bool is_compact_checkpoint_source(const boost::json::value* source) {
   return plugin && *plugin == "compact";
 }
 
-ProjectedConversation project(const std::vector<boost::json::object>& events) {
+ProjectedConversation project(const std::vector<boost::json::object>& events, WorkCounter* counter) {
   ProjectedConversation out;
+  if (counter) counter->events_visited += events.size();
   out.items.reserve(events.size());
   for (const auto& event : events) {
     auto* type = string_at(event, "type");
     auto* data_value = event.if_contains("data");
     if (!type || !data_value || !data_value->is_object()) continue;
     const auto& data = data_value->get_object();
-    const boost::json::value* source = data.if_contains("source");
     ProjectedItem item;
     if (*type == "user/message") {
+      const boost::json::value* source = data.if_contains("source");
       item.checkpoint = is_compact_checkpoint_source(source);
       if (!item.checkpoint && !source_kind_is(source, "user")) continue;
     } else if (*type == "steering/message") {
-      if (!source_kind_is(source, "user")) continue;
+      if (!source_kind_is(data.if_contains("source"), "user")) continue;
     } else if (*type == "assistant/message") {
       item.role = Role::assistant;
     } else {

@@ -6,6 +6,8 @@
 // nothing: the snapshot must outlive the items.
 #pragma once
 
+#include "refs/work_counter.hpp"
+
 #include <boost/json/object.hpp>
 
 #include <memory>
@@ -34,6 +36,6 @@ struct ProjectedConversation {
 /// Whether `source` is the compact checkpoint marker: kind "plugin" and plugin "compact" (extra keys ignored).
 bool is_compact_checkpoint_source(const boost::json::value* source);
 
-ProjectedConversation project(const std::vector<boost::json::object>& events);
+ProjectedConversation project(const std::vector<boost::json::object>& events, WorkCounter* counter = nullptr);
 
 } // namespace acp::refs

@@ -113,35 +113,54 @@ std::optional<RetainedSource> retain(const SourceHeader& header, const std::vect
                              (header.cwd ? static_cast<std::int64_t>(tag_safe_json_size(*header.cwd, counter)) : kNullBytes) +
                              (header.captured_through_seq ? decimal_digits(*header.captured_through_seq) : kNullBytes);
 
-  std::vector<std::int64_t> item_size(n);
-  std::int64_t items_sum = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    item_size[i] = shell_bytes(items[i].role) + static_cast<std::int64_t>(tag_safe_json_size(items[i].text, counter));
-    items_sum += item_size[i];
-  }
-  std::int64_t count = static_cast<std::int64_t>(n);
-  auto total = [&] { return fixed + items_sum + (count > 0 ? count - 1 : 0); };
-
   RetentionStats stats;
   stats.original_messages = static_cast<std::int64_t>(n);
   for (const auto& item : items) stats.compacted = stats.compacted || item.checkpoint;
 
-  // Phase 1: drop whole items, oldest first, keeping checkpoints and the newest item. Dropped items
-  // are always the first eligible one, so everything before the cursor is a checkpoint or dropped.
+  // Phase 1: drop whole items, oldest first, keeping checkpoints and the newest item, while the data
+  // object is over budget. The original drops the first eligible item and re-measures each time. Its
+  // total after dropping the first j eligible items is monotone in j, so the smallest j that fits is
+  // found by walking back from the newest item: only kept items (plus one) are ever measured, and the
+  // dropped prefix costs O(1) per item.
+  std::vector<std::int64_t> item_size(n, -1);
+  auto measure = [&](std::size_t i) {
+    if (item_size[i] < 0)
+      item_size[i] = shell_bytes(items[i].role) + static_cast<std::int64_t>(tag_safe_json_size(items[i].text, counter));
+    return item_size[i];
+  };
+  std::vector<std::size_t> eligible;  // non-checkpoint items other than the newest, oldest first
+  std::int64_t mandatory = 0;          // checkpoints and the newest item are never dropped in Phase 1
+  std::int64_t mandatory_count = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (items[i].checkpoint || i + 1 == n) {
+      mandatory += measure(i);
+      ++mandatory_count;
+    } else {
+      eligible.push_back(i);
+    }
+  }
+  auto total_of = [&](std::int64_t sum, std::int64_t count) { return fixed + sum + (count > 0 ? count - 1 : 0); };
+  std::size_t first_kept = eligible.size();  // eligible[first_kept..] survive
+  std::int64_t items_sum = mandatory;
+  std::int64_t count = mandatory_count;
+  // Keep eligible items from the newest backwards while the result still fits; when even the
+  // mandatory items do not fit, all eligible items go (the original's loop ends there too).
+  while (first_kept > 0) {
+    std::int64_t with = items_sum + measure(eligible[first_kept - 1]);
+    if (total_of(with, count + 1) > max_bytes) break;
+    items_sum = with;
+    ++count;
+    --first_kept;
+  }
   std::vector<char> dropped(n, 0);
   std::int64_t dropped_bytes = 0;
-  std::size_t cursor = 0;
-  while (total() > max_bytes) {
-    while (cursor < n && items[cursor].checkpoint) ++cursor;
-    if (n == 0 || cursor >= n - 1) break;  // only checkpoints and the newest item remain
-    dropped[cursor] = 1;
-    items_sum -= item_size[cursor];
-    --count;
-    ++stats.omitted_messages;
-    dropped_bytes += static_cast<std::int64_t>(items[cursor].text.size());
-    if (counter) ++counter->retention_steps;
-    ++cursor;
+  for (std::size_t k = 0; k < first_kept; ++k) {
+    dropped[eligible[k]] = 1;
+    dropped_bytes += static_cast<std::int64_t>(items[eligible[k]].text.size());
   }
+  stats.omitted_messages = static_cast<std::int64_t>(first_kept);
+  if (counter) counter->retention_steps += n;
+  auto total = [&] { return total_of(items_sum, count); };
 
   std::vector<Retained> retained;
   retained.reserve(static_cast<std::size_t>(count));
