@@ -1,0 +1,69 @@
+// Requests are handled concurrently: while one session's prompt sleeps, a second prompt on that
+// session is rejected, and other sessions' prompts, session/new and initialize still answer.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { INIT_PARAMS, startSdkAgent, acp } from './lib/agent.mjs';
+
+const M = acp.methods.agent;
+
+test('a long prompt blocks neither other sessions nor initialize; a second prompt on it is -32602', async (t) => {
+  const { agent, ctx } = startSdkAgent(t);
+  await ctx.request(M.initialize, INIT_PARAMS);
+  const { sessionId: busy } = await ctx.request(M.session.new, { cwd: agent.home, mcpServers: [] });
+  const { sessionId: other } = await ctx.request(M.session.new, { cwd: agent.home, mcpServers: [] });
+
+  const started = performance.now();
+  let longDone = false;
+  const long = ctx.request(M.session.prompt, { sessionId: busy, prompt: [{ type: 'text', text: 'slow [[echo:sleep=3000]]' }] })
+    .finally(() => { longDone = true; });
+
+  // Same session, while the first is in flight: rejected at once, the running prompt unaffected.
+  await assert.rejects(ctx.request(M.session.prompt, { sessionId: busy, prompt: [{ type: 'text', text: 'me too' }] }), (err) => {
+    assert.equal(err.code, -32602);
+    assert.match(err.message, /^Invalid params/);
+    return true;
+  });
+  // Another session answers in full.
+  const r2 = await ctx.request(M.session.prompt, { sessionId: other, prompt: [{ type: 'text', text: 'quick' }] });
+  assert.equal(r2.stopReason, 'end_turn');
+  // initialize and session/new still answer.
+  const init = await ctx.request(M.initialize, INIT_PARAMS);
+  assert.equal(init.protocolVersion, 1);
+  const { sessionId: third } = await ctx.request(M.session.new, { cwd: agent.home, mcpServers: [] });
+  assert.ok(third);
+  const during = performance.now() - started;
+  assert.equal(longDone, false, 'all of the above answered while the long prompt was still running');
+  assert.ok(during < 2500, `other requests took ${Math.round(during)} ms`);
+
+  const r1 = await long;
+  assert.equal(r1.stopReason, 'end_turn');
+  assert.ok(performance.now() - started >= 2900, 'the long prompt really slept');
+  // Its answer is the one-prompt echo: the rejected concurrent prompt left no trace.
+  const text = agent.updates({ sessionId: busy }).map((e) => e.frame.params.update.content.text).join('');
+  assert.match(text, /^echo: received 2 messages\n/);
+  await agent.finish();
+});
+
+test('two sessions stream in parallel', async (t) => {
+  const { agent, ctx } = startSdkAgent(t, { args: ['--echo-delay-ms', '40'] });
+  await ctx.request(M.initialize, INIT_PARAMS);
+  const { sessionId: a } = await ctx.request(M.session.new, { cwd: agent.home, mcpServers: [] });
+  const { sessionId: b } = await ctx.request(M.session.new, { cwd: agent.home, mcpServers: [] });
+  const started = performance.now();
+  const [ra, rb] = await Promise.all([
+    ctx.request(M.session.prompt, { sessionId: a, prompt: [{ type: 'text', text: 'first' }] }),
+    ctx.request(M.session.prompt, { sessionId: b, prompt: [{ type: 'text', text: 'second' }] }),
+  ]);
+  const elapsed = performance.now() - started;
+  assert.equal(ra.stopReason, 'end_turn');
+  assert.equal(rb.stopReason, 'end_turn');
+  const na = agent.updates({ sessionId: a }).length;
+  const nb = agent.updates({ sessionId: b }).length;
+  // Serial streaming would take (na + nb - 2) * 40 ms; parallel about max(na, nb) * 40 ms.
+  assert.ok(elapsed < (na + nb - 2) * 40 * 0.85, `${Math.round(elapsed)} ms for ${na}+${nb} chunks at 40 ms`);
+  // Chunks of the two sessions interleave on the wire.
+  const order = agent.updates().map((e) => e.frame.params.sessionId);
+  const firstB = order.indexOf(b);
+  assert.ok(firstB >= 0 && firstB < order.lastIndexOf(a), 'b started before a finished');
+  await agent.finish();
+});

@@ -1,0 +1,142 @@
+// The error table of contracts §2, frame by frame (raw mode: the SDK cannot send these frames).
+// After every bad frame the server must keep serving: each row is followed by a good request.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { startAgent, sleep } from './lib/agent.mjs';
+
+const INIT = (id) => JSON.stringify({ jsonrpc: '2.0', id, method: 'initialize', params: { protocolVersion: 1 } });
+
+/** Sends `bytes`, then a good initialize; returns the frames answered in between (the good answer excluded). */
+async function probe(agent, bytes, goodId) {
+  const from = agent.frames.length;
+  await agent.writeRaw(bytes);
+  await agent.writeRaw(INIT(goodId) + '\n');
+  const good = await agent.response(goodId, { from });
+  assert.equal(good.result?.protocolVersion, 1, `server keeps serving after the bad frame: ${JSON.stringify(good)}`);
+  await sleep(20); // an answer to the bad frame may be written after the good one (handlers run concurrently)
+  return agent.frames.slice(from).filter((e) => e.frame.id !== goodId).map((e) => e.frame);
+}
+
+function assertError(frames, { id, code, message, data }, label) {
+  assert.equal(frames.length, 1, `${label}: exactly one answer, got ${JSON.stringify(frames)}`);
+  const [f] = frames;
+  assert.ok(f.error, `${label}: an error response: ${JSON.stringify(f)}`);
+  assert.deepEqual(f.id, id, `${label}: id`);
+  assert.equal(f.error.code, code, `${label}: code (${f.error.message})`);
+  assert.ok(f.error.message.startsWith(message), `${label}: message "${f.error.message}" starts with "${message}"`);
+  if (data !== undefined) assert.deepEqual(f.error.data, data, `${label}: data`);
+}
+
+test('before initialize: requests are -32600 "Invalid request: initialize first", notifications unanswered', async (t) => {
+  const agent = startAgent(t);
+  for (const [label, frame, id] of [
+    ['session/new', { jsonrpc: '2.0', id: 1, method: 'session/new', params: { cwd: '/', mcpServers: [] } }, 1],
+    ['string id', { jsonrpc: '2.0', id: 'abc', method: 'session/prompt', params: { sessionId: 'x', prompt: [] } }, 'abc'],
+    ['unknown method', { jsonrpc: '2.0', id: 2, method: 'no/such' }, 2],
+  ]) {
+    const from = agent.frames.length;
+    await agent.send(frame);
+    const r = await agent.response(id, { from });
+    assertError([r], { id, code: -32600, message: 'Invalid request: initialize first' }, label);
+  }
+  // A notification is never answered, even before initialize.
+  const from = agent.frames.length;
+  await agent.send({ jsonrpc: '2.0', method: 'session/cancel', params: { sessionId: 'x' } });
+  const init = await agent.call('initialize', { protocolVersion: 1 }, { id: 3 });
+  assert.equal(init.result.protocolVersion, 1);
+  assert.equal(agent.frames.length - from, 1, 'only initialize was answered');
+  // After initialize the same request works.
+  const r = await agent.call('session/new', { cwd: '/', mcpServers: [] });
+  assert.ok(r.result?.sessionId);
+  await agent.finish();
+});
+
+const rows = [
+  // [label, bytes, expected answer or null for "no answer"]
+  ['malformed JSON', '{"jsonrpc":"2.0","id":5,\n', { id: null, code: -32700, message: 'Parse error' }],
+  ['trailing garbage after a value', INIT(6) + ' x\n', { id: null, code: -32700, message: 'Parse error' }],
+  ['invalid UTF-8 inside a string', Buffer.concat([Buffer.from('{"jsonrpc":"2.0","id":7,"method":"initialize","params":{"protocolVersion":1,"x":"'), Buffer.from([0xc3, 0x28]), Buffer.from('"}}\n')]), { id: null, code: -32700, message: 'Parse error' }],
+  ['a lone 0xff byte', Buffer.from([0xff, 0x0a]), { id: null, code: -32700, message: 'Parse error' }],
+  ['batch', `[${INIT(8)}]\n`, { id: null, code: -32600, message: 'Invalid request' }],
+  ['empty batch', '[]\n', { id: null, code: -32600, message: 'Invalid request' }],
+  ['a number', '42\n', { id: null, code: -32600, message: 'Invalid request' }],
+  ['a string', '"initialize"\n', { id: null, code: -32600, message: 'Invalid request' }],
+  ['null', 'null\n', { id: null, code: -32600, message: 'Invalid request' }],
+  ['no method', '{"jsonrpc":"2.0","id":9}\n', { id: 9, code: -32600, message: 'Invalid request' }],
+  ['method not a string', '{"jsonrpc":"2.0","id":10,"method":42}\n', { id: 10, code: -32600, message: 'Invalid request' }],
+  ['wrong jsonrpc version', '{"jsonrpc":"1.0","id":11,"method":"initialize","params":{"protocolVersion":1}}\n', { id: 11, code: -32600, message: 'Invalid request' }],
+  ['id of a wrong type', '{"jsonrpc":"2.0","id":{"a":1},"method":"initialize","params":{"protocolVersion":1}}\n', { id: null, code: -32600, message: 'Invalid request' }],
+  ['unknown method', '{"jsonrpc":"2.0","id":12,"method":"no/such","params":{}}\n', { id: 12, code: -32601, message: 'Method not found', data: { method: 'no/such' } }],
+  ['unknown custom method', '{"jsonrpc":"2.0","id":"c","method":"_dsh/no_such"}\n', { id: 'c', code: -32601, message: 'Method not found', data: { method: '_dsh/no_such' } }],
+  ['unknown notification', '{"jsonrpc":"2.0","method":"no/such","params":{}}\n', null],
+  ['unknown custom notification', '{"jsonrpc":"2.0","method":"_dsh/no_such"}\n', null],
+  ['a known request sent as notification', '{"jsonrpc":"2.0","method":"session/new","params":{"cwd":"/","mcpServers":[]}}\n', null],
+  ['empty line', '\n', null],
+  ['whitespace line', '  \t \n', null],
+  ['wrong params type', '{"jsonrpc":"2.0","id":13,"method":"session/new","params":[1]}\n', { id: 13, code: -32602, message: 'Invalid params', data: { path: '' } }],
+  ['missing params', '{"jsonrpc":"2.0","id":14,"method":"session/prompt"}\n', { id: 14, code: -32602, message: 'Invalid params', data: { path: '/sessionId' } }],
+  ['wrong field type', '{"jsonrpc":"2.0","id":15,"method":"initialize","params":{"protocolVersion":"one"}}\n', { id: 15, code: -32602, message: 'Invalid params', data: { path: '/protocolVersion' } }],
+  ['wrong nested type', '{"jsonrpc":"2.0","id":16,"method":"session/new","params":{"cwd":"/","mcpServers":"none"}}\n', { id: 16, code: -32602, message: 'Invalid params', data: { path: '/mcpServers' } }],
+  ['unknown session', '{"jsonrpc":"2.0","id":17,"method":"session/prompt","params":{"sessionId":"nope","prompt":[{"type":"text","text":"x"}]}}\n', { id: 17, code: -32002, message: 'Resource not found', data: { sessionId: 'nope' } }],
+];
+
+test('after initialize: every row of the error table, and the server keeps serving after each', async (t) => {
+  const agent = startAgent(t);
+  await agent.initialize();
+  let goodId = 100;
+  for (const [label, bytes, expected] of rows) {
+    const answers = await probe(agent, bytes, goodId++);
+    if (expected === null) assert.deepEqual(answers, [], `${label}: never answered`);
+    else assertError(answers, expected, label);
+  }
+  await agent.finish();
+});
+
+test('CRLF line endings are accepted', async (t) => {
+  const agent = startAgent(t);
+  await agent.writeRaw(INIT(1) + '\r\n');
+  const r = await agent.response(1);
+  assert.equal(r.result?.protocolVersion, 1);
+  await agent.finish();
+});
+
+test('a frame over --max-frame-bytes is -32600 with data.maxFrameBytes; the limit itself is accepted', async (t) => {
+  const limit = 4096;
+  const agent = startAgent(t, { args: ['--max-frame-bytes', String(limit)] });
+  const frameOf = (id, size) => {
+    const base = JSON.stringify({ jsonrpc: '2.0', id, method: 'initialize', params: { protocolVersion: 1, pad: '' } });
+    const line = base.replace('"pad":""', `"pad":"${'x'.repeat(size - base.length)}"`);
+    assert.equal(Buffer.byteLength(line), size);
+    return line + '\n';
+  };
+  const atLimit = await probe(agent, frameOf(1, limit), 2);
+  assert.equal(atLimit.length, 1);
+  assert.equal(atLimit[0].id, 1);
+  assert.equal(atLimit[0].result?.protocolVersion, 1, 'a frame of exactly maxFrameBytes is served');
+
+  const over = await probe(agent, frameOf(3, limit + 1), 4);
+  assert.equal(over.length, 1, JSON.stringify(over));
+  assert.ok(over[0].id === null || over[0].id === 3, `id null unless it was read: ${over[0].id}`);
+  assert.equal(over[0].error?.code, -32600);
+  assert.ok(over[0].error.message.startsWith('Invalid request'));
+  assert.deepEqual(over[0].error.data, { maxFrameBytes: limit });
+
+  // A huge frame (20 MiB, split over many writes) is skipped, not buffered, and answered once.
+  const huge = await probe(agent, frameOf(5, 20 * 1024 * 1024), 6);
+  assert.equal(huge.length, 1, JSON.stringify(huge));
+  assert.deepEqual(huge[0].error?.data, { maxFrameBytes: limit });
+  await agent.finish();
+});
+
+test('an oversize frame mid-stream does not swallow the frames that follow it in the same write', async (t) => {
+  const agent = startAgent(t, { args: ['--max-frame-bytes', '1024'] });
+  await agent.writeRaw(INIT(1) + '\n' + `{"pad":"${'z'.repeat(5000)}"}\n` + INIT(2) + '\n');
+  const r1 = await agent.response(1);
+  const r2 = await agent.response(2);
+  assert.equal(r1.result?.protocolVersion, 1);
+  assert.equal(r2.result?.protocolVersion, 1);
+  const errs = agent.frames.filter((e) => e.frame.error);
+  assert.equal(errs.length, 1);
+  assert.deepEqual(errs[0].frame.error.data, { maxFrameBytes: 1024 });
+  await agent.finish();
+});
