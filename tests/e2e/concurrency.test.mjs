@@ -31,9 +31,7 @@ test('a long prompt blocks neither other sessions nor initialize; a second promp
   assert.equal(init.protocolVersion, 1);
   const { sessionId: third } = await ctx.request(M.session.new, { cwd: agent.home, mcpServers: [] });
   assert.ok(third);
-  const during = performance.now() - started;
   assert.equal(longDone, false, 'all of the above answered while the long prompt was still running');
-  assert.ok(during < 2500, `other requests took ${Math.round(during)} ms`);
 
   const r1 = await long;
   assert.equal(r1.stopReason, 'end_turn');

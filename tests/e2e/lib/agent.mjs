@@ -67,12 +67,14 @@ export class Agent {
    * @param {object} [opts]
    * @param {string[]} [opts.args] extra command-line arguments (after `--provider echo`)
    * @param {object} [opts.env] extra environment variables
+   * @param {boolean} [opts.defaultPaths] leave out --store/--log-file (they then default under DSH_ACP_HOME)
    */
-  constructor({ args = [], env = {} } = {}) {
+  constructor({ args = [], env = {}, defaultPaths = false } = {}) {
     this.home = mkdtempSync(path.join(tmpdir(), 'dsh-acp-e2e-'));
     this.storeDir = path.join(this.home, 'sessions');
     this.logFile = path.join(this.home, 'dsh-acp.log');
-    this.args = ['--provider', 'echo', '--store', this.storeDir, '--log-file', this.logFile, ...args];
+    const paths = defaultPaths ? [] : ['--store', this.storeDir, '--log-file', this.logFile];
+    this.args = ['--provider', 'echo', ...paths, ...args];
     this.frames = [];          // {frame, line, at} in arrival order
     this.violations = [];      // stdout lines that are not JSON-RPC frames
     this.stderr = '';
@@ -86,9 +88,12 @@ export class Agent {
     live.add(this);
     this.spawnedAt = performance.now();
     this.exitInfo = null;
+    // 'exit' gives the time the process ended; 'close' comes once its stdout is fully read, so
+    // waiting for it means every frame the process wrote has been seen.
+    this.child.on('exit', (code, signal) => { this.exitAt = performance.now(); });
     this.exited = new Promise((resolve) => {
-      this.child.on('exit', (code, signal) => {
-        this.exitInfo = { code, signal, at: performance.now() };
+      this.child.on('close', (code, signal) => {
+        this.exitInfo = { code, signal, at: this.exitAt ?? performance.now() };
         resolve(this.exitInfo);
       });
     });
