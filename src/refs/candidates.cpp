@@ -8,6 +8,16 @@
 namespace acp::refs {
 
 std::string lowercase_en_us(std::string_view text) {
+  // ASCII-only text (session ids are UUIDs, most paths are ASCII) lowercases to A-Z → a-z under the
+  // full mapping too; skipping ICU keeps a filter over thousands of sessions within milliseconds.
+  bool ascii = true;
+  for (char c : text) ascii = ascii && static_cast<unsigned char>(c) < 0x80;
+  if (ascii) {
+    std::string out(text);
+    for (char& c : out)
+      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    return out;
+  }
   static const icu::Locale en_us("en", "US");
   icu::UnicodeString u = icu::UnicodeString::fromUTF8(icu::StringPiece(text.data(), static_cast<int32_t>(text.size())));
   u.toLower(en_us);

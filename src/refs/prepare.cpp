@@ -67,6 +67,10 @@ PreparedMessage SessionReferenceService::prepare_normalized(const boost::json::a
   if (stop.stop_requested())
     throw SessionReferenceError(ErrorCode::cancelled, "session reference preparation was cancelled");
   result.additional_context = render_context(references, snapshots, config_.max_reference_bytes, counter);
+  // The original cannot observe a cancel during its synchronous retention; we can, and a caller that
+  // gave up must not receive a context it would then have to discard by hand.
+  if (stop.stop_requested())
+    throw SessionReferenceError(ErrorCode::cancelled, "session reference preparation was cancelled");
   return result;
 }
 
