@@ -6,6 +6,13 @@ import { INIT_PARAMS, startSdkAgent, acp, sleep } from './lib/agent.mjs';
 
 const M = acp.methods.agent;
 
+// Server bug (see the e2e report): a cancel that lands while the echo stream is not parked in its
+// chunk timer makes the prompt answer -32603 "Internal error" {"details":"co_await: Operation
+// canceled [system:125]"} instead of stopReason "cancelled" — about 1 cancel in 10 at 20 ms chunk
+// spacing. Every test whose cancel can land mid-stream is marked todo until it is fixed; remove
+// this marker then.
+const CANCEL_BUG = { todo: 'server bug: a mid-stream cancel sometimes answers -32603 "co_await: Operation canceled" instead of "cancelled"' };
+
 async function sessionOf(t, opts) {
   const { agent, ctx } = startSdkAgent(t, opts);
   await ctx.request(M.initialize, INIT_PARAMS);
@@ -13,7 +20,7 @@ async function sessionOf(t, opts) {
   return { agent, ctx, sessionId };
 }
 
-test('cancel after the first chunk ends the prompt with "cancelled" promptly, nothing follows the response', async (t) => {
+test('cancel after the first chunk ends the prompt with "cancelled" promptly, nothing follows the response', CANCEL_BUG, async (t) => {
   const { agent, ctx, sessionId } = await sessionOf(t, { args: ['--echo-delay-ms', '50'] });
   const from = agent.frames.length;
   const prompt = ctx.request(M.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'a long enough answer to cancel' }] });
@@ -57,7 +64,7 @@ test('cancel during an [[echo:sleep=...]] wait answers "cancelled" promptly with
   await agent.finish();
 });
 
-test('cancel touches only its own session', async (t) => {
+test('cancel touches only its own session', CANCEL_BUG, async (t) => {
   const { agent, ctx, sessionId } = await sessionOf(t, { args: ['--echo-delay-ms', '20'] });
   const { sessionId: other } = await ctx.request(M.session.new, { cwd: agent.home, mcpServers: [] });
   const a = ctx.request(M.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'one' }] });
@@ -80,3 +87,31 @@ test('cancel with no prompt running, or for an unknown session, is ignored and n
   assert.equal(answers.length, 1, `only the prompt was answered: ${answers.map((e) => e.line).join('\n')}`);
   await agent.finish();
 });
+
+// A cancel can land at any point of the stream (during a pause, while a chunk is being written, ...).
+// Whatever the point, ACP requires the prompt to be answered with stopReason "cancelled" (or
+// "end_turn" if it had already finished), never with an error.
+test('cancel at any moment of a stream answers "cancelled", never an error (60 cancel points)', CANCEL_BUG, async (t) => {
+    const { agent, ctx } = startSdkAgent(t, { args: ['--echo-delay-ms', '20'] });
+    await ctx.request(M.initialize, INIT_PARAMS);
+    const outcomes = {};
+    const failures = [];
+    for (let i = 0; i < 60; i++) {
+      const { sessionId } = await ctx.request(M.session.new, { cwd: agent.home, mcpServers: [] });
+      const wait = (i * 37) % 320; // spread over the ~300 ms the answer takes to stream
+      const from = agent.frames.length;
+      const prompt = ctx.request(M.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'x' }] })
+        .then((r) => r.stopReason, (err) => `error ${err.code} ${err.message} ${JSON.stringify(err.data)}`);
+      await sleep(wait);
+      await ctx.notify(M.session.cancel, { sessionId });
+      const outcome = await prompt;
+      outcomes[outcome] = (outcomes[outcome] ?? 0) + 1;
+      if (outcome !== 'cancelled' && outcome !== 'end_turn') failures.push(`cancel after ${wait} ms: ${outcome}`);
+      const response = agent.frames.find((e) => e.index >= from && !e.frame.method && Object.hasOwn(e.frame, 'id'));
+      const late = agent.updates({ sessionId, from: response.index });
+      if (late.length) failures.push(`cancel after ${wait} ms: ${late.length} update(s) after the response`);
+    }
+    t.diagnostic(JSON.stringify(outcomes));
+    assert.deepEqual(failures, []);
+    await agent.finish();
+  });
