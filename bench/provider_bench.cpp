@@ -65,7 +65,7 @@ void bench_latency(int runs) {
   Script script = [&](ServerConn& c) -> net::awaitable<void> {
     co_await c.start_sse();
     co_await c.sleep(2ms);  // let the client settle into its read, as during a real model's think time
-    std::string first = "48\r\n";  // placeholder, replaced below by a proper chunk
+    // Framed by hand so the timestamp is taken right before the one write that carries the event.
     std::string ev = event("x");
     char size[16];
     std::snprintf(size, sizeof size, "%zx\r\n", ev.size());

@@ -43,6 +43,9 @@ struct RunOptions {
   std::optional<milliseconds> cancel_after_first_delta;
   /// Emit terminal cancellation this long after the start.
   std::optional<milliseconds> cancel_after_start;
+  /// Emit terminal cancellation from inside the sink when it receives this delta (1-based): no operation
+  /// is pending then, so the provider must notice the cancellation state by itself.
+  std::optional<std::size_t> cancel_in_sink_at;
 };
 
 inline RunResult run_stream(Provider& provider, boost::asio::io_context& ioc, const Request& request,
@@ -64,6 +67,10 @@ inline RunResult run_stream(Provider& provider, boost::asio::io_context& ioc, co
     r.deltas.push_back(d);
     if (r.deltas.size() == 1 && options.cancel_after_first_delta)
       arm_cancel(*options.cancel_after_first_delta);
+    if (options.cancel_in_sink_at && r.deltas.size() == *options.cancel_in_sink_at) {
+      r.cancel_emitted = Clock::now();
+      signal.emit(net::cancellation_type::terminal);
+    }
   };
   bool done = false;
   auto start = Clock::now();

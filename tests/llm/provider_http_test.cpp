@@ -2,6 +2,8 @@
 // cancellation. Timing assertions are bounds with wide (≥ 5x) margins.
 #include "provider_harness.hpp"
 
+#include <boost/asio/detached.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <boost/test/unit_test.hpp>
@@ -177,6 +179,16 @@ BOOST_FIXTURE_TEST_CASE(unchunked_body_closed_by_server_after_done, Fixture) {
   auto r = run_stream(*provider, ioc, simple_request());
   BOOST_REQUIRE(r.completion.has_value());
   BOOST_TEST(r.text() == "xy");
+}
+
+BOOST_FIXTURE_TEST_CASE(non_streaming_json_answer_is_an_error_and_not_retried, Fixture) {
+  ScriptedServer server({error_response(200, R"({"choices":[{"message":{"content":"whole"}}]})"), answer("no")});
+  auto provider = make_openai_provider(test_config(server), ioc.get_executor());
+  auto r = run_stream(*provider, ioc, simple_request());
+  BOOST_REQUIRE(r.error.has_value());
+  BOOST_TEST(r.error->code() == "PROVIDER_UNAVAILABLE");
+  BOOST_TEST(std::string(r.error->what()).find("application/json") != std::string::npos);
+  BOOST_TEST(server.connections() == 1);
 }
 
 BOOST_FIXTURE_TEST_CASE(keep_alive_comments_do_not_extend_the_idle_timeout, Fixture) {
@@ -462,6 +474,41 @@ BOOST_FIXTURE_TEST_CASE(slow_stream_cancelled_midway_returns_cancelled_promptly,
     std::this_thread::sleep_for(20ms);
   BOOST_REQUIRE(server.first_write_failure().has_value());
   BOOST_TEST(ms_count(*server.first_write_failure() - *r.cancel_emitted) < 1000);
+}
+
+BOOST_FIXTURE_TEST_CASE(cancel_emitted_inside_the_sink_stops_the_stream, Fixture) {
+  ScriptedServer server({[](ServerConn& c) -> net::awaitable<void> {
+    co_await c.start_sse();
+    for (int i = 0; i < 400; ++i) {
+      co_await c.chunk(content("tick "));
+      co_await c.sleep(25ms);
+    }
+  }});
+  auto provider = make_openai_provider(test_config(server), ioc.get_executor());
+  RunOptions opt;
+  opt.cancel_in_sink_at = 3;
+  auto r = run_stream(*provider, ioc, simple_request(), opt);
+  BOOST_REQUIRE(r.completion.has_value());
+  BOOST_TEST((r.completion->stop == StopKind::cancelled));
+  BOOST_TEST(r.deltas.size() == 3u);  // nothing is delivered after the cancellation
+  BOOST_TEST(ms_count(r.finished - *r.cancel_emitted) < 250);
+}
+
+BOOST_FIXTURE_TEST_CASE(callers_throw_if_cancelled_setting_is_restored, Fixture) {
+  ScriptedServer server({answer("x")});
+  auto provider = make_openai_provider(test_config(server), ioc.get_executor());
+  Request req = simple_request();
+  std::optional<bool> after;
+  net::co_spawn(
+      ioc,
+      [&]() -> net::awaitable<void> {
+        co_await provider->stream(req, [](const Delta&) {});
+        after = co_await net::this_coro::throw_if_cancelled();
+      },
+      net::detached);
+  ioc.run_for(10s);
+  BOOST_REQUIRE(after.has_value());
+  BOOST_TEST(*after);  // Asio's default, which the provider turns off only while it runs
 }
 
 BOOST_FIXTURE_TEST_CASE(cancel_during_retry_backoff_returns_cancelled_promptly, Fixture) {

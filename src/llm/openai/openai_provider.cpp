@@ -68,11 +68,6 @@ Outcome fail(std::string code, std::string message, bool retryable, int status =
   return Outcome{std::nullopt, Failure{ProviderError(std::move(code), std::move(message), status), retryable, {}}};
 }
 
-net::awaitable<bool> is_cancelled() {
-  auto cs = co_await net::this_coro::cancellation_state;
-  co_return cs.cancelled() != net::cancellation_type::none;
-}
-
 /// What one attempt needs besides the connection.
 struct AttemptInput {
   const std::string& body;
@@ -89,7 +84,26 @@ public:
   std::string name() const override { return config_.provider; }
 
   net::awaitable<Completion> stream(const Request& request, DeltaSink sink) override {
+    // throw_if_cancelled belongs to the whole coroutine thread, i.e. also to the caller: restore it.
+    const bool previous = co_await net::this_coro::throw_if_cancelled();
     co_await net::this_coro::throw_if_cancelled(false);
+    std::exception_ptr error;
+    Completion result;
+    try {
+      result = co_await stream_with_retries(request, sink);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    co_await net::this_coro::throw_if_cancelled(previous);
+    if (error)
+      std::rethrow_exception(error);
+    co_return result;
+  }
+
+private:
+  net::awaitable<Completion> stream_with_retries(const Request& request, const DeltaSink& sink) {
+    const auto cs = co_await net::this_coro::cancellation_state;
+    auto cancel_requested = [&cs] { return cs.cancelled() != net::cancellation_type::none; };
     const auto deadline = Clock::now() + milliseconds(config_.request_timeout_ms);
     const std::string model = request.model.empty() ? config_.model : request.model;
     const Completion cancelled{StopKind::cancelled, std::nullopt, config_.provider, model};
@@ -103,7 +117,7 @@ public:
     bool output_started = false;
     int retries = 0;
     for (;;) {
-      if (co_await is_cancelled())
+      if (cancel_requested())
         co_return cancelled;
       Outcome outcome = co_await attempt(AttemptInput{body, sink, deadline, output_started}, model);
       if (outcome.completion)
@@ -127,12 +141,11 @@ public:
       ++retries;
       net::steady_timer timer(executor_, delay);
       co_await timer.async_wait(use_tuple);
-      if (co_await is_cancelled())
+      if (cancel_requested())
         co_return cancelled;
     }
   }
 
-private:
   static std::mt19937_64& rng() {
     thread_local std::mt19937_64 generator{std::random_device{}()};
     return generator;
@@ -172,13 +185,15 @@ private:
 
   net::awaitable<Outcome> attempt(AttemptInput in, const std::string& model) {
     const Completion cancelled{StopKind::cancelled, std::nullopt, config_.provider, model};
+    const auto cs = co_await net::this_coro::cancellation_state;
+    auto cancel_requested = [&cs] { return cs.cancelled() != net::cancellation_type::none; };
     beast::tcp_stream tcp_stream(executor_);
     const auto connect_deadline = std::min(Clock::now() + milliseconds(config_.connect_timeout_ms), in.deadline);
     const bool connect_overall = in.deadline <= connect_deadline;
 
     tcp::resolver resolver(executor_);
     auto [rec, endpoints] = co_await resolver.async_resolve(endpoint_.host, endpoint_.port, use_tuple);
-    if (co_await is_cancelled())
+    if (cancel_requested())
       co_return Outcome{cancelled, {}};
     if (rec)
       co_return fail("PROVIDER_NETWORK", "cannot resolve " + endpoint_.host + ": " + rec.message(), true);
@@ -186,7 +201,7 @@ private:
     tcp_stream.expires_at(connect_deadline);
     auto [cec, connected] = co_await tcp_stream.async_connect(endpoints, use_tuple);
     (void)connected;
-    if (co_await is_cancelled())
+    if (cancel_requested())
       co_return Outcome{cancelled, {}};
     if (cec == beast::error::timeout) {
       if (connect_overall)
@@ -221,7 +236,7 @@ private:
     }
     beast::get_lowest_layer(tls_stream).expires_at(connect_deadline);
     auto [hec] = co_await tls_stream.async_handshake(ssl::stream_base::client, use_tuple);
-    if (co_await is_cancelled())
+    if (cancel_requested())
       co_return Outcome{cancelled, {}};
     if (hec) {
       long verify = SSL_get_verify_result(handle);
@@ -240,6 +255,8 @@ private:
   template <class Stream>
   net::awaitable<Outcome> exchange(Stream& stream, AttemptInput in, const std::string& model) {
     const Completion cancelled{StopKind::cancelled, std::nullopt, config_.provider, model};
+    const auto cs = co_await net::this_coro::cancellation_state;
+    auto cancel_requested = [&cs] { return cs.cancelled() != net::cancellation_type::none; };
     auto& lowest = beast::get_lowest_layer(stream);
     const milliseconds idle(config_.idle_timeout_ms);
     auto idle_deadline = Clock::now() + idle;
@@ -261,7 +278,7 @@ private:
     bool overall = arm();
     auto [wec, written] = co_await http::async_write(stream, req, use_tuple);
     (void)written;
-    if (co_await is_cancelled())
+    if (cancel_requested())
       co_return Outcome{cancelled, {}};
     if (wec == beast::error::timeout)
       co_return timeout(overall, "sending the request");
@@ -274,7 +291,7 @@ private:
     overall = arm();
     auto [hec, header_bytes] = co_await http::async_read_header(stream, buffer, parser, use_tuple);
     (void)header_bytes;
-    if (co_await is_cancelled())
+    if (cancel_requested())
       co_return Outcome{cancelled, {}};
     if (hec == beast::error::timeout)
       co_return timeout(overall, "waiting for the response");
@@ -282,28 +299,39 @@ private:
       co_return fail("PROVIDER_NETWORK", "reading the response from " + where() + " failed: " + hec.message(), true);
 
     std::array<char, kReadChunk> chunk;
-    // Reads what is available into `chunk`; returns the byte count and the error (need_buffer is not one).
-    auto read_some = [&]() -> net::awaitable<std::pair<boost::system::error_code, std::size_t>> {
+    // Points the parser's body at `chunk`; after a read, body bytes = chunk.size() - body().size.
+    // read_some (not read) returns as soon as some body arrived: an SSE event must not wait for a full buffer.
+    auto lend_chunk = [&] {
       parser.get().body().data = chunk.data();
       parser.get().body().size = chunk.size();
-      auto [ec, n] = co_await http::async_read_some(stream, buffer, parser, use_tuple);
-      (void)n;
-      if (ec == http::error::need_buffer)
-        ec = {};
-      co_return std::pair{ec, chunk.size() - parser.get().body().size};
     };
 
     const int status = parser.get().result_int();
-    if (status != 200) {
+    const auto content_type = parser.get()[http::field::content_type];
+    // A server that ignores `stream: true` (or a proxy's HTML page) must not be parsed as SSE: it would
+    // look like a cut stream and be retried. Treat it like an error response, without retries.
+    const bool not_sse = status == 200 && !content_type.empty() &&
+                         !beast::iequals(content_type.substr(0, content_type.find(';')), "text/event-stream");
+    if (status != 200 || not_sse) {
       std::string text;
       while (!parser.is_done() && text.size() < kMaxErrorBody) {
         overall = arm();
-        auto [ec, n] = co_await read_some();
-        text.append(chunk.data(), n);
-        if (co_await is_cancelled())
+        lend_chunk();
+        auto [ec, unused] = co_await http::async_read_some(stream, buffer, parser, use_tuple);
+        (void)unused;
+        text.append(chunk.data(), chunk.size() - parser.get().body().size);
+        if (cancel_requested())
           co_return Outcome{cancelled, {}};
-        if (ec)
+        if (ec && ec != http::error::need_buffer)
           break;  // the status alone still says what happened
+      }
+      if (not_sse) {
+        auto message = extract_error_message(text);
+        co_return fail("PROVIDER_UNAVAILABLE",
+                       message.empty() ? "the provider answered " + std::string(content_type) +
+                                             " instead of an event stream"
+                                       : message,
+                       false, status);
       }
       Failure f{map_http_error(status, parser.get().reason(), text), is_retryable_status(status), {}};
       if (auto it = parser.get().find(http::field::retry_after); it != parser.get().end())
@@ -318,8 +346,13 @@ private:
     bool done = false;
     while (!done && !parser.is_done()) {
       overall = arm();
-      auto [ec, n] = co_await read_some();
-      if (co_await is_cancelled())
+      lend_chunk();
+      auto [ec, unused] = co_await http::async_read_some(stream, buffer, parser, use_tuple);
+      (void)unused;
+      if (ec == http::error::need_buffer)
+        ec = {};  // the chunk is full: not an error, just read again
+      const std::size_t n = chunk.size() - parser.get().body().size;
+      if (cancel_requested())
         co_return Outcome{cancelled, {}};
       items.clear();
       try {
@@ -338,7 +371,7 @@ private:
             in.output_started = true;
             in.sink(d);
           }
-          if (!deltas.empty() && co_await is_cancelled())
+          if (!deltas.empty() && cancel_requested())
             co_return Outcome{cancelled, {}};  // cancelled from inside the sink
         }
       } catch (const ProviderError& e) {
