@@ -2,6 +2,7 @@
 
 #include "store/errors.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/random.h>
 #include <unistd.h>
@@ -102,6 +103,26 @@ bool ensure_private_dir(const std::string& dir) {
   if (::lstat(dir.c_str(), &st) != 0) throw_errno("stat", dir, errno);
   if (!S_ISDIR(st.st_mode)) throw StoreError("not a directory (symlinks are not followed): " + dir);
   return false;
+}
+
+bool for_each_dir_entry(const std::string& dir, const std::function<void(std::string_view name, int dirfd)>& fn) {
+  UniqueFd fd = open_nofollow(dir, O_RDONLY | O_DIRECTORY);
+  if (!fd) return false;
+  DIR* d = ::fdopendir(fd.get());
+  if (!d) return false;
+  fd.release();
+  const int dfd = ::dirfd(d);
+  try {
+    while (dirent* e = ::readdir(d)) {
+      std::string_view n = e->d_name;
+      if (n != "." && n != "..") fn(n, dfd);
+    }
+  } catch (...) {
+    ::closedir(d);
+    throw;
+  }
+  ::closedir(d);
+  return true;
 }
 
 bool lstat_path(const std::string& path, struct stat& st) {

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -53,6 +54,10 @@ void fsync_dir(const std::string& dir);
 /// Creates the directory with mode 0700 if missing. Throws if the path exists and is not a real
 /// directory (a symlink included). Returns true when it was created.
 bool ensure_private_dir(const std::string& dir);
+
+/// Calls fn(name, dirfd) for every entry but "." and ".." (no symlink followed to open `dir`).
+/// Returns false when the directory cannot be opened. `dirfd` allows fstatat() without path walks.
+bool for_each_dir_entry(const std::string& dir, const std::function<void(std::string_view name, int dirfd)>& fn);
 
 /// lstat(); false when missing.
 bool lstat_path(const std::string& path, struct stat& st);

@@ -9,7 +9,6 @@
 
 #include <boost/json.hpp>
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -17,7 +16,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <ctime>
-#include <unordered_set>
 
 namespace acp::store {
 
@@ -26,6 +24,7 @@ namespace json = boost::json;
 namespace {
 
 constexpr std::int64_t kRacyWindowNs = 100'000'000;
+constexpr int kCacheVersion = 2;
 
 std::int64_t realtime_ns() {
   timespec ts{};
@@ -35,19 +34,12 @@ std::int64_t realtime_ns() {
 
 bool is_bucket_name(std::string_view n) { return n == "_no-cwd" || n.rfind("cwd-", 0) == 0; }
 
-// Names in a directory; empty when it vanished.
-std::vector<std::string> read_dir(const std::string& dir) {
-  std::vector<std::string> out;
-  UniqueFd fd = open_nofollow(dir, O_RDONLY | O_DIRECTORY);
-  if (!fd) return out;
-  DIR* d = ::fdopendir(fd.release());
-  if (!d) return out;
-  while (dirent* e = ::readdir(d)) {
-    std::string_view n = e->d_name;
-    if (n != "." && n != "..") out.emplace_back(n);
-  }
-  ::closedir(d);
-  return out;
+bool stat_at(int dfd, std::string_view name, struct stat& st) {
+  char buf[256];
+  if (name.size() >= sizeof buf) return false;
+  name.copy(buf, name.size());
+  buf[name.size()] = '\0';
+  return ::fstatat(dfd, buf, &st, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
 } // namespace
@@ -79,30 +71,38 @@ void ListingIndex::load_cache() {
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return;
   std::string text = pread_some(fd.get(), 0, std::size_t(st.st_size), cache_file_);
+  // Our own file (no foreign surrogate escapes): a plain parse into a monotonic arena, which
+  // avoids tens of thousands of small heap allocations on a cold start.
+  json::monotonic_resource arena;
   boost::system::error_code ec;
-  json::value v = protocol::parse_json(text, ec);
-  // Anything unexpected means "no cache": the sweep below rebuilds whatever is missing.
+  json::value v = json::parse(text, ec, &arena);
+  // Anything unexpected means "no cache": the sweep rebuilds whatever is missing.
   try {
     if (ec || !v.is_object()) return;
     const auto& o = v.get_object();
-    if (o.at("version") != 1 || o.at("root") != json::value(root_) ||
-        o.at("encoding") != json::value(std::string(encoding_name(enc_))))
+    if (o.at("version") != kCacheVersion || o.at("root").as_string() != root_ ||
+        o.at("encoding").as_string() != encoding_name(enc_))
       return;
     std::map<std::string, Bucket> loaded;
     for (const auto& [bname, bv] : o.at("buckets").as_object()) {
       Bucket& b = loaded[std::string(bname)];
-      for (const auto& [fname, fv] : bv.as_object()) {
-        const auto& f = fv.as_object();
+      // Each file: [name, size, mtime, updatedAt, header-or-null, title-or-null]
+      for (const auto& fv : bv.as_array()) {
+        const auto& f = fv.as_array();
         Entry e;
-        e.size = f.at("size").to_number<std::uint64_t>();
-        e.mtime_ns = f.at("mtime").to_number<std::int64_t>();
-        e.updated_at = f.at("updatedAt").to_number<std::int64_t>();
-        if (f.at("header").is_object()) {
-          e.header = parse_header(f.at("header"));
-          if (!e.header) return;
+        e.size = f.at(1).to_number<std::uint64_t>();
+        e.mtime_ns = f.at(2).to_number<std::int64_t>();
+        if (f.at(4).is_object()) {
+          auto h = parse_header(f.at(4));
+          if (!h) return;
+          SessionListing row;
+          row.header = std::move(*h);
+          row.updatedAt = f.at(3).to_number<std::int64_t>();
+          row.sizeBytes = e.size;
+          if (f.at(5).is_string()) row.title = std::string(f.at(5).get_string());
+          e.row = std::move(row);
         }
-        if (f.at("title").is_string()) e.title = std::string(f.at("title").get_string());
-        b.files.emplace(std::string(fname), std::move(e));
+        b.files.emplace(std::string(f.at(0).as_string()), std::move(e));
       }
     }
     buckets_ = std::move(loaded);
@@ -114,22 +114,31 @@ void ListingIndex::load_cache() {
 
 void ListingIndex::save() {
   if (!dirty_ || cache_file_.empty()) return;
-  json::object buckets;
+  json::monotonic_resource arena;
+  json::object buckets(&arena);
   for (const auto& [bname, b] : buckets_) {
-    json::object files;
+    json::array files(&arena);
+    files.reserve(b.files.size());
     for (const auto& [fname, e] : b.files) {
-      json::object f;
-      f["size"] = e.size;
-      f["mtime"] = e.mtime_ns;
-      f["updatedAt"] = e.updated_at;
-      f["header"] = e.header ? json::value(header_record(*e.header)) : json::value(nullptr);
-      f["title"] = e.title ? json::value(*e.title) : json::value(nullptr);
-      files[fname] = std::move(f);
+      json::array f(&arena);
+      f.emplace_back(fname);
+      f.emplace_back(e.size);
+      f.emplace_back(e.mtime_ns);
+      if (e.row) {
+        f.emplace_back(e.row->updatedAt);
+        f.emplace_back(header_record(e.row->header));
+        f.emplace_back(e.row->title ? json::value(*e.row->title) : json::value(nullptr));
+      } else {
+        f.emplace_back(0);
+        f.emplace_back(nullptr);
+        f.emplace_back(nullptr);
+      }
+      files.emplace_back(std::move(f));
     }
     buckets[bname] = std::move(files);
   }
-  json::object o;
-  o["version"] = 1;
+  json::object o(&arena);
+  o["version"] = kCacheVersion;
   o["root"] = root_;
   o["encoding"] = encoding_name(enc_);
   o["buckets"] = std::move(buckets);
@@ -167,14 +176,14 @@ void ListingIndex::refresh_root(bool force) {
   if (!force && !root_racy_ && m == root_mtime_ns_) return;
   const std::int64_t scanned_at = realtime_ns();
   std::vector<std::string> present;
-  for (auto& n : read_dir(root_)) {
+  for_each_dir_entry(root_, [&](std::string_view n, int dfd) {
     struct stat bst {};
-    if (!is_bucket_name(n) || !lstat_path(root_ + "/" + n, bst) || !S_ISDIR(bst.st_mode)) continue;  // symlinks skipped
-    present.push_back(n);
-    buckets_.try_emplace(n);
-  }
+    if (is_bucket_name(n) && stat_at(dfd, n, bst) && S_ISDIR(bst.st_mode)) present.emplace_back(n);  // symlinks skipped
+  });
+  std::sort(present.begin(), present.end());
+  for (const auto& n : present) buckets_.try_emplace(n);
   for (auto it = buckets_.begin(); it != buckets_.end();) {
-    if (std::find(present.begin(), present.end(), it->first) == present.end()) {
+    if (!std::binary_search(present.begin(), present.end(), it->first)) {
       it = buckets_.erase(it);
       sorted_valid_ = false;
       dirty_ = true;
@@ -192,32 +201,39 @@ void ListingIndex::sweep_bucket(const std::string& name, Bucket& b) {
   if (!lstat_path(dir, dst)) return;
   const std::int64_t dir_mtime = mtime_ns(dst);  // taken before reading: later changes re-trigger
   const std::int64_t scanned_at = realtime_ns();
-  std::unordered_set<std::string> seen;
-  for (auto& n : read_dir(dir)) {
-    if (!is_log_file_name(n, enc_)) continue;
+  const std::uint64_t gen = ++generation_;
+  for_each_dir_entry(dir, [&](std::string_view n, int dfd) {
+    if (!is_log_file_name(n, enc_)) return;
     struct stat st {};
-    if (!lstat_path(dir + "/" + n, st) || !S_ISREG(st.st_mode)) continue;  // symlinks are not followed
-    seen.insert(n);
+    if (!stat_at(dfd, n, st) || !S_ISREG(st.st_mode)) return;  // symlinks are not followed
     auto it = b.files.find(n);
-    if (it != b.files.end() && it->second.size == std::uint64_t(st.st_size) && it->second.mtime_ns == mtime_ns(st))
-      continue;
-    LogSummary s = summarize_log(dir + "/" + n, enc_);
+    if (it != b.files.end() && it->second.size == std::uint64_t(st.st_size) && it->second.mtime_ns == mtime_ns(st)) {
+      it->second.seen = gen;
+      return;
+    }
+    const std::string file(n);
+    LogSummary s = summarize_log(dir + "/" + file, enc_);
     ++files_read_;
     Entry e;
-    e.header = std::move(s.header);
-    // The harness's identity rule: a log whose header names another id/bucket is not that session.
-    if (e.header && (bucket_name(e.header->cwd) != name || encode_segment(e.header->id) + std::string(log_suffix(enc_)) != n))
-      e.header.reset();
-    e.title = std::move(s.title);
-    e.updated_at = s.updatedAt;
     e.size = std::uint64_t(st.st_size);
     e.mtime_ns = mtime_ns(st);
-    b.files[n] = std::move(e);
+    e.seen = gen;
+    // The harness's identity rule: a log whose header names another id/bucket is not that session.
+    if (s.header && bucket_name(s.header->cwd) == name &&
+        encode_segment(s.header->id) + std::string(log_suffix(enc_)) == file) {
+      SessionListing row;
+      row.header = std::move(*s.header);
+      row.title = std::move(s.title);
+      row.updatedAt = s.updatedAt;
+      row.sizeBytes = e.size;
+      e.row = std::move(row);
+    }
+    b.files.insert_or_assign(file, std::move(e));
     sorted_valid_ = false;
     dirty_ = true;
-  }
+  });
   for (auto it = b.files.begin(); it != b.files.end();) {
-    if (!seen.count(it->first)) {
+    if (it->second.seen != gen) {
       it = b.files.erase(it);
       sorted_valid_ = false;
       dirty_ = true;
@@ -229,50 +245,60 @@ void ListingIndex::sweep_bucket(const std::string& name, Bucket& b) {
   b.racy = scanned_at - dir_mtime < kRacyWindowNs;
 }
 
-void ListingIndex::ensure_sorted() {
-  if (sorted_valid_) return;
-  sorted_.clear();
-  for (const auto& [bname, b] : buckets_)
-    for (const auto& [fname, e] : b.files)
-      if (e.header) sorted_.emplace_back(&e, bname);
-  std::sort(sorted_.begin(), sorted_.end(), [](const auto& a, const auto& b) {
-    const auto& ha = *a.first->header;
-    const auto& hb = *b.first->header;
-    if (ha.createdAt != hb.createdAt) return ha.createdAt > hb.createdAt;
-    return compare_ids_en_us(ha.id, hb.id) < 0;
-  });
-  sorted_valid_ = true;
-}
-
-std::vector<SessionListing> ListingIndex::list(const ListQuery& q) {
+void ListingIndex::refresh() {
   refresh_root(false);
   for (auto& [name, b] : buckets_) {
     struct stat st {};
     if (!lstat_path(root_ + "/" + name, st)) continue;
     if (b.racy || b.mtime_ns != mtime_ns(st)) sweep_bucket(name, b);
   }
+}
+
+void ListingIndex::ensure_sorted() {
+  if (sorted_valid_) return;
+  sorted_.clear();
+  for (const auto& [bname, b] : buckets_)
+    for (const auto& [fname, e] : b.files)
+      if (e.row) sorted_.push_back(&*e.row);
+  std::sort(sorted_.begin(), sorted_.end(), [](const SessionListing* a, const SessionListing* b) {
+    if (a->header.createdAt != b->header.createdAt) return a->header.createdAt > b->header.createdAt;
+    return compare_ids_en_us(a->header.id, b->header.id) < 0;
+  });
+  sorted_valid_ = true;
+}
+
+void ListingIndex::visit(const ListQuery& q, const std::function<bool(const SessionListing&)>& fn) {
+  refresh();
   ensure_sorted();
   std::optional<std::string> want_cwd;
   if (q.cwd) want_cwd = normalize_cwd(*q.cwd);
-  std::vector<SessionListing> out;
-  for (const auto& [e, bucket] : sorted_) {
-    if (out.size() >= q.limit) break;
-    const SessionHeader& h = *e->header;
-    if ((q.with_cwd_only || want_cwd) && !h.cwd) continue;
-    if (want_cwd && normalize_cwd(*h.cwd) != *want_cwd) continue;
-    if (q.after) {
-      const auto& [at, aid] = *q.after;
-      bool after = h.createdAt < at || (h.createdAt == at && compare_ids_en_us(h.id, aid) > 0);
-      if (!after) continue;
-    }
-    SessionListing l;
-    l.header = h;
-    l.title = e->title;
-    l.updatedAt = e->updated_at;
-    l.sizeBytes = e->size;
-    out.push_back(std::move(l));
+  std::size_t emitted = 0;
+  auto it = sorted_.begin();
+  if (q.after) {
+    // Keyset cursor: the first row strictly after (createdAt, id) in listing order.
+    const auto& [at, aid] = *q.after;
+    it = std::partition_point(sorted_.begin(), sorted_.end(), [&](const SessionListing* r) {
+      const auto& h = r->header;
+      return h.createdAt > at || (h.createdAt == at && compare_ids_en_us(h.id, aid) <= 0);
+    });
+  }
+  for (; it != sorted_.end() && emitted < q.limit; ++it) {
+    const SessionListing& row = **it;
+    const auto& cwd = row.header.cwd;
+    if ((q.with_cwd_only || want_cwd) && !cwd) continue;
+    if (want_cwd && normalize_cwd(*cwd) != *want_cwd) continue;
+    ++emitted;
+    if (!fn(row)) break;
   }
   save();
+}
+
+std::vector<SessionListing> ListingIndex::list(const ListQuery& q) {
+  std::vector<SessionListing> out;
+  visit(q, [&](const SessionListing& row) {
+    out.push_back(row);
+    return true;
+  });
   return out;
 }
 
@@ -281,12 +307,17 @@ void ListingIndex::record_write(const std::string& bucket, const std::string& fi
                                 std::int64_t mtime_ns) {
   Bucket& b = buckets_[bucket];
   Entry& e = b.files[file];
-  if (!e.header || e.header->createdAt != header.createdAt || e.header->id != header.id) sorted_valid_ = false;
-  e.header = header;
-  e.title = title;
-  e.updated_at = updated_at;
+  if (!e.row) {
+    e.row.emplace();
+    e.row->header = header;
+    sorted_valid_ = false;
+  }
+  e.row->title = title;
+  e.row->updatedAt = updated_at;
+  e.row->sizeBytes = size;
   e.size = size;
   e.mtime_ns = mtime_ns;
+  e.seen = generation_;
   dirty_ = true;
 }
 

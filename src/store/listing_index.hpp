@@ -19,6 +19,7 @@
 #include "store/session_types.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -45,8 +46,11 @@ public:
   void start();
   /// Forgets everything and re-reads every log.
   void rebuild();
-  /// Directory-mtime freshness check, then the ordered page.
+  /// Directory-mtime freshness check, then the ordered page (copies only the page).
   std::vector<SessionListing> list(const ListQuery& q);
+  /// Same selection as list(), without copying: `fn` sees each row in order and returns false to
+  /// stop. The rows are only valid during the call.
+  void visit(const ListQuery& q, const std::function<bool(const SessionListing&)>& fn);
 
   void record_write(const std::string& bucket, const std::string& file, const SessionHeader& header,
                     const std::optional<std::string>& title, std::int64_t updated_at, std::uint64_t size,
@@ -61,19 +65,19 @@ public:
 
 private:
   struct Entry {
-    std::optional<SessionHeader> header;  ///< nullopt: not listable
-    std::optional<std::string> title;
-    std::int64_t updated_at = 0;
-    std::uint64_t size = 0;
+    std::optional<SessionListing> row;  ///< nullopt: not listable (no valid header)
     std::int64_t mtime_ns = 0;
+    std::uint64_t size = 0;             ///< file size (also in row when listable)
+    std::uint64_t seen = 0;             ///< sweep generation that last saw the file
   };
   struct Bucket {
     std::int64_t mtime_ns = -1;  ///< -1: unknown, sweep at next listing
     bool racy = true;
-    std::map<std::string, Entry> files;
+    std::map<std::string, Entry, std::less<>> files;
   };
 
   void load_cache();
+  void refresh();
   void refresh_root(bool force);
   void sweep_bucket(const std::string& name, Bucket& b);
   void ensure_sorted();
@@ -84,9 +88,10 @@ private:
   std::int64_t root_mtime_ns_ = -1;
   bool root_racy_ = true;
   std::map<std::string, Bucket> buckets_;
-  std::vector<std::pair<const Entry*, std::string>> sorted_;  ///< (entry, bucket)
+  std::vector<const SessionListing*> sorted_;
   bool sorted_valid_ = false;
   bool dirty_ = false;
+  std::uint64_t generation_ = 0;
   std::uint64_t files_read_ = 0;
 };
 

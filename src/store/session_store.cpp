@@ -7,7 +7,6 @@
 #include "store/records.hpp"
 #include "store/zstd_frames.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -21,20 +20,6 @@ namespace json = boost::json;
 namespace {
 
 bool is_bucket_name(std::string_view n) { return n == "_no-cwd" || n.rfind("cwd-", 0) == 0; }
-
-std::vector<std::string> list_dir(const std::string& dir) {
-  std::vector<std::string> out;
-  UniqueFd fd = open_nofollow(dir, O_RDONLY | O_DIRECTORY);
-  if (!fd) return out;
-  DIR* d = ::fdopendir(fd.release());
-  if (!d) return out;
-  while (dirent* e = ::readdir(d)) {
-    std::string_view n = e->d_name;
-    if (n != "." && n != "..") out.emplace_back(n);
-  }
-  ::closedir(d);
-  return out;
-}
 
 Encoding other(Encoding e) { return e == Encoding::zstd ? Encoding::none : Encoding::zstd; }
 
@@ -75,18 +60,21 @@ SessionStore::~SessionStore() {
 
 std::vector<std::string> SessionStore::bucket_dirs() const {
   std::vector<std::string> out;
-  for (auto& n : list_dir(root_)) {
+  for_each_dir_entry(root_, [&](std::string_view n, int dfd) {
     struct stat st {};
-    if (is_bucket_name(n) && lstat_path(root_ + "/" + n, st) && S_ISDIR(st.st_mode)) out.push_back(n);
-  }
+    if (is_bucket_name(n) && ::fstatat(dfd, std::string(n).c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        S_ISDIR(st.st_mode))  // symlinked buckets are skipped
+      out.emplace_back(n);
+  });
   return out;
 }
 
 void SessionStore::detect_encoding(std::optional<Encoding> requested) {
   bool seen[2] = {false, false};
   for (const auto& b : bucket_dirs())
-    for (const auto& n : list_dir(root_ + "/" + b))
+    for_each_dir_entry(root_ + "/" + b, [&](std::string_view n, int) {
       if (auto e = log_encoding_of(n)) seen[*e == Encoding::zstd ? 0 : 1] = true;
+    });
   if (seen[0] && seen[1])
     throw EncodingMismatch("incompatible artifact: session store root " + root_ + " holds both .jsonl and .jsonl.zstd logs");
   std::optional<Encoding> existing;
@@ -182,6 +170,11 @@ std::vector<SessionListing> SessionStore::list_sessions(const ListQuery& query) 
   return index_->list(query);
 }
 
+void SessionStore::visit_sessions(const ListQuery& query, const std::function<bool(const SessionListing&)>& fn) {
+  std::lock_guard g(mu_);
+  index_->visit(query, fn);
+}
+
 void SessionStore::rebuild_index() {
   std::lock_guard g(mu_);
   index_->rebuild();
@@ -221,8 +214,10 @@ KnownLog SessionStore::load_for_write(const std::string& id, const std::string& 
     auto it = known_.find(id);
     if (it != known_.end() && it->second.on_disk && it->second.path == path && it->second.ino == st.st_ino &&
         it->second.dev == st.st_dev && it->second.size == std::uint64_t(st.st_size) &&
-        it->second.mtime_ns == mtime_ns(st))
-      return it->second;  // nobody wrote since our last read or write
+        it->second.mtime_ns == mtime_ns(st) && !it->second.state.turn_open())
+      return it->second;  // nobody wrote since our last read or write, and no turn was left open
+    // A turn left open by a writer of this process that gave up (exception, destroyed writer)
+    // is repaired like one left by a dead process: rescan below.
   }
   ScanResult scan = scan_log(fd.get(), path, encoding_);
   check_identity(scan.header, id, path);

@@ -17,6 +17,7 @@
 #include <chrono>
 #include <memory>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -81,6 +82,9 @@ public:
 
   /// Newest first by createdAt, ties by id in en-US collation; served from the listing index.
   std::vector<SessionListing> list_sessions(const ListQuery& query = {});
+  /// The same rows without copying them (candidate search over all sessions): `fn` returns false
+  /// to stop. It runs under the store's lock: it must not call back into the store.
+  void visit_sessions(const ListQuery& query, const std::function<bool(const SessionListing&)>& fn);
   /// Forgets the index and re-reads every log (cheaply).
   void rebuild_index();
   /// Persists the index now (also done after listings and on destruction).

@@ -86,6 +86,13 @@ BOOST_AUTO_TEST_CASE(filters_and_keyset_pages) {
   BOOST_TEST(ids(store->list_sessions(page)) == (std::vector<std::string>{"n1", "q1"}), boost::test_tools::per_element());
   page.after = std::make_pair(std::int64_t(3), std::string("q1"));
   BOOST_TEST(ids(store->list_sessions(page)) == (std::vector<std::string>{"p2", "p1"}), boost::test_tools::per_element());
+  // The visitor sees the same rows in the same order and can stop early.
+  std::vector<std::string> visited;
+  store->visit_sessions({}, [&](const SessionListing& row) {
+    visited.push_back(row.header.id);
+    return visited.size() < 3;
+  });
+  BOOST_TEST(visited == (std::vector<std::string>{"n1", "q1", "p2"}), boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_CASE(own_writes_keep_the_index_exact) {

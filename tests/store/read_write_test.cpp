@@ -33,7 +33,6 @@ std::string two_turn_raw(const TempDir& dir, const std::string& id = "s") {
   return w.path();
 }
 
-std::string line_of(const std::string& path, std::size_t index) { return split_lines(read_file(path)).at(index); }
 
 } // namespace
 

@@ -3,6 +3,7 @@
 #include "support.hpp"
 
 #include "store/errors.hpp"
+#include "store/event_builders.hpp"
 #include "store/log_state.hpp"
 
 #include <boost/json.hpp>
@@ -78,6 +79,28 @@ BOOST_AUTO_TEST_CASE(closed_logs_are_not_touched) {
   write_file(path, closed);
   { auto w = open_store(dir, std::nullopt)->open("r"); }
   BOOST_TEST(read_file(path) == closed);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(repair)
+
+BOOST_AUTO_TEST_CASE(a_turn_left_open_in_this_process_is_repaired_on_the_next_open) {
+  TempDir dir;
+  auto store = open_store(dir, Encoding::zstd);
+  {
+    auto w = store->create(make_header("s"));
+    w.append({events::turn_start(1), events::user_message("hi")});
+    // The writer goes away mid-turn (an exception in the host, say): the lock is released.
+  }
+  auto w = store->open("s");  // same store instance: its cache must not hide the open turn
+  BOOST_TEST(!w.turn_open());
+  BOOST_TEST(w.next_seq() == 3);
+  w.release();
+  auto log = store->read_log("s");
+  BOOST_REQUIRE(log.events.size() == 3u);
+  BOOST_TEST(log.events[2].at("type").as_string() == "turn/end");
+  BOOST_TEST(log.events[2].at("data").at("reason").at("kind").as_string() == "interrupted");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
