@@ -2,7 +2,7 @@
 // session is rejected, and other sessions' prompts, session/new and initialize still answer.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { INIT_PARAMS, startSdkAgent, acp } from './lib/agent.mjs';
+import { Agent, INIT_PARAMS, startSdkAgent, acp, echoAnswer, systemBytes } from './lib/agent.mjs';
 
 const M = acp.methods.agent;
 
@@ -63,5 +63,21 @@ test('two sessions stream in parallel', async (t) => {
   const order = agent.updates().map((e) => e.frame.params.sessionId);
   const firstB = order.indexOf(b);
   assert.ok(firstB >= 0 && firstB < order.lastIndexOf(a), 'b started before a finished');
+  await agent.finish();
+});
+
+test('16 sessions prompting at once each get their own exact answer (one writer, no torn frames)', async (t) => {
+  const { agent, ctx } = startSdkAgent(t);
+  await ctx.request(M.initialize, INIT_PARAMS);
+  const sessions = [];
+  for (let i = 0; i < 16; i++) sessions.push((await ctx.request(M.session.new, { cwd: agent.home, mcpServers: [] })).sessionId);
+  const textOf = (i) => `parallel ${i} ` + 'word '.repeat(40 + i);
+  const results = await Promise.all(sessions.map((sessionId, i) =>
+    ctx.request(M.session.prompt, { sessionId, prompt: [{ type: 'text', text: textOf(i) }] })));
+  assert.deepEqual(results.map((r) => r.stopReason), sessions.map(() => 'end_turn'));
+  sessions.forEach((sessionId, i) => {
+    const text = Agent.chunkText(agent.updates({ sessionId }));
+    assert.equal(text, echoAnswer([{ role: 'system', bytes: systemBytes(text) }, { role: 'user', text: textOf(i) }]), `session ${i}`);
+  });
   await agent.finish();
 });

@@ -57,6 +57,25 @@ test('a prompt of only a resource_link is accepted (it is not blank)', async (t)
   await agent.finish();
 });
 
+test('unknown fields, _meta and annotations are ignored everywhere in a prompt', async (t) => {
+  const { agent, ctx, sessionId } = await sessionOf(t);
+  const from = agent.frames.length;
+  const r = await ctx.request(M.session.prompt, {
+    sessionId,
+    _meta: { 'x-test': { nested: [1, 2] } },
+    someFutureField: 5,
+    prompt: [
+      { type: 'text', text: 'hi', annotations: { audience: ['user'], priority: 0.5, lastModified: '2025-01-01T00:00:00Z' }, _meta: {}, foo: 'bar' },
+      { type: 'resource_link', name: 'n', uri: 'file:///n', title: 'T', description: 'D', mimeType: 'text/plain', size: 12, _meta: { a: 1 } },
+      { type: 'resource', resource: { uri: 'file:///r', text: 'R', mimeType: 'text/plain', _meta: {} }, annotations: { priority: 1 } },
+    ],
+  });
+  assert.equal(r.stopReason, 'end_turn');
+  const text = Agent.chunkText(agent.updates({ from }));
+  assert.equal(lastUserLine(text), shown('hi\n[resource_link name="n" uri="file:///n"]\n\n[resource uri="file:///r"]\nR\n'));
+  await agent.finish();
+});
+
 const rejected = [
   ['image', [{ type: 'text', text: 'look' }, { type: 'image', data: 'iVBORw0KGgo=', mimeType: 'image/png' }], '/prompt/1/type'],
   ['audio', [{ type: 'audio', data: 'UklGRg==', mimeType: 'audio/wav' }], '/prompt/0/type'],

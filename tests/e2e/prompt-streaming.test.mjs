@@ -101,3 +101,29 @@ test('--echo-delay-ms spaces the chunks out', async (t) => {
   assert.ok(span >= (updates.length - 1) * 30 * 0.8, `chunks spread over ${span} ms for ${updates.length} chunks`);
   await agent.finish();
 });
+
+test('a 2 MiB prompt is accepted and echoed back in full', async (t) => {
+  const { agent, ctx, sessionId } = await sessionOf(t);
+  const big = 'w'.repeat(2 * 1024 * 1024);
+  const from = agent.frames.length;
+  const r = await ctx.request(M.session.prompt, { sessionId, prompt: [{ type: 'text', text: big }] });
+  assert.equal(r.stopReason, 'end_turn');
+  const text = Agent.chunkText(agent.updates({ from }));
+  assert.equal(text, echoAnswer([{ role: 'system', bytes: systemBytes(text) }, { role: 'user', text: big }]));
+  await agent.finish();
+});
+
+test("the SDK's high-level session helpers (buildSession, prompt, readText) work against the agent", async (t) => {
+  const { agent, ctx } = startSdkAgent(t);
+  await ctx.request(M.initialize, INIT_PARAMS);
+  const session = await ctx.buildSession(agent.home).start();
+  try {
+    const done = session.prompt('via the helper');
+    const text = await session.readText();
+    assert.equal((await done).stopReason, 'end_turn');
+    assert.equal(text, echoAnswer([{ role: 'system', bytes: systemBytes(text) }, { role: 'user', text: 'via the helper' }]));
+  } finally {
+    session.dispose();
+  }
+  await agent.finish();
+});

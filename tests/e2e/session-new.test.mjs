@@ -51,3 +51,28 @@ test('session/new with a cwd that is not a string is -32602 with data.path "/cwd
   });
   await agent.finish();
 });
+
+test('session/new accepts mcpServers entries, additionalDirectories, _meta and unknown fields', async (t) => {
+  const { agent, ctx } = startSdkAgent(t);
+  await ctx.request(M.initialize, INIT_PARAMS);
+  const r = await ctx.request(M.session.new, {
+    cwd: agent.home,
+    mcpServers: [{ name: 'tool', command: '/bin/true', args: ['-x'], env: [{ name: 'A', value: 'b' }] }],
+    additionalDirectories: ['/usr', '/opt'],
+    _meta: { 'x-test': true },
+    someFutureField: 1,
+  });
+  assert.match(r.sessionId, UUID_V4);
+  await agent.finish();
+});
+
+test('session/new with a relative additional directory is -32602 with its JSON Pointer', async (t) => {
+  const { agent, ctx } = startSdkAgent(t);
+  await ctx.request(M.initialize, INIT_PARAMS);
+  await assert.rejects(ctx.request(M.session.new, { cwd: agent.home, mcpServers: [], additionalDirectories: ['/ok', 'rel'] }), (err) => {
+    assert.equal(err.code, -32602);
+    assert.equal(err.data?.path, '/additionalDirectories/1');
+    return true;
+  });
+  await agent.finish();
+});
