@@ -290,7 +290,7 @@ SessionWriter SessionStore::create(const SessionHeader& header) {
   const std::string path = log_path(header);  // validates the id and its length
   const std::string bucket = bucket_name(header.cwd);
   const std::string dir = root_ + "/" + bucket;
-  ensure_private_dir(dir);
+  if (ensure_private_dir(dir)) fsync_dir(root_);
   SessionLock lock = SessionLock::acquire(dir + "/" + lock_file_name(header.id), lock_timeout_, header.id);
   if (find_log(header.id)) throw SessionExists(header.id);
   KnownLog log;

@@ -74,7 +74,8 @@ void SessionWriter::publish(const std::string& lines) {
     bytes = header_line + lines;
   }
   const std::string dir = log_.path.substr(0, log_.path.rfind('/'));
-  ensure_private_dir(dir);
+  // The bucket may have been removed since create(); a new bucket entry must be durable too.
+  if (ensure_private_dir(dir)) fsync_dir(dir.substr(0, dir.rfind('/')));
   const std::string tmp = log_.path + "." + random_hex12() + ".tmp";
   {
     UniqueFd t = open_nofollow(tmp, O_WRONLY | O_CREAT | O_EXCL, 0600);

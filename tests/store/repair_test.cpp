@@ -5,9 +5,13 @@
 #include "store/errors.hpp"
 #include "store/event_builders.hpp"
 #include "store/log_state.hpp"
+#include "store/zstd_frames.hpp"
 
 #include <boost/json.hpp>
 #include <boost/test/unit_test.hpp>
+
+#include <random>
+#include <set>
 
 using namespace acp::store;
 using namespace store_test;
@@ -101,6 +105,69 @@ BOOST_AUTO_TEST_CASE(a_turn_left_open_in_this_process_is_repaired_on_the_next_op
   BOOST_REQUIRE(log.events.size() == 3u);
   BOOST_TEST(log.events[2].at("type").as_string() == "turn/end");
   BOOST_TEST(log.events[2].at("data").at("reason").at("kind").as_string() == "interrupted");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(repair)
+
+// contracts §7: logs cut at arbitrary byte offsets. A cut never makes a log corrupt: readers see a
+// prefix of the events, and the first writer repairs it into a log that folds and whose turns are
+// all closed.
+BOOST_AUTO_TEST_CASE(logs_cut_at_every_byte_offset_load_and_repair) {
+  for (Encoding enc : {Encoding::none, Encoding::zstd}) {
+    TempDir origin;
+    std::string path;
+    {
+      auto store = open_store(origin, enc);
+      auto w = store->create(make_header("cut"));
+      write_turn(w, "first prompt", 100);
+      write_turn(w, "second prompt", 200);
+      path = w.path();
+    }
+    const std::string full = read_file(path);
+    const std::string rel = path.substr(origin.path().size());
+    const std::size_t header_end =
+        enc == Encoding::none ? full.find('\n') + 1 : scan_frames(full).frames.at(0).size;
+    // Every line/frame boundary and its neighbours, plus random offsets (seed printed on failure).
+    std::set<std::size_t> cuts{header_end, full.size()};
+    if (enc == Encoding::none) {
+      for (std::size_t p = full.find('\n'); p != std::string::npos; p = full.find('\n', p + 1))
+        for (std::size_t d : {p, p + 1, p + 2}) cuts.insert(d);
+    } else {
+      for (const auto& f : scan_frames(full).frames)
+        for (std::size_t d : {f.offset, f.offset + 1, f.offset + 5, f.offset + f.size - 4, f.offset + f.size - 1})
+          cuts.insert(d);
+    }
+    const unsigned seed = 20260702;
+    std::mt19937 rng(seed);
+    for (int i = 0; i < 120; ++i) cuts.insert(header_end + rng() % (full.size() - header_end + 1));
+    std::size_t previous = 0;
+    for (std::size_t cut : cuts) {
+      if (cut < header_end || cut > full.size()) continue;
+      BOOST_TEST_CONTEXT("encoding " << int(enc) << " cut " << cut << " seed " << seed) {
+        TempDir dir;
+        write_file(dir.path() + rel, full.substr(0, cut));
+        std::size_t seen = 0;
+        {
+          auto store = open_store(dir, std::nullopt);
+          seen = store->read_log("cut").events.size();
+          BOOST_TEST(seen >= previous);  // longer cuts never lose events
+          previous = seen;
+          auto w = store->open("cut");
+          BOOST_TEST(!w.turn_open());
+          BOOST_TEST(w.next_seq() >= std::int64_t(seen));
+        }
+        auto store = open_store(dir, std::nullopt);
+        auto log = store->read_log("cut");
+        for (std::size_t i = 0; i < log.events.size(); ++i)
+          BOOST_TEST(log.events[i].at("seq").as_int64() == std::int64_t(i));
+        BOOST_CHECK_NO_THROW(store->read_surface("cut"));
+        if (!log.events.empty()) BOOST_TEST(log.events.back().at("type").as_string() == "turn/end");
+      }
+    }
+    BOOST_TEST(previous == 17u);
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()
