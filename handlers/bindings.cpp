@@ -6,10 +6,15 @@ namespace acp::handlers {
 
 void bind_all(Router& router) {
   // clang-format off
-  router.bind(methods::initialize,               &initialize);
+  router.bind(methods::initialize,                  &initialize);
   router.bind_notification(methods::session_cancel, &session_cancel);
-  router.bind(methods::session_new,              &session_new);
-  router.bind(methods::session_prompt,           &session_prompt);
+  router.bind(methods::session_close,               &session_close);
+  router.bind(methods::session_delete,              &session_delete);
+  router.bind(methods::session_list,                &session_list);
+  router.bind(methods::session_load,                &session_load);
+  router.bind(methods::session_new,                 &session_new);
+  router.bind(methods::session_prompt,              &session_prompt);
+  router.bind(methods::session_resume,              &session_resume);
   // clang-format on
 }
 

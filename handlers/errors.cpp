@@ -1,5 +1,6 @@
 #include "handlers/router.hpp"
 #include "llm/provider.hpp"
+#include "store/errors.hpp"
 #include "support/log.hpp"
 
 namespace acp::handlers {
@@ -12,6 +13,16 @@ jsonrpc::RpcError to_rpc_error(std::exception_ptr error) {
   } catch (const llm::ProviderError& e) {
     if (e.code() == "AUTH_REQUIRED") return jsonrpc::auth_required(e.what());
     return jsonrpc::provider_failure(e.code(), e.what(), e.http_status());
+  } catch (const store::StoreCorrupt& e) {
+    log::warn(std::string("unreadable session log: ") + e.what());
+    return jsonrpc::log_corrupt(e.what());
+  } catch (const store::FoldError& e) {
+    log::warn(std::string("invalid session surface: ") + e.what());
+    return jsonrpc::log_corrupt(std::string("invalid session surface: ") + e.what());
+  } catch (const store::SessionBusy&) {
+    return jsonrpc::session_busy();
+  } catch (const store::InvalidSessionId& e) {
+    return jsonrpc::invalid_params("/sessionId", e.what());
   } catch (const std::exception& e) {
     log::error(std::string("internal error: ") + e.what());
     return jsonrpc::internal(e.what());

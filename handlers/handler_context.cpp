@@ -1,8 +1,18 @@
 #include "handler_context.hpp"
 
+#include "store/session_store.hpp"
+
 #include <ctime>
 
 namespace acp::handlers {
+
+StoreHandle::StoreHandle(std::function<std::unique_ptr<store::SessionStore>()> open) : open_(std::move(open)) {}
+StoreHandle::~StoreHandle() = default;
+
+store::SessionStore& StoreHandle::get() {
+  std::call_once(once_, [this] { store_ = open_(); });
+  return *store_;
+}
 
 SessionState& SessionRegistry::add(SessionState state) {
   std::string id = state.id;
@@ -21,6 +31,16 @@ void SessionRegistry::cancel_all() {
       s.turn->signal.emit(boost::asio::cancellation_type::terminal);
     }
   }
+}
+
+void SessionRegistry::remove(const std::string& id) {
+  auto it = sessions_.find(id);
+  if (it == sessions_.end()) return;
+  if (it->second.turn) {
+    it->second.turn->cancel_requested = true;
+    it->second.turn->signal.emit(boost::asio::cancellation_type::terminal);
+  }
+  sessions_.erase(it);
 }
 
 std::size_t SessionRegistry::running_turns() const {

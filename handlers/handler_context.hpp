@@ -5,6 +5,7 @@
 
 #include "llm/provider.hpp"
 #include "protocol/types/updates.hpp"
+#include "store/session_types.hpp"
 #include "support/config.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
@@ -13,8 +14,13 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
+
+namespace acp::store {
+class SessionStore;
+}
 
 namespace acp::handlers {
 
@@ -24,12 +30,17 @@ struct Turn {
   bool cancel_requested = false;
 };
 
+/// A session attached to this connection (created, loaded or resumed here).
 struct SessionState {
   std::string id;
   std::string cwd;
+  store::SessionHeader header;  ///< written with the first event (logs are created lazily)
   std::vector<std::string> additional_directories;
-  std::vector<llm::Message> history;  ///< the conversation so far (user and assistant messages)
-  std::shared_ptr<Turn> turn;         ///< set while a prompt runs
+  /// The conversation as the model sees it, valid while the log has `history_seq` events; another
+  /// process appending to the log invalidates it (the prompt then re-reads the surface).
+  std::vector<llm::Message> history;
+  std::int64_t history_seq = -1;
+  std::shared_ptr<Turn> turn;  ///< set while a prompt runs
 };
 
 /// Sessions created on this connection (ACP scopes session ids to the connection that made them).
@@ -39,19 +50,40 @@ public:
   SessionState* find(const std::string& id);
   /// Cancels every running turn (shutdown).
   void cancel_all();
+  /// Forgets a session (session/close); cancels its running turn first.
+  void remove(const std::string& id);
   std::size_t running_turns() const;
 
 private:
   std::map<std::string, SessionState> sessions_;
 };
 
+/// The session store, opened on first use: opening sweeps the listing index, which must not delay
+/// the answer to initialize. Thread-safe (first use happens on the thread pool).
+class StoreHandle {
+public:
+  explicit StoreHandle(std::function<std::unique_ptr<store::SessionStore>()> open);
+  ~StoreHandle();
+  store::SessionStore& get();
+
+private:
+  std::function<std::unique_ptr<store::SessionStore>()> open_;
+  std::once_flag once_;
+  std::unique_ptr<store::SessionStore> store_;
+};
+
 struct HandlerContext {
   const support::Config& config;
   boost::asio::any_io_executor executor;
+  boost::asio::any_io_executor blocking;  ///< thread pool for store I/O (locks, fsync, log reads)
   llm::Provider& provider;
+  StoreHandle& store_handle;
   SessionRegistry& sessions;
   std::function<void(const protocol::SessionNotification&)> notify;
   std::string system_prompt_template;  ///< with {cwd} and {date} placeholders
+
+  /// May block on first use: call it from run_blocking().
+  store::SessionStore& store() const { return store_handle.get(); }
 };
 
 /// The built-in system prompt (used when --system-prompt is not given).

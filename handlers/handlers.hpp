@@ -13,5 +13,10 @@ boost::asio::awaitable<protocol::InitializeResponse> initialize(HandlerContext&,
 boost::asio::awaitable<protocol::NewSessionResponse> session_new(HandlerContext&, protocol::NewSessionRequest);
 boost::asio::awaitable<protocol::PromptResponse> session_prompt(HandlerContext&, protocol::PromptRequest);
 boost::asio::awaitable<void> session_cancel(HandlerContext&, protocol::CancelNotification);
+boost::asio::awaitable<protocol::EmptyResponse> session_load(HandlerContext&, protocol::LoadSessionRequest);
+boost::asio::awaitable<protocol::EmptyResponse> session_resume(HandlerContext&, protocol::ResumeSessionRequest);
+boost::asio::awaitable<protocol::EmptyResponse> session_close(HandlerContext&, protocol::SessionIdRequest);
+boost::asio::awaitable<protocol::EmptyResponse> session_delete(HandlerContext&, protocol::SessionIdRequest);
+boost::asio::awaitable<protocol::ListSessionsResponse> session_list(HandlerContext&, protocol::ListSessionsRequest);
 
 } // namespace acp::handlers

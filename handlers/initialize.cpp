@@ -6,7 +6,12 @@ boost::asio::awaitable<protocol::InitializeResponse> initialize(HandlerContext&,
   protocol::InitializeResponse r;
   // Our only version; the client decides whether it can speak it (contracts.md §2).
   r.protocolVersion = protocol::kProtocolVersion;
-  r.agentCapabilities.loadSession = false;
+  r.agentCapabilities.loadSession = true;
+  auto& sessions = r.agentCapabilities.sessionCapabilities;
+  sessions.list = boost::json::object{};
+  sessions.resume = boost::json::object{};
+  sessions.close = boost::json::object{};
+  sessions.delete_ = boost::json::object{};
   r.agentCapabilities.promptCapabilities.embeddedContext = true;
   r.agentInfo = protocol::Implementation{"dsh-acp", "dsh-acp (DeepSeek agent with cross-session references)",
                                          DSH_ACP_VERSION};

@@ -5,6 +5,8 @@
 #include <boost/uuid/random_generator.hpp>
 #include <boost/uuid/uuid_io.hpp>
 
+#include <chrono>
+
 namespace acp::handlers {
 
 boost::asio::awaitable<protocol::NewSessionResponse> session_new(HandlerContext& ctx, protocol::NewSessionRequest req) {
@@ -18,6 +20,11 @@ boost::asio::awaitable<protocol::NewSessionResponse> session_new(HandlerContext&
   SessionState state;
   state.id = boost::uuids::to_string(uuid_generator());
   state.cwd = req.cwd;
+  state.header.id = state.id;
+  state.header.cwd = req.cwd;
+  state.header.createdAt = std::chrono::duration_cast<std::chrono::milliseconds>(
+                               std::chrono::system_clock::now().time_since_epoch()).count();
+  state.history_seq = 0;  // a new session's log is empty
   if (req.additionalDirectories) state.additional_directories = *req.additionalDirectories;
   if (req.mcpServers && !req.mcpServers->empty())
     log::info("session " + state.id + ": ignoring " + std::to_string(req.mcpServers->size()) +

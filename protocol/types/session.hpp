@@ -30,6 +30,32 @@ struct LoadSessionRequest {
 };
 BOOST_DESCRIBE_STRUCT(LoadSessionRequest, (), (sessionId, cwd, mcpServers, additionalDirectories, _meta))
 
+/// session/resume: like load, without replay.
+using ResumeSessionRequest = LoadSessionRequest;
+
+struct ListSessionsRequest {
+  std::optional<std::string> cwd;
+  std::optional<std::string> cursor;
+  Meta _meta;
+};
+BOOST_DESCRIBE_STRUCT(ListSessionsRequest, (), (cwd, cursor, _meta))
+
+struct SessionInfo {
+  std::string sessionId;
+  std::string cwd;
+  std::optional<std::string> title;
+  std::optional<std::string> updatedAt;  ///< ISO 8601
+  Meta _meta;
+};
+BOOST_DESCRIBE_STRUCT(SessionInfo, (), (sessionId, cwd, title, updatedAt, _meta))
+
+struct ListSessionsResponse {
+  std::vector<SessionInfo> sessions;
+  std::optional<std::string> nextCursor;
+  Meta _meta;
+};
+BOOST_DESCRIBE_STRUCT(ListSessionsResponse, (), (sessions, nextCursor, _meta))
+
 struct SessionIdRequest {
   std::string sessionId;
   Meta _meta;

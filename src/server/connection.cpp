@@ -37,11 +37,11 @@ bool valid_utf8(std::string_view s) {
 } // namespace
 
 struct Connection::Impl {
-  Impl(asio::any_io_executor ex, int in_fd, int out_fd, const support::Config& config, llm::Provider& provider,
-       std::string system_prompt)
+  Impl(asio::any_io_executor ex, asio::any_io_executor blocking, int in_fd, int out_fd, const support::Config& config,
+       llm::Provider& provider, handlers::StoreHandle& store, std::string system_prompt)
       : executor(ex), input(ex, in_fd), outbox(ex, out_fd), idle(ex, asio::steady_timer::time_point::max()),
         framer(static_cast<std::size_t>(config.max_frame_bytes)), max_frame_bytes(config.max_frame_bytes),
-        context{config, ex, provider, sessions,
+        context{config, ex, blocking, provider, store, sessions,
                 [this](const protocol::SessionNotification& n) {
                   outbox.send(jsonrpc::serialize_notification(methods::session_update, wire::encode(n)));
                 },
@@ -183,9 +183,10 @@ struct Connection::Impl {
   }
 };
 
-Connection::Connection(asio::any_io_executor executor, int in_fd, int out_fd, const support::Config& config,
-                       llm::Provider& provider, std::string system_prompt_template)
-    : impl_(std::make_unique<Impl>(std::move(executor), in_fd, out_fd, config, provider,
+Connection::Connection(asio::any_io_executor executor, asio::any_io_executor blocking, int in_fd, int out_fd,
+                       const support::Config& config, llm::Provider& provider, handlers::StoreHandle& store,
+                       std::string system_prompt_template)
+    : impl_(std::make_unique<Impl>(std::move(executor), std::move(blocking), in_fd, out_fd, config, provider, store,
                                    std::move(system_prompt_template))) {}
 
 Connection::~Connection() = default;

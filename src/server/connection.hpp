@@ -19,13 +19,18 @@ struct Config;
 namespace acp::llm {
 class Provider;
 }
+namespace acp::handlers {
+class StoreHandle;
+}
 
 namespace acp::server {
 
 class Connection {
 public:
-  Connection(boost::asio::any_io_executor executor, int in_fd, int out_fd, const support::Config& config,
-             llm::Provider& provider, std::string system_prompt_template);
+  /// `blocking` runs store I/O (a thread pool); `executor` is the connection's own single thread.
+  Connection(boost::asio::any_io_executor executor, boost::asio::any_io_executor blocking, int in_fd, int out_fd,
+             const support::Config& config, llm::Provider& provider, handlers::StoreHandle& store,
+             std::string system_prompt_template);
   ~Connection();
 
   /// Serves until input ends or stop() is called, then shuts down gracefully.

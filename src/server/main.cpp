@@ -6,6 +6,8 @@
 #include "handlers/handler_context.hpp"
 #include "llm/echo_provider.hpp"
 #include "server/connection.hpp"
+#include "store/errors.hpp"
+#include "store/session_store.hpp"
 #include "support/config.hpp"
 #include "support/log.hpp"
 
@@ -13,6 +15,7 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <boost/asio/thread_pool.hpp>
 
 #include <csignal>
 #include <cstdio>
@@ -60,6 +63,21 @@ int main(int argc, char** argv) {
   if (config.provider != "echo")
     return fail_usage("provider '" + config.provider + "' is not available in this build yet; use --provider echo");
 
+  store::StoreOptions store_options;
+  store_options.root = config.store;
+  store_options.cache_dir = config.cache_dir;
+  if (config.store_compression == "zstd") store_options.encoding = store::Encoding::zstd;
+  if (config.store_compression == "none") store_options.encoding = store::Encoding::none;
+  handlers::StoreHandle store([store_options] { return std::make_unique<store::SessionStore>(store_options); });
+  if (store_options.encoding) {
+    // An explicit encoding that contradicts the root is a start-up error (contracts §1).
+    try {
+      store.get();
+    } catch (const store::StoreError& e) {
+      return fail_usage(std::string("--store ") + config.store + ": " + e.what());
+    }
+  }
+
   int frames_fd = ::fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
   int input_fd = ::fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
   int log_fd = log::init(config.log_file, log::parse_level(config.log_level));
@@ -72,13 +90,15 @@ int main(int argc, char** argv) {
             config.store + (config.config_file.empty() ? "" : ", config " + config.config_file));
 
   boost::asio::io_context io{1};
+  boost::asio::thread_pool blocking(2);
   auto provider = llm::make_echo_provider(io.get_executor(), std::chrono::milliseconds(config.echo_delay_ms));
 
   if (input_fd < 0) {
     log::info("no standard input; exiting");
     return 0;
   }
-  server::Connection connection(io.get_executor(), input_fd, frames_fd, config, *provider, system_prompt);
+  server::Connection connection(io.get_executor(), blocking.get_executor(), input_fd, frames_fd, config, *provider, store,
+                                system_prompt);
   boost::asio::signal_set signals(io, SIGTERM, SIGINT);
   signals.async_wait([&](const boost::system::error_code& ec, int signo) {
     if (ec) return;
@@ -101,6 +121,7 @@ int main(int argc, char** argv) {
     log::error(std::string("fatal: ") + e.what());
     return 1;
   }
+  blocking.join();
   log::info("exiting");
   return 0;
 }

@@ -1,0 +1,157 @@
+#include "handlers/replay.hpp"
+
+#include "handlers/conversation.hpp"
+
+#include <boost/json.hpp>
+
+namespace acp::handlers {
+
+namespace json = boost::json;
+using namespace protocol;
+
+namespace {
+
+std::string_view str(const json::object& o, std::string_view key) {
+  const auto* v = o.if_contains(key);
+  return v && v->is_string() ? std::string_view(v->get_string()) : std::string_view();
+}
+
+std::int64_t num(const json::object& o, std::string_view key) {
+  const auto* v = o.if_contains(key);
+  return v && v->is_int64() ? v->get_int64() : 0;
+}
+
+const json::object* obj(const json::object& o, std::string_view key) {
+  const auto* v = o.if_contains(key);
+  return v ? v->if_object() : nullptr;
+}
+
+TextContent text_block(std::string text) { return TextContent{std::move(text), std::nullopt, std::nullopt}; }
+
+SessionUpdate agent_text(std::string text) { return AgentMessageChunk{text_block(std::move(text)), {}, {}}; }
+
+json::value parse_arguments(const json::value* args) {
+  if (!args) return json::object{};
+  if (!args->is_string()) return *args;
+  boost::system::error_code ec;
+  json::value parsed = json::parse(args->get_string(), ec);
+  if (ec) return *args;  // models sometimes stream invalid JSON: show it as the string it is
+  return parsed;
+}
+
+PlanEntryStatus plan_status(std::string_view s) {
+  if (s == "in_progress" || s == "in-progress") return PlanEntryStatus::in_progress;
+  if (s == "completed" || s == "done") return PlanEntryStatus::completed;
+  return PlanEntryStatus::pending;
+}
+
+} // namespace
+
+void Replayer::on_event(const json::object& event, std::vector<SessionUpdate>& out) {
+  std::string_view type = str(event, "type");
+  const json::object* data = obj(event, "data");
+  if (!data) return;
+
+  if (type == "user/message" || type == "steering/message") {
+    const json::object* source = obj(*data, "source");
+    if (!source || str(*source, "kind") != "user") return;  // injected context is never shown as user text
+    if (const auto* content = data->if_contains("content")) {
+      std::string text = content_text(*content);
+      if (!text.empty()) out.push_back(UserMessageChunk{text_block(std::move(text)), {}, {}});
+    }
+  } else if (type == "assistant/chunk") {
+    const json::object* chunk = obj(*data, "chunk");
+    if (!chunk) return;
+    std::string_view kind = str(*chunk, "type");
+    std::string text(str(*chunk, "text"));
+    if (text.empty()) return;
+    if (kind == "text-delta") out.push_back(agent_text(std::move(text)));
+    else if (kind == "reasoning-delta") out.push_back(AgentThoughtChunk{text_block(std::move(text)), {}, {}});
+    else return;
+    steps_with_chunks_.insert({num(*data, "turn"), num(*data, "step")});
+  } else if (type == "assistant/message") {
+    bool streamed = steps_with_chunks_.count({num(*data, "turn"), num(*data, "step")}) > 0;
+    const auto* content = data->if_contains("content");
+    if (!content || !content->is_array()) return;
+    for (const auto& b : content->get_array()) {
+      const auto* block = b.if_object();
+      if (!block) continue;
+      std::string_view kind = str(*block, "type");
+      if (kind == "text" && !streamed && !str(*block, "text").empty()) {
+        out.push_back(agent_text(std::string(str(*block, "text"))));
+      } else if (kind == "reasoning" && !streamed && !str(*block, "text").empty()) {
+        out.push_back(AgentThoughtChunk{text_block(std::string(str(*block, "text"))), {}, {}});
+      } else if (kind == "tool-call") {
+        std::string id(str(*block, "id"));
+        if (id.empty() || !tool_calls_shown_.insert(id).second) continue;
+        ToolCall call;
+        call.toolCallId = id;
+        call.title = std::string(str(*block, "name"));
+        call.kind = ToolKind::other;
+        call.status = ToolCallStatus::in_progress;
+        call.rawInput = parse_arguments(block->if_contains("arguments"));
+        out.push_back(std::move(call));
+      }
+    }
+  } else if (type == "tool/call") {
+    std::string id(str(*data, "callId"));
+    if (id.empty() || !tool_calls_shown_.insert(id).second) return;
+    ToolCall call;
+    call.toolCallId = id;
+    call.title = std::string(str(*data, "name"));
+    call.kind = ToolKind::other;
+    call.status = ToolCallStatus::in_progress;
+    call.rawInput = parse_arguments(data->if_contains("arguments"));
+    out.push_back(std::move(call));
+  } else if (type == "tool/result") {
+    std::string id(str(*data, "callId"));
+    if (id.empty()) return;
+    if (tool_calls_shown_.insert(id).second) {
+      // A result whose call was never shown still needs its card to attach to.
+      ToolCall call;
+      call.toolCallId = id;
+      call.title = "tool";
+      call.kind = ToolKind::other;
+      out.push_back(std::move(call));
+    }
+    ToolCallUpdate update;
+    update.toolCallId = id;
+    const auto* is_error = data->if_contains("isError");
+    update.status = is_error && is_error->is_bool() && is_error->get_bool() ? ToolCallStatus::failed
+                                                                               : ToolCallStatus::completed;
+    if (const auto* content = data->if_contains("content")) {
+      std::string text = content_text(*content);
+      if (!text.empty()) update.content = std::vector<ToolCallContent>{ToolCallContent{text_block(std::move(text))}};
+    }
+    out.push_back(std::move(update));
+  } else if (type == "todo/write") {
+    Plan plan;
+    if (const auto* todos = data->if_contains("todos"); todos && todos->is_array()) {
+      for (const auto& t : todos->get_array()) {
+        const auto* todo = t.if_object();
+        if (!todo) continue;
+        plan.entries.push_back(PlanEntry{std::string(str(*todo, "content")), PlanEntryPriority::medium,
+                                         plan_status(str(*todo, "status"))});
+      }
+    }
+    out.push_back(std::move(plan));
+  } else if (type == "session/title") {
+    SessionInfoUpdate info;
+    info.title = std::string(str(*data, "title"));
+    out.push_back(std::move(info));
+  } else if (type == "turn/end") {
+    const json::object* reason = obj(*data, "reason");
+    std::string_view kind = reason ? str(*reason, "kind") : std::string_view();
+    if (kind == "error") {
+      std::string message(str(*reason, "message"));
+      if (message.empty()) {
+        if (const json::object* failure = obj(*reason, "failure")) message = std::string(str(*failure, "message"));
+      }
+      out.push_back(agent_text("\n\n[The turn failed" + (message.empty() ? std::string(".]") : ": " + message + "]")));
+    } else if (kind == "interrupted") {
+      out.push_back(agent_text("\n\n[The turn was interrupted before it finished.]"));
+    }
+  }
+}
+
+} // namespace acp::handlers

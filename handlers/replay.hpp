@@ -1,0 +1,32 @@
+// The log → session/update translator used by session/load (acp-protocol.md §3 "session/load rule").
+//
+// Fed every raw event of a log in order, it yields what a client would have seen live: direct user
+// messages as user_message_chunk; assistant text and reasoning as agent_message_chunk /
+// agent_thought_chunk (from chunks, or from assistant/message for steps that have none); tool calls
+// and results as generic tool_call / tool_call_update cards; todo/write as plan; titles as
+// session_info_update; a failed or interrupted turn as a short agent message saying so. Injected
+// context (any user/message whose source is not the user) shows no user text. Stateful, bounded by
+// one turn's bookkeeping; pure (no I/O).
+#pragma once
+
+#include "protocol/types/updates.hpp"
+
+#include <boost/json/object.hpp>
+
+#include <set>
+#include <string>
+#include <vector>
+
+namespace acp::handlers {
+
+class Replayer {
+public:
+  /// Appends the updates for one raw event to `out`.
+  void on_event(const boost::json::object& event, std::vector<protocol::SessionUpdate>& out);
+
+private:
+  std::set<std::pair<std::int64_t, std::int64_t>> steps_with_chunks_;  ///< (turn, step) that streamed text
+  std::set<std::string> tool_calls_shown_;
+};
+
+} // namespace acp::handlers

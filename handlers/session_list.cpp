@@ -1,0 +1,80 @@
+#include "handlers/blocking.hpp"
+#include "handlers/handlers.hpp"
+#include "handlers/session_lookup.hpp"
+#include "protocol/jsonrpc.hpp"
+#include "store/session_store.hpp"
+
+#include <boost/json.hpp>
+
+namespace acp::handlers {
+
+namespace json = boost::json;
+
+namespace {
+
+constexpr std::size_t kPageSize = 100;
+
+// The cursor is the keyset (createdAt, id) of the last row sent, as JSON text made opaque with hex.
+std::string encode_cursor(std::int64_t created_at, const std::string& id) {
+  std::string text = json::serialize(json::array{created_at, json::string(id)});
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : text) {
+    out.push_back(hex[c >> 4]);
+    out.push_back(hex[c & 15]);
+  }
+  return out;
+}
+
+std::pair<std::int64_t, std::string> decode_cursor(const std::string& cursor) {
+  auto bad = [] { return jsonrpc::invalid_params("/cursor", "not a cursor returned by session/list"); };
+  if (cursor.size() % 2) throw bad();
+  std::string text;
+  for (std::size_t i = 0; i < cursor.size(); i += 2) {
+    auto nibble = [&](char c) -> int {
+      if (c >= '0' && c <= '9') return c - '0';
+      if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+      throw bad();
+    };
+    text.push_back(static_cast<char>(nibble(cursor[i]) * 16 + nibble(cursor[i + 1])));
+  }
+  boost::system::error_code ec;
+  json::value v = json::parse(text, ec);
+  if (ec || !v.is_array() || v.as_array().size() != 2 || !v.as_array()[0].is_int64() || !v.as_array()[1].is_string())
+    throw bad();
+  return {v.as_array()[0].get_int64(), std::string(v.as_array()[1].get_string())};
+}
+
+} // namespace
+
+boost::asio::awaitable<protocol::ListSessionsResponse> session_list(HandlerContext& ctx,
+                                                                    protocol::ListSessionsRequest req) {
+  store::ListQuery query;
+  query.with_cwd_only = true;  // the protocol needs an absolute cwd to load a session
+  if (req.cwd) {
+    if (req.cwd->empty() || req.cwd->front() != '/') throw jsonrpc::invalid_params("/cwd", "must be an absolute path");
+    query.cwd = *req.cwd;
+  }
+  if (req.cursor) query.after = decode_cursor(*req.cursor);
+  query.limit = kPageSize + 1;
+  auto list = [&ctx, query] { return ctx.store().list_sessions(query); };
+  std::vector<store::SessionListing> rows = std::move(*co_await run_blocking(ctx, list));
+
+  protocol::ListSessionsResponse response;
+  for (std::size_t i = 0; i < rows.size() && i < kPageSize; ++i) {
+    const auto& row = rows[i];
+    protocol::SessionInfo info;
+    info.sessionId = row.header.id;
+    info.cwd = *row.header.cwd;
+    info.title = row.title;
+    info.updatedAt = iso_time(row.updatedAt);
+    response.sessions.push_back(std::move(info));
+  }
+  if (rows.size() > kPageSize) {
+    const auto& last = rows[kPageSize - 1];
+    response.nextCursor = encode_cursor(last.header.createdAt, last.header.id);
+  }
+  co_return response;
+}
+
+} // namespace acp::handlers
