@@ -4,7 +4,6 @@
 #include "store/file_io.hpp"
 #include "store/zstd_frames.hpp"
 
-#include <sys/stat.h>
 
 namespace acp::store {
 namespace {
@@ -45,48 +44,75 @@ SourceTail read_raw(int fd, const std::string& path, const LineSink& sink) {
   return tail;
 }
 
+// Frames are read incrementally through a window of the file, so memory holds one frame's
+// compressed bytes and its plaintext, not the whole log.
 SourceTail read_zstd(int fd, const std::string& path, const LineSink& sink) {
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) throw_errno("stat", path, errno);
-  std::string file = pread_some(fd, 0, std::size_t(st.st_size), path);
   SourceTail tail;
-  tail.file_size = file.size();
-  FrameScan scan = scan_frames(file);
+  std::string buf;            // window of the file starting at file offset `base`
+  std::uint64_t base = 0;
+  std::size_t start = 0;      // current frame's index in buf
+  bool eof = false;
+  auto fill = [&] {
+    if (start > 0 && start >= buf.size() / 2) {
+      buf.erase(0, start);
+      base += start;
+      start = 0;
+    }
+    std::string chunk = pread_some(fd, base + buf.size(), kReadChunk, path);
+    if (chunk.empty()) eof = true;
+    buf += chunk;
+  };
   std::string plain;
-  for (std::size_t fi = 0; fi < scan.frames.size(); ++fi) {
-    const FrameSpan& span = scan.frames[fi];
-    std::string_view bytes = std::string_view(file).substr(span.offset, span.size);
+  bool first = true;
+  for (;;) {
+    if (start == buf.size()) {
+      if (eof) break;
+      fill();
+      continue;
+    }
+    std::string_view view = std::string_view(buf).substr(start);
+    FrameMeasure m = measure_frame(view);
+    if (m.status == FrameMeasure::incomplete && !eof) {
+      fill();
+      continue;
+    }
+    const std::uint64_t offset = base + start;
+    if (m.status == FrameMeasure::invalid)
+      throw StoreCorrupt(path, tail.lines + 1, m.error + " at byte " + std::to_string(offset));
+    const bool torn = m.status == FrameMeasure::incomplete;
+    const std::size_t size = torn ? view.size() : m.size;
+    std::string_view bytes = view.substr(0, size);
     plain.clear();
-    if (span.torn) {
+    if (torn) {
       decompress_partial(bytes, plain);
       tail.torn = true;
     } else {
       std::string err = decompress_frame(bytes, plain);
       if (!err.empty())
-        throw StoreCorrupt(path, tail.lines + 1, "zstd frame at byte " + std::to_string(span.offset) + ": " + err);
+        throw StoreCorrupt(path, tail.lines + 1, "zstd frame at byte " + std::to_string(offset) + ": " + err);
       if (plain.empty() || plain.back() != '\n')
         throw StoreCorrupt(path, tail.lines + 1,
-                           "zstd frame at byte " + std::to_string(span.offset) + " does not end with a newline");
-      if (fi == 0 && plain.find('\n') != plain.size() - 1)
+                           "zstd frame at byte " + std::to_string(offset) + " does not end with a newline");
+      if (first && plain.find('\n') != plain.size() - 1)
         throw StoreCorrupt(path, 1, "the first zstd frame must hold exactly the header line");
     }
-    std::size_t pos = 0;
-    for (;;) {
+    first = false;
+    for (std::size_t pos = 0;;) {
       std::size_t nl = plain.find('\n', pos);
       if (nl == std::string::npos) break;
       PlainLine line;
       line.text = std::string_view(plain).substr(pos, nl - pos);
       line.number = ++tail.lines;
-      line.strict = !span.torn;
-      line.torn_frame = span.torn;
-      line.file_end = span.offset + span.size;
+      line.strict = !torn;
+      line.torn_frame = torn;
+      line.file_end = offset + size;
       sink(line);
       pos = nl + 1;
     }
-    if (!span.torn) tail.complete_bytes = span.offset + span.size;
+    if (!torn) tail.complete_bytes = offset + size;
+    start += size;
   }
-  if (!scan.error.empty())
-    throw StoreCorrupt(path, tail.lines + 1, scan.error + " at byte " + std::to_string(scan.error_offset));
+  tail.file_size = base + buf.size();
   return tail;
 }
 

@@ -69,66 +69,72 @@ std::string run_decompress(std::string_view frame, std::string& out, bool& compl
 
 } // namespace
 
+FrameMeasure measure_frame(std::string_view f) {
+  FrameMeasure m;
+  auto incomplete = [&] {
+    m.status = FrameMeasure::incomplete;
+    return m;
+  };
+  auto invalid = [&](const char* why) {
+    m.status = FrameMeasure::invalid;
+    m.error = why;
+    return m;
+  };
+  if (f.size() < 4) {
+    // EOF inside the magic number is a torn frame only if what is there matches the magic.
+    const char magic[4] = {'\x28', '\xB5', '\x2F', '\xFD'};
+    if (std::string_view(magic, f.size()) == f) return incomplete();
+    return invalid("invalid zstd frame magic");
+  }
+  if (le(f, 0, 4) != kMagic) return invalid("invalid zstd frame magic");
+  std::size_t pos = 4;
+  if (pos >= f.size()) return incomplete();
+  auto fhd = static_cast<unsigned char>(f[pos++]);
+  if (fhd & 0x18) return invalid("reserved bits set in zstd frame header");
+  const unsigned fcs_flag = fhd >> 6;
+  const bool single_segment = fhd & 0x20;
+  const bool checksum = fhd & 0x04;
+  static constexpr std::size_t dict_bytes[4] = {0, 1, 2, 4};
+  static constexpr std::size_t fcs_bytes[4] = {0, 2, 4, 8};
+  const std::size_t header_rest = (single_segment ? 0 : 1) + dict_bytes[fhd & 3] +
+                                  (fcs_flag == 0 ? (single_segment ? 1 : 0) : fcs_bytes[fcs_flag]);
+  if (f.size() - pos < header_rest) return incomplete();
+  pos += header_rest;
+  for (;;) {
+    if (f.size() - pos < 3) return incomplete();
+    const std::uint32_t bh = le(f, pos, 3);
+    pos += 3;
+    const unsigned type = (bh >> 1) & 3;
+    if (type == 3) return invalid("reserved zstd block type");
+    const std::size_t payload = type == 1 ? 1 : std::size_t(bh >> 3);
+    if (f.size() - pos < payload) return incomplete();
+    pos += payload;
+    if (bh & 1) break;  // last block
+  }
+  if (checksum) {
+    if (f.size() - pos < 4) return incomplete();
+    pos += 4;
+  }
+  m.status = FrameMeasure::complete;
+  m.size = pos;
+  return m;
+}
+
 FrameScan scan_frames(std::string_view f) {
   FrameScan scan;
-  std::size_t pos = 0;
-  while (pos < f.size()) {
-    const std::size_t start = pos;
-    auto torn = [&] { scan.frames.push_back({start, f.size() - start, true}); };
-    auto fail = [&](std::string why) {
-      scan.error = std::move(why);
-      scan.error_offset = start;
-    };
-    if (f.size() - pos < 4) {
-      // Too short to hold a magic number: the harness's scanner treats EOF here as a torn frame
-      // only if what is present matches the magic's prefix.
-      std::string_view rest = f.substr(pos);
-      const char magic[4] = {'\x28', '\xB5', '\x2F', '\xFD'};
-      if (std::string_view(magic, rest.size()) == rest) torn();
-      else fail("invalid zstd frame magic");
-      return scan;
+  for (std::size_t pos = 0; pos < f.size();) {
+    FrameMeasure m = measure_frame(f.substr(pos));
+    if (m.status == FrameMeasure::invalid) {
+      scan.error = m.error;
+      scan.error_offset = pos;
+      break;
     }
-    if (le(f, pos, 4) != kMagic) {
-      fail("invalid zstd frame magic");
-      return scan;
+    if (m.status == FrameMeasure::incomplete) {
+      scan.frames.push_back({pos, f.size() - pos, true});
+      break;
     }
-    pos += 4;
-    if (pos >= f.size()) return torn(), scan;
-    auto fhd = static_cast<unsigned char>(f[pos++]);
-    if (fhd & 0x18) {
-      fail("reserved bits set in zstd frame header");
-      return scan;
-    }
-    const unsigned fcs_flag = fhd >> 6;
-    const bool single_segment = fhd & 0x20;
-    const bool checksum = fhd & 0x04;
-    static constexpr std::size_t dict_bytes[4] = {0, 1, 2, 4};
-    static constexpr std::size_t fcs_bytes[4] = {0, 2, 4, 8};
-    std::size_t header_rest = (single_segment ? 0 : 1) + dict_bytes[fhd & 3] +
-                              (fcs_flag == 0 ? (single_segment ? 1 : 0) : fcs_bytes[fcs_flag]);
-    if (f.size() - pos < header_rest) return torn(), scan;
-    pos += header_rest;
-    for (;;) {
-      if (f.size() - pos < 3) return torn(), scan;
-      std::uint32_t bh = le(f, pos, 3);
-      pos += 3;
-      const bool last = bh & 1;
-      const unsigned type = (bh >> 1) & 3;
-      const std::size_t size = bh >> 3;
-      if (type == 3) {
-        fail("reserved zstd block type");
-        return scan;
-      }
-      std::size_t payload = type == 1 ? 1 : size;
-      if (f.size() - pos < payload) return torn(), scan;
-      pos += payload;
-      if (last) break;
-    }
-    if (checksum) {
-      if (f.size() - pos < 4) return torn(), scan;
-      pos += 4;
-    }
-    scan.frames.push_back({start, pos - start, false});
+    scan.frames.push_back({pos, m.size, false});
+    pos += m.size;
   }
   return scan;
 }

@@ -28,6 +28,14 @@ struct FrameScan {
 
 FrameScan scan_frames(std::string_view file);
 
+/// Header walk of the one frame starting at `at[0]`.
+struct FrameMeasure {
+  enum Status { complete, incomplete, invalid } status = invalid;
+  std::size_t size = 0;  ///< complete: the frame's size
+  std::string error;     ///< invalid: why
+};
+FrameMeasure measure_frame(std::string_view at);
+
 /// One frame with the content checksum flag at the default level.
 std::string compress_frame(std::string_view plain);
 

@@ -141,6 +141,41 @@ BOOST_AUTO_TEST_CASE(torn_multi_block_frame_is_partially_recovered) {
   BOOST_TEST(scan_frames(read_file(path)).frames.back().torn == false);
 }
 
+BOOST_AUTO_TEST_CASE(frames_larger_than_the_read_window_stream_correctly) {
+  TempDir dir;
+  std::mt19937 rng(11);
+  auto random_text = [&](std::size_t n) {
+    std::string t(n, ' ');
+    for (auto& c : t) c = char('a' + rng() % 26);
+    return t;
+  };
+  std::vector<std::string> texts;
+  {
+    auto store = open_store(dir, Encoding::zstd);
+    auto w = store->create(make_header("z"));
+    for (int batch = 0; batch < 6; ++batch) {
+      std::vector<NewEvent> events;
+      // Batch 2 is one ~2.4 MB frame (compressed > 1 MB window); the others are small.
+      const int count = batch == 2 ? 300 : 3;
+      for (int i = 0; i < count; ++i) {
+        texts.push_back(random_text(8000));
+        events.push_back(events::text_delta(1, 1, 0, texts.back()));
+      }
+      w.append(std::move(events));
+    }
+  }
+  BOOST_TEST(read_file(*open_store(dir, std::nullopt)->find_log("z")).size() > (1u << 20));
+  auto store = open_store(dir, std::nullopt);
+  std::size_t i = 0;
+  store->read_events("z", [&](json::object&& e) {
+    BOOST_REQUIRE(i < texts.size());
+    BOOST_TEST(e.at("seq").as_int64() == std::int64_t(i));
+    BOOST_TEST(std::string(e.at("data").at("chunk").at("text").as_string()) == texts[i]);
+    ++i;
+  });
+  BOOST_TEST(i == texts.size());
+}
+
 BOOST_AUTO_TEST_CASE(checksum_error_in_a_complete_frame_is_corruption) {
   TempDir dir;
   const std::string path = two_turn_zstd(dir);
