@@ -405,6 +405,21 @@ BOOST_FIXTURE_TEST_CASE(connection_refused_is_a_network_error, Fixture) {
   BOOST_TEST(!r.error->output_started());
 }
 
+BOOST_FIXTURE_TEST_CASE(unresolvable_host_fails_within_the_connect_timeout, Fixture) {
+  OpenAiConfig cfg;
+  cfg.provider = "openai";
+  cfg.base_url = "http://no-such-host.invalid:9";
+  cfg.allow_insecure_http = true;
+  cfg.connect_timeout_ms = 1000;
+  cfg.max_retries = 0;
+  auto provider = make_openai_provider(cfg, ioc.get_executor());
+  auto r = run_stream(*provider, ioc, simple_request());
+  BOOST_REQUIRE(r.error.has_value());
+  // NETWORK when the resolver answers, TIMEOUT when DNS is unreachable here and the watchdog fires.
+  BOOST_TEST((r.error->code() == "PROVIDER_NETWORK" || r.error->code() == "PROVIDER_TIMEOUT"), r.error->code());
+  BOOST_TEST(r.elapsed.count() < 5000);
+}
+
 BOOST_FIXTURE_TEST_CASE(consecutive_user_messages_rejected_then_merged_and_remembered, Fixture) {
   auto expects = [](bool merged) {
     return [merged](ServerConn& c) -> net::awaitable<void> {

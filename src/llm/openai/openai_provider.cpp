@@ -191,10 +191,29 @@ private:
     const auto connect_deadline = std::min(Clock::now() + milliseconds(config_.connect_timeout_ms), in.deadline);
     const bool connect_overall = in.deadline <= connect_deadline;
 
-    tcp::resolver resolver(executor_);
-    auto [rec, endpoints] = co_await resolver.async_resolve(endpoint_.host, endpoint_.port, use_tuple);
+    // Asio 1.81's resolver ignores per-operation cancellation and tcp_stream's expiry does not cover it:
+    // bridge both the coroutine's cancellation slot and the connect deadline to resolver.cancel().
+    auto resolver = std::make_shared<tcp::resolver>(executor_);
+    net::steady_timer watchdog(executor_, connect_deadline);
+    watchdog.async_wait([weak = std::weak_ptr<tcp::resolver>(resolver)](boost::system::error_code ec) {
+      if (auto r = weak.lock(); r && !ec)
+        r->cancel();
+    });
+    auto slot = cs.slot();
+    if (slot.is_connected())
+      slot.assign([weak = std::weak_ptr<tcp::resolver>(resolver)](net::cancellation_type) {
+        if (auto r = weak.lock())
+          r->cancel();
+      });
+    auto [rec, endpoints] = co_await resolver->async_resolve(endpoint_.host, endpoint_.port, use_tuple);
+    if (slot.is_connected())
+      slot.clear();
+    watchdog.cancel();
     if (cancel_requested())
       co_return Outcome{cancelled, {}};
+    if (rec == net::error::operation_aborted)
+      co_return connect_overall ? timeout(true, "resolving the host")
+                                : fail("PROVIDER_TIMEOUT", "resolving " + endpoint_.host + " timed out", true);
     if (rec)
       co_return fail("PROVIDER_NETWORK", "cannot resolve " + endpoint_.host + ": " + rec.message(), true);
 
