@@ -2,7 +2,7 @@
 // nothing for that turn arrives after its response, and the session keeps working.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { INIT_PARAMS, startSdkAgent, acp, sleep } from './lib/agent.mjs';
+import { INIT_PARAMS, startSdkAgent, acp, sleep, isChunk } from './lib/agent.mjs';
 
 const M = acp.methods.agent;
 
@@ -24,7 +24,7 @@ test('cancel after the first chunk ends the prompt with "cancelled" promptly, no
   const { agent, ctx, sessionId } = await sessionOf(t, { args: ['--echo-delay-ms', '50'] });
   const from = agent.frames.length;
   const prompt = ctx.request(M.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'a long enough answer to cancel' }] });
-  const first = await agent.nextFrame((f) => f.method === 'session/update' && f.params.sessionId === sessionId, { from, what: 'first chunk' });
+  const first = await agent.nextFrame(isChunk(sessionId), { from, what: 'first chunk' });
   assert.equal(first.frame.params.update.content.text, 'echo: ');
   const cancelledAt = performance.now();
   await ctx.notify(M.session.cancel, { sessionId });
@@ -36,7 +36,7 @@ test('cancel after the first chunk ends the prompt with "cancelled" promptly, no
 
   const response = agent.frames.find((e) => e.index >= from && e.frame.result?.stopReason === 'cancelled');
   assert.ok(response, 'the cancelled response is on the wire');
-  const streamed = agent.updates({ sessionId, from });
+  const streamed = agent.chunks({ sessionId, from });
   assert.ok(streamed.length < 12, `the stream stopped early (${streamed.length} chunks)`);
   // Several chunk delays later, still nothing new for that session.
   await sleep(300);
@@ -60,7 +60,7 @@ test('cancel during an [[echo:sleep=...]] wait answers "cancelled" promptly with
   const r = await prompt;
   assert.equal(r.stopReason, 'cancelled');
   assert.ok(performance.now() - started < 2200, 'answered long before the 5 s sleep ends');
-  assert.equal(agent.updates({ sessionId, from }).length, 0);
+  assert.equal(agent.chunks({ sessionId, from }).length, 0, 'no answer text');
   await agent.finish();
 });
 
@@ -69,7 +69,7 @@ test('cancel touches only its own session', CANCEL_BUG, async (t) => {
   const { sessionId: other } = await ctx.request(M.session.new, { cwd: agent.home, mcpServers: [] });
   const a = ctx.request(M.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'one' }] });
   const b = ctx.request(M.session.prompt, { sessionId: other, prompt: [{ type: 'text', text: 'two' }] });
-  await agent.nextFrame((f) => f.method === 'session/update' && f.params.sessionId === sessionId, { what: 'first chunk' });
+  await agent.nextFrame(isChunk(sessionId), { what: 'first chunk' });
   await ctx.notify(M.session.cancel, { sessionId });
   assert.equal((await a).stopReason, 'cancelled');
   assert.equal((await b).stopReason, 'end_turn');

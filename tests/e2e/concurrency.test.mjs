@@ -37,7 +37,7 @@ test('a long prompt blocks neither other sessions nor initialize; a second promp
   assert.equal(r1.stopReason, 'end_turn');
   assert.ok(performance.now() - started >= 2900, 'the long prompt really slept');
   // Its answer is the one-prompt echo: the rejected concurrent prompt left no trace.
-  const text = agent.updates({ sessionId: busy }).map((e) => e.frame.params.update.content.text).join('');
+  const text = Agent.chunkText(agent.chunks({ sessionId: busy }));
   assert.match(text, /^echo: received 2 messages\n/);
   await agent.finish();
 });
@@ -55,12 +55,12 @@ test('two sessions stream in parallel', async (t) => {
   const elapsed = performance.now() - started;
   assert.equal(ra.stopReason, 'end_turn');
   assert.equal(rb.stopReason, 'end_turn');
-  const na = agent.updates({ sessionId: a }).length;
-  const nb = agent.updates({ sessionId: b }).length;
+  const na = agent.chunks({ sessionId: a }).length;
+  const nb = agent.chunks({ sessionId: b }).length;
   // Serial streaming would take (na + nb - 2) * 40 ms; parallel about max(na, nb) * 40 ms.
   assert.ok(elapsed < (na + nb - 2) * 40 * 0.85, `${Math.round(elapsed)} ms for ${na}+${nb} chunks at 40 ms`);
   // Chunks of the two sessions interleave on the wire.
-  const order = agent.updates().map((e) => e.frame.params.sessionId);
+  const order = agent.chunks().map((e) => e.frame.params.sessionId);
   const firstB = order.indexOf(b);
   assert.ok(firstB >= 0 && firstB < order.lastIndexOf(a), 'b started before a finished');
   await agent.finish();

@@ -24,13 +24,15 @@ test('a prompt streams the exact echo answer, one word per chunk, then end_turn'
   const r = await ctx.request(M.session.prompt, { sessionId, prompt: [{ type: 'text', text: FIRST }] });
   assert.equal(r.stopReason, 'end_turn');
 
-  const updates = agent.updates({ from });
-  assert.ok(updates.length > 0, 'updates were streamed');
-  for (const u of updates) {
-    assert.equal(u.frame.params.sessionId, sessionId);
-    assert.equal(u.frame.params.update.sessionUpdate, 'agent_message_chunk');
-    assert.equal(u.frame.params.update.content.type, 'text');
-  }
+  const all = agent.updates({ from });
+  for (const u of all) assert.equal(u.frame.params.sessionId, sessionId);
+  // Besides the answer, the first turn may only announce the session's title (session_info_update).
+  const others = all.filter((u) => u.frame.params.update.sessionUpdate !== 'agent_message_chunk');
+  assert.ok(others.every((u) => u.frame.params.update.sessionUpdate === 'session_info_update'),
+    `unexpected updates: ${others.map((u) => u.line).join('\n')}`);
+  const updates = agent.chunks({ from });
+  assert.ok(updates.length > 0, 'chunks were streamed');
+  for (const u of updates) assert.equal(u.frame.params.update.content.type, 'text');
   const text = Agent.chunkText(updates);
   const expected = echoAnswer([{ role: 'system', bytes: systemBytes(text) }, { role: 'user', text: FIRST }]);
   assert.equal(text, expected);
@@ -94,7 +96,7 @@ test('--echo-delay-ms spaces the chunks out', async (t) => {
   const { agent, ctx, sessionId } = await sessionOf(t, { args: ['--echo-delay-ms', '30'] });
   const from = agent.frames.length;
   await ctx.request(M.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'hi' }] });
-  const updates = agent.updates({ from });
+  const updates = agent.chunks({ from });
   assert.ok(updates.length >= 8, `expected many chunks, got ${updates.length}`);
   const span = updates.at(-1).at - updates[0].at;
   // (n-1) pauses of 30 ms; allow scheduling slack below, the lower bound is what matters.

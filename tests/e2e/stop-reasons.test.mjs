@@ -40,7 +40,7 @@ test('[[sleep:MS]] and [[echo:sleep=MS]] delay the answer', async (t) => {
     const started = performance.now();
     const r = await ctx.request(M.session.prompt, { sessionId, prompt: [{ type: 'text', text: `wait ${directive}` }] });
     assert.equal(r.stopReason, 'end_turn');
-    const first = agent.updates({ from })[0];
+    const first = agent.chunks({ from })[0];
     assert.ok(first, 'the answer streamed');
     assert.ok(first.at - started >= 280, `${directive}: first chunk after ${Math.round(first.at - started)} ms`);
   }

@@ -220,6 +220,11 @@ export class Agent {
       .filter((e) => e.index >= from && e.frame.method === 'session/update' && (!sessionId || e.frame.params?.sessionId === sessionId));
   }
 
+  /** agent_message_chunk notifications received so far (optionally for one session, from frame index). */
+  chunks(opts = {}) {
+    return this.updates(opts).filter((e) => e.frame.params.update?.sessionUpdate === 'agent_message_chunk');
+  }
+
   /** Concatenated agent_message_chunk text of the given update entries. */
   static chunkText(entries) {
     return entries
@@ -398,5 +403,10 @@ export function lastUserLine(answer) {
   assert.ok(m, `no last user message line in ${JSON.stringify(answer)}`);
   return m[1];
 }
+
+/** Frame predicate: an agent_message_chunk notification (of one session, if given). */
+export const isChunk = (sessionId) => (f) =>
+  f.method === 'session/update' && f.params?.update?.sessionUpdate === 'agent_message_chunk' &&
+  (!sessionId || f.params.sessionId === sessionId);
 
 export const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
