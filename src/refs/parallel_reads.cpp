@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <optional>
+#include <system_error>
 #include <thread>
 
 namespace acp::refs {
@@ -40,7 +41,7 @@ std::vector<store::SurfaceSnapshot> read_all_in_parallel(const std::shared_ptr<S
   if (stop.stop_requested()) cancelled();
   auto state = std::make_shared<ReadState>(ids.size());
   for (std::size_t i = 0; i < ids.size(); ++i) {
-    std::thread([state, source, id = ids[i], i] {
+    auto read = [state, source, id = ids[i], i] {
       std::optional<store::SurfaceSnapshot> snapshot;
       std::optional<std::string> error;
       try {
@@ -55,7 +56,12 @@ std::vector<store::SurfaceSnapshot> read_all_in_parallel(const std::shared_ptr<S
       state->errors[i] = std::move(error);
       state->done[i] = true;
       state->changed.notify_all();
-    }).detach();
+    };
+    try {
+      std::thread(read).detach();
+    } catch (const std::system_error&) {
+      read();  // no thread available: still read, just not concurrently
+    }
   }
 
   std::unique_lock lock(state->mutex);

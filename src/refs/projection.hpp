@@ -29,7 +29,7 @@ struct ProjectedItem {
 
 struct ProjectedConversation {
   std::vector<ProjectedItem> items;
-  /// Owns the texts that had to be joined from several blocks (stable addresses: deque-like use).
+  /// Owns the texts joined from several blocks; unique_ptr keeps their addresses stable.
   std::vector<std::unique_ptr<std::string>> joined_storage;
 };
 
