@@ -1,11 +1,10 @@
 #include "store/session_store.hpp"
 
-#include "protocol/json_text.hpp"
 #include "store/errors.hpp"
 #include "store/file_io.hpp"
 #include "store/fold.hpp"
 #include "store/records.hpp"
-#include "store/zstd_frames.hpp"
+#include "store/repair.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -231,42 +230,10 @@ KnownLog SessionStore::load_for_write(const std::string& id, const std::string& 
   log.on_disk = true;
   log.ino = st.st_ino;
   log.dev = st.st_dev;
-  log.size = scan.file_size;
 
-  if (scan.torn || scan.state.turn_open()) {
-    // Repair (harness-compat §1.8), only under the lock and only because the tail is still torn or
-    // a turn was left open by a writer that died.
-    if (scan.torn) {
-      if (::ftruncate(fd.get(), off_t(scan.committed_bytes)) != 0) throw_errno("truncate", path, errno);
-      fsync_fd(fd.get(), path);
-      log.size = scan.committed_bytes;
-    }
-    std::vector<json::object> closers = scan.state.closers();
-    log.state = scan.state;
-    KnownLog& l = log;
-    auto append_plain = [&](const std::vector<json::object>& records) {
-      if (records.empty()) return;
-      std::string lines;
-      for (const auto& r : records) {
-        lines += protocol::to_json_text(r);
-        lines += '\n';
-      }
-      std::string bytes = encoding_ == Encoding::zstd ? compress_frame(lines) : lines;
-      try {
-        pwrite_all(fd.get(), bytes, l.size, path);
-      } catch (...) {
-        (void)::ftruncate(fd.get(), off_t(l.size));
-        throw;
-      }
-      l.size += bytes.size();
-    };
-    if (encoding_ == Encoding::zstd) append_plain(scan.recovered);
-    append_plain(closers);
-    for (const auto& c : closers) log.state.observe(c);
-    fsync_fd(fd.get(), path);
-  } else {
-    log.state = std::move(scan.state);
-  }
+  // Repair only under the lock (we hold it) and only because the tail is still torn or a turn
+  // was left open by a writer that died.
+  log.state = needs_repair(scan) ? repair_log(fd.get(), path, encoding_, scan) : std::move(scan.state);
   if (::fstat(fd.get(), &st) != 0) throw_errno("stat", path, errno);
   log.size = std::uint64_t(st.st_size);
   log.mtime_ns = mtime_ns(st);

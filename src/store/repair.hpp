@@ -1,0 +1,22 @@
+// Crash repair of a scanned log (harness-compat §1.8). Runs only inside a writer's lock, and only
+// when the scan found a torn tail or a turn left open by a writer that died: truncate to the
+// committed bytes (raw) or to the torn frame's start (zstd), re-append the events recovered from
+// a torn zstd frame, then append the synthetic closers, and fsync.
+#pragma once
+
+#include "store/layout.hpp"
+#include "store/log_scan.hpp"
+
+#include <cstdint>
+#include <string>
+
+namespace acp::store {
+
+/// True when load() semantics require repair before anything is appended.
+bool needs_repair(const ScanResult& scan);
+
+/// Repairs the open log `fd` in place and returns its state afterwards (the scan's state plus
+/// the closers). A failure while appending rolls back to the truncated length.
+LogState repair_log(int fd, const std::string& path, Encoding enc, const ScanResult& scan);
+
+} // namespace acp::store
