@@ -497,3 +497,52 @@ BOOST_AUTO_TEST_CASE(linear_retention_matches_literal_original) {
   BOOST_TEST_MESSAGE(compared << " outputs identical, " << failures_agreed << " budget failures agreed");
   BOOST_TEST(compared > 500);
 }
+
+BOOST_AUTO_TEST_CASE(mentions_follow_javascript_rules) {
+  const std::string a = encode_uri("a");  // dsh-session:ImEi
+  auto parsed = parse_text("compare @[a \\] b](" + a + ") and " + a + "=.");
+  BOOST_TEST(parsed.text == "compare @a ] b and @a=.");
+  BOOST_REQUIRE(parsed.references.size() == 2u);
+  BOOST_TEST(parsed.references[0].label == "a ] b");
+  BOOST_TEST(parsed.references[1].label == "a");
+  // U+3000 is JavaScript whitespace: the explicit form cannot match, only the bare URI inside does.
+  BOOST_TEST(parse_text("@[x](" + a + "\u3000)").text == "@[x](@a\u3000)");
+  // U+0085 and U+001C are not: the explicit URI swallows them and then fails to decode.
+  BOOST_TEST(code_of([&] { parse_text("@[x](" + a + "\u0085)"); }) == ErrorCode::invalid_reference);
+  BOOST_TEST(code_of([&] { parse_text("@[x](" + a + "\x1c)"); }) == ErrorCode::invalid_reference);
+  BOOST_TEST(parse_text("what is a dsh-session: URI? dsh-session:%%%").references.empty());
+  BOOST_TEST(format_mention({"a", std::string("l]\\b")}) == "@[l\\]\\\\b](" + a + ")");
+}
+
+BOOST_AUTO_TEST_CASE(candidates_rank_by_cwd_and_keep_listing_order) {
+  auto source = std::make_shared<MemorySource>();
+  auto row = [](std::string id, std::optional<std::string> cwd, std::int64_t created, std::optional<std::string> title) {
+    acp::store::SessionListing l;
+    l.header.id = std::move(id);
+    l.header.cwd = std::move(cwd);
+    l.header.createdAt = created;
+    l.title = std::move(title);
+    return l;
+  };
+  source->listings = {row("other", "/else", 40, std::nullopt), row("none", std::nullopt, 30, std::nullopt),
+                      row("same-later", "/same", 25, "Latest title"), row("same", "/same", 20, std::string()),
+                      row("target", "/same", 10, std::nullopt)};
+  SessionReferenceService service(source, Config{});
+  Target target{"target", "/same"};
+  auto all = service.list_candidates(target);
+  BOOST_REQUIRE(all.size() == 4u);
+  BOOST_TEST(all[0].session_id == "same-later");
+  BOOST_TEST(all[0].label == "Latest title");
+  BOOST_TEST(all[1].label == "");  // an empty title stays empty
+  BOOST_TEST(all[2].session_id == "none");
+  BOOST_TEST(all[3].session_id == "other");
+  BOOST_TEST(json::serialize(all[2].to_json()) == R"({"sessionId":"none","label":"none","createdAt":30})");
+  auto els = service.list_candidates(target, "ELS", json::value(1));
+  BOOST_REQUIRE(els.size() == 1u);
+  BOOST_TEST(els[0].session_id == "other");
+  BOOST_TEST(code_of([&] { service.list_candidates(target, "", json::value(0)); }) == ErrorCode::invalid_reference);
+  BOOST_TEST(code_of([&] { service.list_candidates(target, "", json::value(nullptr)); }) == ErrorCode::invalid_reference);
+  std::stop_source stop;
+  stop.request_stop();
+  BOOST_TEST(code_of([&] { service.list_candidates(target, "", std::nullopt, stop.get_token()); }) == ErrorCode::cancelled);
+}
