@@ -5,6 +5,7 @@
 #include <unicode/coll.h>
 #include <unicode/locid.h>
 #include <unicode/stringpiece.h>
+#include <unicode/unistr.h>
 
 #include <memory>
 #include <mutex>
@@ -32,6 +33,15 @@ int compare_ids_en_us(std::string_view a, std::string_view b) {
                                               icu::StringPiece(b.data(), int32_t(b.size())), status);
   if (U_SUCCESS(status) && r != UCOL_EQUAL) return r == UCOL_LESS ? -1 : 1;
   return a < b ? -1 : 1;
+}
+
+std::string lowercase_en_us(std::string_view text) {
+  static const icu::Locale en_us("en", "US");
+  icu::UnicodeString u = icu::UnicodeString::fromUTF8(icu::StringPiece(text.data(), int32_t(text.size())));
+  u.toLower(en_us);
+  std::string out;
+  u.toUTF8String(out);
+  return out;
 }
 
 } // namespace acp::store

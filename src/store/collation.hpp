@@ -1,8 +1,10 @@
-// Id ordering for listings (harness-compat §2.3, contracts §4): String.prototype.localeCompare
-// under en-US, i.e. ICU collation pinned to Locale("en","US"), never the process locale. The
-// collator is created on first use (ICU start-up is not free) and shared.
+// Locale-sensitive text operations of listings and candidate search, pinned to en-US and never
+// the process locale (harness-compat §2.3, §5.4; contracts §4): id ordering as
+// String.prototype.localeCompare, and toLocaleLowerCase. ICU objects are created on first use
+// (ICU start-up is not free) and shared.
 #pragma once
 
+#include <string>
 #include <string_view>
 
 namespace acp::store {
@@ -10,5 +12,9 @@ namespace acp::store {
 /// <0, 0, >0 like localeCompare(a, b) in en-US; byte order breaks collation ties so the result
 /// is a strict weak order suitable for sorting.
 int compare_ids_en_us(std::string_view a, std::string_view b);
+
+/// toLocaleLowerCase('en-US'): ICU full lowercase mapping (final sigma, İ -> i̇, Kelvin sign -> k).
+/// Invalid UTF-8 is read as U+FFFD.
+std::string lowercase_en_us(std::string_view text);
 
 } // namespace acp::store

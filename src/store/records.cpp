@@ -58,7 +58,13 @@ std::optional<SessionHeader> parse_header(const json::value& v) {
   h.version = version_i ? *version_i : -1;
   h.id = std::string(id->get_string());
   auto created_i = safe_int(*created);
-  h.createdAt = created_i ? *created_i : std::int64_t(std::llround(created->to_number<double>()));
+  if (created_i) {
+    h.createdAt = *created_i;
+  } else {
+    // "a number" is all the harness requires; keep huge or fractional values representable.
+    const double d = created->to_number<double>();
+    h.createdAt = std::isfinite(d) && std::fabs(d) < 9e18 ? std::int64_t(std::llround(d)) : 0;
+  }
   h.delegationDepth = *depth_i;
   if (auto c = o->if_contains("cwd")) {
     if (!c->is_string()) return std::nullopt;

@@ -46,6 +46,14 @@ BOOST_AUTO_TEST_CASE(collation_is_en_us_not_code_point) {
   BOOST_TEST(compare_ids_en_us("x", "x") == 0);
 }
 
+BOOST_AUTO_TEST_CASE(lowercase_is_full_en_us_mapping) {
+  BOOST_TEST(lowercase_en_us("ABC") == "abc");
+  BOOST_TEST(lowercase_en_us("\xCE\xA3\xCE\x91\xCE\xA3") == "\xCF\x83\xCE\xB1\xCF\x82");  // ΣΑΣ -> σας (final sigma)
+  BOOST_TEST(lowercase_en_us("\xC4\xB0") == "i\xCC\x87");                                 // İ -> i + U+0307
+  BOOST_TEST(lowercase_en_us("\xE2\x84\xAA") == "k");                                      // Kelvin sign
+  BOOST_TEST(lowercase_en_us("\xC3\x9F") == "\xC3\x9F");                                   // ß unchanged
+}
+
 BOOST_AUTO_TEST_CASE(newest_first_then_collated_ids) {
   TempDir dir;
   auto store = open_store(dir, Encoding::none);
