@@ -387,11 +387,11 @@ private:
           deltas.clear();
           decoder.on_data(item.data, deltas);
           for (const auto& d : deltas) {
+            if (cancel_requested())
+              co_return Outcome{cancelled, {}};  // cancelled from inside the sink: deliver nothing more
             in.output_started = true;
             in.sink(d);
           }
-          if (!deltas.empty() && cancel_requested())
-            co_return Outcome{cancelled, {}};  // cancelled from inside the sink
         }
       } catch (const ProviderError& e) {
         co_return Outcome{std::nullopt, Failure{e, false, {}}};
