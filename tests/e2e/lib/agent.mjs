@@ -104,7 +104,9 @@ export class Agent {
     let pending = Buffer.alloc(0);
     const decoder = new TextDecoder('utf-8', { fatal: true });
     this.child.stdout.on('data', (chunk) => {
-      if (this.sdkReadable) this.sdkReadable.enqueue(new Uint8Array(chunk));
+      if (this.sdkReadable) {
+        try { this.sdkReadable.enqueue(new Uint8Array(chunk)); } catch { /* the SDK side already closed */ }
+      }
       pending = Buffer.concat([pending, chunk]);
       let nl;
       while ((nl = pending.indexOf(0x0a)) >= 0) {
