@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <ctime>
+#include <unordered_map>
 
 namespace acp::store {
 
@@ -24,7 +25,7 @@ namespace json = boost::json;
 namespace {
 
 constexpr std::int64_t kRacyWindowNs = 100'000'000;
-constexpr int kCacheVersion = 2;
+constexpr int kCacheVersion = 3;
 
 std::int64_t realtime_ns() {
   timespec ts{};
@@ -84,9 +85,10 @@ void ListingIndex::load_cache() {
         o.at("encoding").as_string() != encoding_name(enc_))
       return;
     std::map<std::string, Bucket> loaded;
+    std::vector<std::pair<std::int64_t, const SessionListing*>> ranked;
     for (const auto& [bname, bv] : o.at("buckets").as_object()) {
       Bucket& b = loaded[std::string(bname)];
-      // Each file: [name, size, mtime, updatedAt, header-or-null, title-or-null]
+      // Each file: [name, size, mtime, updatedAt, header-or-null, title-or-null, listing rank]
       for (const auto& fv : bv.as_array()) {
         const auto& f = fv.as_array();
         Entry e;
@@ -102,11 +104,25 @@ void ListingIndex::load_cache() {
           if (f.at(5).is_string()) row.title = std::string(f.at(5).get_string());
           e.row = std::move(row);
         }
-        b.files.emplace(std::string(f.at(0).as_string()), std::move(e));
+        auto [it, inserted] = b.files.emplace(std::string(f.at(0).as_string()), std::move(e));
+        if (inserted && it->second.row && f.size() > 6) ranked.emplace_back(f.at(6).to_number<std::int64_t>(), &*it->second.row);
       }
     }
+    // std::map nodes survive the move, so the row pointers stay valid.
     buckets_ = std::move(loaded);
-    sorted_valid_ = false;
+    // The saved listing order spares a new process the ICU collator and the sort until
+    // something changes (any change invalidates it).
+    std::sort(ranked.begin(), ranked.end());
+    bool ranks_ok = true;
+    sorted_.clear();
+    for (std::size_t i = 0; i < ranked.size(); ++i) {
+      ranks_ok = ranks_ok && ranked[i].first == std::int64_t(i);
+      sorted_.push_back(ranked[i].second);
+    }
+    std::size_t listable = 0;
+    for (const auto& [bn, bk] : buckets_)
+      for (const auto& [fn, en] : bk.files) listable += en.row ? 1 : 0;
+    sorted_valid_ = ranks_ok && listable == sorted_.size();
   } catch (const std::exception&) {
     buckets_.clear();
   }
@@ -114,6 +130,10 @@ void ListingIndex::load_cache() {
 
 void ListingIndex::save() {
   if (!dirty_ || cache_file_.empty()) return;
+  ensure_sorted();
+  std::unordered_map<const SessionListing*, std::int64_t> rank;
+  rank.reserve(sorted_.size());
+  for (std::size_t i = 0; i < sorted_.size(); ++i) rank.emplace(sorted_[i], std::int64_t(i));
   json::monotonic_resource arena;
   json::object buckets(&arena);
   for (const auto& [bname, b] : buckets_) {
@@ -128,6 +148,7 @@ void ListingIndex::save() {
         f.emplace_back(e.row->updatedAt);
         f.emplace_back(header_record(e.row->header));
         f.emplace_back(e.row->title ? json::value(*e.row->title) : json::value(nullptr));
+        f.emplace_back(rank.at(&*e.row));
       } else {
         f.emplace_back(0);
         f.emplace_back(nullptr);
