@@ -80,6 +80,10 @@ struct HandlerContext {
   StoreHandle& store_handle;
   SessionRegistry& sessions;
   std::function<void(const protocol::SessionNotification&)> notify;
+  /// Queues already-serialised frames, in order (callable from any thread; they are posted to the
+  /// connection). `queued_bytes` reports what the outbox still holds, for backpressure.
+  std::function<void(std::vector<std::string>)> send_frames;
+  std::function<std::size_t()> queued_bytes;
   std::string system_prompt_template;  ///< with {cwd} and {date} placeholders
 
   /// May block on first use: call it from run_blocking().

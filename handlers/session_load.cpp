@@ -2,29 +2,59 @@
 #include "handlers/handlers.hpp"
 #include "handlers/replay.hpp"
 #include "handlers/session_lookup.hpp"
+#include "protocol/jsonrpc.hpp"
+#include "protocol/methods.hpp"
+#include "protocol/wire.hpp"
 #include "store/session_store.hpp"
 
-#include <boost/asio/post.hpp>
+#include <chrono>
+#include <thread>
 
 namespace acp::handlers {
 
+namespace {
+
+// History is held back until this much is ready, so a log that turns out unreadable part-way
+// answers with an error and no partial history; larger logs stream (memory stays bounded).
+constexpr std::size_t kHoldBackBytes = 8u << 20;
+constexpr std::size_t kBatchBytes = 256u << 10;
+constexpr std::size_t kOutboxHighWater = 16u << 20;
+
+// Replays one log on the thread pool: translates and serialises each event's updates there, and
+// hands frames to the connection in batches, waiting while the client is slow to read.
+void replay_log(HandlerContext& ctx, const std::string& id) {
+  Replayer replayer;
+  std::vector<protocol::SessionUpdate> updates;
+  std::vector<std::string> batch;
+  std::size_t batch_bytes = 0;
+  bool streaming = false;
+  auto hand_over = [&] {
+    while (ctx.queued_bytes() > kOutboxHighWater) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    ctx.send_frames(std::move(batch));
+    batch.clear();
+    batch_bytes = 0;
+  };
+  ctx.store().read_events(id, [&](boost::json::object&& event) {
+    replayer.on_event(event, updates);
+    for (auto& u : updates) {
+      protocol::SessionNotification note{id, std::move(u), std::nullopt};
+      batch.push_back(jsonrpc::serialize_notification(methods::session_update, wire::encode(note)));
+      batch_bytes += batch.back().size();
+    }
+    updates.clear();
+    if (!streaming && batch_bytes >= kHoldBackBytes) streaming = true;
+    if (streaming && batch_bytes >= kBatchBytes) hand_over();
+  });
+  if (!batch.empty()) hand_over();
+}
+
+} // namespace
+
 boost::asio::awaitable<protocol::EmptyResponse> session_load(HandlerContext& ctx, protocol::LoadSessionRequest req) {
   store::SessionHeader header = co_await find_stored_session(ctx, req.sessionId, req.cwd);
-  // Replay streams from the pool thread; each update is posted to the connection in order, and the
-  // answer below is queued after all of them (session/load rule: history first, then the response).
-  auto replay = [&ctx, id = req.sessionId] {
-    Replayer replayer;
-    std::vector<protocol::SessionUpdate> updates;
-    ctx.store().read_events(id, [&](boost::json::object&& event) {
-      replayer.on_event(event, updates);
-      for (auto& u : updates) {
-        boost::asio::post(ctx.executor, [&ctx, note = protocol::SessionNotification{id, std::move(u), std::nullopt}] {
-          ctx.notify(note);
-        });
-      }
-      updates.clear();
-    });
-  };
+  // Frames are posted to the connection in order, and the answer below is queued after all of
+  // them (the session/load rule: the whole history first, then the response).
+  auto replay = [&ctx, id = req.sessionId] { replay_log(ctx, id); };
   co_await run_blocking(ctx, replay);
   attach_session(ctx, header, req.additionalDirectories);
   co_return protocol::EmptyResponse{};

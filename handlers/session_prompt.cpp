@@ -115,10 +115,18 @@ asio::awaitable<protocol::PromptResponse> session_prompt(HandlerContext& ctx, pr
       failure = e.what();
       failure_code = e.code();
       provider_error = std::current_exception();
-      if (e.output_started()) {
+      if (e.output_started() && !turn->cancel_requested) {
         llm::Delta note{llm::DeltaKind::text, "\n\n[The answer was cut off: " + std::string(e.what()) + "]"};
         ctx.notify(agent_chunk(session_id, note));
       }
+    } catch (...) {
+      // After session/cancel the turn ends "cancelled" whatever the provider threw (ACP: never an error).
+      if (!turn->cancel_requested) throw;
+    }
+    if (turn->cancel_requested) {
+      failure.reset();
+      failure_code.reset();
+      provider_error = nullptr;
     }
   }
   if (turn->cancel_requested) completion.stop = llm::StopKind::cancelled;

@@ -89,7 +89,10 @@ boost::json::value parse_json(std::string_view text, boost::system::error_code& 
   std::string repaired;
   bool replaced = replace_unpaired_surrogate_escapes(text, repaired);
   if (replaced_surrogates) *replaced_surrogates = replaced;
-  return boost::json::parse(replaced ? std::string_view(repaired) : text, ec);
+  // Clients may nest _meta deeply; 32 levels (the default) is too few to call malformed.
+  boost::json::parse_options options;
+  options.max_depth = 1024;
+  return boost::json::parse(replaced ? std::string_view(repaired) : text, ec, {}, options);
 }
 
 std::string to_json_text(const boost::json::value& v) { return boost::json::serialize(v); }

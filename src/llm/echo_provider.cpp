@@ -77,6 +77,8 @@ public:
   std::string name() const override { return "echo"; }
 
   asio::awaitable<Completion> stream(const Request& request, DeltaSink sink) override {
+    // Cancellation is reported as StopKind::cancelled, never as an exception from the next co_await.
+    co_await asio::this_coro::throw_if_cancelled(false);
     Completion done;
     done.provider = "echo";
     done.model = request.model.empty() ? "echo" : request.model;

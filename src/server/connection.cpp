@@ -45,6 +45,12 @@ struct Connection::Impl {
                 [this](const protocol::SessionNotification& n) {
                   outbox.send(jsonrpc::serialize_notification(methods::session_update, wire::encode(n)));
                 },
+                [this](std::vector<std::string> frames) {
+                  asio::post(executor, [this, frames = std::move(frames)]() mutable {
+                    for (auto& f : frames) outbox.send(std::move(f));
+                  });
+                },
+                [this] { return outbox.queued_bytes(); },
                 std::move(system_prompt)} {
     handlers::bind_all(router);
   }

@@ -8,6 +8,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 
+#include <atomic>
 #include <deque>
 
 namespace acp::transport {
@@ -21,6 +22,7 @@ struct Outbox::Impl {
   std::deque<std::string> queue;
   bool closed = false;
   bool broken = false;
+  std::atomic<std::size_t> queued_bytes{0};
 };
 
 Outbox::Outbox(asio::any_io_executor executor, int fd) : impl_(std::make_unique<Impl>(std::move(executor), fd)) {}
@@ -29,6 +31,7 @@ Outbox::~Outbox() = default;
 void Outbox::send(std::string frame) {
   if (impl_->broken) return;
   frame.push_back('\n');
+  impl_->queued_bytes += frame.size();
   impl_->queue.push_back(std::move(frame));
   impl_->wake.cancel_one();
 }
@@ -39,6 +42,8 @@ void Outbox::close() {
 }
 
 bool Outbox::broken() const { return impl_->broken; }
+
+std::size_t Outbox::queued_bytes() const { return impl_->queued_bytes; }
 
 asio::awaitable<void> Outbox::run() {
   auto& s = *impl_;
@@ -51,11 +56,16 @@ asio::awaitable<void> Outbox::run() {
         batch += s.queue.front();
         s.queue.pop_front();
       }
-      if (s.broken) continue;
+      if (s.broken) {
+        s.queued_bytes -= batch.size();
+        continue;
+      }
       auto [ec, n] = co_await asio::async_write(s.stream, asio::buffer(batch), asio::as_tuple(asio::use_awaitable));
+      s.queued_bytes -= batch.size();
       if (ec) {
         log::error("frame stream write failed: " + ec.message() + "; dropping further output");
         s.broken = true;
+        for (const auto& f : s.queue) s.queued_bytes -= f.size();
         s.queue.clear();
       }
     }

@@ -30,6 +30,8 @@ public:
   boost::asio::awaitable<void> run();
   /// True once the peer stopped reading (EPIPE or another write error).
   bool broken() const;
+  /// Bytes queued and not yet written; safe to read from any thread (replay backpressure).
+  std::size_t queued_bytes() const;
 
 private:
   struct Impl;

@@ -7,20 +7,25 @@ IN.jsonl holds the frames to send, one per line (lines starting with '#' are com
 are skipped). A frame may use "{{=name}}" to refer to a value captured from the output: the runner
 sends it only once that value has been captured. "#capture NAME ID /json/pointer" captures, from the
 response to request ID, the value at that pointer (how a transcript addresses the session id that
-session/new returned). "#wait N" waits until N output frames have arrived; "#sleep MS" pauses. "#args ..." adds server arguments. "#raw TEXT" sends TEXT
+session/new returned). "#wait N" waits until N output frames have arrived; "#await ID" until the
+response to request ID has arrived; "#sleep MS" pauses. "#args ..." adds server arguments. "#raw TEXT" sends TEXT
 as is (for malformed frames); "#rawhex HEX" sends those bytes. The server runs with a fresh temporary
-DSH_ACP_HOME; a folder NAME.store/ beside the transcript is copied in as its session store. When the input
+DSH_ACP_HOME; a folder NAME.store/ beside the transcript is copied in as its session store, and
+"#fixture PATH" (relative to tests/data) places a raw session log into that store where the harness
+layout puts it (bucket cwd-<sha256(cwd)[:12]>, segment-encoded file name). When the input
 is exhausted, stdin is closed (EOF) and the server must exit 0.
 
 OUT.jsonl holds the expected frames, in order, one JSON value per line ('#' comments allowed).
 Structural comparison; key order is ignored. Placeholders (JSON strings):
   "{{any}}"  anything        "{{string}}" "{{number}}" "{{uuid}}" "{{timestamp}}"  that kind of value
   "{{?name}}" capture         "{{=name}}"  equals the captured value
-  "{{prefix:TEXT}}" a string starting with TEXT   "{{size}}" a non-negative integer
+  "{{prefix:TEXT}}" a string starting with TEXT   "{{match:REGEX}}" a string REGEX fully matches
+  "{{size}}" a non-negative integer
   object key "{{...}}": true  extra keys allowed
 Every stdout line must be a JSON-RPC frame. UPDATE_TRANSCRIPTS=1 rewrites OUT.jsonl from the
 actual output, keeping existing placeholders where they still match.
 """
+import hashlib
 import json
 import os
 import re
@@ -55,6 +60,8 @@ def match(expected, actual, captures, pointer):
         if tag == "timestamp" and isinstance(actual, str) and TIME_RE.match(actual):
             return
         if tag.startswith("prefix:") and isinstance(actual, str) and actual.startswith(tag[7:]):
+            return
+        if tag.startswith("match:") and isinstance(actual, str) and re.fullmatch(tag[6:], actual):
             return
         if tag.startswith("?"):
             captures[tag[1:]] = actual
@@ -95,6 +102,34 @@ def substitute(text, captures):
         value = captures[name]
         return json.dumps(value)[1:-1] if isinstance(value, str) else json.dumps(value)
     return re.sub(r"\{\{=([A-Za-z0-9_]+)\}\}", repl, text)
+
+
+def encode_segment(session_id):
+    if session_id == ".":
+        return "~002E"
+    if session_id == "..":
+        return "~002E~002E"
+    out = []
+    units = session_id.encode("utf-16-le", "surrogatepass")
+    for i in range(0, len(units), 2):
+        unit = int.from_bytes(units[i:i + 2], "little")
+        ch = chr(unit) if unit < 0xD800 or unit > 0xDFFF else ""
+        out.append(ch if ch and (ch.isascii() and (ch.isalnum() or ch in "._-")) else "~%04X" % unit)
+    return "".join(out)
+
+
+def place_fixture(home, relative):
+    data_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data")
+    source = os.path.join(data_dir, relative)
+    with open(source, encoding="utf-8") as f:
+        header = json.loads(f.readline())
+    cwd = header.get("cwd")
+    bucket = "cwd-" + hashlib.sha256(cwd.encode()).hexdigest()[:12] if cwd is not None else "_no-cwd"
+    target_dir = os.path.join(home, "sessions", bucket)
+    os.makedirs(target_dir, mode=0o700, exist_ok=True)
+    target = os.path.join(target_dir, encode_segment(header["id"]) + ".jsonl")
+    shutil.copyfile(source, target)
+    os.chmod(target, 0o600)
 
 
 def read_lines(path):
@@ -152,7 +187,7 @@ def main():
         i = argv.index("--")
         argv, extra = argv[:i], argv[i + 1:]
     server, in_path, out_path = argv
-    directives = ("#wait", "#capture", "#sleep", "#raw")
+    directives = ("#wait", "#await", "#capture", "#sleep", "#raw")
     lines = read_lines(in_path)
     for l in lines:
         if l.startswith("#args "):
@@ -163,6 +198,9 @@ def main():
     store_seed = in_path[: -len(".in.jsonl")] + ".store"
     if os.path.isdir(store_seed):
         shutil.copytree(store_seed, os.path.join(home, "sessions"))
+    for l in lines:
+        if l.startswith("#fixture "):
+            place_fixture(home, l.split(None, 1)[1].strip())
     env = dict(os.environ, DSH_ACP_HOME=home)
     for key in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
         env.pop(key, None)
@@ -217,6 +255,12 @@ def main():
         if line.startswith("#raw "):
             proc.stdin.write((line[5:] + "\n").encode())
             proc.stdin.flush()
+            continue
+        if line.startswith("#await "):
+            want = json.loads(line.split()[1])
+            while not any(f.get("id") == want and "method" not in f for f in actual):
+                if time.time() > deadline or pump(deadline - time.time()) is None:
+                    raise SystemExit(f"FAIL: timed out waiting for the response to {want}")
             continue
         if line.startswith("#wait"):
             want = int(line.split()[1])
