@@ -6,7 +6,9 @@ namespace acp::handlers {
 
 void bind_all(Router& router) {
   // clang-format off
+  router.bind(methods::dsh_session_reference_candidates, &dsh_session_reference_candidates);
   router.bind(methods::initialize,                  &initialize);
+  router.bind(methods::authenticate,                &authenticate);
   router.bind_notification(methods::session_cancel, &session_cancel);
   router.bind(methods::session_close,               &session_close);
   router.bind(methods::session_delete,              &session_delete);
@@ -15,6 +17,7 @@ void bind_all(Router& router) {
   router.bind(methods::session_new,                 &session_new);
   router.bind(methods::session_prompt,              &session_prompt);
   router.bind(methods::session_resume,              &session_resume);
+  router.bind(methods::session_set_config_option,   &session_set_config_option);
   // clang-format on
 }
 

@@ -1,5 +1,6 @@
 #include "handlers/router.hpp"
 #include "llm/provider.hpp"
+#include "refs/errors.hpp"
 #include "store/errors.hpp"
 #include "support/log.hpp"
 
@@ -13,6 +14,8 @@ jsonrpc::RpcError to_rpc_error(std::exception_ptr error) {
   } catch (const llm::ProviderError& e) {
     if (e.code() == "AUTH_REQUIRED") return jsonrpc::auth_required(e.what());
     return jsonrpc::provider_failure(e.code(), e.what(), e.http_status());
+  } catch (const refs::SessionReferenceError& e) {
+    return jsonrpc::invalid_params_code(e.code_name(), e.what());
   } catch (const store::StoreCorrupt& e) {
     log::warn(std::string("unreadable session log: ") + e.what());
     return jsonrpc::log_corrupt(e.what());

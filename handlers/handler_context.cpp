@@ -26,20 +26,14 @@ SessionState* SessionRegistry::find(const std::string& id) {
 
 void SessionRegistry::cancel_all() {
   for (auto& [id, s] : sessions_) {
-    if (s.turn && !s.turn->cancel_requested) {
-      s.turn->cancel_requested = true;
-      s.turn->signal.emit(boost::asio::cancellation_type::terminal);
-    }
+    if (s.turn && !s.turn->cancel_requested) s.turn->cancel();
   }
 }
 
 void SessionRegistry::remove(const std::string& id) {
   auto it = sessions_.find(id);
   if (it == sessions_.end()) return;
-  if (it->second.turn) {
-    it->second.turn->cancel_requested = true;
-    it->second.turn->signal.emit(boost::asio::cancellation_type::terminal);
-  }
+  if (it->second.turn) it->second.turn->cancel();
   sessions_.erase(it);
 }
 

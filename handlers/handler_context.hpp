@@ -15,19 +15,32 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <stop_token>
 #include <string>
 #include <vector>
 
 namespace acp::store {
 class SessionStore;
 }
+namespace acp::refs {
+class SessionReferenceService;
+}
 
 namespace acp::handlers {
+
+class ProviderAuth;
 
 /// The running prompt of a session; session/cancel reaches it through `signal`.
 struct Turn {
   boost::asio::cancellation_signal signal;
+  std::stop_source stop;  ///< reaches reference preparation, which runs on threads of its own
   bool cancel_requested = false;
+
+  void cancel() {
+    cancel_requested = true;
+    stop.request_stop();
+    signal.emit(boost::asio::cancellation_type::terminal);
+  }
 };
 
 /// A session attached to this connection (created, loaded or resumed here).
@@ -41,6 +54,9 @@ struct SessionState {
   std::vector<llm::Message> history;
   std::int64_t history_seq = -1;
   std::shared_ptr<Turn> turn;  ///< set while a prompt runs
+  std::string model;            ///< the session's model choice ("" = the configured model)
+  std::string logged_provider;  ///< config of the log's latest request/header ("" = none yet)
+  std::string logged_model;
 };
 
 /// Sessions created on this connection (ACP scopes session ids to the connection that made them).
@@ -78,6 +94,7 @@ struct HandlerContext {
   boost::asio::any_io_executor blocking;  ///< thread pool for store I/O (locks, fsync, log reads)
   llm::Provider& provider;
   StoreHandle& store_handle;
+  const refs::SessionReferenceService& references;
   SessionRegistry& sessions;
   std::function<void(const protocol::SessionNotification&)> notify;
   /// Queues already-serialised frames, in order (callable from any thread; they are posted to the
@@ -85,6 +102,8 @@ struct HandlerContext {
   std::function<void(std::vector<std::string>)> send_frames;
   std::function<std::size_t()> queued_bytes;
   std::string system_prompt_template;  ///< with {cwd} and {date} placeholders
+  /// Whether the provider has the key it needs (set by the host; null = no key ever needed).
+  ProviderAuth* auth = nullptr;
 
   /// May block on first use: call it from run_blocking().
   store::SessionStore& store() const { return store_handle.get(); }

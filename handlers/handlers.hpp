@@ -2,6 +2,7 @@
 #pragma once
 
 #include "handlers/handler_context.hpp"
+#include "protocol/types/extensions.hpp"
 #include "protocol/types/initialize.hpp"
 #include "protocol/types/session.hpp"
 
@@ -10,13 +11,18 @@
 namespace acp::handlers {
 
 boost::asio::awaitable<protocol::InitializeResponse> initialize(HandlerContext&, protocol::InitializeRequest);
+boost::asio::awaitable<protocol::EmptyResponse> authenticate(HandlerContext&, protocol::AuthenticateRequest);
+boost::asio::awaitable<protocol::SetSessionConfigOptionResponse> session_set_config_option(
+    HandlerContext&, protocol::SetSessionConfigOptionRequest);
 boost::asio::awaitable<protocol::NewSessionResponse> session_new(HandlerContext&, protocol::NewSessionRequest);
 boost::asio::awaitable<protocol::PromptResponse> session_prompt(HandlerContext&, protocol::PromptRequest);
 boost::asio::awaitable<void> session_cancel(HandlerContext&, protocol::CancelNotification);
-boost::asio::awaitable<protocol::EmptyResponse> session_load(HandlerContext&, protocol::LoadSessionRequest);
-boost::asio::awaitable<protocol::EmptyResponse> session_resume(HandlerContext&, protocol::ResumeSessionRequest);
+boost::asio::awaitable<protocol::LoadSessionResponse> session_load(HandlerContext&, protocol::LoadSessionRequest);
+boost::asio::awaitable<protocol::LoadSessionResponse> session_resume(HandlerContext&, protocol::ResumeSessionRequest);
 boost::asio::awaitable<protocol::EmptyResponse> session_close(HandlerContext&, protocol::SessionIdRequest);
 boost::asio::awaitable<protocol::EmptyResponse> session_delete(HandlerContext&, protocol::SessionIdRequest);
 boost::asio::awaitable<protocol::ListSessionsResponse> session_list(HandlerContext&, protocol::ListSessionsRequest);
+boost::asio::awaitable<protocol::CandidatesResponse> dsh_session_reference_candidates(HandlerContext&,
+                                                                                       protocol::CandidatesRequest);
 
 } // namespace acp::handlers

@@ -1,8 +1,9 @@
 #include "handlers/handlers.hpp"
+#include "handlers/provider_auth.hpp"
 
 namespace acp::handlers {
 
-boost::asio::awaitable<protocol::InitializeResponse> initialize(HandlerContext&, protocol::InitializeRequest) {
+boost::asio::awaitable<protocol::InitializeResponse> initialize(HandlerContext& ctx, protocol::InitializeRequest) {
   protocol::InitializeResponse r;
   // Our only version; the client decides whether it can speak it (contracts.md §2).
   r.protocolVersion = protocol::kProtocolVersion;
@@ -12,7 +13,10 @@ boost::asio::awaitable<protocol::InitializeResponse> initialize(HandlerContext&,
   sessions.resume = boost::json::object{};
   sessions.close = boost::json::object{};
   sessions.delete_ = boost::json::object{};
+  r.agentCapabilities._meta = boost::json::object{{"dsh-acp/sessionReferences", {{"version", 1}}}};
   r.agentCapabilities.promptCapabilities.embeddedContext = true;
+  // Advertised whenever the provider needs a key, so a client can offer authenticate after -32000.
+  if (ctx.auth) r.authMethods = ctx.auth->methods();
   r.agentInfo = protocol::Implementation{"dsh-acp", "dsh-acp (DeepSeek agent with cross-session references)",
                                          DSH_ACP_VERSION};
   co_return r;

@@ -1,6 +1,8 @@
 #include "prompt_text.hpp"
 
 #include "protocol/jsonrpc.hpp"
+#include "refs/mentions.hpp"
+#include "refs/uri.hpp"
 
 #include <boost/json/serialize.hpp>
 #include <boost/json/string.hpp>
@@ -42,18 +44,39 @@ bool is_blank(std::string_view text) {
   return true;
 }
 
-std::string render_prompt_text(const std::vector<protocol::ContentBlock>& prompt) {
+namespace {
+
+constexpr std::string_view kSessionScheme = "dsh-session:";
+
+bool is_session_uri(std::string_view uri) { return uri.substr(0, kSessionScheme.size()) == kSessionScheme; }
+
+// A dsh-session: link or resource: a reference rendered as readable `@label`.
+void add_link_reference(RenderedPrompt& out, const std::string& uri, const std::optional<std::string>& name) {
+  std::string id = refs::decode_uri(uri);
+  std::string label = name && !name->empty() ? *name : id;
+  out.text += "@" + label;
+  out.references.push_back(refs::SessionReference{id, label});
+}
+
+} // namespace
+
+RenderedPrompt render_prompt(const std::vector<protocol::ContentBlock>& prompt) {
   using namespace protocol;
-  std::string text;
+  RenderedPrompt out;
+  std::string& text = out.text;
   for (std::size_t i = 0; i < prompt.size(); ++i) {
     std::string where = "/prompt/" + std::to_string(i);
     std::visit([&](const auto& block) {
       using B = std::decay_t<decltype(block)>;
       if constexpr (std::is_same_v<B, TextContent>) {
-        text += block.text;
+        refs::ParsedText parsed = refs::parse_text(block.text);
+        text += parsed.text;
+        for (auto& r : parsed.references) out.references.push_back(refs::SessionReference{r.session_id, r.label});
       } else if constexpr (std::is_same_v<B, ResourceLink>) {
+        if (is_session_uri(block.uri)) return add_link_reference(out, block.uri, block.name);
         text += "\n[resource_link name=" + json_string(block.name) + " uri=" + json_string(block.uri) + "]\n";
       } else if constexpr (std::is_same_v<B, EmbeddedResource>) {
+        if (is_session_uri(block.resource.uri)) return add_link_reference(out, block.resource.uri, std::nullopt);
         if (!block.resource.text || block.resource.blob)
           throw jsonrpc::invalid_params(where + "/resource", "binary (blob) resources are not supported");
         text += "\n[resource uri=" + json_string(block.resource.uri) + "]\n" + *block.resource.text + "\n";
@@ -65,7 +88,7 @@ std::string render_prompt_text(const std::vector<protocol::ContentBlock>& prompt
     }, prompt[i]);
   }
   if (is_blank(text)) throw jsonrpc::invalid_params("/prompt", "the prompt has no text");
-  return text;
+  return out;
 }
 
 } // namespace acp::handlers

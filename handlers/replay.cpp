@@ -1,6 +1,7 @@
 #include "handlers/replay.hpp"
 
 #include "handlers/conversation.hpp"
+#include "handlers/reference_card.hpp"
 
 #include <boost/json.hpp>
 
@@ -54,10 +55,19 @@ void Replayer::on_event(const json::object& event, std::vector<SessionUpdate>& o
 
   if (type == "user/message" || type == "steering/message") {
     const json::object* source = obj(*data, "source");
-    if (!source || str(*source, "kind") != "user") return;  // injected context is never shown as user text
+    if (!source) return;
+    if (type == "user/message" && is_reference_source(*source)) {
+      pending_card_.emplace(num(event, "seq"), *source);
+      return;
+    }
+    if (str(*source, "kind") != "user") return;  // injected context is never shown as user text
     if (const auto* content = data->if_contains("content")) {
       std::string text = content_text(*content);
       if (!text.empty()) out.push_back(UserMessageChunk{text_block(std::move(text)), {}, {}});
+    }
+    if (pending_card_) {
+      out.push_back(reference_card(pending_card_->first, pending_card_->second));
+      pending_card_.reset();
     }
   } else if (type == "assistant/chunk") {
     const json::object* chunk = obj(*data, "chunk");

@@ -5,7 +5,8 @@
 // agent_thought_chunk (from chunks, or from assistant/message for steps that have none); tool calls
 // and results as generic tool_call / tool_call_update cards; todo/write as plan; titles as
 // session_info_update; a failed or interrupted turn as a short agent message saying so. Injected
-// context (any user/message whose source is not the user) shows no user text. Stateful, bounded by
+// context (any user/message whose source is not the user) shows no user text; a reference snapshot
+// shows as its card right after the next direct message's user chunk. Stateful, bounded by
 // one turn's bookkeeping; pure (no I/O).
 #pragma once
 
@@ -13,6 +14,7 @@
 
 #include <boost/json/object.hpp>
 
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -27,6 +29,8 @@ public:
 private:
   std::set<std::pair<std::int64_t, std::int64_t>> steps_with_chunks_;  ///< (turn, step) that streamed text
   std::set<std::string> tool_calls_shown_;
+  /// An injected reference snapshot waiting for its direct message: (seq, source record).
+  std::optional<std::pair<std::int64_t, boost::json::object>> pending_card_;
 };
 
 } // namespace acp::handlers

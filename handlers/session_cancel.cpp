@@ -10,8 +10,7 @@ boost::asio::awaitable<void> session_cancel(HandlerContext& ctx, protocol::Cance
     co_return;
   }
   // The flag covers the race where the provider has not yet installed its cancellation handler.
-  session->turn->cancel_requested = true;
-  session->turn->signal.emit(boost::asio::cancellation_type::terminal);
+  session->turn->cancel();
   co_return;
 }
 

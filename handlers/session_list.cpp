@@ -2,6 +2,7 @@
 #include "handlers/handlers.hpp"
 #include "handlers/session_lookup.hpp"
 #include "protocol/jsonrpc.hpp"
+#include "refs/uri.hpp"
 #include "store/session_store.hpp"
 
 #include <boost/json.hpp>
@@ -68,6 +69,8 @@ boost::asio::awaitable<protocol::ListSessionsResponse> session_list(HandlerConte
     info.cwd = *row.header.cwd;
     info.title = row.title;
     info.updatedAt = iso_time(row.updatedAt);
+    // Discovery: clients and scripts can build mentions without parsing our URI scheme.
+    info._meta = json::object{{"deepseek-harness/sessionReference", {{"uri", refs::encode_uri(row.header.id)}}}};
     response.sessions.push_back(std::move(info));
   }
   if (rows.size() > kPageSize) {

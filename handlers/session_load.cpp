@@ -1,5 +1,7 @@
 #include "handlers/blocking.hpp"
 #include "handlers/handlers.hpp"
+#include "handlers/model_option.hpp"
+#include "handlers/provider_auth.hpp"
 #include "handlers/replay.hpp"
 #include "handlers/session_lookup.hpp"
 #include "protocol/jsonrpc.hpp"
@@ -21,8 +23,9 @@ constexpr std::size_t kBatchBytes = 256u << 10;
 constexpr std::size_t kOutboxHighWater = 16u << 20;
 
 // Replays one log on the thread pool: translates and serialises each event's updates there, and
-// hands frames to the connection in batches, waiting while the client is slow to read.
-void replay_log(HandlerContext& ctx, const std::string& id) {
+// hands frames to the connection in batches, waiting while the client is slow to read. Notes the
+// latest request/header on the way (the session's model is restored from it).
+void replay_log(HandlerContext& ctx, const std::string& id, std::string& logged_provider, std::string& logged_model) {
   Replayer replayer;
   std::vector<protocol::SessionUpdate> updates;
   std::vector<std::string> batch;
@@ -35,6 +38,7 @@ void replay_log(HandlerContext& ctx, const std::string& id) {
     batch_bytes = 0;
   };
   ctx.store().read_events(id, [&](boost::json::object&& event) {
+    note_request_header(event, logged_provider, logged_model);
     replayer.on_event(event, updates);
     for (auto& u : updates) {
       protocol::SessionNotification note{id, std::move(u), std::nullopt};
@@ -50,14 +54,22 @@ void replay_log(HandlerContext& ctx, const std::string& id) {
 
 } // namespace
 
-boost::asio::awaitable<protocol::EmptyResponse> session_load(HandlerContext& ctx, protocol::LoadSessionRequest req) {
+boost::asio::awaitable<protocol::LoadSessionResponse> session_load(HandlerContext& ctx, protocol::LoadSessionRequest req) {
+  require_provider_key(ctx);
   store::SessionHeader header = co_await find_stored_session(ctx, req.sessionId, req.cwd);
   // Frames are posted to the connection in order, and the answer below is queued after all of
   // them (the session/load rule: the whole history first, then the response).
-  auto replay = [&ctx, id = req.sessionId] { replay_log(ctx, id); };
+  std::string logged_provider, logged_model;
+  auto replay = [&ctx, id = req.sessionId, &logged_provider, &logged_model] {
+    replay_log(ctx, id, logged_provider, logged_model);
+  };
   co_await run_blocking(ctx, replay);
+  bool was_attached = ctx.sessions.find(req.sessionId) != nullptr;
   attach_session(ctx, header, req.additionalDirectories);
-  co_return protocol::EmptyResponse{};
+  SessionState* session = ctx.sessions.find(req.sessionId);
+  // A session already attached here keeps its in-memory choice (it may not be logged yet).
+  if (!was_attached) restore_model(ctx.config, *session, logged_provider, logged_model);
+  co_return protocol::LoadSessionResponse{model_config_options(ctx.config, *session), std::nullopt};
 }
 
 } // namespace acp::handlers

@@ -1,6 +1,7 @@
 #include "handlers/session_lookup.hpp"
 
 #include "handlers/blocking.hpp"
+#include "handlers/slash_commands.hpp"
 #include "protocol/jsonrpc.hpp"
 #include "store/errors.hpp"
 #include "store/session_store.hpp"
@@ -34,6 +35,7 @@ boost::asio::awaitable<store::SessionHeader> find_stored_session(HandlerContext&
 
 void attach_session(HandlerContext& ctx, const store::SessionHeader& header,
                     const std::optional<std::vector<std::string>>& additional_directories) {
+  advertise_commands(ctx, header.id);
   if (SessionState* existing = ctx.sessions.find(header.id)) {
     if (additional_directories) existing->additional_directories = *additional_directories;
     return;  // keep its running turn and conversation cache

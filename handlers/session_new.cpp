@@ -1,4 +1,7 @@
 #include "handlers/handlers.hpp"
+#include "handlers/model_option.hpp"
+#include "handlers/provider_auth.hpp"
+#include "handlers/slash_commands.hpp"
 #include "protocol/jsonrpc.hpp"
 #include "support/log.hpp"
 
@@ -10,6 +13,7 @@
 namespace acp::handlers {
 
 boost::asio::awaitable<protocol::NewSessionResponse> session_new(HandlerContext& ctx, protocol::NewSessionRequest req) {
+  require_provider_key(ctx);
   if (req.cwd.empty() || req.cwd.front() != '/') throw jsonrpc::invalid_params("/cwd", "must be an absolute path");
   if (req.additionalDirectories) {
     for (std::size_t i = 0; i < req.additionalDirectories->size(); ++i)
@@ -31,7 +35,8 @@ boost::asio::awaitable<protocol::NewSessionResponse> session_new(HandlerContext&
               " MCP server(s): dsh-acp offers the model no tools");
   std::string id = state.id;
   ctx.sessions.add(std::move(state));
-  co_return protocol::NewSessionResponse{id, std::nullopt};
+  advertise_commands(ctx, id);
+  co_return protocol::NewSessionResponse{id, model_config_options(ctx.config, *ctx.sessions.find(id)), std::nullopt};
 }
 
 } // namespace acp::handlers

@@ -44,6 +44,8 @@ std::optional<std::string> TurnRecorder::begin(std::vector<store::NewEvent> pref
     batch.push_back(events::session_title(*title, user_seq));
   }
   batch.push_back(events::step_start(turn_, step_));
+  if (request_header_) batch.push_back(std::move(*request_header_));
+  request_header_.reset();
   writer_.append(std::move(batch));
   return title;
 }

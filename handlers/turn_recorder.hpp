@@ -29,6 +29,10 @@ public:
   /// (turn 1 only), if any.
   std::optional<std::string> begin(std::vector<store::NewEvent> prefix, const std::string& user_text);
 
+  /// A request/header event (model choice) that begin() writes right after step/start, where the
+  /// harness writes it (fixture model-switching). Call before begin().
+  void request_header(store::NewEvent header) { request_header_ = std::move(header); }
+
   /// Records one streamed delta (buffered; flushed when the batch is 100 ms old).
   void delta(const llm::Delta& delta);
 
@@ -55,6 +59,7 @@ private:
   boost::json::array chunk_seqs_;
   std::vector<Block> blocks_;
   std::string text_;
+  std::optional<store::NewEvent> request_header_;
 };
 
 } // namespace acp::handlers

@@ -15,11 +15,58 @@ struct NewSessionRequest {
 };
 BOOST_DESCRIBE_STRUCT(NewSessionRequest, (), (cwd, mcpServers, additionalDirectories, _meta))
 
-struct NewSessionResponse {
-  std::string sessionId;
+/// One value of a select-type session config option.
+struct SessionConfigSelectOption {
+  std::string value;
+  std::string name;
+  std::optional<std::string> description;
   Meta _meta;
 };
-BOOST_DESCRIBE_STRUCT(NewSessionResponse, (), (sessionId, _meta))
+BOOST_DESCRIBE_STRUCT(SessionConfigSelectOption, (), (value, name, description, _meta))
+
+/// A session config option (acp-protocol.md §3). We only offer `type: "select"` (the model choice).
+struct SessionConfigOption {
+  std::string id;
+  std::string name;
+  std::optional<std::string> description;
+  std::optional<std::string> category;
+  std::string type = "select";
+  std::string currentValue;
+  std::vector<SessionConfigSelectOption> options;
+  Meta _meta;
+};
+BOOST_DESCRIBE_STRUCT(SessionConfigOption, (), (id, name, description, category, type, currentValue, options, _meta))
+
+struct NewSessionResponse {
+  std::string sessionId;
+  std::optional<std::vector<SessionConfigOption>> configOptions;
+  Meta _meta;
+};
+BOOST_DESCRIBE_STRUCT(NewSessionResponse, (), (sessionId, configOptions, _meta))
+
+/// session/load and session/resume answers.
+struct LoadSessionResponse {
+  std::optional<std::vector<SessionConfigOption>> configOptions;
+  Meta _meta;
+};
+BOOST_DESCRIBE_STRUCT(LoadSessionResponse, (), (configOptions, _meta))
+
+/// session/set_config_option: `value` is a value id, or a bool with `type: "boolean"` (kept raw so
+/// the handler can answer a wrong kind with its JSON Pointer).
+struct SetSessionConfigOptionRequest {
+  std::string sessionId;
+  std::string configId;
+  boost::json::value value;
+  std::optional<std::string> type;
+  Meta _meta;
+};
+BOOST_DESCRIBE_STRUCT(SetSessionConfigOptionRequest, (), (sessionId, configId, value, type, _meta))
+
+struct SetSessionConfigOptionResponse {
+  std::vector<SessionConfigOption> configOptions;
+  Meta _meta;
+};
+BOOST_DESCRIBE_STRUCT(SetSessionConfigOptionResponse, (), (configOptions, _meta))
 
 struct LoadSessionRequest {
   std::string sessionId;

@@ -38,10 +38,11 @@ bool valid_utf8(std::string_view s) {
 
 struct Connection::Impl {
   Impl(asio::any_io_executor ex, asio::any_io_executor blocking, int in_fd, int out_fd, const support::Config& config,
-       llm::Provider& provider, handlers::StoreHandle& store, std::string system_prompt)
+       llm::Provider& provider, handlers::StoreHandle& store, const refs::SessionReferenceService& references,
+       std::string system_prompt)
       : executor(ex), input(ex, in_fd), outbox(ex, out_fd), idle(ex, asio::steady_timer::time_point::max()),
         framer(static_cast<std::size_t>(config.max_frame_bytes)), max_frame_bytes(config.max_frame_bytes),
-        context{config, ex, blocking, provider, store, sessions,
+        context{config, ex, blocking, provider, store, references, sessions,
                 [this](const protocol::SessionNotification& n) {
                   outbox.send(jsonrpc::serialize_notification(methods::session_update, wire::encode(n)));
                 },
@@ -191,9 +192,9 @@ struct Connection::Impl {
 
 Connection::Connection(asio::any_io_executor executor, asio::any_io_executor blocking, int in_fd, int out_fd,
                        const support::Config& config, llm::Provider& provider, handlers::StoreHandle& store,
-                       std::string system_prompt_template)
+                       const refs::SessionReferenceService& references, std::string system_prompt_template)
     : impl_(std::make_unique<Impl>(std::move(executor), std::move(blocking), in_fd, out_fd, config, provider, store,
-                                   std::move(system_prompt_template))) {}
+                                   references, std::move(system_prompt_template))) {}
 
 Connection::~Connection() = default;
 
@@ -204,6 +205,8 @@ asio::awaitable<void> Connection::run() {
   co_await s.shutdown();
   // The writer coroutine drains what is queued and ends; io_context::run() returns after it.
 }
+
+void Connection::set_provider_auth(handlers::ProviderAuth& auth) { impl_->context.auth = &auth; }
 
 void Connection::stop() {
   impl_->stopping = true;

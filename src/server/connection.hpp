@@ -21,6 +21,10 @@ class Provider;
 }
 namespace acp::handlers {
 class StoreHandle;
+class ProviderAuth;
+}
+namespace acp::refs {
+class SessionReferenceService;
 }
 
 namespace acp::server {
@@ -30,13 +34,15 @@ public:
   /// `blocking` runs store I/O (a thread pool); `executor` is the connection's own single thread.
   Connection(boost::asio::any_io_executor executor, boost::asio::any_io_executor blocking, int in_fd, int out_fd,
              const support::Config& config, llm::Provider& provider, handlers::StoreHandle& store,
-             std::string system_prompt_template);
+             const refs::SessionReferenceService& references, std::string system_prompt_template);
   ~Connection();
 
   /// Serves until input ends or stop() is called, then shuts down gracefully.
   boost::asio::awaitable<void> run();
   /// Ends reading (signal handlers); run() then shuts down as on EOF.
   void stop();
+  /// Gates session/new, load and prompt on the provider's key; answers authenticate. Call before run().
+  void set_provider_auth(handlers::ProviderAuth& auth);
 
 private:
   struct Impl;

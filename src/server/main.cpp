@@ -4,8 +4,11 @@
 // file, so a stray print from any library can never corrupt the protocol stream (and never reaches
 // stderr, which some clients treat as an error).
 #include "handlers/handler_context.hpp"
-#include "llm/echo_provider.hpp"
+#include "llm/openai/openai_config.hpp"
+#include "handlers/store_source.hpp"
+#include "refs/service.hpp"
 #include "server/connection.hpp"
+#include "server/provider_setup.hpp"
 #include "store/errors.hpp"
 #include "store/session_store.hpp"
 #include "support/config.hpp"
@@ -60,8 +63,6 @@ int main(int argc, char** argv) {
     ss << in.rdbuf();
     system_prompt = ss.str();
   }
-  if (config.provider != "echo")
-    return fail_usage("provider '" + config.provider + "' is not available in this build yet; use --provider echo");
 
   store::StoreOptions store_options;
   store_options.root = config.store;
@@ -91,14 +92,29 @@ int main(int argc, char** argv) {
 
   boost::asio::io_context io{1};
   boost::asio::thread_pool blocking(2);
-  auto provider = llm::make_echo_provider(io.get_executor(), std::chrono::milliseconds(config.echo_delay_ms));
+  server::ProviderSetup provider_setup;
+  try {
+    // authenticate re-reads the environment and the config file with the same arguments.
+    provider_setup = server::make_provider(config, std::vector<std::string>(argv + 1, argv + argc), io.get_executor());
+  } catch (const llm::ConfigError& e) {
+    return fail_usage(e.what());
+  }
+  llm::Provider* provider = provider_setup.provider.get();
+  if (!provider_setup.auth->ready())
+    log::warn("provider " + config.provider + " has no API key: sessions answer -32000 until authenticate finds one");
 
   if (input_fd < 0) {
     log::info("no standard input; exiting");
     return 0;
   }
+  refs::Config reference_config;
+  reference_config.max_references = config.max_references;
+  reference_config.candidate_limit = config.candidate_limit;
+  reference_config.max_reference_bytes = config.max_reference_bytes;
+  refs::SessionReferenceService references(std::make_shared<handlers::StoreSessionSource>(store), reference_config);
   server::Connection connection(io.get_executor(), blocking.get_executor(), input_fd, frames_fd, config, *provider, store,
-                                system_prompt);
+                                references, system_prompt);
+  connection.set_provider_auth(*provider_setup.auth);
   boost::asio::signal_set signals(io, SIGTERM, SIGINT);
   signals.async_wait([&](const boost::system::error_code& ec, int signo) {
     if (ec) return;

@@ -184,6 +184,12 @@ std::map<std::string, std::string> read_config_file(const std::string& path, Con
       }
       continue;
     }
+    // API keys live in the file or the environment only: a flag would show them in `ps`.
+    if (key == "deepseekApiKey" || key == "openaiApiKey") {
+      if (!kv.value().is_string()) throw ConfigError(origin + " must be a string");
+      (key == "deepseekApiKey" ? config.deepseek_api_key : config.openai_api_key) = kv.value().get_string();
+      continue;
+    }
     const Option* opt = nullptr;
     for (const auto& o : options())
       if (camel_case(o.flag) == key) opt = &o;
@@ -285,8 +291,8 @@ CliResult load_config(const std::vector<std::string>& args, const Environment& e
     throw ConfigError("--provider openai needs --base-url (the server's OpenAI-compatible endpoint)");
   if (config.provider == "openai" && config.model.empty())
     throw ConfigError("--provider openai needs --model");
-  config.deepseek_api_key = env_or(env, "DEEPSEEK_API_KEY", "");
-  config.openai_api_key = env_or(env, "OPENAI_API_KEY", "");
+  config.deepseek_api_key = env_or(env, "DEEPSEEK_API_KEY", config.deepseek_api_key);
+  config.openai_api_key = env_or(env, "OPENAI_API_KEY", config.openai_api_key);
   return result;
 }
 
@@ -318,7 +324,8 @@ std::string usage_text() {
     else left += "  ";
     out += left + opt.help + "\n";
   }
-  out += "\nKeys: DEEPSEEK_API_KEY (deepseek), OPENAI_API_KEY (openai). Exit codes: 0 after stdin EOF or SIGTERM/SIGINT,\n"
+  out += "\nKeys: DEEPSEEK_API_KEY (deepseek), OPENAI_API_KEY (openai), or the config-file keys deepseekApiKey /\n"
+         "openaiApiKey. Exit codes: 0 after stdin EOF or SIGTERM/SIGINT,\n"
          "2 for usage or configuration errors, 1 for fatal runtime errors. Logs go to the log file, never to stdout.\n";
   return out;
 }

@@ -20,7 +20,7 @@ struct Config {
   std::string store;              ///< session store root
   std::string store_compression;  ///< "zstd" | "none" | "" (keep the root's own, zstd for a new root)
   std::string cache_dir;          ///< listing index location ($XDG_CACHE_HOME/dsh-acp)
-  std::string provider = "echo";
+  std::string provider = "deepseek";
   std::string model;
   std::string base_url;
   std::string ca_file;
@@ -39,8 +39,8 @@ struct Config {
   std::string log_file;
   std::string log_level = "info";
   std::vector<std::string> models;  ///< extra model choices offered per session (config file only)
-  std::string deepseek_api_key;     ///< from DEEPSEEK_API_KEY
-  std::string openai_api_key;       ///< from OPENAI_API_KEY
+  std::string deepseek_api_key;     ///< DEEPSEEK_API_KEY, else config-file key deepseekApiKey
+  std::string openai_api_key;       ///< OPENAI_API_KEY, else config-file key openaiApiKey
 };
 
 /// A usage or configuration error: the process prints it on stderr and exits with code 2.

@@ -34,7 +34,8 @@ BOOST_AUTO_TEST_CASE(defaults_follow_the_xdg_directories) {
   BOOST_TEST(c.log_file == t.path + "/.local/state/dsh-acp/dsh-acp.log");
   BOOST_TEST(c.max_frame_bytes == 67108864);
   BOOST_TEST(c.max_references == 3);
-  BOOST_TEST(c.provider == "echo");
+  BOOST_TEST(c.provider == "deepseek");
+  BOOST_TEST(c.model == "deepseek-flash");
   c = load({}, {{"HOME", t.path}, {"XDG_DATA_HOME", "/data"}, {"XDG_STATE_HOME", "/state"}});
   BOOST_TEST(c.store == "/data/dsh-acp/sessions");
   BOOST_TEST(c.log_file == "/state/dsh-acp/dsh-acp.log");
@@ -98,6 +99,21 @@ BOOST_AUTO_TEST_CASE(provider_defaults) {
   c = load({"--provider", "deepseek"}, {{"HOME", "/tmp"}, {"DSH_ACP_MODEL", "deepseek-v4-pro"}});
   BOOST_TEST(c.model == "deepseek-v4-pro");
   BOOST_CHECK_THROW(load({"--provider", "openai"}, {{"HOME", "/tmp"}}), ConfigError);
+}
+
+BOOST_AUTO_TEST_CASE(api_keys_from_environment_or_config_file) {
+  TempDir t;
+  t.write("config.json", R"({"deepseekApiKey": "file-ds", "openaiApiKey": "file-oa"})");
+  Config c = load({"--config", t.path + "/config.json"}, {{"HOME", t.path}});
+  BOOST_TEST(c.deepseek_api_key == "file-ds");
+  BOOST_TEST(c.openai_api_key == "file-oa");
+  c = load({"--config", t.path + "/config.json"}, {{"HOME", t.path}, {"DEEPSEEK_API_KEY", "env-ds"}});
+  BOOST_TEST(c.deepseek_api_key == "env-ds");  // environment over file
+  BOOST_TEST(c.openai_api_key == "file-oa");
+  t.write("config.json", R"({"deepseekApiKey": 5})");
+  BOOST_CHECK_THROW(load({"--config", t.path + "/config.json"}, {{"HOME", t.path}}), ConfigError);
+  // No flag for keys: they would be visible to every user in `ps`.
+  BOOST_CHECK_THROW(load({"--deepseek-api-key", "k"}, {{"HOME", t.path}}), ConfigError);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -47,7 +47,7 @@ BOOST_AUTO_TEST_CASE(blocks_render_into_the_user_text) {
   std::vector<ContentBlock> prompt{TextContent{"see", {}, {}},
                                    ResourceLink{"file:///a \"b\"", "a\"b", {}, {}, {}, {}, {}, {}},
                                    EmbeddedResource{ResourceContents{"file:///c", std::string("body"), {}, {}, {}}, {}, {}}};
-  BOOST_TEST(handlers::render_prompt_text(prompt) ==
+  BOOST_TEST(handlers::render_prompt(prompt).text ==
              "see\n[resource_link name=\"a\\\"b\" uri=\"file:///a \\\"b\\\"\"]\n\n[resource uri=\"file:///c\"]\nbody\n");
 }
 
@@ -55,7 +55,7 @@ BOOST_AUTO_TEST_CASE(unsupported_and_blank_prompts_are_invalid_params) {
   using namespace protocol;
   auto code_path = [](std::vector<ContentBlock> prompt) -> std::string {
     try {
-      handlers::render_prompt_text(prompt);
+      handlers::render_prompt(prompt);
     } catch (const jsonrpc::RpcError& e) {
       return std::to_string(e.code()) + " " + std::string(e.data()->at("path").as_string());
     }

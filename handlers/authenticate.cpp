@@ -1,0 +1,20 @@
+#include "handlers/blocking.hpp"
+#include "handlers/handlers.hpp"
+#include "handlers/provider_auth.hpp"
+#include "protocol/jsonrpc.hpp"
+
+namespace acp::handlers {
+
+// The editor calls this after the user followed the method's description (set the key in the
+// agent's environment or the config file). Succeeds only if a key is now available.
+boost::asio::awaitable<protocol::EmptyResponse> authenticate(HandlerContext& ctx, protocol::AuthenticateRequest req) {
+  if (req.methodId != ProviderAuth::kMethodId || !ctx.auth || !ctx.auth->key_required())
+    throw jsonrpc::invalid_params("/methodId", "unknown authentication method '" + req.methodId + "'");
+  // Reads the config file: off the connection thread.
+  auto refresh = [&ctx] { return ctx.auth->refresh(); };
+  bool ready = *co_await run_blocking(ctx, refresh);
+  if (!ready) throw jsonrpc::auth_required(ctx.auth->provider());
+  co_return protocol::EmptyResponse{};
+}
+
+} // namespace acp::handlers

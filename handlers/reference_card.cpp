@@ -1,0 +1,89 @@
+#include "handlers/reference_card.hpp"
+
+#include "refs/uri.hpp"
+
+#include <boost/json.hpp>
+
+namespace acp::handlers {
+
+namespace json = boost::json;
+
+namespace {
+
+std::int64_t int_at(const json::object& o, std::string_view key) {
+  const auto* v = o.if_contains(key);
+  return v && v->is_int64() ? v->get_int64() : 0;
+}
+
+std::string string_at(const json::object& o, std::string_view key) {
+  const auto* v = o.if_contains(key);
+  return v && v->is_string() ? std::string(v->get_string()) : std::string();
+}
+
+// Control characters would break the one-line title and content lines.
+std::string one_line(std::string_view label) {
+  std::string out;
+  for (char c : label) out.push_back(static_cast<unsigned char>(c) < 0x20 || c == 0x7F ? ' ' : c);
+  return out;
+}
+
+// CodeCompanion cuts a tool title at its first colon.
+std::string title_label(std::string_view label) {
+  std::string out;
+  for (char c : one_line(label)) {
+    if (c == ':') out += " -";
+    else out.push_back(c);
+  }
+  return out;
+}
+
+std::string summary_line(const json::object& ref) {
+  std::string line = one_line(string_at(ref, "label")) + " (" + string_at(ref, "sessionId") + "): retained " +
+                     std::to_string(int_at(ref, "retainedMessages")) + " of " +
+                     std::to_string(int_at(ref, "originalMessages")) + " messages";
+  std::int64_t omitted = int_at(ref, "omittedMessages"), bytes = int_at(ref, "omittedBytes");
+  if (omitted || bytes) {
+    line += "; omitted ";
+    if (omitted) line += std::to_string(omitted) + " messages";
+    if (omitted && bytes) line += ", ";
+    if (bytes) line += std::to_string(bytes) + " bytes";
+  }
+  if (const auto* c = ref.if_contains("compacted"); c && c->is_bool() && c->get_bool()) line += "; compacted";
+  if (const auto* s = ref.if_contains("capturedThroughSeq"); s && s->is_int64())
+    line += "; captured through seq " + std::to_string(s->get_int64());
+  return line;
+}
+
+} // namespace
+
+bool is_reference_source(const json::object& source) {
+  const auto* kind = source.if_contains("kind");
+  return kind && kind->is_string() && kind->get_string() == "session-reference";
+}
+
+protocol::ToolCall reference_card(std::int64_t snapshot_seq, const json::object& source) {
+  protocol::ToolCall card;
+  card.toolCallId = "dsh-ref-" + std::to_string(snapshot_seq);
+  card.kind = protocol::ToolKind::read;
+  card.status = protocol::ToolCallStatus::completed;
+  std::string labels, lines;
+  json::array raw_refs;
+  if (const auto* refs = source.if_contains("references"); refs && refs->is_array()) {
+    for (const auto& r : refs->get_array()) {
+      const auto* ref = r.if_object();
+      if (!ref) continue;
+      std::string id = string_at(*ref, "sessionId"), label = string_at(*ref, "label");
+      labels += (labels.empty() ? "" : ", ") + title_label(label);
+      lines += (lines.empty() ? "" : "\n") + summary_line(*ref);
+      raw_refs.push_back(json::object{{"sessionId", id}, {"label", label}, {"uri", refs::encode_uri(id)}});
+    }
+  }
+  card.title = "Referenced sessions \u00B7 " + labels;
+  card.content = std::vector<protocol::ToolCallContent>{
+      protocol::ToolCallContent{protocol::TextContent{lines, std::nullopt, std::nullopt}}};
+  card.rawInput = json::object{{"references", std::move(raw_refs)}};
+  card._meta = json::object{{"dsh-acp/sessionReference", source}};
+  return card;
+}
+
+} // namespace acp::handlers

@@ -1,0 +1,72 @@
+#include "handlers/slash_commands.hpp"
+
+#include "handlers/blocking.hpp"
+#include "handlers/session_lookup.hpp"
+#include "protocol/jsonrpc.hpp"
+#include "refs/mentions.hpp"
+#include "refs/service.hpp"
+
+#include <boost/asio/post.hpp>
+
+namespace acp::handlers {
+
+namespace {
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\n' || s.front() == '\r')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n' || s.back() == '\r')) s.remove_suffix(1);
+  return s;
+}
+
+} // namespace
+
+std::optional<SlashCommand> parse_slash_command(std::string_view text) {
+  std::string_view t = trim(text);
+  constexpr std::string_view kRef = "/ref";
+  if (t.substr(0, kRef.size()) != kRef) return std::nullopt;
+  std::string_view rest = t.substr(kRef.size());
+  if (!rest.empty() && rest.front() != ' ' && rest.front() != '\t' && rest.front() != '\n') return std::nullopt;
+  return SlashCommand{"ref", std::string(trim(rest))};
+}
+
+std::string describe_candidates(const std::vector<refs::Candidate>& candidates, std::string_view query) {
+  if (candidates.empty())
+    return query.empty() ? "No other sessions to reference yet."
+                         : "No other session's id or working directory matches \"" + std::string(query) + "\".";
+  std::string out = "Sessions you can reference \u2014 paste a mention into your message:\n";
+  for (const auto& c : candidates) {
+    std::string label = c.label.empty() ? c.session_id : c.label;
+    out += "\n- " + label + " (" + (c.cwd ? *c.cwd : std::string("no working directory")) + ", created " +
+           iso_time(c.created_at) + ")\n  " + refs::format_mention({c.session_id, c.label}) + "\n";
+  }
+  return out;
+}
+
+boost::asio::awaitable<protocol::PromptResponse> run_slash_command(HandlerContext& ctx, const std::string& session_id,
+                                                                   const SlashCommand& command) {
+  SessionState* session = ctx.sessions.find(session_id);
+  if (!session) throw jsonrpc::resource_not_found(session_id);
+  refs::Target target{session_id, session->header.cwd};
+  auto list = [&ctx, target, query = command.argument] { return ctx.references.list_candidates(target, query); };
+  std::vector<refs::Candidate> candidates = std::move(*co_await run_blocking(ctx, list));
+  protocol::SessionNotification note;
+  note.sessionId = session_id;
+  note.update = protocol::AgentMessageChunk{
+      protocol::TextContent{describe_candidates(candidates, command.argument), std::nullopt, std::nullopt}, std::nullopt,
+      std::nullopt};
+  ctx.notify(note);
+  co_return protocol::PromptResponse{protocol::StopReason::end_turn, std::nullopt};
+}
+
+void advertise_commands(HandlerContext& ctx, const std::string& session_id) {
+  protocol::AvailableCommandsUpdate update;
+  update.availableCommands.push_back(protocol::AvailableCommand{
+      "ref", "List other sessions you can reference, with ready-to-paste @mentions",
+      protocol::AvailableCommandInput{"optional filter: part of a session id or working directory"}});
+  // Posted, so the client has the session/new (or load) answer before the update that names it.
+  boost::asio::post(ctx.executor, [&ctx, note = protocol::SessionNotification{session_id, update, std::nullopt}] {
+    ctx.notify(note);
+  });
+}
+
+} // namespace acp::handlers

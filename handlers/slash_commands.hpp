@@ -1,0 +1,36 @@
+// Slash commands (ACP's only agent-fed picker, acp-protocol.md §5 available_commands_update).
+//
+// `/ref [query]` answers with the sessions the user may reference and ready-to-paste mentions,
+// without a model request and without writing to the session log. Commands are advertised after
+// session/new, load and resume.
+#pragma once
+
+#include "handlers/handler_context.hpp"
+#include "protocol/types/session.hpp"
+#include "refs/types.hpp"
+
+#include <boost/asio/awaitable.hpp>
+
+#include <optional>
+#include <string>
+
+namespace acp::handlers {
+
+struct SlashCommand {
+  std::string name;      ///< without the slash
+  std::string argument;  ///< the rest of the text, trimmed
+};
+
+/// The command a prompt text invokes, if it starts with one we implement.
+std::optional<SlashCommand> parse_slash_command(std::string_view text);
+
+boost::asio::awaitable<protocol::PromptResponse> run_slash_command(HandlerContext& ctx, const std::string& session_id,
+                                                                   const SlashCommand& command);
+
+/// Queues available_commands_update for the session, after the current response.
+void advertise_commands(HandlerContext& ctx, const std::string& session_id);
+
+/// The candidates answer as text (exposed for tests).
+std::string describe_candidates(const std::vector<refs::Candidate>& candidates, std::string_view query);
+
+} // namespace acp::handlers
