@@ -1,0 +1,136 @@
+// The main job of `./dev demo`: a scripted ACP client session, through the official ACP SDK,
+// against the real binary on the offline echo model, printed as a readable transcript.
+//
+// It shows the distinguishing feature end to end: two sessions, a prompt in the second that
+// mentions the first, the live reference card, the two user messages the model received (the
+// untrusted snapshot, then the user's readable @label text), and a fresh process replaying the
+// second session from its log with the card in place. Usage: node demo/demo.mjs path/to/dsh-acp
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, readFileSync, existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Readable, Writable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
+
+// The SDK is installed (from the lockfile) with the end-to-end tests.
+const here = path.dirname(fileURLToPath(import.meta.url));
+const require = createRequire(path.join(here, '..', 'tests', 'e2e', 'package.json'));
+const acp = await import(require.resolve('@agentclientprotocol/sdk'));
+const M = acp.methods.agent;
+
+const BIN = path.resolve(process.argv[2] || path.join(here, '..', 'build', 'dsh-acp'));
+const home = mkdtempSync(path.join(tmpdir(), 'dsh-acp-demo-'));
+const tty = process.stdout.isTTY;
+const style = (code, s) => (tty ? `\x1b[${code}m${s}\x1b[0m` : s);
+const bold = (s) => style('1', s);
+const dim = (s) => style('2', s);
+const cyan = (s) => style('36', s);
+const green = (s) => style('32', s);
+const yellow = (s) => style('33', s);
+
+function indent(text, prefix) {
+  return text.split('\n').map((l) => prefix + l).join('\n');
+}
+
+/** Starts the agent and connects the SDK client; prints every update as it arrives. */
+function startAgent(label) {
+  const child = spawn(BIN, ['--provider', 'echo'], { env: { ...process.env, DSH_ACP_HOME: home }, stdio: ['pipe', 'pipe', 'pipe'] });
+  child.stderr.on('data', (d) => process.stderr.write(d));
+  let pending = '';
+  let pendingKind = null;
+  const flush = () => {
+    if (!pending) return;
+    const who = pendingKind === 'user_message_chunk' ? cyan('  user (replayed) ') : pendingKind === 'agent_thought_chunk' ? dim('  agent thinking  ') : green('  agent           ');
+    console.log(who + indent(pending, '                  ').trimStart());
+    pending = '';
+    pendingKind = null;
+  };
+  const app = acp.client({ name: 'dsh-acp-demo' })
+    .onNotification(acp.methods.client.session.update, ({ params }) => {
+      const u = params.update;
+      if (['agent_message_chunk', 'user_message_chunk', 'agent_thought_chunk'].includes(u.sessionUpdate)) {
+        if (pendingKind && pendingKind !== u.sessionUpdate) flush();
+        pendingKind = u.sessionUpdate;
+        pending += u.content?.text ?? '';
+        return;
+      }
+      flush();
+      if (u.sessionUpdate === 'tool_call') {
+        console.log(yellow(`  [card] ${u.title}`) + dim(`  (${u.toolCallId}, ${u.kind}, ${u.status})`));
+        for (const c of u.content ?? []) console.log(indent(c.content?.text ?? '', '         '));
+      } else if (u.sessionUpdate === 'session_info_update') {
+        console.log(dim(`  [title] ${u.title}`));
+      } else if (u.sessionUpdate === 'available_commands_update') {
+        console.log(dim(`  [commands] ${u.availableCommands.map((c) => '/' + c.name).join(' ')}`));
+      } else {
+        console.log(dim(`  [${u.sessionUpdate}]`));
+      }
+    })
+    .onRequest(acp.methods.client.session.requestPermission, () => ({ outcome: { outcome: 'cancelled' } }));
+  const conn = app.connect(acp.ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout)));
+  const exited = new Promise((resolve) => child.on('exit', (code) => resolve(code)));
+  console.log(bold(`\n=== ${label}: started ${path.relative(process.cwd(), BIN) || BIN} --provider echo (store ${home}/sessions)`));
+  return {
+    async call(method, params, what) {
+      console.log(cyan(`client → ${what}`));
+      const result = await conn.agent.request(method, params);
+      flush();
+      return result;
+    },
+    async stop() {
+      flush();
+      child.stdin.end();
+      const code = await exited;
+      console.log(dim(`  (stdin closed; agent exited with code ${code})`));
+    },
+  };
+}
+
+function userSays(text) {
+  console.log(cyan('  user            ') + indent(text, '                  ').trimStart());
+}
+
+try {
+  // ---- First process: two sessions, a reference from the second to the first ----
+  const a = startAgent('Editor window 1');
+  const init = await a.call(M.initialize, { protocolVersion: 1, clientCapabilities: {} }, 'initialize');
+  console.log(dim(`  agent ${init.agentInfo.name} ${init.agentInfo.version}, loadSession=${init.agentCapabilities.loadSession}, references=${JSON.stringify(init.agentCapabilities._meta?.['dsh-acp/sessionReferences'])}`));
+
+  const alphaCwd = '/projects/billing';
+  const { sessionId: alpha } = await a.call(M.session.new, { cwd: alphaCwd, mcpServers: [] }, `session/new (cwd ${alphaCwd})`);
+  console.log(dim(`  session Alpha = ${alpha}`));
+  const alphaText = 'Billing decision: we use PostgreSQL with logical replication, not MySQL.';
+  userSays(alphaText);
+  let r = await a.call(M.session.prompt, { sessionId: alpha, prompt: [{ type: 'text', text: alphaText }] }, 'session/prompt (Alpha)');
+  console.log(dim(`  stopReason ${r.stopReason}`));
+
+  const betaCwd = '/projects/reports';
+  const { sessionId: beta } = await a.call(M.session.new, { cwd: betaCwd, mcpServers: [] }, `session/new (cwd ${betaCwd})`);
+  console.log(dim(`  session Beta = ${beta}`));
+  userSays('/ref');
+  await a.call(M.session.prompt, { sessionId: beta, prompt: [{ type: 'text', text: '/ref' }] }, 'session/prompt (Beta: discover sessions to reference)');
+
+  const { candidates } = await a.call('_dsh/sessionReference/candidates', { sessionId: beta }, '_dsh/sessionReference/candidates');
+  const alphaMention = `@[Alpha](${candidates.find((c) => c.sessionId === alpha).uri})`;
+  const betaText = `Which database did we choose in ${alphaMention}? Use it for the reports too.`;
+  userSays(betaText);
+  r = await a.call(M.session.prompt, { sessionId: beta, prompt: [{ type: 'text', text: betaText }] }, 'session/prompt (Beta mentions Alpha)');
+  console.log(dim(`  stopReason ${r.stopReason}  — the echo model lists what it received: the snapshot, then the readable @Alpha text`));
+  await a.stop();
+
+  // ---- Second process: list, then replay Beta from its log ----
+  const b = startAgent('Editor window 2 (a fresh process)');
+  await b.call(M.initialize, { protocolVersion: 1, clientCapabilities: {} }, 'initialize');
+  const list = await b.call(M.session.list, {}, 'session/list');
+  for (const s of list.sessions) console.log(dim(`  ${s.sessionId}  ${s.cwd}  “${s.title}”  updated ${s.updatedAt}`));
+  await b.call(M.session.load, { sessionId: beta, cwd: betaCwd, mcpServers: [] }, 'session/load (Beta: the history replays before the answer)');
+  console.log(dim('  load answered: the user text shows @Alpha and the card; the snapshot itself is never shown as user text'));
+  await b.stop();
+
+  const log = path.join(home, 'dsh-acp.log');
+  if (existsSync(log)) console.log(dim(`\nServer log (${readFileSync(log, 'utf8').split('\n').length - 1} lines) stayed out of the protocol stream.`));
+  console.log(bold('\nDemo complete.'));
+} finally {
+  rmSync(home, { recursive: true, force: true });
+}
