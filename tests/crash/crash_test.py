@@ -1,0 +1,432 @@
+#!/usr/bin/env python3
+"""Crash safety of the session store with real processes (issue 3, contracts §4).
+
+1. kill -9: RUNS real `dsh-acp --provider echo` processes are killed at a random moment while they
+   answer prompts (echo delays and [[echo:sleep=MS]] land the kill mid-turn). Half the runs use a
+   zstd store, half `--store-compression none`. Later runs load sessions written by killed ones.
+2. Afterwards, through fresh binaries: every log loads (session/load answers, with replay); every
+   prompt answered before a kill has its user text in the replay; the committed prefix has no
+   duplicated or missing seq. Then one more prompt per session (repair happens under the lock)
+   and the whole file must be strictly valid: every zstd frame decompresses (`zstd` CLI), every
+   line parses, seqs 0..n-1, turns numbered 1, 2, 3 … each closed by its turn/end.
+3. Cut logs: copies of real logs written by the binary (raw and zstd) are cut at random byte
+   offsets, placed in fresh stores and checked the same way (prompts whose turn/end lies in the
+   committed prefix must be replayed).
+
+Usage: crash_test.py DSH_ACP_BIN [--runs N] [--cuts N] [--seed S]. The seed is printed.
+"""
+import argparse
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from acp_client import Client  # noqa: E402
+
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+
+
+# ---- reading logs the way a checker would (independent of the server's code) ---------------------
+
+def zstd_frames(data):
+    """Walks zstd frames (harness-compat §1.7): list of (start, end) of complete frames, and the
+    start of a torn final frame (or None)."""
+    frames, pos = [], 0
+    while pos < len(data):
+        start = pos
+        try:
+            if data[pos:pos + 4] != ZSTD_MAGIC:
+                raise ValueError(f"bad magic at {pos}")
+            fhd = data[pos + 4]
+            pos += 5
+            single = (fhd >> 5) & 1
+            if not single:
+                pos += 1
+            pos += [0, 1, 2, 4][fhd & 3]
+            fcs_flag = fhd >> 6
+            pos += [1 if single else 0, 2, 4, 8][fcs_flag]
+            while True:
+                if pos + 3 > len(data):
+                    raise IndexError
+                bh = int.from_bytes(data[pos:pos + 3], "little")
+                pos += 3
+                last, btype, size = bh & 1, (bh >> 1) & 3, bh >> 3
+                pos += 1 if btype == 1 else size
+                if pos > len(data):
+                    raise IndexError
+                if last:
+                    break
+            if (fhd >> 2) & 1:
+                pos += 4
+            if pos > len(data):
+                raise IndexError
+        except IndexError:
+            return frames, start
+        frames.append((start, pos))
+    return frames, None
+
+
+def zstd_decompress(data):
+    """(plaintext, ok) through the zstd CLI; a torn input gives what zstd could decode and ok=False."""
+    p = subprocess.run(["zstd", "-dcq"], input=data, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return p.stdout, p.returncode == 0
+
+
+def plaintext(path):
+    """(plaintext, strict_ok) of a log of either encoding."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if path.endswith(".zstd"):
+        return zstd_decompress(data)
+    return data, True
+
+
+def scan(text):
+    """Splits a plaintext log: (header, events, fragment). Raises on an unparsable complete line."""
+    parts = text.split(b"\n")
+    fragment = parts.pop()
+    if not parts:
+        raise AssertionError("no complete header line")
+    header = json.loads(parts[0])
+    events = []
+    for i, line in enumerate(parts[1:], start=1):
+        try:
+            events.append(json.loads(line))
+        except ValueError:
+            raise AssertionError(f"line {i + 1} does not parse: {line[:200]!r}")
+    return header, events, fragment
+
+
+def check_seqs(events, where):
+    for i, e in enumerate(events):
+        if e.get("seq") != i:
+            seqs = [x.get("seq") for x in events]
+            raise AssertionError(f"{where}: seq {e.get('seq')} at event {i} (duplicated or missing seq): {seqs[max(0, i - 5):i + 5]}")
+
+
+def check_turns(events, where):
+    open_turn, last_turn = None, 0
+    for e in events:
+        t = e["type"]
+        if t == "turn/start":
+            if open_turn is not None:
+                raise AssertionError(f"{where}: turn {e['data']['turn']} starts while turn {open_turn} is open")
+            if e["data"]["turn"] != last_turn + 1:
+                raise AssertionError(f"{where}: turn {e['data']['turn']} follows turn {last_turn}")
+            open_turn = last_turn = e["data"]["turn"]
+        elif t == "turn/end":
+            if e["data"]["turn"] != open_turn:
+                raise AssertionError(f"{where}: turn/end {e['data']['turn']} while turn {open_turn} is open")
+            open_turn = None
+    if open_turn is not None:
+        raise AssertionError(f"{where}: turn {open_turn} left open after a write under the lock")
+    return last_turn
+
+
+def user_texts(events):
+    out = []
+    for e in events:
+        if e["type"] == "user/message" and e["data"].get("source", {}).get("kind") == "user":
+            out.append("".join(b.get("text", "") for b in e["data"]["content"]))
+    return out
+
+
+def completed_user_texts(events):
+    """User texts of turns whose turn/end is among `events`."""
+    done, current = [], []
+    for e in events:
+        if e["type"] == "turn/start":
+            current = []
+        elif e["type"] == "user/message" and e["data"].get("source", {}).get("kind") == "user":
+            current.append("".join(b.get("text", "") for b in e["data"]["content"]))
+        elif e["type"] == "turn/end":
+            done += current
+            current = []
+    return done
+
+
+def strict_check(path):
+    text, ok = plaintext(path)
+    if not ok:
+        raise AssertionError(f"{path}: zstd -d fails after repair")
+    header, events, fragment = scan(text)
+    if fragment:
+        raise AssertionError(f"{path}: torn tail left after a write under the lock: {fragment[:100]!r}")
+    check_seqs(events, path)
+    turns = check_turns(events, path)
+    return header, events, turns
+
+
+def lenient_check(path):
+    """Committed prefix as a reader sees it (no repair yet): complete lines parse, seqs contiguous."""
+    text, _ok = plaintext(path)
+    header, events, _fragment = scan_prefix(text)
+    check_seqs(events, path)
+    return header, events
+
+
+def scan_prefix(text):
+    # A torn zstd frame may decode into a partial line; only \n-terminated lines count, and a
+    # partially decoded line that happens to end in \n cannot (zstd stops at a block boundary).
+    return scan(text)
+
+
+def log_files(store):
+    out = []
+    for root, _dirs, files in os.walk(store):
+        for n in files:
+            if n.endswith(".jsonl") or n.endswith(".jsonl.zstd"):
+                out.append(os.path.join(root, n))
+    return sorted(out)
+
+
+def check_modes(store):
+    for root, dirs, files in os.walk(store):
+        for d in dirs:
+            m = os.stat(os.path.join(root, d)).st_mode & 0o777
+            assert m == 0o700, f"directory {os.path.join(root, d)} has mode {m:o}"
+        for n in files:
+            if n.endswith(".jsonl") or n.endswith(".jsonl.zstd"):
+                m = os.stat(os.path.join(root, n)).st_mode & 0o777
+                assert m == 0o600, f"log {os.path.join(root, n)} has mode {m:o}"
+
+
+def replayed_user_text(client, sid):
+    return "\n".join(u["content"].get("text", "") for u in client.updates(sid, "user_message_chunk"))
+
+
+# ---- phase 1: kill -9 during prompts -----------------------------------------------------------
+
+class Home:
+    def __init__(self, base, name, compression):
+        self.home = os.path.join(base, name)
+        os.makedirs(self.home)
+        self.store = os.path.join(self.home, "sessions")
+        self.args = ["--store-compression", compression]
+        self.compression = compression
+        self.sessions = {}  # id -> {"cwd": ..., "answered": [tokens]}
+
+
+def kill_run(binary, rng, home, cwds, run, stats):
+    delay = rng.choice([0, 0, 1, 2])
+    c = Client(binary, home.home, home.args + ["--echo-delay-ms", str(delay)], store=home.store)
+    try:
+        c.initialize()
+        active = []
+        for _ in range(rng.choice([1, 1, 2])):
+            known = [s for s in home.sessions if s not in active]
+            if known and (rng.random() < 0.5 or len(home.sessions) >= 6):
+                sid = rng.choice(known)
+                r = c.call("session/load", {"sessionId": sid, "cwd": home.sessions[sid]["cwd"], "mcpServers": []})
+                if "error" in r and r["error"]["code"] == -32002 and not home.sessions[sid]["answered"]:
+                    # Killed before its first write: logs are created lazily, so there is nothing to load.
+                    del home.sessions[sid]
+                    continue
+                if "error" in r:
+                    raise AssertionError(f"run {run}: session/load of {sid} after a kill failed: {r['error']}")
+                replay = replayed_user_text(c, sid)
+                for tok in home.sessions[sid]["answered"]:
+                    if tok not in replay:
+                        raise AssertionError(f"run {run}: answered prompt {tok!r} missing from the replay of {sid}")
+                stats["loads"] += 1
+            else:
+                cwd = rng.choice(cwds)
+                sid = c.ok("session/new", {"cwd": cwd, "mcpServers": []})["sessionId"]
+                home.sessions[sid] = {"cwd": cwd, "answered": []}
+            active.append(sid)
+
+        def prompt(sid, i):
+            tok = f"crash-r{run}-{i}-{sid[:8]}"
+            text = tok
+            if rng.random() < 0.3:
+                text += f" [[echo:sleep={rng.randint(5, 120)}]]"
+            rid = c.send("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": text}]})
+            return rid, tok
+
+        pending, counter = {}, 0
+        for sid in active:
+            rid, tok = prompt(sid, counter)
+            counter += 1
+            pending[rid] = (sid, tok)
+        deadline = time.monotonic() + rng.uniform(0.005, 0.5)
+        while time.monotonic() < deadline:
+            c.pump(deadline - time.monotonic())
+            for rid in [r for r in pending if r in c.responses]:
+                sid, tok = pending.pop(rid)
+                resp = c.responses[rid]
+                if "error" in resp:
+                    raise AssertionError(f"run {run}: prompt {tok} failed: {resp['error']}")
+                home.sessions[sid]["answered"].append(tok)
+                stats["answered"] += 1
+                rid2, tok2 = prompt(sid, counter)
+                counter += 1
+                pending[rid2] = (sid, tok2)
+        stats["killed_mid_prompt"] += 1 if pending else 0
+    finally:
+        c.kill9()
+
+
+# ---- phase 2: every log loads, answered prompts present, seqs contiguous; repair; strict -------
+
+def verify_home(binary, home, label):
+    files = log_files(home.store)
+    assert len(files) >= len([s for s in home.sessions.values() if s["answered"]]), \
+        f"{label}: fewer logs than sessions with answered prompts"
+    # The committed prefix as readers see it, before any repair.
+    torn = open_turns = 0
+    for f in files:
+        text, ok = plaintext(f)
+        torn += 1 if (not ok or not text.endswith(b"\n")) else 0
+        _h, events = lenient_check(f)
+        starts = sum(1 for e in events if e["type"] == "turn/start")
+        ends = sum(1 for e in events if e["type"] == "turn/end")
+        open_turns += 1 if starts > ends else 0
+    home.before_repair = (len(files), torn, open_turns)
+    c = Client(binary, home.home, home.args, store=home.store)
+    try:
+        c.initialize()
+        for sid, s in home.sessions.items():
+            r = c.call("session/load", {"sessionId": sid, "cwd": s["cwd"], "mcpServers": []})
+            if "error" in r:
+                if not s["answered"] and r["error"]["code"] == -32002:
+                    continue  # created, killed before its first write: no log, nothing promised
+                raise AssertionError(f"{label}: session/load {sid} failed: {r['error']}")
+            replay = replayed_user_text(c, sid)
+            for tok in s["answered"]:
+                assert tok in replay, f"{label}: answered prompt {tok!r} not replayed for {sid}"
+            # One more prompt: the write takes the lock, repairs a torn tail / open turn first.
+            tok = f"final-{sid[:8]}"
+            r = c.ok("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": tok}]})
+            assert r["stopReason"] == "end_turn", r
+            s["answered"].append(tok)
+    finally:
+        assert c.close() == 0
+    checked = 0
+    for f in log_files(home.store):
+        header, events, turns = strict_check(f)
+        s = home.sessions.get(header["id"])
+        if s is None:
+            continue
+        texts = "\n".join(user_texts(events))
+        for tok in s["answered"]:
+            assert tok in texts, f"{label}: answered prompt {tok!r} not in {f}"
+        checked += 1
+    check_modes(home.store)
+    return checked
+
+
+# ---- phase 3: logs cut at random byte offsets ----------------------------------------------------
+
+def committed_text(data, cut, zstd):
+    """Plaintext of what a reader must keep of data[:cut] (complete frames / complete lines)."""
+    if zstd:
+        frames, _torn = zstd_frames(data[:cut])
+        end = frames[-1][1] if frames else 0
+        text, ok = zstd_decompress(data[:end])
+        assert ok, "complete frames of a valid log must decompress"
+        return text
+    return data[:data[:cut].rfind(b"\n") + 1]
+
+
+def cut_run(binary, rng, base, source, cwd_of, k):
+    zstd = source.endswith(".zstd")
+    with open(source, "rb") as f:
+        data = f.read()
+    if zstd:
+        frames, torn = zstd_frames(data)
+        assert torn is None and frames and frames[-1][1] == len(data), f"{source}: not a clean zstd frame sequence"
+        first = frames[0][1]
+    else:
+        first = data.index(b"\n") + 1
+    cut = rng.randint(first, len(data))
+    home = os.path.join(base, f"cut-{k}")
+    store = os.path.join(home, "sessions")
+    rel = os.path.relpath(source, start=os.path.dirname(os.path.dirname(source)))
+    target = os.path.join(store, rel)
+    os.makedirs(os.path.dirname(target), mode=0o700)
+    os.chmod(store, 0o700)
+    with open(target, "wb") as f:
+        f.write(data[:cut])
+    os.chmod(target, 0o600)
+
+    header, events, _ = scan(committed_text(data, cut, zstd))
+    expected = completed_user_texts(events)
+    sid = header["id"]
+    lenient_check(target)
+    args = ["--store-compression", "zstd" if zstd else "none"]
+    c = Client(binary, home, args, store=store)
+    try:
+        c.initialize()
+        r = c.call("session/load", {"sessionId": sid, "cwd": cwd_of(header), "mcpServers": []})
+        if "error" in r:
+            raise AssertionError(f"cut {k} ({'zstd' if zstd else 'raw'} at {cut}/{len(data)}): load failed: {r['error']}")
+        replay = replayed_user_text(c, sid)
+        for t in expected:
+            assert t in replay, f"cut {k}: completed prompt {t!r} not replayed"
+        r = c.ok("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": f"after-cut-{k}"}]})
+        assert r["stopReason"] == "end_turn"
+    finally:
+        assert c.close() == 0
+    _h, events, _turns = strict_check(target)
+    texts = user_texts(events)
+    for t in expected + [f"after-cut-{k}"]:
+        assert t in texts, f"cut {k}: {t!r} not in the repaired log"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("binary")
+    ap.add_argument("--runs", type=int, default=int(os.environ.get("CRASH_RUNS", "60")))
+    ap.add_argument("--cuts", type=int, default=int(os.environ.get("CRASH_CUTS", "40")))
+    ap.add_argument("--seed", type=int, default=int(os.environ.get("CRASH_SEED", random.randrange(1 << 32))))
+    a = ap.parse_args()
+    print(f"crash test: seed {a.seed} (rerun with --seed {a.seed}), {a.runs} kill runs, {a.cuts} cut logs", flush=True)
+    if not shutil.which("zstd"):
+        print("crash test: the zstd CLI is required", file=sys.stderr)
+        return 1
+    rng = random.Random(a.seed)
+    base = tempfile.mkdtemp(prefix="dsh-crash-")
+    t0 = time.monotonic()
+    passed = failed = 0
+    try:
+        cwds = [os.path.join(base, "work-a"), os.path.join(base, "work b/ü")]
+        for d in cwds:
+            os.makedirs(d)
+        homes = [Home(base, "zstd", "zstd"), Home(base, "raw", "none")]
+        stats = {"answered": 0, "loads": 0, "killed_mid_prompt": 0}
+        for run in range(a.runs):
+            kill_run(a.binary, rng, homes[run % 2], cwds, run, stats)
+        print(f"phase 1: {a.runs} processes killed ({stats['killed_mid_prompt']} with a prompt in flight), "
+              f"{stats['answered']} prompts answered before the kills, {stats['loads']} loads after a kill "
+              f"({time.monotonic() - t0:.1f} s)", flush=True)
+        for h in homes:
+            n = verify_home(a.binary, h, h.compression)
+            total, torn, open_turns = h.before_repair
+            print(f"phase 2 ({h.compression}): {n} logs load and replay every answered prompt ({torn} of {total} had a torn "
+                  f"tail, {open_turns} an open turn); one more prompt each leaves them strictly valid", flush=True)
+        passed += 1
+
+        sources = [f for h in homes for f in log_files(h.store)]
+        cwd_of = lambda header: header["cwd"]  # noqa: E731
+        by_kind = {True: [f for f in sources if f.endswith(".zstd")], False: [f for f in sources if not f.endswith(".zstd")]}
+        for k in range(a.cuts):
+            pool = by_kind[k % 2 == 0] or sources
+            cut_run(a.binary, rng, base, rng.choice(pool), cwd_of, k)
+        print(f"phase 3: {a.cuts} logs cut at random offsets (half zstd, half raw) load, replay, repair ({time.monotonic() - t0:.1f} s)")
+        passed += 1
+    except AssertionError as e:
+        failed += 1
+        print(f"FAIL (seed {a.seed}): {e}", file=sys.stderr)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""Two real dsh-acp processes on one store (same DSH_ACP_HOME), contracts §4 locking:
+
+1. concurrent prompts to different sessions: all succeed, both logs strictly valid;
+2. concurrent prompts to the same session (created and prompted by A, loaded by B; A's prompt
+   sleeps 3 s in the echo model while holding the session lock): B's prompt gets -32603 with
+   data.code SESSION_BUSY, or waits and succeeds; afterwards both processes prompt again and
+   each continues from what the other wrote. The file stays valid, seqs contiguous, turns
+   numbered 1, 2, 3 ….
+
+Usage: two_processes_test.py DSH_ACP_BIN
+"""
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from acp_client import Client  # noqa: E402
+from crash_test import log_files, strict_check, user_texts  # noqa: E402
+
+
+def text_of(client, sid, start):
+    return "".join(u["content"]["text"] for u in
+                   [f["params"]["update"] for f in client.frames[start:]
+                    if f.get("method") == "session/update" and f["params"]["sessionId"] == sid]
+                   if u["sessionUpdate"] == "agent_message_chunk")
+
+
+def prompt(client, sid, text):
+    return client.send("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": text}]})
+
+
+def different_sessions(binary, home, cwd):
+    a = Client(binary, home)
+    b = Client(binary, home)
+    try:
+        a.initialize()
+        b.initialize()
+        sa = a.ok("session/new", {"cwd": cwd, "mcpServers": []})["sessionId"]
+        sb = b.ok("session/new", {"cwd": cwd, "mcpServers": []})["sessionId"]
+        n = 25
+        sent = {a: [], b: []}
+        for i in range(n):
+            sent[a].append(prompt(a, sa, f"a-{i}"))
+            sent[b].append(prompt(b, sb, f"b-{i}"))
+            for c in (a, b):
+                r = c.wait(sent[c][-1])
+                assert "result" in r and r["result"]["stopReason"] == "end_turn", f"prompt failed: {r}"
+    finally:
+        assert a.close() == 0 and b.close() == 0
+    for sid, prefix in ((sa, "a"), (sb, "b")):
+        [path] = [f for f in log_files(os.path.join(home, "sessions")) if sid in f]
+        _h, events, turns = strict_check(path)
+        assert turns == n, f"{path}: {turns} turns, expected {n}"
+        assert user_texts(events) == [f"{prefix}-{i}" for i in range(n)], user_texts(events)
+    print(f"ok - different sessions: {n} prompts each from two processes, both logs valid")
+
+
+def same_session(binary, home, cwd):
+    a = Client(binary, home)
+    b = Client(binary, home)
+    try:
+        a.initialize()
+        b.initialize()
+        sid = a.ok("session/new", {"cwd": cwd, "mcpServers": []})["sessionId"]
+        assert a.ok("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "first"}]})["stopReason"] == "end_turn"
+        b.ok("session/load", {"sessionId": sid, "cwd": cwd, "mcpServers": []})
+        assert any("first" in u["content"]["text"] for u in b.updates(sid, "user_message_chunk")), "B's replay lacks A's prompt"
+
+        slow = prompt(a, sid, "a-slow [[echo:sleep=3000]]")
+        time.sleep(0.3)  # A now holds the lock (the echo model sleeps inside the turn)
+        t0 = time.monotonic()
+        rb = b.wait(prompt(b, sid, "b-concurrent"), timeout=30)
+        waited = time.monotonic() - t0
+        ra = a.wait(slow, timeout=30)
+        assert "result" in ra and ra["result"]["stopReason"] == "end_turn", f"A's prompt failed: {ra}"
+        if "error" in rb:
+            assert rb["error"]["code"] == -32603, rb
+            assert rb["error"].get("data", {}).get("code") == "SESSION_BUSY", rb
+            assert rb["error"]["message"].startswith("Session busy"), rb
+            outcome = f"B got SESSION_BUSY after {waited:.1f} s"
+            b_done = []
+        else:
+            assert rb["result"]["stopReason"] == "end_turn", rb
+            outcome = f"B waited {waited:.1f} s and succeeded"
+            b_done = ["b-concurrent"]
+
+        # Each process continues from what the other one wrote (refresh before writing).
+        start = len(b.frames)
+        assert b.ok("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "b-after"}]})["stopReason"] == "end_turn"
+        answer_b = text_of(b, sid, start)
+        assert "a-slow" in answer_b, f"B's request lacks A's turn (no refresh before writing): {answer_b!r}"
+        start = len(a.frames)
+        assert a.ok("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "a-after"}]})["stopReason"] == "end_turn"
+        answer_a = text_of(a, sid, start)
+        assert "b-after" in answer_a, f"A's request lacks B's turn: {answer_a!r}"
+    finally:
+        assert a.close() == 0 and b.close() == 0
+    [path] = [f for f in log_files(os.path.join(home, "sessions")) if sid in f]
+    _h, events, turns = strict_check(path)
+    expected = ["first", "a-slow [[echo:sleep=3000]]"] + b_done + ["b-after", "a-after"]
+    got = user_texts(events)
+    assert sorted(got) == sorted(expected), f"user messages {got}, expected {expected}"
+    assert turns == len(expected), f"{turns} turns for {len(expected)} prompts"
+    print(f"ok - same session: {outcome}; log valid, seqs contiguous, turns 1..{turns}")
+
+
+def main():
+    binary = sys.argv[1]
+    base = tempfile.mkdtemp(prefix="dsh-two-")
+    passed = failed = 0
+    try:
+        cwd = os.path.join(base, "work")
+        os.makedirs(cwd)
+        for name, fn in (("different", different_sessions), ("same", same_session)):
+            home = os.path.join(base, name)
+            os.makedirs(home)
+            try:
+                fn(binary, home, cwd)
+                passed += 1
+            except AssertionError as e:
+                failed += 1
+                print(f"not ok - {name}: {e}", file=sys.stderr)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
