@@ -1,0 +1,288 @@
+#!/usr/bin/env python3
+"""Session-store benchmarks of contracts §6 against the real binary (echo provider, temporary store).
+
+Prints, each with what it includes:
+  prompt round trips (fsync on)  request written -> response read, every session/update of the turn
+                                 read by this client, the turn's events appended and fsynced (at
+                                 step end and turn end) before the response. The echo answer lists
+                                 every message of the conversation, so it grows with the
+                                 conversation: figures are given for short conversations (fresh
+                                 session every 5 prompts) and for one long conversation.
+  replay                         session/load of a 100 MB raw log written by this script (header +
+                                 turns of user/message, assistant/chunk text deltas,
+                                 assistant/message), from request to response, the client reading
+                                 and splitting every frame (not JSON-parsing it); peak RSS (VmHWM)
+                                 of the server afterwards, next to the largest event and a 10 MB
+                                 log's figure to show memory does not grow with the log.
+Usage: store_bench.py DSH_ACP_BIN [replay MB]
+"""
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+SERVER = sys.argv[1] if len(sys.argv) > 1 else "build/dsh-acp"
+REPLAY_MB = int(sys.argv[2]) if len(sys.argv) > 2 else 100
+
+
+class Client:
+    def __init__(self, home, extra=()):
+        env = dict(os.environ, DSH_ACP_HOME=home)
+        self.proc = subprocess.Popen([SERVER, "--provider", "echo", *extra], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, env=env, bufsize=0)
+        self.buf = b""
+        self.next_id = 0
+        self.frames_read = 0
+        self.bytes_read = 0
+
+    def send(self, method, params):
+        self.next_id += 1
+        self.proc.stdin.write((json.dumps({"jsonrpc": "2.0", "id": self.next_id, "method": method,
+                                           "params": params}) + "\n").encode())
+        return self.next_id
+
+    def lines(self):
+        fd = self.proc.stdout.fileno()
+        while True:
+            start = 0
+            while True:
+                nl = self.buf.find(b"\n", start)
+                if nl < 0:
+                    break
+                line = self.buf[start:nl]
+                start = nl + 1
+                self.frames_read += 1
+                yield line
+            self.buf = self.buf[start:]
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                return
+            self.bytes_read += len(chunk)
+            self.buf += chunk
+
+    def wait(self, rid):
+        for line in self.lines():
+            if not line.startswith(b'{"jsonrpc":"2.0","method":'):
+                f = json.loads(line)
+                if f.get("id") == rid and "method" not in f:
+                    if "error" in f:
+                        raise SystemExit(f"bench: request failed: {f}")
+                    return f
+        raise SystemExit("bench: server closed stdout")
+
+    def call(self, method, params):
+        return self.wait(self.send(method, params))
+
+    def cpu_s(self):
+        with open(f"/proc/{self.proc.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def vmhwm_mb(self):
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            return next(int(l.split()[1]) for l in f if l.startswith("VmHWM")) / 1024
+
+    def close(self):
+        self.proc.stdin.close()
+        self.proc.wait(timeout=60)
+
+
+def round_trips(home, sessions, per_session, seconds=2.0, pool=3000):
+    """Keeps one prompt in flight per slot; a slot moves to a fresh session (created up front, no
+    log yet) every `per_session` prompts."""
+    c = Client(home)
+    c.call("initialize", {"protocolVersion": 1})
+    ids = [c.send("session/new", {"cwd": home, "mcpServers": []}) for _ in range(pool)]
+    fresh = [c.wait(i)["result"]["sessionId"] for i in ids]
+    slots = [{"sid": fresh.pop(), "n": 0} for _ in range(sessions)]
+    by_id = {}
+    done = 0
+    frames_at_start = c.frames_read
+    cpu0 = c.cpu_s()
+
+    def fire(slot):
+        by_id[c.send("session/prompt", {"sessionId": slot["sid"], "prompt": [{"type": "text", "text": "ping"}]})] = slot
+
+    t0 = time.perf_counter()
+    for s in slots:
+        fire(s)
+    for line in c.lines():
+        if b'"result"' not in line and b'"error"' not in line:
+            continue
+        f = json.loads(line)
+        slot = by_id.pop(f.get("id"), None)
+        if slot is None:
+            continue
+        if "error" in f:
+            raise SystemExit(f"bench: prompt failed: {f}")
+        done += 1
+        slot["n"] += 1
+        if time.perf_counter() - t0 < seconds and fresh:
+            if slot["n"] >= per_session:
+                slot["sid"], slot["n"] = fresh.pop(), 0
+            fire(slot)
+        elif not by_id:
+            break
+    elapsed = time.perf_counter() - t0
+    frames = c.frames_read - frames_at_start
+    cpu = c.cpu_s() - cpu0
+    c.close()
+    return done / elapsed, done, frames / max(done, 1), cpu / max(done, 1) * 1000
+
+
+def long_conversation(home, prompts=300):
+    c = Client(home)
+    c.call("initialize", {"protocolVersion": 1})
+    sid = c.call("session/new", {"cwd": home, "mcpServers": []})["result"]["sessionId"]
+    rates = []
+    for block in range(prompts // 100):
+        t0 = time.perf_counter()
+        for _ in range(100):
+            c.call("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "ping"}]})
+        rates.append(100 / (time.perf_counter() - t0))
+    c.close()
+    return rates
+
+
+# ---- replay ---------------------------------------------------------------------------------------
+
+def write_log(store, target_bytes, session_id, cwd):
+    bucket = "cwd-" + hashlib.sha256(cwd.encode()).hexdigest()[:12]
+    d = os.path.join(store, bucket)
+    os.makedirs(d, mode=0o700, exist_ok=True)
+    path = os.path.join(d, session_id + ".jsonl")
+    t = 1_700_000_000_000
+    largest = 0
+    with open(path, "w") as f:
+        f.write(json.dumps({"type": "session", "version": 0, "id": session_id, "createdAt": t, "cwd": cwd,
+                            "delegationDepth": 0}, separators=(",", ":")) + "\n")
+        seq, turn, size = 0, 0, 0
+        word = "lorem ipsum dolor sit amet, consectetur adipiscing elit; "
+        while size < target_bytes:
+            turn += 1
+            lines = []
+
+            def ev(typ, data, **extra):
+                nonlocal seq
+                e = {"type": typ, "seq": seq, "time": t + seq, "data": data, **extra}
+                seq += 1
+                lines.append(json.dumps(e, separators=(",", ":"), ensure_ascii=False))
+                return e["seq"]
+
+            ev("turn/start", {"turn": turn, "trigger": {"kind": "message", "source": {"kind": "user"}}})
+            ev("user/message", {"content": [{"type": "text", "text": f"question {turn}: " + word * 4}],
+                                "source": {"kind": "user"}}, surfaceOp="append")
+            ev("step/start", {"turn": turn, "step": 1})
+            first = seq
+            ev("assistant/chunk", {"turn": turn, "step": 1, "chunk": {"type": "block-start", "index": 0, "blockType": "text"}})
+            parts = []
+            for k in range(40):
+                piece = word[: 20 + (k % 30)]
+                parts.append(piece)
+                ev("assistant/chunk", {"turn": turn, "step": 1, "chunk": {"type": "text-delta", "index": 0, "text": piece}})
+            text = "".join(parts)
+            ev("assistant/chunk", {"turn": turn, "step": 1, "chunk": {"type": "block-end", "index": 0,
+                                                                      "block": {"type": "text", "text": text}}})
+            ev("assistant/message", {"turn": turn, "step": 1, "content": [{"type": "text", "text": text}],
+                                     "provenance": {"provider": "echo", "model": "echo"}},
+               sourceEventSeqs=list(range(first, seq)), surfaceOp="append")
+            ev("step/end", {"turn": turn, "step": 1})
+            ev("turn/end", {"turn": turn, "reason": {"kind": "completed"}})
+            chunk = "\n".join(lines) + "\n"
+            largest = max(largest, max(len(l) for l in lines) + 1)
+            f.write(chunk)
+            size += len(chunk)
+    return os.path.getsize(path), largest, turn
+
+
+def replay(base, mb):
+    home = os.path.join(base, f"replay-{mb}")
+    store = os.path.join(home, "sessions")
+    cwd = "/bench/replay"
+    size, largest, turns = write_log(store, mb * 1_000_000, "replay-bench", cwd)
+    c = Client(home, ["--store-compression", "none"])
+    c.call("initialize", {"protocolVersion": 1})
+    rss_before = c.vmhwm_mb()
+    frames0, bytes0 = c.frames_read, c.bytes_read
+    cpu0 = c.cpu_s()
+    t0 = time.perf_counter()
+    c.call("session/load", {"sessionId": "replay-bench", "cwd": cwd, "mcpServers": []})
+    elapsed = time.perf_counter() - t0
+    frames, wire = c.frames_read - frames0, c.bytes_read - bytes0
+    rss = c.vmhwm_mb()
+    cpu = c.cpu_s() - cpu0
+    c.close()
+    shutil.rmtree(home)
+    return size, largest, turns, elapsed, frames, wire, rss_before, rss, cpu
+
+
+def fsync_ms(where):
+    path = os.path.join(where, "fsync-probe")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    samples = []
+    for _ in range(100):
+        t0 = time.perf_counter()
+        os.write(fd, b"x" * 199 + b"\n")
+        os.fsync(fd)
+        samples.append((time.perf_counter() - t0) * 1000)
+    os.close(fd)
+    os.unlink(path)
+    samples.sort()
+    return samples[len(samples) // 2]
+
+
+def fs_type(path):
+    best, kind = "", "?"
+    with open("/proc/mounts") as f:
+        for line in f:
+            parts = line.split()
+            if path.startswith(parts[1]) and len(parts[1]) > len(best):
+                best, kind = parts[1], parts[2]
+    return kind
+
+
+def main():
+    base = tempfile.mkdtemp(prefix="dsh-bench-store-")
+    try:
+        print(f"store benchmarks ({SERVER}, echo provider at 0 ms delay, store under {base} on {fs_type(base)}, fsync on)")
+        print("prompt round trip = request written -> response read; includes every session/update of the turn read by "
+              "this client and the turn appended + fsynced (step end, turn end) before the response")
+        print(f"  fsync floor of this file system: {fsync_ms(base):.2f} ms per write+fsync of 200 bytes (median of 100); "
+              "a turn costs one fsync, a session's first turn three more (file creation)")
+        places = [(base, fs_type(base))]
+        if os.path.isdir("/dev/shm"):
+            places.append((tempfile.mkdtemp(prefix="dsh-bench-store-", dir="/dev/shm"), "tmpfs, where fsync costs nothing: the server's own cost"))
+        for where, kind in places:
+            for sessions in (1, 8):
+                home = os.path.join(where, f"rt-{sessions}")
+                os.makedirs(home)
+                rate, done, per, cpu_ms = round_trips(home, sessions, per_session=5)
+                what = "one session at a time, sequential" if sessions == 1 else "8 sessions in parallel on one connection"
+                print(f"  [{kind}] {what}, conversations of <= 5 prompts (answers of 3..11 lines, {per:.0f} frames per "
+                      f"round trip on average; sessions created up front): {rate:.0f}/s over {done} prompts, server CPU "
+                      f"{cpu_ms:.2f} ms per round trip (target >= 2000/s single session)")
+            if where != base:
+                shutil.rmtree(where, ignore_errors=True)
+        home = os.path.join(base, "rt-long")
+        os.makedirs(home)
+        rates = long_conversation(home)
+        print("  one long conversation, sequential (the echo answer lists every earlier message: prompt k streams "
+              "~4k+6 chunks): " + ", ".join(f"prompts {100 * i + 1}-{100 * i + 100}: {r:.0f}/s" for i, r in enumerate(rates)))
+        print("replay = session/load of a raw log to this client (request -> response, every frame read and split, not "
+              "parsed); server peak RSS = VmHWM after the load")
+        for mb in sorted({10, REPLAY_MB}):
+            size, largest, turns, elapsed, frames, wire, rss0, rss, cpu = replay(base, mb)
+            print(f"  {size / 1e6:.0f} MB log ({turns} turns, largest event {largest / 1024:.1f} KiB): {size / 1e6 / elapsed:.0f} MB/s "
+                  f"of log ({elapsed:.2f} s, {frames} frames, {wire / 1e6:.0f} MB on the wire; server CPU {cpu:.2f} s = "
+                  f"{size / 1e6 / max(cpu, 1e-3):.0f} MB per CPU second); server peak RSS "
+                  f"{rss:.1f} MB (after initialize {rss0:.1f} MB) (target >= 100 MB/s, memory bounded by the largest event)")
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
