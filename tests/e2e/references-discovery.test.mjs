@@ -1,0 +1,166 @@
+// Discovering sessions to reference (issue 4): the capability in initialize, `_meta` URIs in
+// session/list, `_dsh/sessionReference/candidates`, and the `/ref` slash command (advertised after
+// new, load and resume; answers without a model request and without writing).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync, existsSync } from 'node:fs';
+import path from 'node:path';
+import {
+  M, text, uriOf, makeHome, startIn, RAW, logBytes, logPath, writeRawLog, rejectsWith, prompt, encodeSegment, bucketOf,
+} from './lib/refs.mjs';
+
+const CANDIDATES = '_dsh/sessionReference/candidates';
+
+/** A store with a target (on disk, cwd A) and four hand-written sessions of known createdAt. */
+async function setup(t, args = []) {
+  const home = makeHome(t);
+  const store = path.join(home, 'sessions');
+  const cwdA = path.join(home, 'proj-a');
+  const cwdB = path.join(home, 'other-proj-dir');
+  mkdirSync(cwdA);
+  mkdirSync(cwdB);
+  writeRawLog(store, { id: 'cand-a1', cwd: cwdA, createdAt: 1000, title: 'Alpha one' });
+  writeRawLog(store, { id: 'cand-a2', cwd: cwdA, createdAt: 2000, title: 'Alpha: two' });
+  writeRawLog(store, { id: 'cand-none', cwd: undefined, createdAt: 3000, title: null });
+  writeRawLog(store, { id: 'cand-other', cwd: cwdB, createdAt: 4000, title: 'Other work' });
+  const a = await startIn(t, home, [...RAW, ...args]);
+  const target = (await a.ctx.request(M.session.new, { cwd: cwdA, mcpServers: [] })).sessionId;
+  await prompt(a, target, 'the target turn');
+  return { home, store, cwdA, cwdB, a, target };
+}
+
+const expected = (id, label, cwd, createdAt) => ({
+  sessionId: id, label, ...(cwd === undefined ? {} : { cwd }), createdAt, uri: uriOf(id),
+  mention: `@[${label.replaceAll('\\', '\\\\').replaceAll(']', '\\]')}](${uriOf(id)})`,
+});
+
+test('initialize advertises session references; ref is advertised after new, load and resume', async (t) => {
+  const home = makeHome(t);
+  const a = await startIn(t, home, RAW);
+  assert.deepEqual(a.init.agentCapabilities._meta?.['dsh-acp/sessionReferences'], { version: 1 });
+
+  const isCommands = (sid) => (f) => f.method === 'session/update' && f.params.sessionId === sid &&
+    f.params.update.sessionUpdate === 'available_commands_update';
+  const checkRef = (entry) => {
+    const ref = entry.frame.params.update.availableCommands.find((c) => c.name === 'ref');
+    assert.ok(ref, 'ref is advertised');
+    assert.equal(typeof ref.description, 'string');
+    assert.equal(typeof ref.input?.hint, 'string', 'ref takes an optional argument');
+  };
+  const sid = (await a.ctx.request(M.session.new, { cwd: home, mcpServers: [] })).sessionId;
+  checkRef(await a.agent.nextFrame(isCommands(sid), { what: 'commands after session/new' }));
+  await prompt(a, sid, 'hello');
+  await a.agent.finish();
+
+  const b = await startIn(t, home, RAW);
+  await b.ctx.request(M.session.load, { sessionId: sid, cwd: home, mcpServers: [] });
+  checkRef(await b.agent.nextFrame(isCommands(sid), { what: 'commands after session/load' }));
+  await b.agent.finish();
+
+  const c = await startIn(t, home, RAW);
+  await c.ctx.request(M.session.resume, { sessionId: sid, cwd: home, mcpServers: [] });
+  checkRef(await c.agent.nextFrame(isCommands(sid), { what: 'commands after session/resume' }));
+  await c.agent.finish();
+});
+
+test('_dsh/sessionReference/candidates: same cwd, cwd-less, other cwd; query; limit; errors', async (t) => {
+  const { home, cwdA, cwdB, a, target } = await setup(t);
+  const all = [
+    expected('cand-a2', 'Alpha: two', cwdA, 2000),
+    expected('cand-a1', 'Alpha one', cwdA, 1000),
+    expected('cand-none', 'cand-none', undefined, 3000),
+    expected('cand-other', 'Other work', cwdB, 4000),
+  ];
+  const ask = (params) => a.ctx.request(CANDIDATES, { sessionId: target, ...params });
+  const got = await ask({});
+  assert.deepEqual(got, { candidates: all }, 'ranked same-cwd, cwd-less, other-cwd; newest first within each; the target left out');
+  assert.deepEqual(Object.keys(got.candidates[0]), ['sessionId', 'label', 'cwd', 'createdAt', 'uri', 'mention']);
+  assert.ok(!Object.hasOwn(got.candidates[2], 'cwd'), 'no cwd key for a cwd-less session');
+
+  // The query filters by id or cwd, case-insensitively; titles are not searched.
+  assert.deepEqual((await ask({ query: 'CAND-A' })).candidates, all.slice(0, 2));
+  assert.deepEqual((await ask({ query: 'Other-Proj' })).candidates, [all[3]]);
+  assert.deepEqual((await ask({ query: 'Alpha' })).candidates, []);
+  assert.deepEqual((await ask({ query: '' })).candidates, all);
+  // The limit cuts after ranking.
+  assert.deepEqual((await ask({ limit: 2 })).candidates, all.slice(0, 2));
+  assert.deepEqual((await ask({ limit: 1, query: 'cand-' })).candidates, all.slice(0, 1));
+  assert.deepEqual((await ask({ limit: 50 })).candidates, all);
+  for (const limit of [0, -1, 1.5, '2', 2 ** 53, true]) {
+    const err = await rejectsWith(ask({ limit }), -32602, 'SESSION_REFERENCE_INVALID_REFERENCE');
+    assert.match(err.message, /Invalid params/);
+  }
+  // Unknown target, and one that is stored but not open on this connection.
+  const unknown = await rejectsWith(a.ctx.request(CANDIDATES, { sessionId: 'no-such-session' }), -32002);
+  assert.equal(unknown.data?.sessionId, 'no-such-session');
+  await rejectsWith(a.ctx.request(CANDIDATES, { sessionId: 'cand-a1' }), -32002);
+  // A target in another cwd ranks its own cwd first.
+  const other = (await a.ctx.request(M.session.new, { cwd: cwdB, mcpServers: [] })).sessionId;
+  assert.deepEqual((await a.ctx.request(CANDIDATES, { sessionId: other })).candidates.map((c) => c.sessionId),
+    ['cand-other', 'cand-none', target, 'cand-a2', 'cand-a1']);
+  await a.agent.finish();
+
+  // --candidate-limit sets the default limit.
+  const b = await startIn(t, home, [...RAW, '--candidate-limit', '1']);
+  await b.ctx.request(M.session.load, { sessionId: target, cwd: cwdA, mcpServers: [] });
+  assert.deepEqual((await b.ctx.request(CANDIDATES, { sessionId: target })).candidates, all.slice(0, 1));
+  assert.deepEqual((await b.ctx.request(CANDIDATES, { sessionId: target, limit: 3 })).candidates, all.slice(0, 3));
+  await b.agent.finish();
+});
+
+test('/ref and /ref <query> answer with candidates and mentions, without a model request, writing nothing', async (t) => {
+  const { store, cwdA, a, target } = await setup(t);
+  const before = logBytes(store, target);
+
+  const ref = await prompt(a, target, '/ref');
+  assert.equal(ref.response.stopReason, 'end_turn');
+  assert.ok(ref.updates.length > 0 && ref.updates.every((u) => u.sessionUpdate === 'agent_message_chunk'), JSON.stringify(ref.updates));
+  assert.ok(!ref.answer.includes('echo:'), 'no model request');
+  const mentions = [...ref.answer.matchAll(/@\[((?:\\.|[^\\\]])*)\]\((dsh-session:[A-Za-z0-9_-]+)\)/g)];
+  assert.deepEqual(mentions.map((m) => [m[1], m[2]]), [
+    ['Alpha: two', uriOf('cand-a2')], ['Alpha one', uriOf('cand-a1')], ['cand-none', uriOf('cand-none')], ['Other work', uriOf('cand-other')],
+  ]);
+  assert.ok(ref.answer.includes(cwdA), 'names the working directory');
+  assert.ok(ref.answer.includes('1970-01-01T00:00:02.000Z'), 'names the creation time');
+  assert.ok(!ref.answer.includes(uriOf(target)), 'the target itself is not offered');
+
+  const filtered = await prompt(a, target, '  /ref other-PROJ  ');
+  assert.ok(!filtered.answer.includes('echo:'));
+  assert.deepEqual([...filtered.answer.matchAll(/\((dsh-session:[A-Za-z0-9_-]+)\)/g)].map((m) => m[1]), [uriOf('cand-other')]);
+  const none = await prompt(a, target, '/ref zzz');
+  assert.equal(none.answer, 'No other session\'s id or working directory matches "zzz".');
+  assert.ok(before.equals(logBytes(store, target)), '/ref writes nothing to the log');
+
+  // A session never prompted stays unwritten after /ref.
+  const fresh = (await a.ctx.request(M.session.new, { cwd: cwdA, mcpServers: [] })).sessionId;
+  const freshRef = await prompt(a, fresh, '/ref cand-a1');
+  assert.match(freshRef.answer, /Alpha one/);
+  assert.ok(!existsSync(path.join(store, bucketOf(cwdA), `${encodeSegment(fresh)}.jsonl`)), 'no log file for the fresh session');
+
+  // The model history holds no /ref exchange: the next prompt's request is system, turn one, its answer, this.
+  const next = await prompt(a, target, 'next');
+  assert.match(next.answer, /^echo: received 4 messages\n/);
+
+  // A mention pasted from /ref references that session.
+  const pasted = await prompt(a, target, `see ${mentions[0][0]}`);
+  const card = pasted.updates.find((u) => u.sessionUpdate === 'tool_call');
+  assert.equal(card.title, 'Referenced sessions \u00b7 Alpha - two');
+  assert.deepEqual(card.rawInput.references, [{ sessionId: 'cand-a2', label: 'Alpha: two', uri: uriOf('cand-a2') }]);
+  assert.ok(logPath(store, target));
+  await a.agent.finish();
+});
+
+test('session/list items carry the canonical URI of each session', async (t) => {
+  const { a, target, cwdA } = await setup(t);
+  const { sessions } = await a.ctx.request(M.session.list, {});
+  assert.deepEqual(sessions.map((s) => s.sessionId), [target, 'cand-other', 'cand-a2', 'cand-a1'], 'cwd-less sessions are not listed');
+  for (const s of sessions) {
+    const { uri } = s._meta['deepseek-harness/sessionReference'];
+    assert.equal(uri, uriOf(s.sessionId));
+    const id = JSON.parse(Buffer.from(uri.slice('dsh-session:'.length), 'base64url').toString('utf8'));
+    assert.equal(id, s.sessionId);
+  }
+  const inA = await a.ctx.request(M.session.list, { cwd: cwdA });
+  assert.ok(inA.sessions.every((s) => s._meta['deepseek-harness/sessionReference'].uri === uriOf(s.sessionId)));
+  await a.agent.finish();
+});
