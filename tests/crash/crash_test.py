@@ -269,6 +269,13 @@ def kill_run(binary, rng, home, cwds, run, stats):
         stats["killed_mid_prompt"] += 1 if pending else 0
     finally:
         c.kill9()
+    # Right after the kill: the committed prefix of every log has contiguous seqs.
+    for f in log_files(home.store):
+        text, ok = plaintext(f)
+        stats["torn_after_kill"] += 1 if (not ok or not text.endswith(b"\n")) else 0
+        _h, events = lenient_check(f)
+        starts = sum(1 for e in events if e["type"] == "turn/start")
+        stats["open_after_kill"] += 1 if starts > sum(1 for e in events if e["type"] == "turn/end") else 0
 
 
 # ---- phase 2: every log loads, answered prompts present, seqs contiguous; repair; strict -------
@@ -307,8 +314,10 @@ def verify_home(binary, home, label):
     finally:
         assert c.close() == 0
     checked = 0
+    home.interrupted = 0
     for f in log_files(home.store):
         header, events, turns = strict_check(f)
+        home.interrupted += sum(1 for e in events if e["type"] == "turn/end" and e["data"]["reason"]["kind"] == "interrupted")
         s = home.sessions.get(header["id"])
         if s is None:
             continue
@@ -398,17 +407,19 @@ def main():
         for d in cwds:
             os.makedirs(d)
         homes = [Home(base, "zstd", "zstd"), Home(base, "raw", "none")]
-        stats = {"answered": 0, "loads": 0, "killed_mid_prompt": 0}
+        stats = {"answered": 0, "loads": 0, "killed_mid_prompt": 0, "torn_after_kill": 0, "open_after_kill": 0}
         for run in range(a.runs):
             kill_run(a.binary, rng, homes[run % 2], cwds, run, stats)
         print(f"phase 1: {a.runs} processes killed ({stats['killed_mid_prompt']} with a prompt in flight), "
               f"{stats['answered']} prompts answered before the kills, {stats['loads']} loads after a kill "
-              f"({time.monotonic() - t0:.1f} s)", flush=True)
+              f"({time.monotonic() - t0:.1f} s); after the kills the logs showed {stats['open_after_kill']} open turns and "
+              f"{stats['torn_after_kill']} torn tails, and every committed prefix had contiguous seqs", flush=True)
         for h in homes:
             n = verify_home(a.binary, h, h.compression)
             total, torn, open_turns = h.before_repair
             print(f"phase 2 ({h.compression}): {n} logs load and replay every answered prompt ({torn} of {total} had a torn "
-                  f"tail, {open_turns} an open turn); one more prompt each leaves them strictly valid", flush=True)
+                  f"tail, {open_turns} an open turn); one more prompt each leaves them strictly valid "
+                  f"({h.interrupted} turns closed 'interrupted' by repair)", flush=True)
         passed += 1
 
         sources = [f for h in homes for f in log_files(h.store)]
