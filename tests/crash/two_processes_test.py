@@ -48,6 +48,10 @@ def different_sessions(binary, home, cwd):
             for c in (a, b):
                 r = c.wait(sent[c][-1])
                 assert "result" in r and r["result"]["stopReason"] == "end_turn", f"prompt failed: {r}"
+        # Each process lists the session the other one created after it started (bucket mtime check).
+        for c in (a, b):
+            listed = [x["sessionId"] for x in c.ok("session/list", {"cwd": cwd})["sessions"]]
+            assert sorted(listed) == sorted([sa, sb]), f"listing {listed}, expected both sessions"
     finally:
         assert a.close() == 0 and b.close() == 0
     for sid, prefix in ((sa, "a"), (sb, "b")):
@@ -71,6 +75,15 @@ def same_session(binary, home, cwd):
 
         slow = prompt(a, sid, "a-slow [[echo:sleep=3000]]")
         time.sleep(0.3)  # A now holds the lock (the echo model sleeps inside the turn)
+        # Readers take no lock: B loads the session while A's turn is open, at once.
+        t0 = time.monotonic()
+        start = len(b.frames)
+        b.ok("session/load", {"sessionId": sid, "cwd": cwd, "mcpServers": []})
+        took = time.monotonic() - t0
+        assert took < 1.5, f"session/load waited {took:.1f} s for the writer's lock"
+        replayed = [f["params"]["update"]["content"]["text"] for f in b.frames[start:]
+                    if f.get("method") == "session/update" and f["params"]["update"]["sessionUpdate"] == "user_message_chunk"]
+        assert replayed == ["first", "a-slow [[echo:sleep=3000]]"], f"replay during A's open turn: {replayed}"
         t0 = time.monotonic()
         rb = b.wait(prompt(b, sid, "b-concurrent"), timeout=30)
         waited = time.monotonic() - t0
@@ -96,15 +109,25 @@ def same_session(binary, home, cwd):
         assert a.ok("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "a-after"}]})["stopReason"] == "end_turn"
         answer_a = text_of(a, sid, start)
         assert "b-after" in answer_a, f"A's request lacks B's turn: {answer_a!r}"
+
+        # session/delete while the other process writes the session: SESSION_BUSY, the log stays.
+        slow = prompt(a, sid, "a-slow2 [[echo:sleep=3000]]")
+        time.sleep(0.3)
+        rd = b.call("session/delete", {"sessionId": sid}, timeout=30)
+        ra = a.wait(slow, timeout=30)
+        assert "result" in ra, ra
+        assert "error" in rd and rd["error"]["code"] == -32603 and rd["error"].get("data", {}).get("code") == "SESSION_BUSY", \
+            f"delete during a write: {rd}"
     finally:
         assert a.close() == 0 and b.close() == 0
     [path] = [f for f in log_files(os.path.join(home, "sessions")) if sid in f]
     _h, events, turns = strict_check(path)
-    expected = ["first", "a-slow [[echo:sleep=3000]]"] + b_done + ["b-after", "a-after"]
+    expected = ["first", "a-slow [[echo:sleep=3000]]"] + b_done + ["b-after", "a-after", "a-slow2 [[echo:sleep=3000]]"]
     got = user_texts(events)
     assert sorted(got) == sorted(expected), f"user messages {got}, expected {expected}"
     assert turns == len(expected), f"{turns} turns for {len(expected)} prompts"
-    print(f"ok - same session: {outcome}; log valid, seqs contiguous, turns 1..{turns}")
+    print(f"ok - same session: load during the other's turn answers at once; {outcome}; delete during a write is "
+          f"SESSION_BUSY; log valid, seqs contiguous, turns 1..{turns}")
 
 
 def main():
