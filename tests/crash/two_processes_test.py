@@ -6,7 +6,9 @@
    sleeps 3 s in the echo model while holding the session lock): B's prompt gets -32603 with
    data.code SESSION_BUSY, or waits and succeeds; afterwards both processes prompt again and
    each continues from what the other wrote. The file stays valid, seqs contiguous, turns
-   numbered 1, 2, 3 ….
+   numbered 1, 2, 3 …;
+3. a writer killed with SIGKILL mid-turn while the other process waits for the same session: the
+   waiter gets the lock, closes the open turn 'interrupted' and continues.
 
 Usage: two_processes_test.py DSH_ACP_BIN
 """
@@ -130,6 +132,37 @@ def same_session(binary, home, cwd):
           f"SESSION_BUSY; log valid, seqs contiguous, turns 1..{turns}")
 
 
+def killed_writer(binary, home, cwd):
+    """A is killed with SIGKILL in the middle of a turn while B waits for the same session: the
+    lock dies with A, B's prompt repairs the open turn ('interrupted') and continues."""
+    a = Client(binary, home)
+    b = Client(binary, home)
+    try:
+        a.initialize()
+        b.initialize()
+        sid = a.ok("session/new", {"cwd": cwd, "mcpServers": []})["sessionId"]
+        a.ok("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "before"}]})
+        b.ok("session/load", {"sessionId": sid, "cwd": cwd, "mcpServers": []})
+        prompt(a, sid, "killed [[echo:sleep=5000]]")
+        time.sleep(0.3)
+        pending = prompt(b, sid, "survivor")
+        time.sleep(0.3)
+        a.kill9()
+        t0 = time.monotonic()
+        rb = b.wait(pending, timeout=30)
+        assert "result" in rb and rb["result"]["stopReason"] == "end_turn", f"B after A's death: {rb}"
+        waited = time.monotonic() - t0
+    finally:
+        assert b.close() == 0
+    [path] = [f for f in log_files(os.path.join(home, "sessions")) if sid in f]
+    _h, events, turns = strict_check(path)
+    assert user_texts(events) == ["before", "killed [[echo:sleep=5000]]", "survivor"], user_texts(events)
+    ends = [e["data"]["reason"]["kind"] for e in events if e["type"] == "turn/end"]
+    assert ends == ["completed", "interrupted", "completed"], ends
+    print(f"ok - writer killed mid-turn: the waiting process got the lock {waited:.2f} s after the kill, closed the "
+          f"open turn 'interrupted' and continued (turns 1..{turns})")
+
+
 def main():
     binary = sys.argv[1]
     base = tempfile.mkdtemp(prefix="dsh-two-")
@@ -137,7 +170,7 @@ def main():
     try:
         cwd = os.path.join(base, "work")
         os.makedirs(cwd)
-        for name, fn in (("different", different_sessions), ("same", same_session)):
+        for name, fn in (("different", different_sessions), ("same", same_session), ("killed", killed_writer)):
             home = os.path.join(base, name)
             os.makedirs(home)
             try:
