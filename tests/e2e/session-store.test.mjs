@@ -259,11 +259,16 @@ test('session/list: newest first, cwd filter with normalisation, titles, updated
   const page1 = await a.ctx.request(M.session.list, { cwd: '/x/a/../a/' });
   assert.equal(page1.sessions.length, 100);
   assert.equal(typeof page1.nextCursor, 'string');
+  // A session created between two pages is newer than every row: the keyset cursor is not disturbed.
+  const { sessionId: between } = await a.ctx.request(M.session.new, { cwd: '/x/a', mcpServers: [] });
+  await a.ctx.request(M.session.prompt, { sessionId: between, prompt: text('created between pages') });
   const page2 = await a.ctx.request(M.session.list, { cwd: '/x//a/.', cursor: page1.nextCursor });
   assert.equal(page2.sessions.length, 30);
   assert.ok(page2.nextCursor === undefined || page2.nextCursor === null, 'last page has no cursor');
   const got = [...page1.sessions, ...page2.sessions];
   assert.deepEqual(got.map((s) => s.sessionId), expectA.map((w) => w.id));
+  assert.equal((await a.ctx.request(M.session.list, { cwd: '/x/a' })).sessions[0].sessionId, between);
+  await a.ctx.request(M.session.delete, { sessionId: between });
   for (const [i, s] of got.entries()) {
     assert.equal(s.cwd, '/x/a');
     assert.equal(s.title, expectA[i].title);
