@@ -481,3 +481,28 @@ test('raw stores stay raw; zstd and raw logs written by the agent validate again
     checkModes(store);
   }
 });
+
+test('session/list notices logs created and removed by other programs while the agent runs', async (t) => {
+  const home = makeHome(t);
+  const store = path.join(home, 'sessions');
+  const base = 1_700_000_000_000;
+  writeRawLog(store, { id: 'ext-1', cwd: '/e/one', createdAt: base + 1, title: 'first external' });
+  const a = await startIn(t, home);
+  const ids = async () => (await a.ctx.request(M.session.list, {})).sessions.map((s) => s.sessionId);
+  assert.deepEqual(await ids(), ['ext-1']);
+  // Same bucket (its directory mtime changes), then a new bucket (the root's mtime changes), at once.
+  writeRawLog(store, { id: 'ext-2', cwd: '/e/one', createdAt: base + 2, title: 'second external' });
+  assert.deepEqual(await ids(), ['ext-2', 'ext-1']);
+  writeRawLog(store, { id: 'ext-3', cwd: '/e/two', createdAt: base + 3, title: 'third external' });
+  assert.deepEqual(await ids(), ['ext-3', 'ext-2', 'ext-1']);
+  rmSync(logPath(store, 'ext-1'));
+  assert.deepEqual(await ids(), ['ext-3', 'ext-2']);
+  const listed = (await a.ctx.request(M.session.list, { cwd: '/e/one' })).sessions;
+  assert.deepEqual(listed.map((s) => [s.sessionId, s.title]), [['ext-2', 'second external']]);
+  // The external session loads and takes prompts like our own.
+  await a.ctx.request(M.session.load, { sessionId: 'ext-3', cwd: '/e/two', mcpServers: [] });
+  await a.ctx.request(M.session.prompt, { sessionId: 'ext-3', prompt: text('continue it') });
+  await a.agent.finish();
+  const { turns } = checkLog(logPath(store, 'ext-3'));
+  assert.equal(turns, 2);
+});
