@@ -506,3 +506,44 @@ test('session/list notices logs created and removed by other programs while the 
   const { turns } = checkLog(logPath(store, 'ext-3'));
   assert.equal(turns, 2);
 });
+
+test('corrupt logs (raw garbage line, zstd checksum error) give SESSION_LOG_CORRUPT naming the file and are never modified', async (t) => {
+  for (const args of [['--store-compression', 'none'], []]) {
+    const home = makeHome(t);
+    const store = path.join(home, 'sessions');
+    const a = await startIn(t, home, args);
+    const { sessionId: sid } = await a.ctx.request(M.session.new, { cwd: home, mcpServers: [] });
+    for (const p of ['one', 'two', 'three']) await a.ctx.request(M.session.prompt, { sessionId: sid, prompt: text(p) });
+    await a.agent.finish();
+    const file = logPath(store, sid);
+    const bytes = readFileSync(file);
+    let bad;
+    if (file.endsWith('.zstd')) {
+      // Flip one byte inside the second frame's payload: its content checksum no longer matches.
+      const second = bytes.indexOf(Buffer.from([0x28, 0xb5, 0x2f, 0xfd]), 4);
+      const third = bytes.indexOf(Buffer.from([0x28, 0xb5, 0x2f, 0xfd]), second + 4);
+      bad = Buffer.from(bytes);
+      const at = second + Math.floor((third - second) / 2);
+      bad[at] ^= 0x01;
+    } else {
+      const lines = bytes.toString('utf8').split('\n');
+      lines[3] = '{"type":"user/message", this is not JSON';
+      bad = Buffer.from(lines.join('\n'));
+    }
+    writeFileSync(file, bad);
+    const b = await startIn(t, home, args);
+    await rejectsWith(b.ctx.request(M.session.load, { sessionId: sid, cwd: home, mcpServers: [] }), -32603, (e) => {
+      assert.equal(e.data?.code, 'SESSION_LOG_CORRUPT');
+      assert.match(e.message, /^Session log unreadable: /);
+      assert.ok(e.message.includes(path.basename(file)), e.message);
+    });
+    // Attaching without replay and prompting must not "repair" it either.
+    const attached = await b.ctx.request(M.session.resume, { sessionId: sid, cwd: home, mcpServers: [] }).then(() => true, () => false);
+    if (attached) {
+      await rejectsWith(b.ctx.request(M.session.prompt, { sessionId: sid, prompt: text('four') }), -32603,
+        (e) => assert.equal(e.data?.code, 'SESSION_LOG_CORRUPT'));
+    }
+    await b.agent.finish();
+    assert.ok(readFileSync(file).equals(bad), `${path.basename(file)} was modified`);
+  }
+});
