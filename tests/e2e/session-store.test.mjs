@@ -547,3 +547,25 @@ test('corrupt logs (raw garbage line, zstd checksum error) give SESSION_LOG_CORR
     assert.ok(readFileSync(file).equals(bad), `${path.basename(file)} was modified`);
   }
 });
+
+test('a cancelled turn and a turn cut by stdin EOF are closed "aborted" in a valid log', async (t) => {
+  const home = makeHome(t);
+  const store = path.join(home, 'sessions');
+  const a = await startIn(t, home, ['--echo-delay-ms', '5']);
+  const { sessionId: sid } = await a.ctx.request(M.session.new, { cwd: home, mcpServers: [] });
+  const running = a.ctx.request(M.session.prompt, { sessionId: sid, prompt: text('to be cancelled') });
+  await a.agent.nextFrame((f) => f.method === 'session/update' && f.params?.update?.sessionUpdate === 'agent_message_chunk',
+    { what: 'first chunk' });
+  await a.ctx.notify(M.session.cancel, { sessionId: sid });
+  assert.equal((await running).stopReason, 'cancelled');
+  const second = a.ctx.request(M.session.prompt, { sessionId: sid, prompt: text('cut by EOF [[echo:sleep=3000]]') });
+  await new Promise((r) => setTimeout(r, 300));
+  a.agent.closeStdin();
+  assert.equal((await second).stopReason, 'cancelled');
+  const { code } = await a.agent.waitExit(10_000);
+  assert.equal(code, 0);
+  const { events, turns } = checkLog(logPath(store, sid));
+  assert.equal(turns, 2);
+  assert.deepEqual(events.filter((e) => e.type === 'turn/end').map((e) => e.data.reason.kind), ['aborted', 'aborted']);
+  assert.deepEqual(userTexts(events), ['to be cancelled', 'cut by EOF [[echo:sleep=3000]]']);
+});
