@@ -165,3 +165,39 @@ test('a target\'s replay and model history survive the source being appended to,
   assert.equal(answerOf(replay), second.answer);
   await f.agent.finish();
 });
+
+test('a source in the middle of a turn: its unfinished answer is left out, captured through its last logged event', async (t) => {
+  const home = makeHome(t);
+  const store = path.join(home, 'sessions');
+  const a = await startIn(t, home, [...RAW, '--echo-delay-ms', '40']);
+  const newSession = async () => (await a.ctx.request(M.session.new, { cwd: home, mcpServers: [] })).sessionId;
+  const source = await newSession();
+  const first = await prompt(a, source, 'first');
+  const target = await newSession();
+
+  // The source's second answer streams slowly; reference it once some of its chunks are in its log.
+  const streaming = prompt(a, source, 'second');
+  const deadline = performance.now() + 10000;
+  const chunkLogged = () => {
+    try { return events(store, source).some((e) => e.type === 'assistant/chunk' && e.data.turn === 2); } catch { return false; }
+  };
+  while (!chunkLogged() && performance.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  assert.ok(chunkLogged(), 'the source has logged chunks of its open turn');
+  const referenced = await prompt(a, target, `during @[Src](${uriOf(source)})`);
+  assert.equal(referenced.response.stopReason, 'end_turn');
+  const second = await streaming;
+  assert.equal(second.response.stopReason, 'end_turn');
+  await a.agent.finish();
+
+  const snap = events(store, target).find((e) => e.data?.source?.kind === 'session-reference');
+  const [data] = snapshotData(snap.data.content[0].text);
+  assert.deepEqual(data.conversation, [
+    { role: 'user', text: 'first' }, { role: 'assistant', text: first.answer }, { role: 'user', text: 'second' },
+  ], 'the unfinished answer is not in the snapshot');
+  const [ref] = snap.data.source.references;
+  const sourceEvents = events(store, source);
+  const captured = sourceEvents[ref.capturedThroughSeq];
+  assert.ok(captured && captured.data.turn === 2 && captured.type !== 'turn/end', `captured mid-turn: ${JSON.stringify(captured)}`);
+  assert.ok(sourceEvents.slice(ref.capturedThroughSeq + 1).some((e) => e.type === 'assistant/message'), 'the answer was completed later');
+  assert.equal(ref.originalMessages, 3);
+});
