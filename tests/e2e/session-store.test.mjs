@@ -165,10 +165,12 @@ async function wireResponse({ agent, ctx }, method, params) {
   return e.frame;
 }
 
-/** session/update frames of `sid` between frame indexes [from, to). */
+/** History-carrying session/update payloads of `sid` between frame indexes [from, to); session-level
+ * announcements (available_commands_update after new/load/resume) are not history. */
 const updatesBetween = (agent, sid, from, to = Infinity) => agent.frames
   .filter((e) => e.index >= from && e.index < to && e.frame.method === 'session/update' && e.frame.params.sessionId === sid)
-  .map((e) => e.frame.params.update);
+  .map((e) => e.frame.params.update)
+  .filter((u) => u.sessionUpdate !== 'available_commands_update');
 
 function responseIndex(agent, from, pred = () => true) {
   const e = agent.frames.find((x) => x.index >= from && !Object.hasOwn(x.frame, 'method') && pred(x.frame));
