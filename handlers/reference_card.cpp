@@ -20,10 +20,19 @@ std::string string_at(const json::object& o, std::string_view key) {
   return v && v->is_string() ? std::string(v->get_string()) : std::string();
 }
 
-// Control characters would break the one-line title and content lines.
+// Control characters (C0, DEL and C1, e.g. U+0085 NEL) would break the one-line title and content lines.
 std::string one_line(std::string_view label) {
   std::string out;
-  for (char c : label) out.push_back(static_cast<unsigned char>(c) < 0x20 || c == 0x7F ? ' ' : c);
+  for (std::size_t i = 0; i < label.size(); ++i) {
+    auto c = static_cast<unsigned char>(label[i]);
+    if (c == 0xC2 && i + 1 < label.size() && static_cast<unsigned char>(label[i + 1]) >= 0x80 &&
+        static_cast<unsigned char>(label[i + 1]) <= 0x9F) {
+      out.push_back(' ');  // U+0080–U+009F, two bytes in UTF-8
+      ++i;
+    } else {
+      out.push_back(c < 0x20 || c == 0x7F ? ' ' : label[i]);
+    }
+  }
   return out;
 }
 
