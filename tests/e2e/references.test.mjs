@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readlinkSync, readdirSync, mkdirSync, openSync, writeSync, closeSync, existsSync } from 'node:fs';
 import path from 'node:path';
-import { echoAnswer, systemBytes, sleep } from './lib/agent.mjs';
+import { echoAnswer, systemBytes, sleep, startAgent } from './lib/agent.mjs';
 import {
   M, text, uriOf, makeHome, startIn, RAW, logPath, logBytes, readLog, events, zstdFrameLines, rejectsWith, updatesOf,
   prompt, echoLines, framesUntilResponse, snapshotData, bucketOf, encodeSegment, PROMPT_PREFIX, SOURCE_KEYS, REFERENCE_KEYS,
@@ -276,7 +276,7 @@ function hasOpen(pid, file) {
   return false;
 }
 
-test('session/cancel during preparation: stopReason cancelled, no card, nothing written', { skip: !existsSync('/proc/self/fd') && 'needs /proc' }, async (t) => {
+test('session/cancel and stdin EOF during preparation: stopReason cancelled, no card, nothing written', { skip: !existsSync('/proc/self/fd') && 'needs /proc' }, async (t) => {
   const home = makeHome(t);
   const store = path.join(home, 'sessions');
   // A large source: reading, folding and retaining it takes long enough to cancel in the middle.
@@ -307,4 +307,26 @@ test('session/cancel during preparation: stopReason cancelled, no card, nothing 
   assert.match(next.answer, /^echo: received 4 messages\n/);
   assert.ok(!next.updates.some((u) => u.sessionUpdate === 'tool_call'));
   await a.agent.finish();
+
+  // stdin EOF during preparation: the prompt is answered "cancelled", the process exits promptly
+  // (it does not wait for the read), and nothing is written.
+  const b = startAgent(t, { defaultPaths: true, env: { DSH_ACP_HOME: home }, args: RAW });
+  await b.initialize();
+  const loaded = await b.call('session/load', { sessionId: target, cwd: home, mcpServers: [] });
+  assert.ok(loaded.result, JSON.stringify(loaded));
+  const beforeEof = logBytes(store, target);
+  await b.send({ jsonrpc: '2.0', id: 'p', method: 'session/prompt', params: { sessionId: target, prompt: text(`use ${uriOf('big-source')}`) } });
+  const until = performance.now() + 20000;
+  while (!hasOpen(b.child.pid, bigFile) && performance.now() < until) await sleep(1);
+  assert.ok(hasOpen(b.child.pid, bigFile), 'the source log is being read');
+  const since = performance.now();
+  b.closeStdin();
+  const { code, at } = await b.waitExit(10000);
+  assert.equal(code, 0, b.stderr);
+  assert.ok(at - since < 5000, `exited ${Math.round(at - since)} ms after EOF`);
+  const answers = b.frames.filter((e) => e.frame.id === 'p');
+  assert.deepEqual(answers.map((e) => e.frame.result), [{ stopReason: 'cancelled' }]);
+  assert.ok(!b.frames.some((e) => e.frame.method === 'session/update' && e.frame.params.update.sessionUpdate === 'tool_call'));
+  assert.ok(beforeEof.equals(logBytes(store, target)), 'nothing written after EOF during preparation');
+  b.assertFramesOnly();
 });
