@@ -56,10 +56,11 @@ protocol::SessionNotification agent_chunk(const std::string& session_id, const l
 } // namespace
 
 asio::awaitable<protocol::PromptResponse> session_prompt(HandlerContext& ctx, protocol::PromptRequest req) {
+  // Without a key nothing else matters: the client's answer to -32000 is authenticate.
+  require_provider_key(ctx);
   SessionState* session = ctx.sessions.find(req.sessionId);
   if (!session) throw jsonrpc::resource_not_found(req.sessionId);
   if (session->turn) throw jsonrpc::invalid_params("/sessionId", "a prompt is already running in this session");
-  require_provider_key(ctx);
   RenderedPrompt rendered = render_prompt(req.prompt);
   if (auto command = parse_slash_command(rendered.text)) co_return co_await run_slash_command(ctx, req.sessionId, *command);
   const std::string user_text = rendered.text;

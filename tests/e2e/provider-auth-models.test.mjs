@@ -4,14 +4,14 @@
 // events in the log, restored on load), through the official SDK against a loopback provider.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createRequire } from 'node:module';
 import Ajv2020 from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
-import { INIT_PARAMS, startSdkAgent, acp } from './lib/agent.mjs';
+import { BIN, INIT_PARAMS, startSdkAgent, acp } from './lib/agent.mjs';
 import { startFakeProvider, answer, providerArgs, logEvents } from './lib/fake-provider.mjs';
 
 const M = acp.methods.agent;
@@ -55,6 +55,7 @@ test('deepseek without a key: auth method advertised, sessions gated, authentica
   await rejectsWith(ctx.request(M.session.new, { cwd: agent.home, mcpServers: [] }), -32000,
     (e) => assert.deepEqual(e.data, { provider: 'deepseek' }));
   await rejectsWith(ctx.request(M.session.load, { sessionId: 'whatever', cwd: agent.home, mcpServers: [] }), -32000);
+  await rejectsWith(ctx.request(M.session.prompt, { sessionId: 'whatever', prompt: [{ type: 'text', text: 'x' }] }), -32000);
   await rejectsWith(ctx.request(M.authenticate, { methodId: 'dsh-acp-api-key' }), -32000);
   await rejectsWith(ctx.request(M.authenticate, { methodId: 'password' }), -32602,
     (e) => assert.equal(e.data.path, '/methodId'));
@@ -165,3 +166,49 @@ test('the model option: listed, set, used by the next request, logged as request
   assert.equal(resumed.configOptions[0].currentValue, 'm3', 'resume restores it too');
   await third.agent.finish();
 });
+
+/** Runs the binary with `args` only (no --provider echo); resolves to {code, stderr, frames}. */
+function runRaw(args, input, env = {}) {
+  const home = mkdtempSync(path.join(tmpdir(), 'dsh-acp-raw-'));
+  const child = spawn(BIN, args, { env: { ...process.env, ...NO_KEYS, DSH_ACP_HOME: home, ...env } });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d) => { stdout += d; });
+  child.stderr.on('data', (d) => { stderr += d; });
+  child.stdin.on('error', () => {});
+  child.stdin.end(input);
+  return new Promise((resolve) => child.on('close', (code) => {
+    rmSync(home, { recursive: true, force: true });
+    resolve({ code, stderr, frames: stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l)) });
+  }));
+}
+
+test('with no arguments the provider is deepseek: initialize advertises the key method, session/new answers -32000', async () => {
+  const input = [
+    { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: 1 } },
+    { jsonrpc: '2.0', id: 2, method: 'session/new', params: { cwd: '/', mcpServers: [] } },
+  ].map((f) => JSON.stringify(f) + '\n').join('');
+  const started = performance.now();
+  const { code, stderr, frames } = await runRaw([], input);
+  assert.equal(code, 0, stderr);
+  assert.equal(stderr, '');
+  assert.ok(performance.now() - started < 5000, 'no network or TLS work at start-up');
+  assert.equal(frames[0].result.authMethods[0].id, 'dsh-acp-api-key');
+  assert.equal(frames[1].error.code, -32000);
+  assert.deepEqual(frames[1].error.data, { provider: 'deepseek' });
+});
+
+for (const [args, pattern] of [
+  [['--provider', 'openai', '--model', 'm', '--base-url', 'ftp://example.com'], /base/i],
+  [['--provider', 'openai', '--model', 'm', '--base-url', 'http://example.com'], /insecure|http/i],
+  [['--provider', 'openai', '--base-url', 'http://127.0.0.1:1'], /--model/],
+  [['--provider', 'deepseek', '--ca-file', '/nonexistent/ca.pem'], /ca/i],
+]) {
+  test(`configuration error exits 2 with a message on stderr: ${args.join(' ')}`, async () => {
+    const { code, stderr, frames } = await runRaw(args, '');
+    assert.equal(code, 2);
+    assert.match(stderr, /^dsh-acp: /);
+    assert.match(stderr, pattern);
+    assert.deepEqual(frames, []);
+  });
+}
