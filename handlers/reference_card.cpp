@@ -47,7 +47,7 @@ std::string title_label(std::string_view label) {
 }
 
 std::string summary_line(const json::object& ref) {
-  std::string line = one_line(string_at(ref, "label")) + " (" + string_at(ref, "sessionId") + "): retained " +
+  std::string line = one_line(string_at(ref, "label")) + " (" + one_line(string_at(ref, "sessionId")) + "): retained " +
                      std::to_string(int_at(ref, "retainedMessages")) + " of " +
                      std::to_string(int_at(ref, "originalMessages")) + " messages";
   std::int64_t omitted = int_at(ref, "omittedMessages"), bytes = int_at(ref, "omittedBytes");

@@ -119,6 +119,10 @@ BOOST_AUTO_TEST_CASE(labels_lose_control_characters_and_colons_in_the_title) {
   BOOST_TEST(card_text(card) == "a:b c d e f g: h (s:1): retained 1 of 1 messages; captured through seq 2");
   BOOST_TEST(card.at("rawInput").at("references").at(0).at("label").as_string() == label);
   BOOST_TEST(card.at("_meta").at("dsh-acp/sessionReference") == source);
+  // The content stays one line per source even when the session id itself holds a newline.
+  json::value odd = card_json(0, source_of({ref_entry("a\nb", "a\nb", 1, false, 1, 1, 0, 0, 0)}));
+  BOOST_TEST(card_text(odd) == "a b (a b): retained 1 of 1 messages; captured through seq 1");
+  BOOST_TEST(odd.at("rawInput").at("references").at(0).at("sessionId").as_string() == "a\nb");
   // Non-control characters are kept as they are, multi-byte ones included.
   json::value plain = card_json(0, source_of({ref_entry("x", "\u6e90\u4f1a\u8bdd \u00e9\u20ac", 1, false, 1, 1, 0, 0, 0)}));
   BOOST_TEST(plain.at("title").as_string() == "Referenced sessions \u00b7 \u6e90\u4f1a\u8bdd \u00e9\u20ac");
