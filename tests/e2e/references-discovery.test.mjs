@@ -164,3 +164,28 @@ test('session/list items carry the canonical URI of each session', async (t) => 
   assert.ok(inA.sessions.every((s) => s._meta['deepseek-harness/sessionReference'].uri === uriOf(s.sessionId)));
   await a.agent.finish();
 });
+
+test('a hostile session id: canonical URI in candidates and list, bare-URI mention, one-line card title', async (t) => {
+  const home = makeHome(t);
+  const store = path.join(home, 'sessions');
+  const id = 'unicode/\u5f15\u53f7"/slash\\/line\n';
+  const uri = 'dsh-session:InVuaWNvZGUv5byV5Y-3XCIvc2xhc2hcXC9saW5lXG4i';  // harness-compat §5.2
+  assert.equal(uriOf(id), uri);
+  writeRawLog(store, { id, cwd: home, createdAt: 1000, title: 'Hostile: one' });
+  const a = await startIn(t, home, RAW);
+  const target = (await a.ctx.request(M.session.new, { cwd: home, mcpServers: [] })).sessionId;
+  const { candidates } = await a.ctx.request(CANDIDATES, { sessionId: target });
+  assert.deepEqual(candidates, [expected(id, 'Hostile: one', home, 1000)]);
+  const listed = (await a.ctx.request(M.session.list, {})).sessions.find((s) => s.sessionId === id);
+  assert.equal(listed._meta['deepseek-harness/sessionReference'].uri, uri);
+
+  // A bare URI reads as the id; the card's title shows it on one line.
+  const { response, updates, answer } = await prompt(a, target, `about ${uri} today`);
+  assert.equal(response.stopReason, 'end_turn');
+  assert.match(answer, /^last user message: about @unicode\/\u5f15\u53f7"\/slash\\\/line\u23CE today$/m);
+  const card = updates.find((u) => u.sessionUpdate === 'tool_call');
+  assert.equal(card.title, 'Referenced sessions \u00b7 unicode/\u5f15\u53f7"/slash\\/line ');
+  assert.deepEqual(card.rawInput.references, [{ sessionId: id, label: id, uri }]);
+  assert.ok(!card.content[0].content.text.includes('\n'), 'one line per source');
+  await a.agent.finish();
+});
