@@ -237,3 +237,43 @@ test('OPENAI_API_KEY is sent as a bearer token', async (t) => {
   assert.equal(server.requests[0].headers.authorization, 'Bearer sk-openai-test');
   await agent.finish();
 });
+
+test('keep-alive comments do not extend the idle timeout: PROVIDER_TIMEOUT after --idle-timeout-ms', async (t) => {
+  const server = await startFakeProvider(t);
+  server.queue(async (req, res) => {
+    startSse(res);
+    const timer = setInterval(() => res.write(': keep-alive\n\n'), 50);
+    await new Promise((r) => { res.on('close', r); setTimeout(r, 10000).unref(); });
+    clearInterval(timer);
+  });
+  const { agent, ctx, sessionId } = await openSession(t, server.url, { extra: ['--idle-timeout-ms', '300'] });
+  const started = performance.now();
+  await assert.rejects(prompt(ctx, sessionId, 'x'), (e) => {
+    assert.equal(e.code, -32603);
+    assert.equal(e.data.code, 'PROVIDER_TIMEOUT');
+    return true;
+  });
+  const elapsed = performance.now() - started;
+  assert.ok(elapsed >= 250 && elapsed < 1500, `timed out after ${Math.round(elapsed)} ms (idle 300 ms)`);
+  assert.equal(logEvents(agent.storeDir, sessionId).at(-1).data.reason.code, 'PROVIDER_TIMEOUT');
+  await agent.finish();
+});
+
+test('a connection dropped mid-stream: PROVIDER_NETWORK after the cut-off note, not retried', async (t) => {
+  const server = await startFakeProvider(t);
+  server.queue(async (req, res) => {
+    startSse(res);
+    res.write(chunkEvent({ content: 'half ' }));
+    await sleep(30);
+    res.socket.destroy();
+  });
+  const { agent, ctx, sessionId } = await openSession(t, server.url, { extra: ['--max-retries', '3'] });
+  await assert.rejects(prompt(ctx, sessionId, 'x'), (e) => {
+    assert.equal(e.code, -32603);
+    assert.equal(e.data.code, 'PROVIDER_NETWORK');
+    return true;
+  });
+  assert.equal(server.requests.length, 1);
+  assert.match(textOf(updatesOf(agent, sessionId, 'agent_message_chunk')), /^half [\s\S]*cut off/);
+  await agent.finish();
+});
