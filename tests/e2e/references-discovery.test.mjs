@@ -6,7 +6,8 @@ import assert from 'node:assert/strict';
 import { mkdirSync, existsSync } from 'node:fs';
 import path from 'node:path';
 import {
-  M, text, uriOf, makeHome, startIn, RAW, logBytes, logPath, writeRawLog, rejectsWith, prompt, encodeSegment, bucketOf,
+  M, text, uriOf, makeHome, startIn, RAW, logBytes, logPath, writeRawLog, rejectsWith, prompt, encodeSegment, bucketOf, events,
+  snapshotData,
 } from './lib/refs.mjs';
 
 const CANDIDATES = '_dsh/sessionReference/candidates';
@@ -188,4 +189,16 @@ test('a hostile session id: canonical URI in candidates and list, bare-URI menti
   assert.deepEqual(card.rawInput.references, [{ sessionId: id, label: id, uri }]);
   assert.ok(!card.content[0].content.text.includes('\n'), 'one line per source');
   await a.agent.finish();
+});
+
+test('a cwd-less session (not loadable over ACP) can be referenced: cwd null in its snapshot data', async (t) => {
+  const { store, a, target } = await setup(t);
+  const { response, updates } = await prompt(a, target, `see ${uriOf('cand-none')}`);
+  assert.equal(response.stopReason, 'end_turn');
+  await a.agent.finish();
+  const snap = events(store, target).find((e) => e.data?.source?.kind === 'session-reference');
+  const [data] = snapshotData(snap.data.content[0].text);
+  assert.deepEqual(data, { sessionId: 'cand-none', label: 'cand-none', cwd: null, capturedThroughSeq: 2, conversation: [{ role: 'user', text: 'hello' }] });
+  assert.equal(updates.find((u) => u.sessionUpdate === 'tool_call').content[0].content.text,
+    'cand-none (cand-none): retained 1 of 1 messages; captured through seq 2');
 });
