@@ -8,6 +8,8 @@ Prints, each with what it includes:
                                  every message of the conversation, so it grows with the
                                  conversation: figures are given for short conversations (fresh
                                  session every 5 prompts) and for one long conversation.
+  session/list                   over 10,000 stored sessions through real processes: no index
+                                 cache (rebuild), index file present (cold), same process (warm)
   replay                         session/load of a 100 MB raw log written by this script (header +
                                  turns of user/message, assistant/chunk text deltas,
                                  assistant/message), from request to response, the client reading
@@ -236,6 +238,49 @@ def fsync_ms(where):
     return samples[len(samples) // 2]
 
 
+def list_through_process(base, n=10_000):
+    """session/list over n stored raw sessions through real processes: (no cache, cache present, warm)."""
+    home = os.path.join(base, "list")
+    store = os.path.join(home, "sessions")
+    t = 1_700_000_000_000
+    for i in range(n):
+        cwd = f"/home/user/project-{i % 20}"
+        d = os.path.join(store, "cwd-" + hashlib.sha256(cwd.encode()).hexdigest()[:12])
+        if i < 20:
+            os.makedirs(d, mode=0o700, exist_ok=True)
+        sid = f"list-{i:06d}"
+        lines = [
+            {"type": "session", "version": 0, "id": sid, "createdAt": t + i, "cwd": cwd, "delegationDepth": 0},
+            {"type": "turn/start", "seq": 0, "time": t + i, "data": {"turn": 1, "trigger": {"kind": "message", "source": {"kind": "user"}}}},
+            {"type": "user/message", "seq": 1, "time": t + i, "data": {"content": [{"type": "text", "text": f"look at module {i}"}],
+                                                                      "source": {"kind": "user"}}, "surfaceOp": "append"},
+            {"type": "session/title", "seq": 2, "time": t + i, "data": {"title": f"look at module {i}", "messageSeqs": [1],
+                                                                       "source": {"kind": "fallback"}}},
+            {"type": "turn/end", "seq": 3, "time": t + i, "data": {"turn": 1, "reason": {"kind": "completed"}}},
+        ]
+        with open(os.path.join(d, sid + ".jsonl"), "w") as f:
+            f.write("".join(json.dumps(l, separators=(",", ":")) + "\n" for l in lines))
+    out = []
+    for attempt in range(2):  # first without the index cache file, then with it
+        c = Client(home)
+        c.call("initialize", {"protocolVersion": 1})
+        t0 = time.perf_counter()
+        page = c.call("session/list", {})["result"]
+        out.append((time.perf_counter() - t0) * 1000)
+        assert len(page["sessions"]) == 100
+        if attempt == 1:
+            warm = []
+            for _ in range(20):
+                t0 = time.perf_counter()
+                c.call("session/list", {})
+                warm.append((time.perf_counter() - t0) * 1000)
+            warm.sort()
+            out.append(warm[len(warm) // 2])
+        c.close()
+    shutil.rmtree(home)
+    return out
+
+
 def fs_type(path):
     best, kind = "", "?"
     with open("/proc/mounts") as f:
@@ -273,6 +318,12 @@ def main():
         rates = long_conversation(home)
         print("  one long conversation, sequential (the echo answer lists every earlier message: prompt k streams "
               "~4k+6 chunks): " + ", ".join(f"prompts {100 * i + 1}-{100 * i + 100}: {r:.0f}/s" for i, r in enumerate(rates)))
+        nocache, cold, warm = list_through_process(base)
+        print("session/list through the ACP process over 10,000 stored raw sessions in 20 buckets (request -> first page "
+              "of 100 read, after initialize; includes JSON-RPC round trip):")
+        print(f"  new process, no index cache file (full sweep, i.e. rebuild): {nocache:.0f} ms (target <= 2000 ms); "
+              f"new process, index file present (cold): {cold:.1f} ms (target <= 100 ms); same process again (warm, "
+              f"median of 20): {warm:.2f} ms (target <= 5 ms)")
         print("replay = session/load of a raw log to this client (request -> response, every frame read and split, not "
               "parsed); server peak RSS = VmHWM after the load")
         for mb, big in sorted({(10, 0), (REPLAY_MB, 0)}) + [(10, 20_000_000)]:
