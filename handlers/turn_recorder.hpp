@@ -1,6 +1,6 @@
 // Writes one prompt turn to the session log in the shapes the harness agent loop writes
 // (harness-compat §1.4, §1.9; contracts §4): turn/start + direct user/message (+ fallback title in
-// turn 1) + step/start as the first batch; assistant/chunk events (block-start, deltas, block-end,
+// turn 1) + step/start (+ request/header when the session's model changed) as the first batch; assistant/chunk events (block-start, deltas, block-end,
 // usage, finish) appended in batches at least every 100 ms while streaming; then assistant/message,
 // step/end and turn/end, fsynced before the prompt is answered. Owns the session's write lock
 // (SessionWriter) for the whole turn.
