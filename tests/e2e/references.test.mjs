@@ -4,12 +4,13 @@
 // written; cancel during preparation.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readlinkSync, readdirSync, mkdirSync, openSync, writeSync, closeSync, existsSync } from 'node:fs';
+import { readlinkSync, readdirSync, mkdirSync, openSync, writeSync, closeSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { echoAnswer, systemBytes, sleep, startAgent } from './lib/agent.mjs';
 import {
   M, text, uriOf, makeHome, startIn, RAW, logPath, logBytes, readLog, events, zstdFrameLines, rejectsWith, updatesOf,
   prompt, echoLines, framesUntilResponse, snapshotData, bucketOf, encodeSegment, PROMPT_PREFIX, SOURCE_KEYS, REFERENCE_KEYS,
+  writeRawLog, appendEvents,
 } from './lib/refs.mjs';
 
 /** The content line of a card for one source record entry (contracts §5). */
@@ -157,6 +158,14 @@ function answerOfUpdates(updates) {
 test('each SESSION_REFERENCE_* failure is -32602 with data.code and writes nothing', async (t) => {
   const home = makeHome(t);
   const store = path.join(home, 'sessions');
+  // Stored sessions that cannot be read: a corrupt line before the last turn/end, an invalid surface.
+  const corrupt = writeRawLog(store, { id: 'corrupt', cwd: home, createdAt: 1000, title: 'c' });
+  const lines = readFileSync(corrupt, 'utf8').split('\n');
+  lines.splice(2, 0, '{not json');
+  writeFileSync(corrupt, lines.join('\n'));
+  const badSurface = writeRawLog(store, { id: 'bad-surface', cwd: home, createdAt: 1001, title: 'b' });
+  appendEvents(badSurface, [{ type: 'user/message', seq: 4, time: 1, data: { content: [], source: { kind: 'user' } },
+    sourceEventSeqs: [1], surfaceOp: { op: 'replace', start: 99, end: 100 } }]);
   const a = await startIn(t, home, RAW);
   const newSession = async () => (await a.ctx.request(M.session.new, { cwd: home, mcpServers: [] })).sessionId;
   const source = await newSession();
@@ -177,6 +186,8 @@ test('each SESSION_REFERENCE_* failure is -32602 with data.code and writes nothi
     ['four distinct sources', text([source, 'b', 'c', 'd'].map(uriOf).join(' ')), 'SESSION_REFERENCE_TOO_MANY'],
     ['unknown session', text(`see ${uriOf('no-such-session')}`), 'SESSION_REFERENCE_READ_FAILED'],
     ['one unknown among known', text(`see ${uriOf(source)} and ${uriOf('missing')}`), 'SESSION_REFERENCE_READ_FAILED'],
+    ['corrupt source log', text(`see ${uriOf('corrupt')}`), 'SESSION_REFERENCE_READ_FAILED'],
+    ['invalid source surface', text(`see ${uriOf('bad-surface')}`), 'SESSION_REFERENCE_READ_FAILED'],
   ];
   for (const [what, blocks, code] of cases) {
     const from = a.agent.sdkUpdates.length;
