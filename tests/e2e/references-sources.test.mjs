@@ -201,3 +201,22 @@ test('a source in the middle of a turn: its unfinished answer is left out, captu
   assert.ok(sourceEvents.slice(ref.capturedThroughSeq + 1).some((e) => e.type === 'assistant/message'), 'the answer was completed later');
   assert.equal(ref.originalMessages, 3);
 });
+
+test('a source that references another contributes only its own conversation (no nested snapshot)', async (t) => {
+  const home = makeHome(t);
+  const store = path.join(home, 'sessions');
+  const a = await startIn(t, home, RAW);
+  const newSession = async () => (await a.ctx.request(M.session.new, { cwd: home, mcpServers: [] })).sessionId;
+  const inner = await newSession();
+  await prompt(a, inner, 'inner secret plan');
+  const middle = await newSession();
+  const mid = await prompt(a, middle, `read @[Inner](${uriOf(inner)})`);
+  const outer = await newSession();
+  await prompt(a, outer, `and @[Middle](${uriOf(middle)})`);
+  await a.agent.finish();
+  const snap = events(store, outer).find((e) => e.data?.source?.kind === 'session-reference');
+  const [data] = snapshotData(snap.data.content[0].text);
+  assert.deepEqual(data.conversation, [{ role: 'user', text: 'read @Inner' }, { role: 'assistant', text: mid.answer }]);
+  assert.ok(!snap.data.content[0].text.includes('inner secret plan'), 'the middle session\'s own snapshot is not passed on');
+  assert.deepEqual(snap.data.source.references.map((r) => [r.sessionId, r.originalMessages]), [[middle, 2]]);
+});
