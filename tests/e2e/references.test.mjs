@@ -126,6 +126,9 @@ test('mentions, bare URIs, links and resources: @labels, two user messages (snap
   assert.ok(updates.indexOf(cards[0]) < firstChunk, 'card before the first agent_message_chunk');
   checkCard(cards[0], snap);
   assert.ok(!updates.some((u) => JSON.stringify(u).includes(PROMPT_PREFIX.slice(0, 30))), 'the snapshot text never reaches the client');
+  // The title comes from the readable direct text, never from the snapshot.
+  assert.deepEqual(updates.filter((u) => u.sessionUpdate === 'session_info_update').map((u) => u.title),
+    [direct.split(/\s+/).slice(0, 5).join(' ')]);
 
   // Replay after a restart: the direct user text, then the card; never the snapshot text as user text.
   const b = await startIn(t, home);
