@@ -57,7 +57,7 @@ const std::vector<Option>& options() {
       {"store", Kind::path, "session store root", str_setter(&Config::store)},
       {"store-compression", Kind::choice, "encoding of a new store root", str_setter(&Config::store_compression), 0, 0,
        {"zstd", "none"}},
-      {"provider", Kind::choice, "model provider", str_setter(&Config::provider), 0, 0, {"deepseek", "openai", "echo"}},
+      {"provider", Kind::choice, "model provider (default deepseek)", str_setter(&Config::provider), 0, 0, {"deepseek", "openai", "echo"}},
       {"model", Kind::string, "model name", str_setter(&Config::model)},
       {"base-url", Kind::string, "provider base URL", str_setter(&Config::base_url)},
       {"allow-insecure-http", Kind::boolean, "allow plain http:// to non-loopback hosts",
@@ -324,9 +324,9 @@ std::string usage_text() {
     else left += "  ";
     out += left + opt.help + "\n";
   }
-  out += "\nKeys: DEEPSEEK_API_KEY (deepseek), OPENAI_API_KEY (openai), or the config-file keys deepseekApiKey /\n"
-         "openaiApiKey. Exit codes: 0 after stdin EOF or SIGTERM/SIGINT,\n"
-         "2 for usage or configuration errors, 1 for fatal runtime errors. Logs go to the log file, never to stdout.\n";
+  out += "\nKeys: DEEPSEEK_API_KEY (deepseek), OPENAI_API_KEY (openai, optional for loopback), or the config-file\n"
+         "keys deepseekApiKey / openaiApiKey. Exit codes: 0 after stdin EOF or SIGTERM/SIGINT, 2 for usage or\n"
+         "configuration errors, 1 for fatal runtime errors. Logs go to the log file, never to stdout.\n";
   return out;
 }
 
