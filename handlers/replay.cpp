@@ -40,6 +40,17 @@ json::value parse_arguments(const json::value* args) {
   return parsed;
 }
 
+// A generic card: harness tools have no ACP kind we could honestly claim.
+ToolCall tool_call_card(std::string id, std::string_view name, const json::value* arguments) {
+  ToolCall call;
+  call.toolCallId = std::move(id);
+  call.title = name.empty() ? std::string("tool") : std::string(name);
+  call.kind = ToolKind::other;
+  call.status = ToolCallStatus::in_progress;
+  if (arguments) call.rawInput = parse_arguments(arguments);
+  return call;
+}
+
 PlanEntryStatus plan_status(std::string_view s) {
   if (s == "in_progress" || s == "in-progress") return PlanEntryStatus::in_progress;
   if (s == "completed" || s == "done") return PlanEntryStatus::completed;
@@ -94,35 +105,19 @@ void Replayer::on_event(const json::object& event, std::vector<SessionUpdate>& o
       } else if (kind == "tool-call") {
         std::string id(str(*block, "id"));
         if (id.empty() || !tool_calls_shown_.insert(id).second) continue;
-        ToolCall call;
-        call.toolCallId = id;
-        call.title = std::string(str(*block, "name"));
-        call.kind = ToolKind::other;
-        call.status = ToolCallStatus::in_progress;
-        call.rawInput = parse_arguments(block->if_contains("arguments"));
-        out.push_back(std::move(call));
+        out.push_back(tool_call_card(std::move(id), str(*block, "name"), block->if_contains("arguments")));
       }
     }
   } else if (type == "tool/call") {
     std::string id(str(*data, "callId"));
     if (id.empty() || !tool_calls_shown_.insert(id).second) return;
-    ToolCall call;
-    call.toolCallId = id;
-    call.title = std::string(str(*data, "name"));
-    call.kind = ToolKind::other;
-    call.status = ToolCallStatus::in_progress;
-    call.rawInput = parse_arguments(data->if_contains("arguments"));
-    out.push_back(std::move(call));
+    out.push_back(tool_call_card(std::move(id), str(*data, "name"), data->if_contains("arguments")));
   } else if (type == "tool/result") {
     std::string id(str(*data, "callId"));
     if (id.empty()) return;
     if (tool_calls_shown_.insert(id).second) {
       // A result whose call was never shown still needs its card to attach to.
-      ToolCall call;
-      call.toolCallId = id;
-      call.title = "tool";
-      call.kind = ToolKind::other;
-      out.push_back(std::move(call));
+      out.push_back(tool_call_card(id, {}, nullptr));
     }
     ToolCallUpdate update;
     update.toolCallId = id;
