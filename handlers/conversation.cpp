@@ -1,17 +1,15 @@
 #include "handlers/conversation.hpp"
 
+#include "store/records.hpp"
+
 #include <boost/json.hpp>
 
 namespace acp::handlers {
 
 namespace json = boost::json;
+using store::string_at;
 
 namespace {
-
-std::string_view str(const json::object& o, std::string_view key) {
-  const auto* v = o.if_contains(key);
-  return v && v->is_string() ? std::string_view(v->get_string()) : std::string_view();
-}
 
 void add(std::vector<llm::Message>& out, llm::Role role, std::string text, bool merge) {
   if (text.empty()) return;
@@ -29,15 +27,15 @@ std::string assistant_text(const json::value& content) {
   for (const auto& b : *blocks) {
     const auto* block = b.if_object();
     if (!block) continue;
-    std::string_view type = str(*block, "type");
+    std::string_view type = string_at(*block, "type");
     std::string piece;
-    if (type == "text") piece = std::string(str(*block, "text"));
+    if (type == "text") piece = std::string(string_at(*block, "text"));
     else if (type == "tool-call") {
       const auto* args = block->if_contains("arguments");
       std::string arguments = args && args->is_string() ? std::string(args->get_string())
                               : args                    ? json::serialize(*args)
                                                         : std::string();
-      piece = "[tool " + std::string(str(*block, "name")) + "] " + arguments;
+      piece = "[tool " + std::string(string_at(*block, "name")) + "] " + arguments;
     }
     if (piece.empty()) continue;  // reasoning never goes back to the model as content
     if (!text.empty()) text += "\n";
@@ -55,9 +53,9 @@ std::string content_text(const json::value& content) {
   bool first = true;
   for (const auto& b : *blocks) {
     const auto* block = b.if_object();
-    if (!block || str(*block, "type") != "text") continue;
+    if (!block || string_at(*block, "type") != "text") continue;
     if (!first) text += "\n";
-    text += str(*block, "text");
+    text += string_at(*block, "text");
     first = false;
   }
   return text;
@@ -65,7 +63,7 @@ std::string content_text(const json::value& content) {
 
 void append_surface_messages(const std::vector<json::object>& surface_events, std::vector<llm::Message>& out) {
   for (const auto& event : surface_events) {
-    std::string_view type = str(event, "type");
+    std::string_view type = string_at(event, "type");
     const auto* data_value = event.if_contains("data");
     if (!data_value || !data_value->is_object()) continue;
     const json::object& data = data_value->get_object();

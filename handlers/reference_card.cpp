@@ -1,23 +1,20 @@
 #include "handlers/reference_card.hpp"
 
 #include "refs/uri.hpp"
+#include "store/records.hpp"
 
 #include <boost/json.hpp>
 
 namespace acp::handlers {
 
 namespace json = boost::json;
+using store::string_at;
 
 namespace {
 
 std::int64_t int_at(const json::object& o, std::string_view key) {
   const auto* v = o.if_contains(key);
   return v && v->is_int64() ? v->get_int64() : 0;
-}
-
-std::string string_at(const json::object& o, std::string_view key) {
-  const auto* v = o.if_contains(key);
-  return v && v->is_string() ? std::string(v->get_string()) : std::string();
 }
 
 // Control characters (C0, DEL and C1, e.g. U+0085 NEL) would break the one-line title and content lines.
@@ -81,7 +78,7 @@ protocol::ToolCall reference_card(std::int64_t snapshot_seq, const json::object&
     for (const auto& r : refs->get_array()) {
       const auto* ref = r.if_object();
       if (!ref) continue;
-      std::string id = string_at(*ref, "sessionId"), label = string_at(*ref, "label");
+      std::string id(string_at(*ref, "sessionId")), label(string_at(*ref, "label"));
       labels += (labels.empty() ? "" : ", ") + title_label(label);
       lines += (lines.empty() ? "" : "\n") + summary_line(*ref);
       raw_refs.push_back(json::object{{"sessionId", id}, {"label", label}, {"uri", refs::encode_uri(id)}});

@@ -2,6 +2,7 @@
 
 #include "handlers/conversation.hpp"
 #include "handlers/reference_card.hpp"
+#include "store/records.hpp"
 
 #include <boost/json.hpp>
 
@@ -9,22 +10,14 @@ namespace acp::handlers {
 
 namespace json = boost::json;
 using namespace protocol;
+using store::object_at;
+using store::string_at;
 
 namespace {
-
-std::string_view str(const json::object& o, std::string_view key) {
-  const auto* v = o.if_contains(key);
-  return v && v->is_string() ? std::string_view(v->get_string()) : std::string_view();
-}
 
 std::int64_t num(const json::object& o, std::string_view key) {
   const auto* v = o.if_contains(key);
   return v && v->is_int64() ? v->get_int64() : 0;
-}
-
-const json::object* obj(const json::object& o, std::string_view key) {
-  const auto* v = o.if_contains(key);
-  return v ? v->if_object() : nullptr;
 }
 
 TextContent text_block(std::string text) { return TextContent{std::move(text), std::nullopt, std::nullopt}; }
@@ -60,18 +53,18 @@ PlanEntryStatus plan_status(std::string_view s) {
 } // namespace
 
 void Replayer::on_event(const json::object& event, std::vector<SessionUpdate>& out) {
-  std::string_view type = str(event, "type");
-  const json::object* data = obj(event, "data");
+  std::string_view type = string_at(event, "type");
+  const json::object* data = object_at(event, "data");
   if (!data) return;
 
   if (type == "user/message" || type == "steering/message") {
-    const json::object* source = obj(*data, "source");
+    const json::object* source = object_at(*data, "source");
     if (!source) return;
     if (type == "user/message" && is_reference_source(*source)) {
       pending_card_.emplace(num(event, "seq"), *source);
       return;
     }
-    if (str(*source, "kind") != "user") return;  // injected context is never shown as user text
+    if (string_at(*source, "kind") != "user") return;  // injected context is never shown as user text
     if (const auto* content = data->if_contains("content")) {
       std::string text = content_text(*content);
       if (!text.empty()) out.push_back(UserMessageChunk{text_block(std::move(text)), {}, {}});
@@ -81,10 +74,10 @@ void Replayer::on_event(const json::object& event, std::vector<SessionUpdate>& o
       pending_card_.reset();
     }
   } else if (type == "assistant/chunk") {
-    const json::object* chunk = obj(*data, "chunk");
+    const json::object* chunk = object_at(*data, "chunk");
     if (!chunk) return;
-    std::string_view kind = str(*chunk, "type");
-    std::string text(str(*chunk, "text"));
+    std::string_view kind = string_at(*chunk, "type");
+    std::string text(string_at(*chunk, "text"));
     if (text.empty()) return;
     if (kind == "text-delta") out.push_back(agent_text(std::move(text)));
     else if (kind == "reasoning-delta") out.push_back(AgentThoughtChunk{text_block(std::move(text)), {}, {}});
@@ -97,23 +90,23 @@ void Replayer::on_event(const json::object& event, std::vector<SessionUpdate>& o
     for (const auto& b : content->get_array()) {
       const auto* block = b.if_object();
       if (!block) continue;
-      std::string_view kind = str(*block, "type");
-      if (kind == "text" && !streamed && !str(*block, "text").empty()) {
-        out.push_back(agent_text(std::string(str(*block, "text"))));
-      } else if (kind == "reasoning" && !streamed && !str(*block, "text").empty()) {
-        out.push_back(AgentThoughtChunk{text_block(std::string(str(*block, "text"))), {}, {}});
+      std::string_view kind = string_at(*block, "type");
+      if (kind == "text" && !streamed && !string_at(*block, "text").empty()) {
+        out.push_back(agent_text(std::string(string_at(*block, "text"))));
+      } else if (kind == "reasoning" && !streamed && !string_at(*block, "text").empty()) {
+        out.push_back(AgentThoughtChunk{text_block(std::string(string_at(*block, "text"))), {}, {}});
       } else if (kind == "tool-call") {
-        std::string id(str(*block, "id"));
+        std::string id(string_at(*block, "id"));
         if (id.empty() || !tool_calls_shown_.insert(id).second) continue;
-        out.push_back(tool_call_card(std::move(id), str(*block, "name"), block->if_contains("arguments")));
+        out.push_back(tool_call_card(std::move(id), string_at(*block, "name"), block->if_contains("arguments")));
       }
     }
   } else if (type == "tool/call") {
-    std::string id(str(*data, "callId"));
+    std::string id(string_at(*data, "callId"));
     if (id.empty() || !tool_calls_shown_.insert(id).second) return;
-    out.push_back(tool_call_card(std::move(id), str(*data, "name"), data->if_contains("arguments")));
+    out.push_back(tool_call_card(std::move(id), string_at(*data, "name"), data->if_contains("arguments")));
   } else if (type == "tool/result") {
-    std::string id(str(*data, "callId"));
+    std::string id(string_at(*data, "callId"));
     if (id.empty()) return;
     if (tool_calls_shown_.insert(id).second) {
       // A result whose call was never shown still needs its card to attach to.
@@ -135,22 +128,22 @@ void Replayer::on_event(const json::object& event, std::vector<SessionUpdate>& o
       for (const auto& t : todos->get_array()) {
         const auto* todo = t.if_object();
         if (!todo) continue;
-        plan.entries.push_back(PlanEntry{std::string(str(*todo, "content")), PlanEntryPriority::medium,
-                                         plan_status(str(*todo, "status"))});
+        plan.entries.push_back(PlanEntry{std::string(string_at(*todo, "content")), PlanEntryPriority::medium,
+                                         plan_status(string_at(*todo, "status"))});
       }
     }
     out.push_back(std::move(plan));
   } else if (type == "session/title") {
     SessionInfoUpdate info;
-    info.title = std::string(str(*data, "title"));
+    info.title = std::string(string_at(*data, "title"));
     out.push_back(std::move(info));
   } else if (type == "turn/end") {
-    const json::object* reason = obj(*data, "reason");
-    std::string_view kind = reason ? str(*reason, "kind") : std::string_view();
+    const json::object* reason = object_at(*data, "reason");
+    std::string_view kind = reason ? string_at(*reason, "kind") : std::string_view();
     if (kind == "error") {
-      std::string message(str(*reason, "message"));
+      std::string message(string_at(*reason, "message"));
       if (message.empty()) {
-        if (const json::object* failure = obj(*reason, "failure")) message = std::string(str(*failure, "message"));
+        if (const json::object* failure = object_at(*reason, "failure")) message = std::string(string_at(*failure, "message"));
       }
       out.push_back(agent_text("\n\n[The turn failed" + (message.empty() ? std::string(".]") : ": " + message + "]")));
     } else if (kind == "interrupted") {

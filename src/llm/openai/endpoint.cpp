@@ -9,15 +9,6 @@
 
 namespace acp::llm {
 
-namespace {
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return char(std::tolower(c)); });
-  return out;
-}
-
-} // namespace
 
 bool is_ip_literal(std::string_view host) {
   boost::system::error_code ec;
@@ -26,7 +17,7 @@ bool is_ip_literal(std::string_view host) {
 }
 
 bool is_loopback_host(std::string_view host) {
-  std::string h = lower(host);
+  std::string h = ascii_lower(host);
   if (!h.empty() && h.back() == '.')
     h.pop_back();  // "localhost." is the same name
   if (h == "localhost")
@@ -46,7 +37,7 @@ Endpoint parse_base_url(std::string_view url) {
     return ConfigError("invalid base URL '" + std::string(url) + "': " + why);
   };
   std::string_view rest;
-  std::string scheme_end = lower(url.substr(0, std::min<std::size_t>(url.size(), 8)));
+  std::string scheme_end = ascii_lower(url.substr(0, std::min<std::size_t>(url.size(), 8)));
   if (scheme_end.rfind("https://", 0) == 0) {
     ep.tls = true;
     rest = url.substr(8);
@@ -113,6 +104,12 @@ Endpoint parse_base_url(std::string_view url) {
     p.pop_back();
   ep.target = p + "/chat/completions";
   return ep;
+}
+
+std::string ascii_lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  return out;
 }
 
 } // namespace acp::llm

@@ -24,6 +24,9 @@ Endpoint parse_base_url(std::string_view base_url);
 /// True for localhost, 127.0.0.0/8 and ::1 (also ::ffff:127.x.y.z).
 bool is_loopback_host(std::string_view host);
 
+/// ASCII lower-casing (host names, schemes, provider messages: never locale-dependent).
+std::string ascii_lower(std::string_view s);
+
 /// True when `host` is an IPv4 or IPv6 literal (verification then matches an IP SAN, and no SNI is sent).
 bool is_ip_literal(std::string_view host);
 

@@ -1,4 +1,5 @@
 #include "llm/openai/error_mapping.hpp"
+#include "llm/openai/endpoint.hpp"
 
 #include "protocol/json_text.hpp"
 
@@ -10,12 +11,6 @@
 namespace acp::llm {
 
 namespace {
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return char(std::tolower(c)); });
-  return out;
-}
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front())))
@@ -94,7 +89,7 @@ ProviderError map_http_error(int status, std::string_view reason, std::string_vi
 bool is_retryable_status(int status) noexcept { return status == 408 || status == 429 || status >= 500; }
 
 bool names_consecutive_messages(std::string_view message) {
-  auto m = lower(message);
+  auto m = ascii_lower(message);
   return m.find("successive") != std::string::npos || m.find("consecutive") != std::string::npos;
 }
 
