@@ -128,8 +128,8 @@ void ListingIndex::load_cache() {
   }
 }
 
-void ListingIndex::save() {
-  if (!dirty_ || cache_file_.empty()) return;
+std::optional<std::string> ListingIndex::take_dirty_text() {
+  if (!dirty_ || cache_file_.empty()) return std::nullopt;
   ensure_sorted();
   std::unordered_map<const SessionListing*, std::int64_t> rank;
   rank.reserve(sorted_.size());
@@ -163,7 +163,11 @@ void ListingIndex::save() {
   o["root"] = root_;
   o["encoding"] = encoding_name(enc_);
   o["buckets"] = std::move(buckets);
-  std::string text = protocol::to_json_text(o);
+  dirty_ = false;
+  return protocol::to_json_text(o);
+}
+
+void ListingIndex::write_cache(const std::string& text) const {
   std::string dir = cache_file_.substr(0, cache_file_.rfind('/'));
   try {
     if (!dir.empty()) ensure_private_dir(dir);
@@ -177,10 +181,13 @@ void ListingIndex::save() {
       ::unlink(tmp.c_str());
       throw_errno("rename", tmp, err);
     }
-    dirty_ = false;
   } catch (const StoreError&) {
     // The index is a cache: failing to persist it only costs a slower next start.
   }
+}
+
+void ListingIndex::save() {
+  if (auto text = take_dirty_text()) write_cache(*text);
 }
 
 void ListingIndex::refresh_root(bool force) {
@@ -311,7 +318,6 @@ void ListingIndex::visit(const ListQuery& q, const std::function<bool(const Sess
     ++emitted;
     if (!fn(row)) break;
   }
-  save();
 }
 
 std::vector<SessionListing> ListingIndex::list(const ListQuery& q) {

@@ -59,6 +59,11 @@ public:
 
   /// Writes the cache file if anything changed since the last save (tmp + rename, mode 0600).
   void save();
+  /// The cache file's new text when anything changed (and marks it saved); write it with
+  /// write_cache() outside the store's lock.
+  std::optional<std::string> take_dirty_text();
+  /// Writes `text` as the cache file (tmp + rename, mode 0600); a failure only costs a slower start.
+  void write_cache(const std::string& text) const;
 
   /// Number of log summaries read so far (tests use it to prove unchanged files are not re-read).
   std::uint64_t files_read() const noexcept { return files_read_; }

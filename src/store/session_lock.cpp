@@ -6,10 +6,71 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <csignal>
 #include <cerrno>
-#include <thread>
+#include <ctime>
+#include <unistd.h>
 
 namespace acp::store {
+
+namespace {
+
+// Its only job is to interrupt a blocking flock() with EINTR (installed without SA_RESTART).
+void interrupt_lock_wait(int) {}
+
+int lock_timeout_signal() {
+  static const int signo = [] {
+    int s = SIGRTMIN + 2;
+    struct sigaction sa {};
+    sa.sa_handler = interrupt_lock_wait;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(s, &sa, nullptr);
+    return s;
+  }();
+  return signo;
+}
+
+// A timer that signals this thread at the deadline and every 20 ms after it, so a signal that
+// lands just before flock() starts waiting cannot leave it blocked.
+class DeadlineSignal {
+public:
+  explicit DeadlineSignal(std::chrono::steady_clock::time_point deadline) {
+    sigevent ev{};
+    ev.sigev_notify = SIGEV_THREAD_ID;
+    ev.sigev_signo = lock_timeout_signal();
+    ev._sigev_un._tid = static_cast<pid_t>(::gettid());
+    if (::timer_create(CLOCK_MONOTONIC, &ev, &timer_) != 0) throw_errno("timer_create", "lock wait", errno);
+    auto left = std::max(deadline - std::chrono::steady_clock::now(), std::chrono::steady_clock::duration(1));
+    auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(left).count();
+    itimerspec spec{};
+    spec.it_value.tv_sec = static_cast<time_t>(ns / 1000000000);
+    spec.it_value.tv_nsec = static_cast<long>(ns % 1000000000);
+    spec.it_interval.tv_nsec = 20 * 1000000;
+    ::timer_settime(timer_, 0, &spec, nullptr);
+  }
+  ~DeadlineSignal() { ::timer_delete(timer_); }
+  DeadlineSignal(const DeadlineSignal&) = delete;
+  DeadlineSignal& operator=(const DeadlineSignal&) = delete;
+
+private:
+  timer_t timer_{};
+};
+
+// True once `fd` is locked; false when the deadline passed first.
+bool lock_before(int fd, std::chrono::steady_clock::time_point deadline, const std::string& lock_path) {
+  if (::flock(fd, LOCK_EX | LOCK_NB) == 0) return true;
+  if (errno != EWOULDBLOCK && errno != EINTR) throw_errno("flock", lock_path, errno);
+  if (std::chrono::steady_clock::now() >= deadline) return false;
+  DeadlineSignal alarm(deadline);
+  for (;;) {
+    if (::flock(fd, LOCK_EX) == 0) return true;
+    if (errno != EINTR) throw_errno("flock", lock_path, errno);
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+  }
+}
+
+} // namespace
 
 SessionLock SessionLock::acquire(const std::string& lock_path, std::chrono::milliseconds timeout,
                                  const std::string& id) {
@@ -17,13 +78,7 @@ SessionLock SessionLock::acquire(const std::string& lock_path, std::chrono::mill
   for (;;) {
     UniqueFd fd = open_nofollow(lock_path, O_RDWR | O_CREAT, 0600);
     if (!fd) throw_errno("open lock file", lock_path, errno);
-    for (;;) {
-      if (::flock(fd.get(), LOCK_EX | LOCK_NB) == 0) break;
-      if (errno == EINTR) continue;
-      if (errno != EWOULDBLOCK) throw_errno("flock", lock_path, errno);
-      if (std::chrono::steady_clock::now() >= deadline) throw SessionBusy(id);
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
+    if (!lock_before(fd.get(), deadline, lock_path)) throw SessionBusy(id);
     struct stat held {}, named {};
     if (::fstat(fd.get(), &held) != 0) throw_errno("stat", lock_path, errno);
     if (::lstat(lock_path.c_str(), &named) == 0 && named.st_ino == held.st_ino && named.st_dev == held.st_dev) {

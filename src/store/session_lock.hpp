@@ -18,8 +18,10 @@ public:
   SessionLock& operator=(SessionLock&&) noexcept = default;
   ~SessionLock() = default;  // closing the fd releases the flock
 
-  /// Polls LOCK_EX|LOCK_NB until `timeout`; throws SessionBusy(id) when it expires. After locking,
-  /// checks that the path still names the locked inode (a deleter may have unlinked it) and retries.
+  /// Waits in a blocking flock(LOCK_EX) for at most `timeout` (a per-thread timer signal interrupts
+  /// it: no polling); throws SessionBusy(id) when it expires. Blocks the calling thread: call it off
+  /// the connection thread. After locking, checks that the path still names the locked inode (a
+  /// deleter may have unlinked it) and retries.
   static SessionLock acquire(const std::string& lock_path, std::chrono::milliseconds timeout, const std::string& id);
 
   bool held() const noexcept { return static_cast<bool>(fd_); }

@@ -165,13 +165,38 @@ std::optional<TitleInfo> SessionStore::read_title(const std::string& id) {
 }
 
 std::vector<SessionListing> SessionStore::list_sessions(const ListQuery& query) {
-  std::lock_guard g(mu_);
-  return index_->list(query);
+  std::vector<SessionListing> rows;
+  std::optional<std::string> text;
+  std::uint64_t generation = 0;
+  {
+    std::lock_guard g(mu_);
+    rows = index_->list(query);
+    text = index_->take_dirty_text();
+    generation = ++index_generation_;
+  }
+  if (text) persist_index(*text, generation);
+  return rows;
 }
 
 void SessionStore::visit_sessions(const ListQuery& query, const std::function<bool(const SessionListing&)>& fn) {
-  std::lock_guard g(mu_);
-  index_->visit(query, fn);
+  std::optional<std::string> text;
+  std::uint64_t generation = 0;
+  {
+    std::lock_guard g(mu_);
+    index_->visit(query, fn);
+    text = index_->take_dirty_text();
+    generation = ++index_generation_;
+  }
+  if (text) persist_index(*text, generation);
+}
+
+void SessionStore::persist_index(const std::string& text, std::uint64_t generation) {
+  // Outside mu_: listings and writers go on while the file is written; an older text never
+  // replaces a newer one.
+  std::lock_guard g(persist_mu_);
+  if (generation <= persisted_generation_) return;
+  index_->write_cache(text);
+  persisted_generation_ = generation;
 }
 
 void SessionStore::rebuild_index() {

@@ -113,6 +113,7 @@ private:
   KnownLog load_for_write(const std::string& id, const std::string& path, UniqueFd& fd);
   void check_identity(const SessionHeader& h, const std::string& id, const std::string& path) const;
   void remember(const KnownLog& log);  // writer -> caches and index
+  void persist_index(const std::string& text, std::uint64_t generation);
 
   std::string root_;
   Encoding encoding_ = Encoding::zstd;
@@ -120,6 +121,9 @@ private:
   std::mutex mu_;
   std::unordered_map<std::string, KnownLog> known_;
   std::unique_ptr<ListingIndex> index_;
+  std::uint64_t index_generation_ = 0;  ///< guarded by mu_
+  std::mutex persist_mu_;               ///< orders cache-file writes
+  std::uint64_t persisted_generation_ = 0;
 };
 
 } // namespace acp::store
