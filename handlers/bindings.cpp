@@ -10,6 +10,7 @@ void bind_all(Router& router) {
   router.bind(methods::initialize,                  &initialize);
   router.bind(methods::authenticate,                &authenticate);
   router.bind_notification(methods::session_cancel, &session_cancel);
+  router.bind(methods::session_cancel,              &session_cancel_request);  // clients that send it with an id
   router.bind(methods::session_close,               &session_close);
   router.bind(methods::session_delete,              &session_delete);
   router.bind(methods::session_list,                &session_list);

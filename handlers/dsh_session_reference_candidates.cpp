@@ -1,4 +1,3 @@
-#include "handlers/blocking.hpp"
 #include "handlers/handlers.hpp"
 #include "protocol/jsonrpc.hpp"
 #include "refs/mentions.hpp"
@@ -9,13 +8,8 @@ namespace acp::handlers {
 
 boost::asio::awaitable<protocol::CandidatesResponse> dsh_session_reference_candidates(HandlerContext& ctx,
                                                                                        protocol::CandidatesRequest req) {
-  SessionState* session = ctx.sessions.find(req.sessionId);
-  if (!session) throw jsonrpc::resource_not_found(req.sessionId);
-  refs::Target target{req.sessionId, session->header.cwd};
-  auto list = [&ctx, target, query = req.query.value_or(""), limit = req.limit] {
-    return ctx.references.list_candidates(target, query, limit);
-  };
-  std::vector<refs::Candidate> candidates = std::move(*co_await run_blocking(ctx, list));
+  auto session = ctx.engine.require(req.sessionId);
+  std::vector<refs::Candidate> candidates = co_await ctx.engine.candidates(*session, req.query.value_or(""), req.limit);
   protocol::CandidatesResponse response;
   for (auto& c : candidates) {
     std::string uri = refs::encode_uri(c.session_id);

@@ -1,3 +1,4 @@
+#include "engine/engine.hpp"
 #include "handlers/router.hpp"
 #include "llm/provider.hpp"
 #include "refs/errors.hpp"
@@ -11,6 +12,10 @@ jsonrpc::RpcError to_rpc_error(std::exception_ptr error) {
     std::rethrow_exception(error);
   } catch (const jsonrpc::RpcError& e) {
     return e;
+  } catch (const engine::SessionNotFound& e) {
+    return jsonrpc::resource_not_found(e.session_id());
+  } catch (const engine::InvalidInput& e) {
+    return jsonrpc::invalid_params(e.path(), e.what());
   } catch (const llm::ProviderError& e) {
     if (e.code() == "AUTH_REQUIRED") return jsonrpc::auth_required(e.what());
     return jsonrpc::provider_failure(e.code(), e.what(), e.http_status());

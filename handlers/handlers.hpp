@@ -17,6 +17,7 @@ boost::asio::awaitable<protocol::SetSessionConfigOptionResponse> session_set_con
 boost::asio::awaitable<protocol::NewSessionResponse> session_new(HandlerContext&, protocol::NewSessionRequest);
 boost::asio::awaitable<protocol::PromptResponse> session_prompt(HandlerContext&, protocol::PromptRequest);
 boost::asio::awaitable<void> session_cancel(HandlerContext&, protocol::CancelNotification);
+boost::asio::awaitable<protocol::EmptyResponse> session_cancel_request(HandlerContext&, protocol::CancelNotification);
 boost::asio::awaitable<protocol::LoadSessionResponse> session_load(HandlerContext&, protocol::LoadSessionRequest);
 boost::asio::awaitable<protocol::LoadSessionResponse> session_resume(HandlerContext&, protocol::ResumeSessionRequest);
 boost::asio::awaitable<protocol::EmptyResponse> session_close(HandlerContext&, protocol::SessionIdRequest);

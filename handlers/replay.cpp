@@ -1,6 +1,6 @@
 #include "handlers/replay.hpp"
 
-#include "handlers/conversation.hpp"
+#include "engine/conversation.hpp"
 #include "handlers/reference_card.hpp"
 #include "store/records.hpp"
 
@@ -66,7 +66,7 @@ void Replayer::on_event(const json::object& event, std::vector<SessionUpdate>& o
     }
     if (string_at(*source, "kind") != "user") return;  // injected context is never shown as user text
     if (const auto* content = data->if_contains("content")) {
-      std::string text = content_text(*content);
+      std::string text = engine::content_text(*content);
       if (!text.empty()) out.push_back(UserMessageChunk{text_block(std::move(text)), {}, {}});
     }
     if (pending_card_) {
@@ -118,7 +118,7 @@ void Replayer::on_event(const json::object& event, std::vector<SessionUpdate>& o
     update.status = is_error && is_error->is_bool() && is_error->get_bool() ? ToolCallStatus::failed
                                                                                : ToolCallStatus::completed;
     if (const auto* content = data->if_contains("content")) {
-      std::string text = content_text(*content);
+      std::string text = engine::content_text(*content);
       if (!text.empty()) update.content = std::vector<ToolCallContent>{ToolCallContent{text_block(std::move(text))}};
     }
     out.push_back(std::move(update));

@@ -1,17 +1,16 @@
 #include "handlers/handlers.hpp"
-#include "support/log.hpp"
 
 namespace acp::handlers {
 
 boost::asio::awaitable<void> session_cancel(HandlerContext& ctx, protocol::CancelNotification note) {
-  SessionState* session = ctx.sessions.find(note.sessionId);
-  if (!session || !session->turn) {
-    log::debug("session/cancel for " + note.sessionId + ": nothing running");
-    co_return;
-  }
-  // The flag covers the race where the provider has not yet installed its cancellation handler.
-  session->turn->cancel();
+  ctx.engine.cancel(note.sessionId);
   co_return;
+}
+
+// session/cancel sent as a request is performed the same way and answered {} (contracts §2).
+boost::asio::awaitable<protocol::EmptyResponse> session_cancel_request(HandlerContext& ctx, protocol::CancelNotification note) {
+  ctx.engine.cancel(note.sessionId);
+  co_return protocol::EmptyResponse{};
 }
 
 } // namespace acp::handlers

@@ -1,9 +1,8 @@
-#include "handlers/blocking.hpp"
 #include "handlers/handlers.hpp"
 #include "handlers/session_lookup.hpp"
 #include "protocol/jsonrpc.hpp"
 #include "refs/uri.hpp"
-#include "store/session_store.hpp"
+#include "store/listing_index.hpp"
 
 #include <boost/json.hpp>
 
@@ -58,8 +57,7 @@ boost::asio::awaitable<protocol::ListSessionsResponse> session_list(HandlerConte
   }
   if (req.cursor) query.after = decode_cursor(*req.cursor);
   query.limit = kPageSize + 1;
-  auto list = [&ctx, query] { return ctx.store().list_sessions(query); };
-  std::vector<store::SessionListing> rows = std::move(*co_await run_blocking(ctx, list));
+  std::vector<store::SessionListing> rows = co_await ctx.engine.list(query);
 
   protocol::ListSessionsResponse response;
   for (std::size_t i = 0; i < rows.size() && i < kPageSize; ++i) {

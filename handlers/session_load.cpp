@@ -1,13 +1,11 @@
-#include "handlers/blocking.hpp"
 #include "handlers/handlers.hpp"
 #include "handlers/model_option.hpp"
 #include "handlers/provider_auth.hpp"
 #include "handlers/replay.hpp"
-#include "handlers/session_lookup.hpp"
+#include "handlers/slash_commands.hpp"
 #include "protocol/jsonrpc.hpp"
 #include "protocol/methods.hpp"
 #include "protocol/wire.hpp"
-#include "store/session_store.hpp"
 
 #include <chrono>
 #include <thread>
@@ -22,54 +20,56 @@ constexpr std::size_t kHoldBackBytes = 8u << 20;
 constexpr std::size_t kBatchBytes = 256u << 10;
 constexpr std::size_t kOutboxHighWater = 16u << 20;
 
-// Replays one log on the thread pool: translates and serialises each event's updates there, and
-// hands frames to the connection in batches, waiting while the client is slow to read. Notes the
-// latest request/header on the way (the session's model is restored from it).
-void replay_log(HandlerContext& ctx, const std::string& id, std::string& logged_provider, std::string& logged_model) {
-  Replayer replayer;
-  std::vector<protocol::SessionUpdate> updates;
-  std::vector<std::string> batch;
-  std::size_t batch_bytes = 0;
-  bool streaming = false;
-  auto hand_over = [&] {
-    while (ctx.queued_bytes() > kOutboxHighWater) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    ctx.send_frames(std::move(batch));
-    batch.clear();
-    batch_bytes = 0;
-  };
-  ctx.store().read_events(id, [&](boost::json::object&& event) {
-    note_request_header(event, logged_provider, logged_model);
-    replayer.on_event(event, updates);
-    for (auto& u : updates) {
-      protocol::SessionNotification note{id, std::move(u), std::nullopt};
-      batch.push_back(jsonrpc::serialize_notification(methods::session_update, wire::encode(note)));
-      batch_bytes += batch.back().size();
+// Translates one log's events into session/update frames on the pool thread that reads it, and
+// hands them to the connection in batches, waiting while the client is slow to read.
+class ReplaySink {
+public:
+  ReplaySink(HandlerContext& ctx, std::string id) : ctx_(ctx), id_(std::move(id)) {}
+
+  void operator()(boost::json::object&& event) {
+    replayer_.on_event(event, updates_);
+    for (auto& u : updates_) {
+      protocol::SessionNotification note{id_, std::move(u), std::nullopt};
+      batch_.push_back(jsonrpc::serialize_notification(methods::session_update, wire::encode(note)));
+      batch_bytes_ += batch_.back().size();
     }
-    updates.clear();
-    if (!streaming && batch_bytes >= kHoldBackBytes) streaming = true;
-    if (streaming && batch_bytes >= kBatchBytes) hand_over();
-  });
-  if (!batch.empty()) hand_over();
-}
+    updates_.clear();
+    if (!streaming_ && batch_bytes_ >= kHoldBackBytes) streaming_ = true;
+    if (streaming_ && batch_bytes_ >= kBatchBytes) hand_over();
+  }
+
+  void hand_over() {
+    if (batch_.empty()) return;
+    while (ctx_.queued_bytes() > kOutboxHighWater) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    ctx_.send_frames(std::move(batch_));
+    batch_.clear();
+    batch_bytes_ = 0;
+  }
+
+private:
+  HandlerContext& ctx_;
+  std::string id_;
+  Replayer replayer_;
+  std::vector<protocol::SessionUpdate> updates_;
+  std::vector<std::string> batch_;
+  std::size_t batch_bytes_ = 0;
+  bool streaming_ = false;
+};
 
 } // namespace
 
 boost::asio::awaitable<protocol::LoadSessionResponse> session_load(HandlerContext& ctx, protocol::LoadSessionRequest req) {
   require_provider_key(ctx);
-  store::SessionHeader header = co_await find_stored_session(ctx, req.sessionId, req.cwd);
+  store::SessionHeader header = co_await ctx.engine.find_stored(req.sessionId, req.cwd);
   // Frames are posted to the connection in order, and the answer below is queued after all of
   // them (the session/load rule: the whole history first, then the response).
-  std::string logged_provider, logged_model;
-  auto replay = [&ctx, id = req.sessionId, &logged_provider, &logged_model] {
-    replay_log(ctx, id, logged_provider, logged_model);
-  };
-  co_await run_blocking(ctx, replay);
-  bool was_attached = ctx.sessions.find(req.sessionId) != nullptr;
-  attach_session(ctx, header, req.additionalDirectories);
-  SessionState* session = ctx.sessions.find(req.sessionId);
-  // A session already attached here keeps its in-memory choice (it may not be logged yet).
-  if (!was_attached) restore_model(ctx.config, *session, logged_provider, logged_model);
-  co_return protocol::LoadSessionResponse{model_config_options(ctx.config, *session), std::nullopt};
+  auto sink = std::make_shared<ReplaySink>(ctx, req.sessionId);
+  engine::EventSink replay = [sink](boost::json::object&& e) { (*sink)(std::move(e)); };
+  auto [provider, model] = co_await ctx.engine.read_log(req.sessionId, replay);
+  sink->hand_over();
+  auto session = ctx.engine.attach(header, req.additionalDirectories, provider, model);
+  advertise_commands(ctx, session->id);
+  co_return protocol::LoadSessionResponse{model_config_options(ctx, *session), std::nullopt};
 }
 
 } // namespace acp::handlers

@@ -1,6 +1,5 @@
 #include "handlers/slash_commands.hpp"
 
-#include "handlers/blocking.hpp"
 #include "handlers/session_lookup.hpp"
 #include "protocol/jsonrpc.hpp"
 #include "refs/mentions.hpp"
@@ -44,11 +43,8 @@ std::string describe_candidates(const std::vector<refs::Candidate>& candidates, 
 
 boost::asio::awaitable<protocol::PromptResponse> run_slash_command(HandlerContext& ctx, const std::string& session_id,
                                                                    const SlashCommand& command) {
-  SessionState* session = ctx.sessions.find(session_id);
-  if (!session) throw jsonrpc::resource_not_found(session_id);
-  refs::Target target{session_id, session->header.cwd};
-  auto list = [&ctx, target, query = command.argument] { return ctx.references.list_candidates(target, query); };
-  std::vector<refs::Candidate> candidates = std::move(*co_await run_blocking(ctx, list));
+  auto session = ctx.engine.require(session_id);
+  std::vector<refs::Candidate> candidates = co_await ctx.engine.candidates(*session, command.argument, std::nullopt);
   protocol::SessionNotification note;
   note.sessionId = session_id;
   note.update = protocol::AgentMessageChunk{

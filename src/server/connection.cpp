@@ -1,5 +1,6 @@
 #include "server/connection.hpp"
 
+#include "engine/engine.hpp"
 #include "handlers/router.hpp"
 #include "protocol/json_text.hpp"
 #include "protocol/methods.hpp"
@@ -38,11 +39,12 @@ bool valid_utf8(std::string_view s) {
 
 struct Connection::Impl {
   Impl(asio::any_io_executor ex, asio::any_io_executor blocking, int in_fd, int out_fd, const support::Config& config,
-       llm::Provider& provider, handlers::StoreHandle& store, const refs::SessionReferenceService& references,
+       llm::Provider& provider, engine::StoreHandle& store, const refs::SessionReferenceService& references,
        std::string system_prompt)
       : executor(ex), input(ex, in_fd), outbox(ex, out_fd), idle(ex, asio::steady_timer::time_point::max()),
         framer(static_cast<std::size_t>(config.max_frame_bytes)), max_frame_bytes(config.max_frame_bytes),
-        context{config, ex, blocking, provider, store, references, sessions,
+        engine(engine::EngineServices{config, provider, store, references, std::move(system_prompt)}, ex, blocking),
+        context{engine, config, ex,
                 [this](const protocol::SessionNotification& n) {
                   outbox.send(jsonrpc::serialize_notification(methods::session_update, wire::encode(n)));
                 },
@@ -51,8 +53,7 @@ struct Connection::Impl {
                     for (auto& f : frames) outbox.send(std::move(f));
                   });
                 },
-                [this] { return outbox.queued_bytes(); },
-                std::move(system_prompt)} {
+                [this] { return outbox.queued_bytes(); }} {
     handlers::bind_all(router);
   }
 
@@ -62,7 +63,7 @@ struct Connection::Impl {
   asio::steady_timer idle;  ///< woken whenever a request finishes (shutdown waits on it)
   transport::LineFramer framer;
   std::int64_t max_frame_bytes;
-  handlers::SessionRegistry sessions;
+  engine::Engine engine;
   handlers::Router router;
   handlers::HandlerContext context;
   bool initialized = false;
@@ -179,19 +180,19 @@ struct Connection::Impl {
   }
 
   asio::awaitable<void> shutdown() {
-    log::info("input closed; cancelling " + std::to_string(sessions.running_turns()) + " running turn(s)");
-    sessions.cancel_all();
+    log::info("input closed; cancelling " + std::to_string(engine.running_turns()) + " running turn(s)");
+    engine.cancel_all();
     while (in_flight > 0) {
       idle.expires_at(asio::steady_timer::time_point::max());
       co_await idle.async_wait(asio::as_tuple(asio::use_awaitable));
-      sessions.cancel_all();
+      engine.cancel_all();
     }
     outbox.close();
   }
 };
 
 Connection::Connection(asio::any_io_executor executor, asio::any_io_executor blocking, int in_fd, int out_fd,
-                       const support::Config& config, llm::Provider& provider, handlers::StoreHandle& store,
+                       const support::Config& config, llm::Provider& provider, engine::StoreHandle& store,
                        const refs::SessionReferenceService& references, std::string system_prompt_template)
     : impl_(std::make_unique<Impl>(std::move(executor), std::move(blocking), in_fd, out_fd, config, provider, store,
                                    references, std::move(system_prompt_template))) {}

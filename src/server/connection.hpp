@@ -20,8 +20,10 @@ namespace acp::llm {
 class Provider;
 }
 namespace acp::handlers {
-class StoreHandle;
 class ProviderAuth;
+}
+namespace acp::engine {
+class StoreHandle;
 }
 namespace acp::refs {
 class SessionReferenceService;
@@ -33,7 +35,7 @@ class Connection {
 public:
   /// `blocking` runs store I/O (a thread pool); `executor` is the connection's own single thread.
   Connection(boost::asio::any_io_executor executor, boost::asio::any_io_executor blocking, int in_fd, int out_fd,
-             const support::Config& config, llm::Provider& provider, handlers::StoreHandle& store,
+             const support::Config& config, llm::Provider& provider, engine::StoreHandle& store,
              const refs::SessionReferenceService& references, std::string system_prompt_template);
   ~Connection();
 

@@ -3,7 +3,7 @@
 // fd discipline: frames go to a private duplicate of fd 1, and fd 1 itself is pointed at the log
 // file, so a stray print from any library can never corrupt the protocol stream (and never reaches
 // stderr, which some clients treat as an error).
-#include "handlers/handler_context.hpp"
+#include "engine/engine.hpp"
 #include "llm/openai/openai_config.hpp"
 #include "handlers/store_source.hpp"
 #include "refs/service.hpp"
@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
   }
   const support::Config& config = cli.config;
 
-  std::string system_prompt = handlers::default_system_prompt();
+  std::string system_prompt = engine::default_system_prompt();
   if (!config.system_prompt.empty()) {
     std::ifstream in(config.system_prompt, std::ios::binary);
     if (!in) return fail_usage("--system-prompt " + config.system_prompt + ": cannot be read");
@@ -69,7 +69,7 @@ int main(int argc, char** argv) {
   store_options.cache_dir = config.cache_dir;
   if (config.store_compression == "zstd") store_options.encoding = store::Encoding::zstd;
   if (config.store_compression == "none") store_options.encoding = store::Encoding::none;
-  handlers::StoreHandle store([store_options] { return std::make_unique<store::SessionStore>(store_options); });
+  engine::StoreHandle store([store_options] { return std::make_unique<store::SessionStore>(store_options); });
   if (store_options.encoding) {
     // An explicit encoding that contradicts the root is a start-up error (contracts §1).
     try {
@@ -91,7 +91,9 @@ int main(int argc, char** argv) {
             config.store + (config.config_file.empty() ? "" : ", config " + config.config_file));
 
   boost::asio::io_context io{1};
-  boost::asio::thread_pool blocking(2);
+  // Session strands and store work share this pool; a lock wait (up to 2 s) or a replay to a slow
+  // client occupies one thread, so there are enough for other sessions to proceed meanwhile.
+  boost::asio::thread_pool blocking(8);
   server::ProviderSetup provider_setup;
   try {
     // authenticate re-reads the environment and the config file with the same arguments.

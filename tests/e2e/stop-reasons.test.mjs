@@ -50,7 +50,7 @@ test('[[sleep:MS]] and [[echo:sleep=MS]] delay the answer', async (t) => {
 // ACP v1 StopReason "refusal": "The user prompt and everything that comes after it won't be included
 // in the next prompt" (acp-protocol.md §7). So the turn after a refusal sees system + the new user
 // message only, not the refused prompt and its answer.
-test('after a refusal, the refused prompt and its answer leave the next request', { todo: 'server bug: refused turn stays in the context (see report)' }, async (t) => {
+test('after a refusal, the refused prompt and its answer leave the next request', async (t) => {
   const { agent, ctx } = startSdkAgent(t);
   await ctx.request(M.initialize, INIT_PARAMS);
   const { sessionId } = await ctx.request(M.session.new, { cwd: agent.home, mcpServers: [] });

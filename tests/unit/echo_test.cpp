@@ -1,4 +1,4 @@
-#include "handlers/handler_context.hpp"
+#include "engine/engine.hpp"
 #include "handlers/prompt_text.hpp"
 #include "llm/echo_provider.hpp"
 #include "protocol/jsonrpc.hpp"
@@ -70,7 +70,7 @@ BOOST_AUTO_TEST_CASE(unsupported_and_blank_prompts_are_invalid_params) {
 }
 
 BOOST_AUTO_TEST_CASE(system_prompt_placeholders_are_replaced) {
-  std::string s = handlers::render_system_prompt("in {cwd} on {date}.", "/w");
+  std::string s = engine::render_system_prompt("in {cwd} on {date}.", "/w");
   BOOST_TEST(s.rfind("in /w on 20", 0) == 0u);
   BOOST_TEST(s.size() == std::string("in /w on YYYY-MM-DD.").size());
 }

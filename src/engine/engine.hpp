@@ -1,0 +1,194 @@
+// The session engine: sessions, turns, conversation assembly, store access, references and model
+// providers behind plain C++ types. It knows nothing of ACP or JSON-RPC (nothing here includes
+// protocol/ or handlers/); handlers translate wire structs to these calls and back.
+//
+// Scheduling model
+// - The engine lives on the connection's executor (one thread). Its coroutines run there and only
+//   there; they never block: every file operation — create, append, fsync, lock wait, log read,
+//   index save — is offloaded.
+// - Each session has a strand over the shared thread pool: that session's file work is serialised
+//   on it (appends keep their order without locks), while different sessions proceed in parallel.
+//   Session-less store work (listing, lookup, delete) runs on the pool directly.
+// - Reference preparation reads its sources on reader threads that the reference service joins
+//   before it returns; its stop_token is the turn's, so a cancel stops the reads at once.
+// - One cancellation object per turn (Turn): session/cancel, session/close and shutdown cancel it;
+//   the model stream, the reference reads and any waits of the turn observe it. Every child task of
+//   a turn (reads, writes, the model stream) is awaited before the turn completes, and the turn's
+//   `finished` timer wakes whoever waits for it. Nothing sleep-polls.
+// - The conversation sent to the model is derived from the log by Conversation (one fold), fed the
+//   records we append and, when another process appended, the log read back.
+#pragma once
+
+#include "engine/session.hpp"
+#include "llm/provider.hpp"
+#include "refs/types.hpp"
+#include "store/session_types.hpp"
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/json/object.hpp>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace acp::support {
+struct Config;
+}
+namespace acp::store {
+class SessionStore;
+struct ListQuery;
+}
+namespace acp::refs {
+class SessionReferenceService;
+}
+
+namespace acp::engine {
+
+/// Unknown target session (not created, loaded or resumed here, or not stored).
+class SessionNotFound : public std::runtime_error {
+public:
+  explicit SessionNotFound(std::string id) : std::runtime_error("session not found"), id_(std::move(id)) {}
+  const std::string& session_id() const noexcept { return id_; }
+
+private:
+  std::string id_;
+};
+
+/// Input the engine refuses; `path` is the JSON Pointer of the offending parameter.
+class InvalidInput : public std::invalid_argument {
+public:
+  InvalidInput(std::string path, const std::string& message) : std::invalid_argument(message), path_(std::move(path)) {}
+  const std::string& path() const noexcept { return path_; }
+
+private:
+  std::string path_;
+};
+
+/// The session store, opened on first use (opening sweeps the listing index, which must not delay
+/// the answer to initialize). Thread-safe.
+class StoreHandle {
+public:
+  explicit StoreHandle(std::function<std::unique_ptr<store::SessionStore>()> open);
+  ~StoreHandle();
+  store::SessionStore& get();
+
+private:
+  std::function<std::unique_ptr<store::SessionStore>()> open_;
+  std::once_flag once_;
+  std::unique_ptr<store::SessionStore> store_;
+};
+
+/// What a running turn reports, in order, on the connection thread.
+class TurnObserver {
+public:
+  virtual ~TurnObserver() = default;
+  /// The reference card: the snapshot's seq and its durable source record.
+  virtual void references(std::int64_t snapshot_seq, const boost::json::object& source) = 0;
+  virtual void title(const std::string& title) = 0;
+  virtual void delta(const llm::Delta& delta) = 0;
+};
+
+struct PromptInput {
+  std::string text;  ///< the readable direct message (mentions as @label)
+  std::vector<refs::SessionReference> references;
+};
+
+/// A stored session found for load or resume.
+struct StoredSession {
+  store::SessionHeader header;
+};
+
+/// Called on a pool thread for every raw event of a replayed log, in order.
+using EventSink = std::function<void(boost::json::object&&)>;
+
+struct EngineServices {
+  const support::Config& config;
+  llm::Provider& provider;
+  StoreHandle& store;
+  const refs::SessionReferenceService& references;
+  std::string system_prompt_template;  ///< with {cwd} and {date} placeholders
+};
+
+class Engine {
+public:
+  /// `executor`: the connection's thread; `pool`: where file work runs.
+  Engine(EngineServices services, boost::asio::any_io_executor executor, boost::asio::any_io_executor pool);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  const support::Config& config() const noexcept { return services_.config; }
+  llm::Provider& provider() noexcept { return services_.provider; }
+  const refs::SessionReferenceService& references() const noexcept { return services_.references; }
+  boost::asio::any_io_executor pool() const { return pool_; }
+
+  // ---- sessions of this connection ----
+
+  /// Creates a session durably (its header is written and fsynced) and attaches it.
+  /// (Coroutine arguments are taken by reference and copied before the first suspension: GCC 12
+  /// destroys by-value class-type coroutine parameters twice when the call is co_awaited.)
+  boost::asio::awaitable<std::shared_ptr<Session>> create_session(const std::string& cwd,
+                                                                  const std::vector<std::string>& additional_directories);
+  /// Finds a stored session for load/resume; checks its cwd against `cwd` (InvalidInput /cwd).
+  boost::asio::awaitable<store::SessionHeader> find_stored(const std::string& id, const std::string& cwd);
+  /// Streams a stored log's raw events to `sink` on the pool (replay; model restore). Returns the
+  /// log's latest request/header (provider, model), "" when none.
+  boost::asio::awaitable<std::pair<std::string, std::string>> read_log(const std::string& id, const EventSink& sink);
+  /// Attaches a stored session (load/resume). A session already attached keeps its state.
+  std::shared_ptr<Session> attach(const store::SessionHeader& header,
+                                  const std::optional<std::vector<std::string>>& additional_directories,
+                                  const std::string& logged_provider, const std::string& logged_model);
+  std::shared_ptr<Session> find(const std::string& id) const;
+  std::shared_ptr<Session> require(const std::string& id) const;  ///< throws SessionNotFound
+
+  /// Runs one prompt turn; returns how it stopped. Throws InvalidInput, reference errors (nothing
+  /// written), store errors, and provider errors (after the turn is logged `error`).
+  boost::asio::awaitable<llm::StopKind> prompt(const std::string& id, const PromptInput& input, TurnObserver& observer);
+  /// Cancels the session's running turn, if any (session/cancel).
+  void cancel(const std::string& id);
+  /// Detaches a session; a running turn is cancelled and has finished when this returns.
+  boost::asio::awaitable<void> close(const std::string& id);
+  /// Deletes a stored session (and detaches it). Throws SessionNotFound when neither exists.
+  boost::asio::awaitable<void> remove(const std::string& id);
+
+  /// Cancels every running turn (shutdown).
+  void cancel_all();
+  std::size_t running_turns() const;
+
+  // ---- models ----
+  bool offers_models() const;
+  /// The configured model, then config.models, then the session's own choice, each once.
+  std::vector<std::string> model_choices(const Session& session) const;
+  std::string session_model(const Session& session) const;
+  /// Throws InvalidInput(/value) for a model that is not a choice.
+  void set_model(Session& session, const std::string& model);
+
+  // ---- store queries (offloaded) ----
+  boost::asio::awaitable<std::vector<store::SessionListing>> list(const store::ListQuery& query);
+  boost::asio::awaitable<std::vector<refs::Candidate>> candidates(const Session& session, const std::string& query,
+                                                                  const std::optional<boost::json::value>& limit);
+
+private:
+  boost::asio::awaitable<void> refresh_conversation(Session& session, std::int64_t log_events);
+  std::string system_prompt(const Session& session) const;
+
+  EngineServices services_;
+  boost::asio::any_io_executor executor_;
+  boost::asio::any_io_executor pool_;
+  std::map<std::string, std::shared_ptr<Session>> sessions_;
+};
+
+/// The built-in system prompt (used when --system-prompt is not given).
+std::string default_system_prompt();
+/// Replaces {cwd} and {date} (UTC, YYYY-MM-DD).
+std::string render_system_prompt(const std::string& tmpl, const std::string& cwd);
+/// If `event` is a request/header, records its provider and model.
+void note_request_header(const boost::json::object& event, std::string& provider, std::string& model);
+
+} // namespace acp::engine

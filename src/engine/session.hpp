@@ -1,0 +1,58 @@
+// A session attached to this connection, and its running turn. Plain data used on the connection
+// thread; the session's log work runs on `strand`.
+#pragma once
+
+#include "engine/conversation.hpp"
+#include "store/session_types.hpp"
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+
+#include <memory>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+namespace acp::engine {
+
+/// The one cancellation object of a prompt turn. `signal` reaches the model stream (Asio terminal
+/// cancellation); `stop` reaches reference preparation, which runs on reader threads of its own.
+/// `finished` is cancelled when the turn is over, waking anyone who waits for it (session/close).
+struct Turn {
+  explicit Turn(const boost::asio::any_io_executor& ex) : finished(ex, boost::asio::steady_timer::time_point::max()) {}
+  boost::asio::cancellation_signal signal;
+  std::stop_source stop;
+  boost::asio::steady_timer finished;
+  bool cancel_requested = false;
+  bool done = false;
+
+  void cancel() {
+    if (cancel_requested || done) return;
+    cancel_requested = true;
+    stop.request_stop();
+    signal.emit(boost::asio::cancellation_type::terminal);
+  }
+};
+
+struct Session {
+  Session(std::string id_, store::SessionHeader header_, boost::asio::strand<boost::asio::any_io_executor> strand_)
+      : id(std::move(id_)), header(std::move(header_)), strand(std::move(strand_)) {}
+  std::string id;
+  store::SessionHeader header;  ///< header.cwd is set: ACP sessions have one
+  std::vector<std::string> additional_directories;
+  boost::asio::strand<boost::asio::any_io_executor> strand;  ///< serialises this session's file work
+  /// The conversation derived from the log, valid while the log has conversation.next_seq() events.
+  Conversation conversation;
+  bool conversation_known = false;
+  std::shared_ptr<Turn> turn;   ///< set while a prompt runs
+  std::string model;            ///< the session's model choice ("" = the configured model)
+  std::string logged_provider;  ///< config of the log's latest request/header ("" = none yet)
+  std::string logged_model;
+  bool closed = false;          ///< session/close or delete: a running prompt no longer updates it
+
+  const std::string& cwd() const { return *header.cwd; }
+};
+
+} // namespace acp::engine

@@ -1,0 +1,92 @@
+// Writing one prompt turn to the session log in the shapes the harness agent loop writes
+// (harness-compat §1.4, §1.9; contracts §4), split by thread:
+//
+// - ChunkBuffer lives on the connection thread: it turns streamed deltas into assistant/chunk
+//   events (block-start, deltas, block-end) and says when a batch is due (100 ms old).
+// - TurnLog owns the session's write lock (SessionWriter) and does every append and fsync; all its
+//   calls run on the session's strand, in order, so seqs are contiguous without further locking.
+//
+// Log shapes: turn/start + direct user/message (+ fallback title in turn 1) + step/start
+// (+ request/header when the model changed) as the first batch, preceded in the same batch by an
+// injected reference snapshot; chunk batches while streaming; then assistant/message, step/end and
+// turn/end, fsynced before the prompt is answered. A length stop finishes `{"kind":"max-tokens"}`;
+// a refusal is an error finish `{kind: error, failure: {message, code: CONTENT_FILTER}}`, no
+// assistant/message, and turn/end `{kind: error, step, failure}` with the same failure.
+#pragma once
+
+#include "llm/provider.hpp"
+#include "store/session_writer.hpp"
+
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace acp::engine {
+
+/// The refusal code written to the log (contracts §4).
+inline constexpr const char* kContentFilterCode = "CONTENT_FILTER";
+
+struct TextBlock {
+  llm::DeltaKind kind;
+  std::string text;
+};
+
+class ChunkBuffer {
+public:
+  ChunkBuffer(std::int64_t turn, std::int64_t step) : turn_(turn), step_(step) {}
+  /// Buffers one delta; returns true when the pending batch should be written now.
+  bool add(const llm::Delta& delta);
+  /// The pending chunk events (empties the buffer).
+  std::vector<store::NewEvent> take();
+  /// The closing chunks of a finished step: block-end of the open block, usage, finish.
+  void close(const llm::Completion& completion, bool refused);
+  const std::vector<TextBlock>& blocks() const noexcept { return blocks_; }
+  bool empty() const noexcept { return blocks_.empty(); }
+
+private:
+  std::int64_t turn_, step_;
+  std::vector<store::NewEvent> pending_;
+  std::chrono::steady_clock::time_point pending_since_;
+  std::vector<TextBlock> blocks_;
+};
+
+/// How a turn ended, as the log records it.
+struct TurnEnding {
+  enum class Kind { completed, max_tokens, aborted, refused, error } kind = Kind::completed;
+  std::string message;  ///< error: the provider's message
+  std::optional<std::string> code;
+};
+
+class TurnLog {
+public:
+  explicit TurnLog(store::SessionWriter writer);
+
+  std::int64_t turn() const noexcept { return turn_; }
+  static constexpr std::int64_t step() noexcept { return 1; }
+  store::SessionWriter& writer() noexcept { return writer_; }
+
+  /// Writes the first batch: `prefix` (an injected snapshot), turn/start, the direct message, the
+  /// title when the log has none yet, step/start and `request_header`. Returns the records written.
+  std::vector<boost::json::object> begin(std::vector<store::NewEvent> prefix, const std::string& user_text,
+                                         std::optional<store::NewEvent> request_header);
+  /// Appends a chunk batch (unsynced).
+  std::vector<boost::json::object> chunks(std::vector<store::NewEvent> batch);
+  /// Closes the step and the turn, fsynced. Returns the records written.
+  std::vector<boost::json::object> finish(std::vector<store::NewEvent> last_chunks, const std::vector<TextBlock>& blocks,
+                                          const llm::Completion& completion, const TurnEnding& ending);
+  /// Releases the write lock (the writer syncs what is pending first).
+  void release() { writer_.release(); }
+
+private:
+  std::vector<boost::json::object> append(std::vector<store::NewEvent> batch, bool sync);
+
+  store::SessionWriter writer_;
+  std::int64_t turn_ = 0;
+  boost::json::array chunk_seqs_;
+};
+
+} // namespace acp::engine

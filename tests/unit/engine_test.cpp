@@ -1,0 +1,336 @@
+// In-process tests of the session engine (src/engine) with a scripted fake provider and a real store
+// in a temporary directory: durability of session/new, conversation assembly from the log, refusal,
+// early cancel, cancellation joining the turn, close during a prompt, the model's request/header.
+#include "engine/engine.hpp"
+#include "handlers/store_source.hpp"
+#include "refs/service.hpp"
+#include "store/records.hpp"
+#include "store/session_store.hpp"
+#include "support/config.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/json.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <filesystem>
+#include <random>
+
+using namespace acp;
+namespace asio = boost::asio;
+namespace json = boost::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A model that answers each request from a script: text deltas and a stop kind, or it waits until
+// it is cancelled (`hang`). Every request it receives is kept.
+class FakeProvider final : public llm::Provider {
+public:
+  explicit FakeProvider(std::string name) : name_(std::move(name)) {}
+  std::string name() const override { return name_; }
+  asio::awaitable<llm::Completion> stream(const llm::Request& request, llm::DeltaSink sink) override {
+    requests.push_back(request);
+    llm::Completion c;
+    c.provider = name_;
+    c.model = request.model;
+    if (hang) {
+      asio::steady_timer t(co_await asio::this_coro::executor, std::chrono::hours(1));
+      ++waiting;
+      co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+      --waiting;
+      c.stop = llm::StopKind::cancelled;
+      co_return c;
+    }
+    for (const auto& d : answer) sink(llm::Delta{llm::DeltaKind::text, d});
+    c.stop = stop;
+    co_return c;
+  }
+  std::vector<llm::Request> requests;
+  std::vector<std::string> answer{"hello ", "there"};
+  llm::StopKind stop = llm::StopKind::end_turn;
+  bool hang = false;
+  int waiting = 0;
+
+private:
+  std::string name_;
+};
+
+struct Recorder final : engine::TurnObserver {
+  void references(std::int64_t seq, const json::object&) override { cards.push_back(seq); }
+  void title(const std::string& t) override { titles.push_back(t); }
+  void delta(const llm::Delta& d) override { text += d.text; }
+  std::vector<std::int64_t> cards;
+  std::vector<std::string> titles;
+  std::string text;
+};
+
+std::string temp_root() {
+  std::mt19937_64 rng(std::random_device{}());
+  fs::path p = fs::temp_directory_path() / ("dsh-engine-" + std::to_string(rng()));
+  fs::create_directories(p);
+  return p.string();
+}
+
+// One "process": its own store handle, reference service and engine over a shared root.
+struct Process {
+  Process(const std::string& root, support::Config& config, llm::Provider& provider, asio::io_context& io,
+          asio::thread_pool& pool)
+      : store([root] {
+          store::StoreOptions o;
+          o.root = root + "/store";
+          o.cache_dir = root + "/cache";
+          o.encoding = store::Encoding::none;
+          return std::make_unique<store::SessionStore>(o);
+        }),
+        references(std::make_shared<handlers::StoreSessionSource>(store), refs::Config{}),
+        engine(engine::EngineServices{config, provider, store, references, "system {cwd}"}, io.get_executor(),
+               pool.get_executor()) {}
+  engine::StoreHandle store;
+  refs::SessionReferenceService references;
+  engine::Engine engine;
+};
+
+struct Fixture {
+  Fixture() : root(temp_root()), provider("fake") {
+    config.provider = "fake";
+    config.model = "m1";
+    config.models = {"m2"};
+  }
+  ~Fixture() {
+    pool.join();
+    std::error_code ec;
+    fs::remove_all(root, ec);
+  }
+  std::unique_ptr<Process> process() { return std::make_unique<Process>(root, config, provider, io, pool); }
+
+  template <class T> T run(asio::awaitable<T> work) {
+    std::optional<T> out;
+    std::exception_ptr error;
+    asio::co_spawn(io, std::move(work), [&](std::exception_ptr e, T v) {
+      error = e;
+      if (!e) out = std::move(v);
+    });
+    io.restart();
+    io.run();
+    if (error) std::rethrow_exception(error);
+    return std::move(*out);
+  }
+  void run(asio::awaitable<void> work) {
+    std::exception_ptr error;
+    asio::co_spawn(io, std::move(work), [&](std::exception_ptr e) { error = e; });
+    io.restart();
+    io.run();
+    if (error) std::rethrow_exception(error);
+  }
+
+  std::vector<json::object> events(Process& p, const std::string& id) { return p.store.get().read_log(id).events; }
+
+  std::string root;
+  support::Config config;
+  FakeProvider provider;
+  asio::io_context io;
+  asio::thread_pool pool{4};
+};
+
+std::vector<std::string> types(const std::vector<json::object>& events) {
+  std::vector<std::string> out;
+  for (const auto& e : events) out.emplace_back(store::string_at(e, "type"));
+  return out;
+}
+
+const json::object& last_of(const std::vector<json::object>& events, std::string_view type) {
+  for (auto it = events.rbegin(); it != events.rend(); ++it)
+    if (store::string_at(*it, "type") == type) return *it;
+  throw std::runtime_error("no " + std::string(type));
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(session_engine)
+
+BOOST_FIXTURE_TEST_CASE(new_session_is_durable_and_loads_in_another_process, Fixture) {
+  auto a = process();
+  auto session = run(a->engine.create_session("/work/p", {}));
+  // Another process sees it at once: listed (no title), found for load, an empty log.
+  auto b = process();
+  auto rows = run(b->engine.list(store::ListQuery{}));
+  BOOST_REQUIRE_EQUAL(rows.size(), 1u);
+  BOOST_TEST(rows[0].header.id == session->id);
+  BOOST_TEST(!rows[0].title);
+  auto header = run(b->engine.find_stored(session->id, "/work/p/"));
+  BOOST_TEST(header.id == session->id);
+  BOOST_TEST(events(*b, session->id).empty());
+  // The first prompt goes to the existing header-only log.
+  b->engine.attach(header, std::nullopt, "", "");
+  Recorder r;
+  BOOST_TEST((run(b->engine.prompt(session->id, {"first words here", {}}, r)) == llm::StopKind::end_turn));
+  BOOST_TEST(r.text == "hello there");
+  BOOST_TEST(r.titles == std::vector<std::string>{"first words here"});
+  BOOST_TEST(events(*b, session->id).front().at("seq").as_int64() == 0);
+}
+
+BOOST_FIXTURE_TEST_CASE(bad_cwd_is_invalid_input_with_its_path, Fixture) {
+  auto a = process();
+  BOOST_CHECK_EXCEPTION(run(a->engine.create_session("relative", {})), engine::InvalidInput,
+                        [](const engine::InvalidInput& e) { return e.path() == "/cwd"; });
+  BOOST_CHECK_EXCEPTION(run(a->engine.create_session("/ok", {"/a", "b"})), engine::InvalidInput,
+                        [](const engine::InvalidInput& e) { return e.path() == "/additionalDirectories/1"; });
+  BOOST_CHECK_THROW(run(a->engine.find_stored("nope", "/ok")), engine::SessionNotFound);
+}
+
+BOOST_FIXTURE_TEST_CASE(conversation_comes_from_the_log_across_processes, Fixture) {
+  auto a = process();
+  auto session = run(a->engine.create_session("/w", {}));
+  Recorder r;
+  run(a->engine.prompt(session->id, {"one", {}}, r));
+  // Another process appends a turn to the same session.
+  auto b = process();
+  b->engine.attach(run(b->engine.find_stored(session->id, "/w")), std::nullopt, "", "");
+  provider.answer = {"second answer"};
+  run(b->engine.prompt(session->id, {"two", {}}, r));
+  provider.answer = {"x"};
+  run(a->engine.prompt(session->id, {"three", {}}, r));
+  const auto& m = provider.requests.back().messages;
+  BOOST_REQUIRE_EQUAL(m.size(), 6u);
+  BOOST_TEST(m[0].text == "system /w");
+  BOOST_TEST(m[1].text == "one");
+  BOOST_TEST(m[2].text == "hello there");
+  BOOST_TEST(m[3].text == "two");
+  BOOST_TEST(m[4].text == "second answer");
+  BOOST_TEST(m[5].text == "three");
+  // Seqs stay contiguous across both writers.
+  auto all = events(*a, session->id);
+  for (std::size_t i = 0; i < all.size(); ++i) BOOST_TEST(all[i].at("seq").as_int64() == std::int64_t(i));
+}
+
+BOOST_FIXTURE_TEST_CASE(refused_turn_leaves_later_requests_also_after_reload, Fixture) {
+  auto a = process();
+  auto session = run(a->engine.create_session("/w", {}));
+  Recorder r;
+  run(a->engine.prompt(session->id, {"fine question", {}}, r));
+  provider.stop = llm::StopKind::refusal;
+  provider.answer = {"I will not"};
+  BOOST_TEST((run(a->engine.prompt(session->id, {"forbidden question", {}}, r)) == llm::StopKind::refusal));
+  auto log = events(*a, session->id);
+  // Logged as the original: an error finish, no assistant/message, turn/end error CONTENT_FILTER.
+  const auto& end = last_of(log, "turn/end");
+  BOOST_TEST(json::serialize(end.at("data").at("reason")) ==
+             R"j({"kind":"error","step":1,"failure":{"message":"The model refused to answer (content filter)","code":"CONTENT_FILTER"}})j");
+  BOOST_TEST(store::string_at(last_of(log, "assistant/message").at("data").at("content").as_array()[0].as_object(),
+                              "text") == "hello there");
+  const auto& finish = last_of(log, "assistant/chunk");
+  BOOST_TEST(json::serialize(finish.at("data").at("chunk")) ==
+             R"j({"type":"finish","reason":{"kind":"error","failure":{"message":"The model refused to answer (content filter)","code":"CONTENT_FILTER"}}})j");
+  provider.stop = llm::StopKind::end_turn;
+  run(a->engine.prompt(session->id, {"next", {}}, r));
+  auto texts = [&] {
+    std::vector<std::string> out;
+    for (const auto& m : provider.requests.back().messages) out.push_back(m.text);
+    return out;
+  };
+  BOOST_TEST((texts() == std::vector<std::string>{"system /w", "fine question", "hello there", "next"}));
+  // A new process derives the same conversation from the log.
+  auto b = process();
+  b->engine.attach(run(b->engine.find_stored(session->id, "/w")), std::nullopt, "", "");
+  run(b->engine.prompt(session->id, {"after reload", {}}, r));
+  auto after_reload = texts();
+  BOOST_TEST((after_reload == std::vector<std::string>{"system /w", "fine question", "hello there", "next", "I will not",
+                                                       "after reload"}),
+             [&] {
+               std::string all;
+               for (const auto& t : after_reload) all += "[" + t + "]";
+               return all;
+             }());
+}
+
+BOOST_FIXTURE_TEST_CASE(cancel_before_any_output_still_logs_the_message, Fixture) {
+  auto a = process();
+  auto session = run(a->engine.create_session("/w", {}));
+  Recorder r;
+  llm::StopKind stop{};
+  // Coroutine lambdas live in named locals: their frames refer to the closure objects.
+  auto prompt = [&]() -> asio::awaitable<void> {
+    engine::PromptInput input{"cancelled early", {}};
+    stop = co_await a->engine.prompt(session->id, input, r);
+  };
+  auto prompt_then_cancel = [&]() -> asio::awaitable<void> {
+    // The cancel arrives right behind the prompt, before the turn wrote anything.
+    auto ex = co_await asio::this_coro::executor;
+    asio::co_spawn(ex, prompt(), asio::detached);
+    co_await asio::post(ex, asio::use_awaitable);  // the prompt starts (as the connection lets it)
+    a->engine.cancel(session->id);
+    co_return;
+  };
+  run(prompt_then_cancel());
+  BOOST_TEST((stop == llm::StopKind::cancelled));
+  BOOST_TEST(provider.requests.empty());
+  auto log = events(*a, session->id);
+  BOOST_TEST((types(log) == std::vector<std::string>{"turn/start", "user/message", "session/title", "step/start",
+                                                     "step/end", "turn/end"}));
+  BOOST_TEST(json::serialize(last_of(log, "turn/end").at("data").at("reason")) == R"({"kind":"aborted"})");
+  BOOST_TEST(!session->turn);
+}
+
+BOOST_FIXTURE_TEST_CASE(close_during_a_prompt_waits_for_the_cancelled_turn, Fixture) {
+  auto a = process();
+  auto session = run(a->engine.create_session("/w", {}));
+  provider.hang = true;
+  Recorder r;
+  std::vector<std::string> order;
+  auto prompt = [&]() -> asio::awaitable<void> {
+    engine::PromptInput input{"long", {}};
+    auto stop = co_await a->engine.prompt(session->id, input, r);
+    order.push_back(stop == llm::StopKind::cancelled ? "prompt cancelled" : "prompt other");
+  };
+  auto scenario = [&]() -> asio::awaitable<void> {
+    auto ex = co_await asio::this_coro::executor;
+    asio::co_spawn(ex, prompt(), asio::detached);
+    while (provider.waiting == 0) co_await asio::post(ex, asio::use_awaitable);
+    co_await a->engine.close(session->id);
+    order.push_back("closed");
+  };
+  run(scenario());
+  BOOST_TEST((order == std::vector<std::string>{"prompt cancelled", "closed"}));
+  BOOST_TEST(!a->engine.find(session->id));
+  BOOST_TEST(json::serialize(last_of(events(*a, session->id), "turn/end").at("data").at("reason")) == R"({"kind":"aborted"})");
+  BOOST_TEST(provider.waiting == 0);
+}
+
+BOOST_FIXTURE_TEST_CASE(model_choice_is_logged_once_and_restored, Fixture) {
+  config.provider = "deepseek";
+  FakeProvider deepseek("deepseek");
+  auto a = std::make_unique<Process>(root, config, deepseek, io, pool);
+  auto session = run(a->engine.create_session("/w", {}));
+  BOOST_TEST((a->engine.model_choices(*session) == std::vector<std::string>{"m1", "m2"}));
+  Recorder r;
+  run(a->engine.prompt(session->id, {"q1", {}}, r));
+  run(a->engine.prompt(session->id, {"q2", {}}, r));
+  a->engine.set_model(*session, "m2");
+  BOOST_CHECK_THROW(a->engine.set_model(*session, "nope"), engine::InvalidInput);
+  run(a->engine.prompt(session->id, {"q3", {}}, r));
+  BOOST_TEST(deepseek.requests.back().model == "m2");
+  std::vector<std::string> headers;
+  for (const auto& e : events(*a, session->id))
+    if (store::string_at(e, "type") == "request/header") headers.push_back(json::serialize(e.at("data")));
+  BOOST_TEST((headers == std::vector<std::string>{
+                  R"({"header":{"config":{"provider":"deepseek","model":"m1"}},"reason":"initial"})",
+                  R"({"header":{"config":{"provider":"deepseek","model":"m2"}},"reason":"change"})"}));
+  // Another process restores m2 from the log; another provider's names are ignored.
+  auto b = std::make_unique<Process>(root, config, deepseek, io, pool);
+  auto header = run(b->engine.find_stored(session->id, "/w"));
+  auto [provider_name, model] = run(b->engine.read_log(session->id, nullptr));
+  auto restored = b->engine.attach(header, std::nullopt, provider_name, model);
+  BOOST_TEST(b->engine.session_model(*restored) == "m2");
+  auto c = std::make_unique<Process>(root, config, deepseek, io, pool);
+  auto other = c->engine.attach(header, std::nullopt, "openai", "gpt-x");
+  BOOST_TEST(c->engine.session_model(*other) == "m1");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
