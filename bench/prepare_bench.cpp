@@ -4,7 +4,7 @@
 // the store hands it over), it times render_context(): projection + retention under the default
 // 65,536-byte budget + serialization of the prompt and the source record. Building the snapshot and
 // reading it from a store are not included (the end-to-end figure, read + fold + prepare from a stored
-// log, belongs to the store's benchmark). Each size is run several times; the minimum is the figure
+// log, is bench_prepare_e2e). Each size is run several times; the minimum is the figure
 // least disturbed by other processes on a shared machine, and the median is printed beside it. The
 // growth exponent is the log-log slope of the minimum time against N: 1.0 is linear, the original's
 // retention is ~2. The 1-minute load average is printed so a noisy run can be recognised.
@@ -100,6 +100,6 @@ int main() {
   double sxy = 0, sxx = 0;
   for (std::size_t i = 0; i < xs.size(); ++i) sxy += (xs[i] - mx) * (ys[i] - my), sxx += (xs[i] - mx) * (xs[i] - mx);
   std::printf("  least squares 1k..1M: %.3f (target <= 1.1)\n", sxy / sxx);
-  std::printf("\nprepare (end to end: read + fold + prepare from a stored log, MB/s): reported by the store's benchmark.\n");
+  std::printf("\nprepare (end to end from a stored log): see bench_prepare_e2e.\n");
   return 0;
 }

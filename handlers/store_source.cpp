@@ -1,12 +1,19 @@
 #include "handlers/store_source.hpp"
 
+#include "refs/streaming_projection.hpp"
 #include "store/session_store.hpp"
 
 namespace acp::handlers {
 
-store::SurfaceSnapshot StoreSessionSource::read_surface(const std::string& session_id) {
-  // Unknown ids surface as SessionNotFound, whose message is the original's `session "<id>" not found`.
-  return store_.get().read_surface(session_id);
+refs::ProjectedSource StoreSessionSource::read_projected(const std::string& session_id,
+                                                         std::int64_t max_reference_bytes, std::stop_token stop) {
+  // The log is streamed (checking `stop` per line) and folded as it goes; unknown ids surface as
+  // SessionNotFound, whose message is the original's `session "<id>" not found`.
+  auto stream = [&](const refs::EventSink& sink) {
+    store::StreamResult r = store_.get().read_events(session_id, sink, stop);
+    return refs::StreamedLog{std::move(r.header), r.capturedThroughSeq};
+  };
+  return refs::project_log(stream, max_reference_bytes);
 }
 
 std::vector<store::SessionListing> StoreSessionSource::list_sessions() { return store_.get().list_sessions(); }

@@ -1,5 +1,6 @@
-// The session store seen by the reference service: surfaces and listings of stored sessions.
-// Calls block (they read logs) and run on the reference service's own threads.
+// The session store seen by the reference service: projected surfaces (streamed, memory bounded by
+// the reference budget) and listings of stored sessions. Calls block (they read logs) and run on the
+// reference service's own threads.
 #pragma once
 
 #include "engine/engine.hpp"
@@ -10,7 +11,8 @@ namespace acp::handlers {
 class StoreSessionSource final : public refs::SessionSource {
 public:
   explicit StoreSessionSource(engine::StoreHandle& store) : store_(store) {}
-  store::SurfaceSnapshot read_surface(const std::string& session_id) override;
+  refs::ProjectedSource read_projected(const std::string& session_id, std::int64_t max_reference_bytes,
+                                       std::stop_token stop) override;
   std::vector<store::SessionListing> list_sessions() override;
 
 private:

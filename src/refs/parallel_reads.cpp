@@ -12,10 +12,10 @@ namespace acp::refs {
 namespace {
 
 struct ReadState {
-  explicit ReadState(std::size_t n) : snapshots(n), errors(n), done(n, false) {}
+  explicit ReadState(std::size_t n) : sources(n), errors(n), done(n, false) {}
   std::mutex mutex;
   std::condition_variable_any changed;
-  std::vector<std::optional<store::SurfaceSnapshot>> snapshots;
+  std::vector<std::optional<ProjectedSource>> sources;
   std::vector<std::optional<std::string>> errors;
   std::vector<bool> done;
 };
@@ -34,47 +34,67 @@ bool decided(const ReadState& s) {
   return true;
 }
 
+// Asks every reader to stop, then joins them; runs on every way out of read_all_in_parallel.
+struct StopAndJoin {
+  std::stop_source& stop;
+  std::vector<std::jthread>& threads;
+  ~StopAndJoin() {
+    stop.request_stop();
+    for (auto& t : threads)
+      if (t.joinable()) t.join();
+  }
+};
+
 } // namespace
 
-std::vector<store::SurfaceSnapshot> read_all_in_parallel(const std::shared_ptr<SessionSource>& source,
-                                                         const std::vector<std::string>& ids, std::stop_token stop) {
+std::vector<ProjectedSource> read_all_in_parallel(SessionSource& source, const std::vector<std::string>& ids,
+                                                  std::int64_t max_reference_bytes, std::stop_token stop) {
   if (stop.stop_requested()) cancelled();
-  auto state = std::make_shared<ReadState>(ids.size());
-  for (std::size_t i = 0; i < ids.size(); ++i) {
-    auto read = [state, source, id = ids[i], i] {
-      std::optional<store::SurfaceSnapshot> snapshot;
-      std::optional<std::string> error;
-      try {
-        snapshot = source->read_surface(id);
-      } catch (const std::exception& e) {
-        error = e.what();
-      } catch (...) {
-        error = "unknown error";
-      }
-      std::lock_guard lock(state->mutex);
-      state->snapshots[i] = std::move(snapshot);
-      state->errors[i] = std::move(error);
-      state->done[i] = true;
-      state->changed.notify_all();
-    };
+  ReadState state(ids.size());
+  std::stop_source readers;  // stops the reads: the caller's cancel, a decided failure, or leaving
+  std::stop_callback forward(stop, [&readers] { readers.request_stop(); });
+  auto read = [&state, &source, &ids, &readers, max_reference_bytes](std::size_t i) {
+    std::optional<ProjectedSource> result;
+    std::optional<std::string> error;
     try {
-      std::thread(read).detach();
-    } catch (const std::system_error&) {
-      read();  // no thread available: still read, just not concurrently
+      result = source.read_projected(ids[i], max_reference_bytes, readers.get_token());
+    } catch (const std::exception& e) {
+      error = e.what();
+    } catch (...) {
+      error = "unknown error";
     }
+    std::lock_guard lock(state.mutex);
+    state.sources[i] = std::move(result);
+    state.errors[i] = std::move(error);
+    state.done[i] = true;
+    state.changed.notify_all();
+  };
+  {
+    std::vector<std::jthread> threads;
+    threads.reserve(ids.size());
+    StopAndJoin guard{readers, threads};
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      try {
+        threads.emplace_back(read, i);
+      } catch (const std::system_error&) {
+        read(i);  // no thread available: still read, just not concurrently
+      }
+    }
+    std::unique_lock lock(state.mutex);
+    const bool known = state.changed.wait(lock, stop, [&] { return decided(state); });
+    lock.unlock();
+    if (!known) cancelled();  // the guard stops and joins the readers first
   }
-
-  std::unique_lock lock(state->mutex);
-  if (!state->changed.wait(lock, stop, [&] { return decided(*state); })) cancelled();
+  // Every reader has been joined here.
   for (std::size_t i = 0; i < ids.size(); ++i) {
-    if (!state->errors[i]) continue;
+    if (!state.errors[i]) continue;
     // A read that fails because the caller gave up is a cancellation, not a read failure.
     if (stop.stop_requested()) cancelled();
-    throw SessionReferenceError(ErrorCode::read_failed, "failed to read referenced session: " + *state->errors[i]);
+    throw SessionReferenceError(ErrorCode::read_failed, "failed to read referenced session: " + *state.errors[i]);
   }
-  std::vector<store::SurfaceSnapshot> out;
+  std::vector<ProjectedSource> out;
   out.reserve(ids.size());
-  for (auto& s : state->snapshots) out.push_back(std::move(*s));
+  for (auto& s : state.sources) out.push_back(std::move(*s));
   return out;
 }
 

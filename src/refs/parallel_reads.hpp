@@ -1,14 +1,15 @@
-// One read_surface() per distinct source, all in flight at once, raced against cancellation.
+// One read_projected() per distinct source, all in flight at once, raced against cancellation.
 //
-// Each read runs on a detached thread that shares ownership of the source and of the result slots,
-// so a cancelled caller can return immediately while a slow read finishes on its own. The outcome
-// is decided deterministically in mention order: the earliest failing read (by position, not by
-// time) is the one reported, as the original's synchronous test doubles observe it.
+// Each read runs on a std::jthread of this call. Every reader is joined before the call returns or
+// throws: on a cancel, or once the outcome is decided by a failure, the remaining readers are asked
+// to stop through their stop token and then joined. The outcome is decided deterministically in
+// mention order: the earliest failing read (by position, not by time) is the one reported, as the
+// original's synchronous test doubles observe it.
 #pragma once
 
 #include "refs/service.hpp"
 
-#include <memory>
+#include <cstdint>
 #include <stop_token>
 #include <string>
 #include <vector>
@@ -17,7 +18,7 @@ namespace acp::refs {
 
 /// Reads every id; throws cancelled (stop requested before or during the reads, or a read failed
 /// while stop was requested) or read_failed (`failed to read referenced session: <what()>`).
-std::vector<store::SurfaceSnapshot> read_all_in_parallel(const std::shared_ptr<SessionSource>& source,
-                                                         const std::vector<std::string>& ids, std::stop_token stop);
+std::vector<ProjectedSource> read_all_in_parallel(SessionSource& source, const std::vector<std::string>& ids,
+                                                  std::int64_t max_reference_bytes, std::stop_token stop);
 
 } // namespace acp::refs

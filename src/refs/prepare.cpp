@@ -7,7 +7,69 @@
 #include "refs/serialization.hpp"
 #include "refs/service.hpp"
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 namespace acp::refs {
+
+namespace {
+
+struct SourceView {
+  std::string_view session_id;
+  std::optional<std::string_view> cwd;
+  std::optional<std::int64_t> captured_through_seq;
+  const std::vector<ProjectedItem>& items;
+};
+
+RenderedSource render_source(const NormalizedReference& reference, const SourceView& source,
+                             std::int64_t max_reference_bytes, WorkCounter* counter) {
+  SourceHeader header;
+  header.session_id = source.session_id;  // the snapshot's id, not necessarily the requested one
+  header.label = reference.label;
+  header.cwd = source.cwd;
+  header.captured_through_seq = source.captured_through_seq;
+  auto retained = retain(header, source.items, max_reference_bytes, counter);
+  if (!retained)  // no partial context: one source that cannot fit fails the whole message
+    throw SessionReferenceError(ErrorCode::budget_exceeded,
+                                "referenced session snapshot cannot fit the configured byte budget");
+  return RenderedSource{std::string(source.session_id), reference.label, source.captured_through_seq,
+                        std::move(*retained)};
+}
+
+AdditionalContext assemble(const std::vector<RenderedSource>& rendered, WorkCounter* counter) {
+  AdditionalContext context;
+  context.source = build_source_record(rendered);
+  context.prompt = build_prompt(rendered, counter);
+  return context;
+}
+
+void give_back_memory() {
+#if defined(__GLIBC__)
+  ::malloc_trim(0);
+#endif
+}
+
+[[noreturn]] void cancelled() {
+  throw SessionReferenceError(ErrorCode::cancelled, "session reference preparation was cancelled");
+}
+
+} // namespace
+
+AdditionalContext render_context(const std::vector<NormalizedReference>& references,
+                                 const std::vector<ProjectedSource>& sources, std::int64_t max_reference_bytes,
+                                 WorkCounter* counter) {
+  std::vector<RenderedSource> rendered;
+  rendered.reserve(references.size());
+  for (std::size_t i = 0; i < references.size(); ++i) {
+    const ProjectedSource& s = sources[i];
+    std::optional<std::string_view> cwd;
+    if (s.cwd) cwd = std::string_view(*s.cwd);
+    rendered.push_back(render_source(references[i], SourceView{s.session_id, cwd, s.captured_through_seq, s.conversation.items},
+                                     max_reference_bytes, counter));
+  }
+  return assemble(rendered, counter);
+}
 
 AdditionalContext render_context(const std::vector<NormalizedReference>& references,
                                  const std::vector<store::SurfaceSnapshot>& snapshots, std::int64_t max_reference_bytes,
@@ -17,22 +79,13 @@ AdditionalContext render_context(const std::vector<NormalizedReference>& referen
   for (std::size_t i = 0; i < references.size(); ++i) {
     const auto& snapshot = snapshots[i];
     ProjectedConversation conversation = project(snapshot.events, counter);
-    SourceHeader header;
-    header.session_id = snapshot.session.id;  // the snapshot's id, not necessarily the requested one
-    header.label = references[i].label;
-    if (snapshot.session.cwd) header.cwd = std::string_view(*snapshot.session.cwd);
-    header.captured_through_seq = snapshot.capturedThroughSeq;
-    auto retained = retain(header, conversation.items, max_reference_bytes, counter);
-    if (!retained)  // no partial context: one source that cannot fit fails the whole message
-      throw SessionReferenceError(ErrorCode::budget_exceeded,
-                                  "referenced session snapshot cannot fit the configured byte budget");
-    rendered.push_back(RenderedSource{snapshot.session.id, references[i].label, snapshot.capturedThroughSeq,
-                                      std::move(*retained)});
+    std::optional<std::string_view> cwd;
+    if (snapshot.session.cwd) cwd = std::string_view(*snapshot.session.cwd);
+    rendered.push_back(render_source(references[i],
+                                     SourceView{snapshot.session.id, cwd, snapshot.capturedThroughSeq, conversation.items},
+                                     max_reference_bytes, counter));
   }
-  AdditionalContext context;
-  context.source = build_source_record(rendered);
-  context.prompt = build_prompt(rendered, counter);
-  return context;
+  return assemble(rendered, counter);
 }
 
 SessionReferenceService::SessionReferenceService(std::shared_ptr<SessionSource> source, Config config)
@@ -63,14 +116,20 @@ PreparedMessage SessionReferenceService::prepare_normalized(const boost::json::a
   std::vector<std::string> ids;
   ids.reserve(references.size());
   for (const auto& r : references) ids.push_back(r.session_id);
-  std::vector<store::SurfaceSnapshot> snapshots = read_all_in_parallel(source_, ids, stop);
-  if (stop.stop_requested())
-    throw SessionReferenceError(ErrorCode::cancelled, "session reference preparation was cancelled");
-  result.additional_context = render_context(references, snapshots, config_.max_reference_bytes, counter);
+  // The readers ran on threads of their own, whose malloc arenas keep what a big log's parse freed
+  // (glibc returns arena memory only on trim): give it back once the sources are gone, however
+  // this call ends.
+  struct GiveBack {
+    ~GiveBack() { give_back_memory(); }
+  } give_back;
+  {
+    std::vector<ProjectedSource> sources = read_all_in_parallel(*source_, ids, config_.max_reference_bytes, stop);
+    if (stop.stop_requested()) cancelled();
+    result.additional_context = render_context(references, sources, config_.max_reference_bytes, counter);
+  }
   // The original cannot observe a cancel during its synchronous retention; we can, and a caller that
   // gave up must not receive a context it would then have to discard by hand.
-  if (stop.stop_requested())
-    throw SessionReferenceError(ErrorCode::cancelled, "session reference preparation was cancelled");
+  if (stop.stop_requested()) cancelled();
   return result;
 }
 

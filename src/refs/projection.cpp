@@ -1,6 +1,7 @@
 #include "refs/projection.hpp"
 
 #include <cstring>
+#include <memory>
 
 namespace acp::refs {
 namespace {
@@ -32,7 +33,7 @@ bool source_kind_is(const boost::json::value* source, const char (&kind)[N]) {
 
 // textContent(): the `text` of every {type:"text", text:<string>} block, joined with "\n". Empty texts
 // still contribute their separator, exactly as Array.join does.
-std::string_view text_content(const boost::json::value* content, ProjectedConversation& out) {
+std::string_view text_content(const boost::json::value* content, std::string& joined) {
   if (!content || !content->is_array()) return {};
   const boost::json::string* single = nullptr;
   std::size_t count = 0;
@@ -45,20 +46,18 @@ std::string_view text_content(const boost::json::value* content, ProjectedConver
   }
   if (count == 0) return {};
   if (count == 1) return std::string_view(single->data(), single->size());
-  auto joined = std::make_unique<std::string>();
+  joined.clear();
   bool first = true;
   for (const auto& block : content->get_array()) {
     if (!block.is_object()) continue;
     auto* type = string_at(block.get_object(), "type");
     auto* text = string_at(block.get_object(), "text");
     if (!type || *type != "text" || !text) continue;
-    if (!first) joined->push_back('\n');
+    if (!first) joined.push_back('\n');
     first = false;
-    joined->append(text->data(), text->size());
+    joined.append(text->data(), text->size());
   }
-  std::string_view view = *joined;
-  out.joined_storage.push_back(std::move(joined));
-  return view;
+  return joined;
 }
 
 } // namespace
@@ -69,30 +68,55 @@ bool is_compact_checkpoint_source(const boost::json::value* source) {
   return plugin && *plugin == "compact";
 }
 
+std::optional<ProjectedItem> project_event(const boost::json::object& event, std::string& joined) {
+  auto* type = string_at(event, "type");
+  auto* data_value = member(event, "data");
+  if (!type || !data_value || !data_value->is_object()) return std::nullopt;
+  const auto& data = data_value->get_object();
+  ProjectedItem item;
+  if (*type == "user/message") {
+    const boost::json::value* source = member(data, "source");
+    item.checkpoint = is_compact_checkpoint_source(source);
+    if (!item.checkpoint && !source_kind_is(source, "user")) return std::nullopt;
+  } else if (*type == "steering/message") {
+    if (!source_kind_is(member(data, "source"), "user")) return std::nullopt;
+  } else if (*type == "assistant/message") {
+    item.role = Role::assistant;
+  } else {
+    return std::nullopt;
+  }
+  item.text = text_content(member(data, "content"), joined);
+  if (item.text.empty()) return std::nullopt;
+  return item;
+}
+
 ProjectedConversation project(const std::vector<boost::json::object>& events, WorkCounter* counter) {
   ProjectedConversation out;
   if (counter) counter->events_visited += events.size();
   out.items.reserve(events.size());
+  std::string joined;
   for (const auto& event : events) {
-    auto* type = string_at(event, "type");
-    auto* data_value = member(event, "data");
-    if (!type || !data_value || !data_value->is_object()) continue;
-    const auto& data = data_value->get_object();
-    ProjectedItem item;
-    if (*type == "user/message") {
-      const boost::json::value* source = member(data, "source");
-      item.checkpoint = is_compact_checkpoint_source(source);
-      if (!item.checkpoint && !source_kind_is(source, "user")) continue;
-    } else if (*type == "steering/message") {
-      if (!source_kind_is(member(data, "source"), "user")) continue;
-    } else if (*type == "assistant/message") {
-      item.role = Role::assistant;
-    } else {
-      continue;
+    auto item = project_event(event, joined);
+    if (!item) continue;
+    if (item->text.data() == joined.data()) {  // joined from several blocks: keep it alive
+      out.joined_storage.push_back(std::make_unique<std::string>(std::move(joined)));
+      item->text = *out.joined_storage.back();
+      joined = std::string();
     }
-    item.text = text_content(member(data, "content"), out);
-    if (item.text.empty()) continue;
-    out.items.push_back(item);
+    out.items.push_back(*item);
+  }
+  return out;
+}
+
+ProjectedSource project_snapshot(const store::SurfaceSnapshot& snapshot) {
+  ProjectedSource out;
+  out.session_id = snapshot.session.id;
+  out.cwd = snapshot.session.cwd;
+  out.captured_through_seq = snapshot.capturedThroughSeq;
+  out.conversation = project(snapshot.events);
+  for (auto& item : out.conversation.items) {
+    out.conversation.joined_storage.push_back(std::make_unique<std::string>(item.text));
+    item.text = *out.conversation.joined_storage.back();
   }
   return out;
 }

@@ -2,15 +2,20 @@
 //
 // Only direct-user user/steering messages, assistant text and compact checkpoints (user/message whose
 // source is {kind:"plugin",plugin:"compact"}) survive; text blocks are joined with "\n" and empty
-// results are dropped. Items borrow their text from the snapshot (string_view), so projection copies
-// nothing: the snapshot must outlive the items.
+// results are dropped. project() works on a snapshot already in memory: items borrow their text from
+// it (string_view), so it copies nothing and the snapshot must outlive the items. project_event() is
+// the rule for one event, shared with the streaming reader (streaming_projection.hpp).
 #pragma once
 
 #include "refs/work_counter.hpp"
 
+#include "store/session_types.hpp"
+
 #include <boost/json/object.hpp>
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,17 +30,40 @@ struct ProjectedItem {
   /// The joined text. Points into the event when there is a single text block; otherwise into
   /// ProjectedConversation::joined_storage.
   std::string_view text;
+  /// Set (>= 0) when a streaming reader let go of the text because retention certainly drops the
+  /// item: the text's UTF-8 bytes and the item's serialized size as retention measures it. `text`
+  /// is empty then, and retention must never keep the item.
+  std::int64_t released_bytes = -1;
+  std::int64_t released_size = -1;
+
+  bool released() const { return released_bytes >= 0; }
 };
 
 struct ProjectedConversation {
   std::vector<ProjectedItem> items;
-  /// Owns the texts joined from several blocks; unique_ptr keeps their addresses stable.
+  /// Owns the texts joined from several blocks (and every text of a streamed source); unique_ptr
+  /// keeps their addresses stable.
   std::vector<std::unique_ptr<std::string>> joined_storage;
+};
+
+/// One source as the service renders it: the header fields retention needs and the projected items.
+struct ProjectedSource {
+  std::string session_id;  ///< the snapshot's id
+  std::optional<std::string> cwd;
+  std::optional<std::int64_t> captured_through_seq;
+  ProjectedConversation conversation;
 };
 
 /// Whether `source` is the compact checkpoint marker: kind "plugin" and plugin "compact" (extra keys ignored).
 bool is_compact_checkpoint_source(const boost::json::value* source);
 
+/// The item one surface event contributes, nullopt when none. A text joined from several blocks is
+/// written to `joined` and the item points there; a single block's text points into the event.
+std::optional<ProjectedItem> project_event(const boost::json::object& event, std::string& joined);
+
 ProjectedConversation project(const std::vector<boost::json::object>& events, WorkCounter* counter = nullptr);
+
+/// project() of a snapshot into a source that owns its texts (for hosts that hold whole snapshots).
+ProjectedSource project_snapshot(const store::SurfaceSnapshot& snapshot);
 
 } // namespace acp::refs

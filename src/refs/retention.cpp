@@ -2,8 +2,8 @@
 
 #include "refs/json_string.hpp"
 
-#include <cassert>
 #include <queue>
+#include <stdexcept>
 
 namespace acp::refs {
 namespace {
@@ -72,6 +72,10 @@ struct Retained {
 
 } // namespace
 
+std::int64_t item_size(Role role, std::string_view text, WorkCounter* counter) {
+  return shell_bytes(role) + static_cast<std::int64_t>(tag_safe_json_size(text, counter));
+}
+
 TruncatedText truncate_with_notice(std::string_view text, std::int64_t max_out, WorkCounter* counter) {
   const auto n = static_cast<std::int64_t>(text.size());
   if (n <= max_out) return {std::string(text), 0};
@@ -125,7 +129,7 @@ std::optional<RetainedSource> retain(const SourceHeader& header, const std::vect
   std::vector<std::int64_t> item_size(n, -1);
   auto measure = [&](std::size_t i) {
     if (item_size[i] < 0)
-      item_size[i] = shell_bytes(items[i].role) + static_cast<std::int64_t>(tag_safe_json_size(items[i].text, counter));
+      item_size[i] = items[i].released() ? items[i].released_size : refs::item_size(items[i].role, items[i].text, counter);
     return item_size[i];
   };
   std::vector<std::size_t> eligible;  // non-checkpoint items other than the newest, oldest first
@@ -156,7 +160,8 @@ std::optional<RetainedSource> retain(const SourceHeader& header, const std::vect
   std::int64_t dropped_bytes = 0;
   for (std::size_t k = 0; k < first_kept; ++k) {
     dropped[eligible[k]] = 1;
-    dropped_bytes += static_cast<std::int64_t>(items[eligible[k]].text.size());
+    const ProjectedItem& item = items[eligible[k]];
+    dropped_bytes += item.released() ? item.released_bytes : static_cast<std::int64_t>(item.text.size());
   }
   stats.omitted_messages = static_cast<std::int64_t>(first_kept);
   if (counter) counter->retention_steps += n;
@@ -164,8 +169,11 @@ std::optional<RetainedSource> retain(const SourceHeader& header, const std::vect
 
   std::vector<Retained> retained;
   retained.reserve(static_cast<std::size_t>(count));
-  for (std::size_t i = 0; i < n; ++i)
-    if (!dropped[i]) retained.push_back(Retained{i, std::nullopt, 0, item_size[i]});
+  for (std::size_t i = 0; i < n; ++i) {
+    if (dropped[i]) continue;
+    if (items[i].released()) throw std::logic_error("retention would keep an item whose text was released");
+    retained.push_back(Retained{i, std::nullopt, 0, item_size[i]});
+  }
 
   auto current_text = [&](const Retained& r) -> std::string_view {
     return r.truncated ? std::string_view(*r.truncated) : items[r.index].text;
@@ -236,7 +244,10 @@ std::optional<RetainedSource> retain(const SourceHeader& header, const std::vect
   }
   json += "]}";
   if (counter) counter->bytes_written += json.size();
-  assert(static_cast<std::int64_t>(json.size()) == total());
+  // The running total is built from hand-counted constants: a mismatch would mean the budget
+  // decisions above were taken on wrong sizes, so it is an error in every build, not an assert.
+  if (static_cast<std::int64_t>(json.size()) != total())
+    throw std::logic_error("retention size accounting disagrees with the serialized data object");
   out.stats = stats;
   return out;
 }

@@ -53,8 +53,13 @@ struct TruncatedText {
 /// quirk that strips one leading U+FEFF from each decoded piece.
 TruncatedText truncate_with_notice(std::string_view text, std::int64_t max_out, WorkCounter* counter = nullptr);
 
+/// The serialized size retention measures for one item: {"role":…,"text":…} with a tag-safe text.
+std::int64_t item_size(Role role, std::string_view text, WorkCounter* counter = nullptr);
+
 /// Applies the budget to one projected source; nullopt when even the fixed fields plus one empty
-/// shell per surviving item cannot fit (→ SESSION_REFERENCE_BUDGET_EXCEEDED).
+/// shell per surviving item cannot fit (→ SESSION_REFERENCE_BUDGET_EXCEEDED). Released items
+/// (ProjectedItem::released) are measured by their recorded sizes; the caller guarantees Phase 1
+/// drops them (std::logic_error otherwise).
 std::optional<RetainedSource> retain(const SourceHeader& header, const std::vector<ProjectedItem>& items,
                                      std::int64_t max_bytes, WorkCounter* counter = nullptr);
 

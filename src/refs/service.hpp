@@ -3,13 +3,14 @@
 //
 // The host implements SessionSource over the session store and owns one service per process. The
 // service is immutable after construction and may be used from several threads at once. prepare()
-// starts one read per distinct source in parallel on threads of its own; when cancelled it returns
-// at once (SESSION_REFERENCE_CANCELLED) and lets outstanding reads finish in the background, which is
-// why the source is held by shared_ptr. Nothing is ever partially returned: either a complete
-// PreparedMessage or a SessionReferenceError.
+// starts one read per distinct source in parallel on threads of its own and joins every one of them
+// before it returns or throws: a cancel (or the first failure in mention order) stops the remaining
+// reads through their stop token, so nothing outlives the call. Nothing is ever partially returned:
+// either a complete PreparedMessage or a SessionReferenceError.
 #pragma once
 
 #include "refs/config.hpp"
+#include "refs/projection.hpp"
 #include "refs/types.hpp"
 #include "refs/work_counter.hpp"
 
@@ -32,9 +33,14 @@ namespace acp::refs {
 class SessionSource {
 public:
   virtual ~SessionSource() = default;
-  /// The folded current surface of a session. Throws std::exception with a message on failure;
-  /// `session "<id>" not found` for unknown ids.
-  virtual store::SurfaceSnapshot read_surface(const std::string& session_id) = 0;
+  /// The projected current surface of a session (readSurface + projection, harness-compat §2.2,
+  /// §5.6). Texts of items that retention under `max_reference_bytes` certainly drops may come back
+  /// released (ProjectedItem::released), which is how a store-backed source keeps its memory bounded
+  /// (project_log in streaming_projection.hpp). Throws std::exception with a message on failure;
+  /// `session "<id>" not found` for unknown ids. Once `stop` is requested the read should end
+  /// promptly (checked per event) by throwing; the service then reports a cancellation.
+  virtual ProjectedSource read_projected(const std::string& session_id, std::int64_t max_reference_bytes,
+                                         std::stop_token stop) = 0;
   /// All sessions, newest first (createdAt descending, ties by id under en-US collation).
   virtual std::vector<store::SessionListing> list_sessions() = 0;
 };
@@ -49,8 +55,13 @@ std::vector<NormalizedReference> normalize_references(std::string_view target_id
 std::vector<NormalizedReference> normalize_references(std::string_view target_id, const boost::json::array& references,
                                                       std::int64_t max_references);
 
-/// Projection, retention and serialization of snapshots already in memory (the part of prepare()
-/// after the reads). snapshots[i] belongs to references[i]. Throws budget_exceeded.
+/// Retention and serialization of projected sources (the part of prepare() after the reads).
+/// sources[i] belongs to references[i]. Throws budget_exceeded.
+AdditionalContext render_context(const std::vector<NormalizedReference>& references,
+                                 const std::vector<ProjectedSource>& sources, std::int64_t max_reference_bytes,
+                                 WorkCounter* counter = nullptr);
+
+/// The same for snapshots already in memory, projected without copying their texts.
 AdditionalContext render_context(const std::vector<NormalizedReference>& references,
                                  const std::vector<store::SurfaceSnapshot>& snapshots, std::int64_t max_reference_bytes,
                                  WorkCounter* counter = nullptr);
@@ -81,7 +92,7 @@ private:
   PreparedMessage prepare_normalized(const boost::json::array& content, std::vector<NormalizedReference> references,
                                      std::stop_token stop, WorkCounter* counter) const;
 
-  std::shared_ptr<SessionSource> source_;
+  std::shared_ptr<SessionSource> source_;  // shared with the host, which may hold it too
   Config config_;
 };
 

@@ -5,6 +5,7 @@
 //   InvalidSessionId (incl. IdTooLong) -> -32602
 //   SessionNotFound -> -32002 / SESSION_REFERENCE_READ_FAILED, depending on the caller
 //   FoldError      -> "invalid session surface: <message>"
+//   ReadCancelled  -> the caller asked to stop (never reported as a failure)
 // Everything else the store throws is a plain StoreError (internal error).
 #pragma once
 
@@ -77,6 +78,12 @@ public:
 class FoldError : public StoreError {
 public:
   using StoreError::StoreError;
+};
+
+/// A read was stopped through its stop_token before it finished.
+class ReadCancelled : public StoreError {
+public:
+  ReadCancelled() : StoreError("session log read was cancelled") {}
 };
 
 /// A batch handed to append() is malformed (bad seq, surface metadata on a non-surface type...).

@@ -47,7 +47,13 @@ UniqueFd open_nofollow(const std::string& path, int flags, mode_t mode) {
 }
 
 std::string pread_some(int fd, std::uint64_t offset, std::size_t n, const std::string& path) {
-  std::string out(n, '\0');
+  std::string out;
+  pread_into(fd, offset, n, out, path);
+  return out;
+}
+
+void pread_into(int fd, std::uint64_t offset, std::size_t n, std::string& out, const std::string& path) {
+  out.resize(n);  // zero-fills only what grows beyond the previous size
   std::size_t got = 0;
   while (got < n) {
     ssize_t r = ::pread(fd, out.data() + got, n - got, off_t(offset + got));
@@ -59,7 +65,6 @@ std::string pread_some(int fd, std::uint64_t offset, std::size_t n, const std::s
     got += std::size_t(r);
   }
   out.resize(got);
-  return out;
 }
 
 void write_all(int fd, std::string_view data, const std::string& path) {

@@ -39,6 +39,9 @@ UniqueFd open_nofollow(const std::string& path, int flags, mode_t mode = 0600);
 
 /// Reads exactly [offset, offset+n) or fewer bytes at EOF.
 std::string pread_some(int fd, std::uint64_t offset, std::size_t n, const std::string& path);
+/// The same into `buf` (resized to the bytes read), reusing its capacity: a streaming reader
+/// calls it per chunk without allocating and zero-filling a new buffer each time.
+void pread_into(int fd, std::uint64_t offset, std::size_t n, std::string& buf, const std::string& path);
 
 /// Writes all bytes at the current offset; throws on failure.
 void write_all(int fd, std::string_view data, const std::string& path);

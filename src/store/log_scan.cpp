@@ -103,10 +103,13 @@ private:
 
 } // namespace
 
-ScanResult scan_log(int fd, const std::string& path, Encoding enc, const EventSink& sink) {
+ScanResult scan_log(int fd, const std::string& path, Encoding enc, const EventSink& sink, std::stop_token stop) {
   ScanResult out;
   Walker walker(path, sink, out);
-  SourceTail tail = read_log_lines(fd, path, enc, [&](const PlainLine& l) { walker.line(l); });
+  SourceTail tail = read_log_lines(fd, path, enc, [&](const PlainLine& l) {
+    if (stop.stop_requested()) throw ReadCancelled();
+    walker.line(l);
+  });
   // zstd: the header frame itself torn means the log was never published whole.
   if (tail.lines == 0 || (enc == Encoding::zstd && tail.complete_bytes == 0))
     throw StoreCorrupt(path, 1, "empty or header-less session log");

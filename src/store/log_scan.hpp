@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <stop_token>
 #include <string>
 #include <vector>
 
@@ -35,7 +36,9 @@ struct ScanResult {
 using EventSink = std::function<void(boost::json::object&&)>;
 
 /// Scans the open log. Throws StoreCorrupt (file, 1-based line, reason). With a sink, events
-/// before a hard error may already have been delivered when the error is thrown.
-ScanResult scan_log(int fd, const std::string& path, Encoding enc, const EventSink& sink = {});
+/// before a hard error may already have been delivered when the error is thrown. `stop` is
+/// checked before every line: once requested, ReadCancelled is thrown.
+ScanResult scan_log(int fd, const std::string& path, Encoding enc, const EventSink& sink = {},
+                    std::stop_token stop = {});
 
 } // namespace acp::store

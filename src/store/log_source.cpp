@@ -14,8 +14,9 @@ SourceTail read_raw(int fd, const std::string& path, const LineSink& sink) {
   SourceTail tail;
   std::string carry;  // bytes of a line that started in an earlier chunk
   std::uint64_t offset = 0;
+  std::string chunk;  // reused: one allocation for the whole file
   for (;;) {
-    std::string chunk = pread_some(fd, offset, kReadChunk, path);
+    pread_into(fd, offset, kReadChunk, chunk, path);
     if (chunk.empty()) break;
     std::size_t pos = 0;
     for (;;) {

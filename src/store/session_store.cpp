@@ -128,7 +128,7 @@ LogSnapshot SessionStore::read_log(const std::string& id) {
   return snap;
 }
 
-StreamResult SessionStore::read_events(const std::string& id, const EventSink& sink) {
+StreamResult SessionStore::read_events(const std::string& id, const EventSink& sink, std::stop_token stop) {
   auto path = find_log(id);
   if (!path) throw SessionNotFound(id);
   UniqueFd fd = open_nofollow(*path, O_RDONLY);
@@ -136,9 +136,11 @@ StreamResult SessionStore::read_events(const std::string& id, const EventSink& s
     if (errno == ENOENT) throw SessionNotFound(id);
     throw_errno("open", *path, errno);
   }
-  ScanResult scan = scan_log(fd.get(), *path, encoding_, [&](json::object&& e) {
-    if (sink) sink(std::move(e));
-  });
+  ScanResult scan = scan_log(
+      fd.get(), *path, encoding_, [&](json::object&& e) {
+        if (sink) sink(std::move(e));
+      },
+      std::move(stop));
   check_identity(scan.header, id, *path);
   StreamResult r;
   r.path = *path;

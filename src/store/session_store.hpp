@@ -20,6 +20,7 @@
 #include <functional>
 #include <mutex>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -73,8 +74,9 @@ public:
   /// Whole committed log in memory. Throws SessionNotFound / StoreCorrupt.
   LogSnapshot read_log(const std::string& id);
   /// Streams every committed event to `sink` in order; memory is bounded by one read chunk or one
-  /// zstd frame. A hard error found after some events were delivered is still thrown.
-  StreamResult read_events(const std::string& id, const EventSink& sink);
+  /// zstd frame. A hard error found after some events were delivered is still thrown. `stop` is
+  /// checked per line; once requested the read ends with ReadCancelled.
+  StreamResult read_events(const std::string& id, const EventSink& sink, std::stop_token stop = {});
   /// foldSurface over the log (harness-compat §2.2). Throws FoldError on an invalid surface.
   SurfaceSnapshot read_surface(const std::string& id);
   /// Latest session/title by log position, nullopt when none.

@@ -226,6 +226,49 @@ BOOST_AUTO_TEST_CASE(cancellation_yields_no_context) {
   BOOST_TEST(pending2.get() == ErrorCode::cancelled);
 }
 
+BOOST_AUTO_TEST_CASE(cancellation_joins_every_reader) {
+  // Both reads block until they are asked to stop. A cancel ends prepare() only after both readers
+  // have stopped and been joined: nothing of the call is left running when it returns.
+  auto source = source_with({});
+  source->blocked = {"one", "two"};
+  SessionReferenceService service(source, Config{});
+  std::vector<SessionReference> refs{{"one", std::nullopt}, {"two", std::nullopt}};
+  for (int round = 0; round < 20; ++round) {
+    std::stop_source stop;
+    auto pending = std::async(std::launch::async, [&] {
+      return code_of([&] { service.prepare(kTarget, use_content(), refs, stop.get_token()); });
+    });
+    source->wait_for_in_flight(2);
+    stop.request_stop();
+    BOOST_REQUIRE(pending.wait_for(std::chrono::seconds(10)) == std::future_status::ready);
+    BOOST_TEST(pending.get() == ErrorCode::cancelled);
+    BOOST_TEST(source->in_flight.load() == 0);  // returned only after every reader left
+    BOOST_TEST(source->stopped.load() == 2 * (round + 1));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(decided_failure_stops_later_readers) {
+  // The first mention fails at once; the second would block forever. The failure decides the
+  // outcome, so the second reader is stopped and joined and the failure is reported.
+  auto source = source_with({});
+  source->errors["first"] = "broken log";
+  source->blocked = {"second"};
+  SessionReferenceService service(source, Config{});
+  std::vector<SessionReference> refs{{"first", std::nullopt}, {"second", std::nullopt}};
+  auto pending = std::async(std::launch::async, [&] {
+    try {
+      service.prepare(kTarget, use_content(), refs);
+    } catch (const SessionReferenceError& e) {
+      return std::string(e.code_name()) + ": " + e.what();
+    }
+    return std::string("no error");
+  });
+  BOOST_REQUIRE(pending.wait_for(std::chrono::seconds(10)) == std::future_status::ready);
+  BOOST_TEST(pending.get() == "SESSION_REFERENCE_READ_FAILED: failed to read referenced session: broken log");
+  BOOST_TEST(source->in_flight.load() == 0);
+  BOOST_TEST(source->stopped.load() == 1);
+}
+
 BOOST_AUTO_TEST_CASE(reads_run_in_parallel_once_per_distinct_source) {
   auto source = source_with({snapshot("one", std::nullopt, 0, {user("one")}), snapshot("two", std::nullopt, 0, {user("two")}),
                              snapshot("three", std::nullopt, 0, {user("three")})});

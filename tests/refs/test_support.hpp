@@ -1,7 +1,8 @@
 // Shared helpers of the session-reference unit tests: event builders and an in-memory SessionSource
-// whose reads can be gated (to hold a read open while a test cancels) and counted.
+// whose reads can be gated (to hold a read open until it is cancelled) and counted.
 #pragma once
 
+#include "refs/projection.hpp"
 #include "refs/service.hpp"
 
 #include <boost/json.hpp>
@@ -9,9 +10,11 @@
 #include <atomic>
 #include <condition_variable>
 #include <map>
+#include <set>
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <stop_token>
 #include <thread>
 #include <chrono>
 
@@ -57,9 +60,11 @@ public:
   std::map<std::string, std::string> errors;
   std::vector<acp::store::SessionListing> listings;
   std::map<std::string, int> delay_ms;  ///< per-id pause before a read completes
+  std::set<std::string> blocked;         ///< ids whose reads block until they are asked to stop
   std::atomic<int> reads{0};
   std::atomic<int> in_flight{0};
   std::atomic<int> max_in_flight{0};
+  std::atomic<int> stopped{0};  ///< reads that ended because they were asked to stop
 
   /// While closed, every read blocks until open() is called.
   void close_gate() {
@@ -79,31 +84,56 @@ public:
     cv_.wait(lock, [&] { return in_flight.load() >= n; });
   }
 
-  acp::store::SurfaceSnapshot read_surface(const std::string& id) override {
+  /// The snapshot's projection. A closed gate blocks the read until the gate opens or the read is
+  /// asked to stop; a stopped read throws, as a store read does.
+  acp::refs::ProjectedSource read_projected(const std::string& id, std::int64_t, std::stop_token stop) override {
     ++reads;
     int now = ++in_flight;
     int seen = max_in_flight.load();
     while (now > seen && !max_in_flight.compare_exchange_weak(seen, now)) {
     }
+    struct Leave {
+      MemorySource& s;
+      ~Leave() {
+        std::lock_guard lock(s.mutex_);
+        --s.in_flight;
+        s.cv_.notify_all();
+      }
+    } leave{*this};
     {
       std::unique_lock lock(mutex_);
       cv_.notify_all();
-      cv_.wait(lock, [&] { return gate_open_; });
+      const bool block = blocked.contains(id);
+      if (!cv_.wait(lock, stop, [&] { return gate_open_ && !block; })) {
+        ++stopped;
+        throw std::runtime_error("read stopped");
+      }
     }
-    if (auto d = delay_ms.find(id); d != delay_ms.end())
-      std::this_thread::sleep_for(std::chrono::milliseconds(d->second));
-    --in_flight;
+    if (auto d = delay_ms.find(id); d != delay_ms.end()) {
+      std::unique_lock lock(mutex_);
+      cv_.wait_for(lock, stop, std::chrono::milliseconds(d->second), [] { return false; });
+      if (stop.stop_requested()) {
+        ++stopped;
+        throw std::runtime_error("read stopped");
+      }
+    }
     if (auto e = errors.find(id); e != errors.end()) throw std::runtime_error(e->second);
     auto s = snapshots.find(id);
     if (s == snapshots.end()) throw std::runtime_error("session \"" + id + "\" not found");
-    return s->second;
+    return acp::refs::project_snapshot(s->second);
+  }
+
+  /// Blocks until no read is in flight.
+  void wait_for_idle() {
+    std::unique_lock lock(mutex_);
+    cv_.wait(lock, [&] { return in_flight.load() == 0; });
   }
 
   std::vector<acp::store::SessionListing> list_sessions() override { return listings; }
 
 private:
   std::mutex mutex_;
-  std::condition_variable cv_;
+  std::condition_variable_any cv_;
   bool gate_open_ = true;
 };
 

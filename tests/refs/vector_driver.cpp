@@ -9,6 +9,7 @@
 #include "refs/candidates.hpp"
 #include "refs/errors.hpp"
 #include "refs/mentions.hpp"
+#include "refs/projection.hpp"
 #include "refs/service.hpp"
 #include "refs/uri.hpp"
 
@@ -51,12 +52,12 @@ class VectorSource : public refs::SessionSource {
 public:
   VectorSource(const json::object* sources, const json::array* sessions) : sources_(sources), sessions_(sessions) {}
 
-  store::SurfaceSnapshot read_surface(const std::string& id) override {
+  refs::ProjectedSource read_projected(const std::string& id, std::int64_t, std::stop_token) override {
     const json::value* entry = sources_ ? sources_->if_contains(id) : nullptr;
     if (!entry) throw std::runtime_error("session \"" + id + "\" not found");
     const auto& o = entry->as_object();
     if (auto* err = o.if_contains("error")) throw std::runtime_error(std::string(err->as_string()));
-    return make_snapshot(o);
+    return refs::project_snapshot(make_snapshot(o));
   }
 
   std::vector<store::SessionListing> list_sessions() override {

@@ -102,6 +102,22 @@ BOOST_AUTO_TEST_CASE(tool_result_replacement_rules) {
              "session event seq 1 replace: a tool/result replacement may change only content");
 }
 
+BOOST_AUTO_TEST_CASE(tool_result_replacement_compares_data_as_json_values) {
+  // The fold keeps only a digest of the replaced tool/result's data (it streams): the comparison must
+  // still be boost::json equality: key order is irrelevant, 1 and 1.0 differ, nested values count.
+  const char* const meta = R"({"type":"tool/result","seq":0,"time":1,"data":{"turn":1,"step":1,"callId":"c","content":[],"isError":false,"meta":{"a":[1,{"b":null}],"n":1}},"surfaceOp":"append"})";
+  BOOST_TEST(fold_error({meta, R"({"type":"tool/result","seq":1,"time":1,"data":{"meta":{"n":1,"a":[1,{"b":null}]},"isError":false,"content":[{"type":"text","text":"x"}],"callId":"c","step":1,"turn":1},"surfaceOp":{"op":"replace","start":0,"end":0},"sourceEventSeqs":[0]})"}) ==
+             "(no error)");
+  BOOST_TEST(fold_error({meta, R"({"type":"tool/result","seq":1,"time":1,"data":{"turn":1,"step":1,"callId":"c","content":[],"isError":false,"meta":{"a":[1,{"b":null}],"n":1.0}},"surfaceOp":{"op":"replace","start":0,"end":0},"sourceEventSeqs":[0]})"}) ==
+             "session event seq 1 replace: a tool/result replacement may change only content");
+  BOOST_TEST(fold_error({meta, R"({"type":"tool/result","seq":1,"time":1,"data":{"turn":1,"step":1,"callId":"c","content":[],"isError":false,"meta":{"a":[1,{"b":false}],"n":1}},"surfaceOp":{"op":"replace","start":0,"end":0},"sourceEventSeqs":[0]})"}) ==
+             "session event seq 1 replace: a tool/result replacement may change only content");
+  // A second replacement is checked against the first replacement's data.
+  BOOST_TEST(fold_error({meta, R"({"type":"tool/result","seq":1,"time":1,"data":{"turn":1,"step":1,"callId":"c","content":[],"isError":false,"meta":{"a":[1,{"b":null}],"n":1}},"surfaceOp":{"op":"replace","start":0,"end":0},"sourceEventSeqs":[0]})",
+                         R"({"type":"tool/result","seq":2,"time":1,"data":{"turn":1,"step":1,"callId":"c","content":[],"isError":true,"meta":{"a":[1,{"b":null}],"n":1}},"surfaceOp":{"op":"replace","start":1,"end":1},"sourceEventSeqs":[1]})"}) ==
+             "session event seq 2 replace: a tool/result replacement may change only content");
+}
+
 BOOST_AUTO_TEST_CASE(compaction_replace_takes_the_position_of_start) {
   auto events = parse_events({
       U0, A1, U2,

@@ -1,0 +1,178 @@
+"""Process-level memory and cancellation test of reference preparation (issue 8).
+
+A ~200 MB source log (big messages, written directly in the harness format; raw, and zstd with one
+frame per batch) is referenced from a prompt through the real binary with the echo provider. From
+/proc/<pid>/status it checks, with bounds five times the contracts' targets:
+  - peak RSS during the prompt <= baseline + 320 MB (target 64 MB), and the answer really carries
+    the reference (a card with retained messages);
+  - RSS back within 80 MB of the baseline within 5 s after the answer (target 16 MB in 1 s);
+  - six cycles of prompt, cancel 50 ms later, each answered `cancelled` within 250 ms of the cancel
+    (target 50 ms), then a retry that completes: peak <= baseline + 640 MB (target 128 MB).
+Usage: reference_memory_test.py BUILD/dsh-acp [raw|zstd ...]
+"""
+import base64
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "crash"))
+from acp_client import Client  # noqa: E402
+
+MB = 1 << 20
+SOURCE_ID = "big-source"
+MESSAGE_BYTES = 256 * 1024
+SOURCE_BYTES = 200 * MB
+BATCH = 4  # events per append batch (one zstd frame each): frames of ~1 MB
+
+
+def status(pid, key):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError(f"{key} missing from /proc/{pid}/status")
+
+
+def reset_peak(pid):
+    with open(f"/proc/{pid}/clear_refs", "w") as f:
+        f.write("5")  # resets VmHWM to the current RSS
+
+
+def write_source(store, encoding):
+    """The harness format (harness-compat §1.2-§1.7): header, then user/assistant message pairs."""
+    bucket = os.path.join(store, "_no-cwd")
+    os.makedirs(bucket, mode=0o700, exist_ok=True)
+    header = json.dumps({"type": "session", "version": 0, "id": SOURCE_ID, "createdAt": 1700000000000,
+                         "delegationDepth": 0}, separators=(",", ":")) + "\n"
+    filler = ("lorem ipsum dolor sit amet, <consectetur> adipiscing elit " * (MESSAGE_BYTES // 58 + 1))[:MESSAGE_BYTES]
+    # Lines are formatted, not json.dumps'ed: the filler needs no escaping, and this keeps writing
+    # 200 MB to a couple of seconds.
+    user_line = ('{{"type":"user/message","seq":{seq},"time":{time},"data":{{"content":[{{"type":"text","text":'
+                 '"message {seq} ' + filler + '"}}],"source":{{"kind":"user"}}}},"surfaceOp":"append"}}')
+    assistant_line = ('{{"type":"assistant/message","seq":{seq},"time":{time},"data":{{"turn":{turn},"step":1,'
+                      '"content":[{{"type":"text","text":"message {seq} ' + filler + '"}}]}},'
+                      '"sourceEventSeqs":[{prev}],"surfaceOp":"append"}}')
+    batches, batch, seq, total = [], [], 0, 0
+    while total < SOURCE_BYTES:
+        template = user_line if seq % 2 == 0 else assistant_line
+        line = template.format(seq=seq, time=1700000000000 + seq, turn=seq // 2 + 1, prev=seq - 1)
+        batch.append(line)
+        total += len(line) + 1
+        seq += 1
+        if len(batch) == BATCH:
+            batches.append("\n".join(batch) + "\n")
+            batch = []
+    if batch:
+        batches.append("\n".join(batch) + "\n")
+    if encoding == "none":
+        with open(os.path.join(bucket, SOURCE_ID + ".jsonl"), "w") as f:
+            f.write(header)
+            for b in batches:
+                f.write(b)
+    else:
+        # Independent frames with checksums (the zstd CLI's default), one per input file: the header
+        # alone, then one per batch. One zstd process writes them all, concatenated.
+        parts = os.path.join(store, "parts")
+        os.makedirs(parts)
+        names = []
+        for i, plain in enumerate([header] + batches):
+            names.append(os.path.join(parts, f"{i:06d}"))
+            with open(names[-1], "w") as f:
+                f.write(plain)
+        with open(os.path.join(bucket, SOURCE_ID + ".jsonl.zstd"), "wb") as out:
+            subprocess.run(["zstd", "-q", "-1", "-c", *names], stdout=out, check=True)
+        shutil.rmtree(parts)
+    return seq, total
+
+
+def uri_of(session_id):
+    return "dsh-session:" + base64.urlsafe_b64encode(json.dumps(session_id).encode()).decode().rstrip("=")
+
+
+def notify(client, method, params):
+    client.proc.stdin.write((json.dumps({"jsonrpc": "2.0", "method": method, "params": params}) + "\n").encode())
+
+
+def prompt_params(session_id):
+    return {"sessionId": session_id, "prompt": [
+        {"type": "text", "text": "what happened in "},
+        {"type": "resource_link", "name": "big", "uri": uri_of(SOURCE_ID)}]}
+
+
+def run(binary, encoding):
+    home = tempfile.mkdtemp(prefix="dsh-refs-memory-")
+    try:
+        store = os.path.join(home, "store")
+        started = time.monotonic()
+        events, size = write_source(store, encoding)
+        print(f"[{encoding}] source: {events} events, {size / MB:.0f} MB plaintext, written in "
+              f"{time.monotonic() - started:.1f} s", flush=True)
+        client = Client(binary, home, args=["--store-compression", encoding], store=store)
+        pid = client.proc.pid
+        try:
+            client.initialize()
+            session = client.ok("session/new", {"cwd": home, "mcpServers": []})["sessionId"]
+            client.ok("session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": "warm up"}]})
+            baseline = status(pid, "VmRSS")
+            reset_peak(pid)
+
+            # One complete prompt with the reference.
+            t0 = time.monotonic()
+            answer = client.ok("session/prompt", prompt_params(session), timeout=120)
+            took = time.monotonic() - t0
+            peak = status(pid, "VmHWM")
+            assert answer["stopReason"] == "end_turn", answer
+            cards = [u for u in client.updates(session, "tool_call") if "dsh-acp/sessionReference" in u.get("_meta", {})]
+            assert cards, "the prompt carried no reference card"
+            record = cards[-1]["_meta"]["dsh-acp/sessionReference"]["references"][0]
+            assert record["sessionId"] == SOURCE_ID and record["originalMessages"] == events, record
+            assert record["retainedMessages"] >= 1 and record["omittedMessages"] > 0, record
+            deadline = time.monotonic() + 5
+            after = status(pid, "VmRSS")
+            while after > baseline + 80 * MB and time.monotonic() < deadline:
+                time.sleep(0.05)
+                after = status(pid, "VmRSS")
+            print(f"[{encoding}] prompt {took * 1000:.0f} ms; baseline {baseline / MB:.1f} MB, peak +{(peak - baseline) / MB:.1f} MB, "
+                  f"after +{(after - baseline) / MB:.1f} MB", flush=True)
+            assert peak <= baseline + 320 * MB, f"peak {(peak - baseline) / MB:.0f} MB over baseline"
+            assert after <= baseline + 80 * MB, f"RSS still {(after - baseline) / MB:.0f} MB over baseline after 5 s"
+
+            # Six cancel-and-retry cycles, then a retry that completes.
+            baseline = status(pid, "VmRSS")
+            reset_peak(pid)
+            latencies = []
+            for _ in range(6):
+                rid = client.send("session/prompt", prompt_params(session))
+                time.sleep(0.05)
+                sent = time.monotonic()
+                notify(client, "session/cancel", {"sessionId": session})
+                reply = client.wait(rid, timeout=30)
+                latencies.append(time.monotonic() - sent)
+                assert reply.get("result", {}).get("stopReason") == "cancelled", reply
+            retry = client.ok("session/prompt", prompt_params(session), timeout=120)
+            assert retry["stopReason"] == "end_turn", retry
+            peak = status(pid, "VmHWM")
+            print(f"[{encoding}] cancel answered in max {max(latencies) * 1000:.0f} ms "
+                  f"(median {sorted(latencies)[3] * 1000:.0f} ms); cycles peak +{(peak - baseline) / MB:.1f} MB", flush=True)
+            assert max(latencies) <= 0.25, f"a cancel took {max(latencies) * 1000:.0f} ms"
+            assert peak <= baseline + 640 * MB, f"cancel cycles peaked {(peak - baseline) / MB:.0f} MB over baseline"
+        finally:
+            code = client.close()
+        assert code == 0, f"exit code {code}"
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def main():
+    binary = sys.argv[1]
+    for encoding in sys.argv[2:] or ["none", "zstd"]:
+        run(binary, encoding)
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()
