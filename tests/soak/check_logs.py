@@ -8,7 +8,8 @@ it against the soak's ledger of prompts (soak.py writes it):
 - turns are numbered 1, 2, 3 …, each closed by its turn/end, except the last one of a log whose
   writer was killed; a turn closed `interrupted` or left open belongs to a prompt that got no answer;
 - every prompt's unique token is in its own log at most once, and exactly once when its answer
-  (end_turn) was received; tokens nobody sent never appear;
+  (end_turn) was received, with the text sent (mentions shown as @label); tokens nobody sent
+  never appear;
 - every reference source record (user/message with source kind session-reference, harness-compat
   §5.7–5.8) agrees with its rendered snapshot and with the source log at `capturedThroughSeq`: the
   source has that event, the retained conversation is the source's projection through that seq
@@ -216,7 +217,7 @@ def turn_map(log):
                 tok = found[0]
                 if tok in tokens:
                     raise Violation(f"{log.path}: token {tok} at seqs {tokens[tok][1]} and {e['seq']} (prompt written twice)")
-                tokens[tok] = [turn, e["seq"], None]
+                tokens[tok] = [turn, e["seq"], None, text_content(d["content"])]
                 if pending_ref is not None:
                     # The direct message follows its snapshot right after turn/start (harness-compat §6.7).
                     refs.append((pending_ref, tok if e["seq"] == pending_ref["seq"] + 2 else None))
@@ -310,7 +311,7 @@ def check_reference(log, rec, tok, logs_by_id, ledger_by_tok):
                 raise Violation(f"{w}: the newest source message was not retained")
         # Freshness: prompts answered in the source before this prompt was sent are in the snapshot.
         if prompt is not None:
-            for stok, (_turn, seq, _end) in source.tokens.items():
+            for stok, (_turn, seq, _end, _text) in source.tokens.items():
                 sp = ledger_by_tok.get(stok)
                 if sp and sp["outcome"] in ANSWERED and sp["answered"] < prompt["sent"] and seq > through:
                     raise Violation(f"{w}: {stok} was answered before {tok} was sent but lies after "
@@ -348,7 +349,7 @@ def check_store(root, ledger):
     killed = {p["token"] for p in ledger["prompts"] if p["outcome"] == "killed"}
     seen = set()
     for sid, log in logs_by_id.items():
-        for tok, (turn, seq, end) in log.tokens.items():
+        for tok, (turn, seq, end, text) in log.tokens.items():
             seen.add(tok)
             p = by_tok.get(tok)
             if p is None:
@@ -358,6 +359,8 @@ def check_store(root, ledger):
                 violations.append(f"{log.path}: seq {seq}: token {tok} belongs to session {p['sessionId']}")
                 continue
             out = p["outcome"]
+            if text != p["text"]:
+                violations.append(f"{log.path}: seq {seq}: user text {text!r}, the prompt sent {p['text']!r}")
             if end is None and turn == log.open_turn:
                 stats["open_last_turns"] += 1
                 if tok not in killed:

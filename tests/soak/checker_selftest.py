@@ -1,5 +1,5 @@
 """Proof that check_logs.py catches what it checks: a copy of a soak's plain JSONL store gets one
-damage per log (a prompt removed, a turn written twice, a seq gap, a snapshot text that the source
+damage per log (a prompt removed, a prompt's text changed, a turn written twice, a seq gap, a snapshot text that the source
 never had, a turn left open by a writer that was not killed), and each must be reported."""
 import json
 import os
@@ -38,6 +38,14 @@ def remove_prompt(recs, answered):
             recs.remove(r)
             renumber(recs)
             return f"lost: prompt {tok}"
+    return None
+
+
+def alter_user_text(recs, answered):
+    for r in recs[1:]:
+        if user_token(r) in answered:
+            r["data"]["content"][0]["text"] += " (edited)"
+            return "the prompt sent"
     return None
 
 
@@ -87,7 +95,7 @@ def open_last_turn(recs, answered):
     return "left open by a writer that was not killed"
 
 
-DAMAGES = (remove_prompt, duplicate_turn, seq_gap, alter_snapshot, open_last_turn)
+DAMAGES = (remove_prompt, alter_user_text, duplicate_turn, seq_gap, alter_snapshot, open_last_turn)
 
 
 def run(store, ledger, scratch):

@@ -176,21 +176,24 @@ class Soak:
         token = f"TOK-{len(self.prompts):07d}-K"
         mentions = []
         parts = [f"soak {token} from window {win.idx}"]
+        stored = list(parts)  # the text the log must hold: mentions shown as @label
         if not foreign and rng.random() < 0.4:
             pool = self.published(sess.sid)
             others = [s for s in pool if s.owner != win.idx] or pool
             for src in rng.sample(others, min(len(others), rng.randint(1, 3))):
                 mentions.append(src.sid)
                 parts.append("see " + mention(src.sid, f"src{len(mentions)}"))
+                stored.append(f"see @src{len(mentions)}")
             if mentions:
                 self.count["reference_prompts"] += 1
         sleep_ms = 0
         if rng.random() < 0.3:
             sleep_ms = rng.randint(300, 3000)
             parts.append(f"[[echo:sleep={sleep_ms}]]")
+            stored.append(parts[-1])
         cancel_after = rng.uniform(0.02, sleep_ms / 1000) if sleep_ms and rng.random() < 0.5 else None
         entry = {"token": token, "sessionId": sess.sid, "window": win.idx, "pid": win.proc.proc.pid, "mentions": mentions,
-                 "foreign": foreign, "sleepMs": sleep_ms, "cancel": cancel_after is not None,
+                 "text": " ".join(stored), "foreign": foreign, "sleepMs": sleep_ms, "cancel": cancel_after is not None,
                  "sent": time.monotonic(), "answered": None, "outcome": "pending"}
         self.prompts.append(entry)
         self.by_session.setdefault(sess.sid, []).append(entry)
