@@ -5,7 +5,7 @@ Reads every log under STORE (zstd frames through the `zstd` command line, or pla
 it against the soak's ledger of prompts (soak.py writes it):
 - line 1 is the header of the session the file is named after; seqs are 0, 1, 2 … without gaps;
   the surface fold is valid (harness-compat §2.1);
-- turns are numbered 1, 2, 3 …, each closed by its turn/end, except the last one of a log whose
+- turns are numbered 1, 2, 3 …, each holds one prompt and is closed by its turn/end, except the last one of a log whose
   writer was killed; a turn closed `interrupted` or left open belongs to a prompt that got no answer;
 - every prompt's unique token is in its own log at most once, and exactly once when its answer
   (end_turn) was received, with the text sent (mentions shown as @label); tokens nobody sent
@@ -340,6 +340,10 @@ def check_store(root, ledger):
         except (Violation, KeyError, TypeError, ValueError) as e:
             violations.append(str(e) if isinstance(e, Violation) else f"{path}: malformed record: {e!r}")
             continue
+        # Every turn is a prompt's: turn/start and the user's message are one append.
+        prompted = {v[0] for v in log.tokens.values()}
+        if prompted != set(range(1, turns + 1)):
+            violations.append(f"{path}: turns {sorted(set(range(1, turns + 1)) - prompted)} hold no prompt")
         logs_by_id[log.header["id"]] = log
         stats["logs"] += 1
         stats["events"] += log.n_events

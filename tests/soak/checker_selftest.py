@@ -1,4 +1,4 @@
-"""Proof that check_logs.py catches what it checks: a copy of a soak's plain JSONL store gets one
+"""Proof that check_logs.py catches what it checks: copies of logs of a soak's plain JSONL store get one
 damage per log (a prompt removed, a prompt's text changed, a turn written twice, a seq gap, a snapshot text that the source
 never had, a turn left open by a writer that was not killed), and each must be reported."""
 import json
@@ -99,25 +99,46 @@ DAMAGES = (remove_prompt, alter_user_text, duplicate_turn, seq_gap, alter_snapsh
 
 
 def run(store, ledger, scratch):
-    """Returns a list of failures (damages the checker did not report)."""
+    """Returns (failures, damages applied). Only the damaged logs (and the sources of the damaged
+    snapshot) are copied, so the cost does not grow with the soak's length."""
     copy = os.path.join(scratch, "damaged")
-    shutil.copytree(store, copy)
     answered = {p["token"] for p in ledger["prompts"] if p["outcome"] in check_logs.ANSWERED}
-    paths = sorted(os.path.join(d, f) for d, _s, fs in os.walk(copy) for f in fs if f.endswith(".jsonl"))
+    paths = sorted(os.path.join(d, f) for d, _s, fs in os.walk(store) for f in fs if f.endswith(".jsonl"))
+    by_id = {}
+    for path in paths:
+        with open(path, encoding="utf-8") as f:
+            by_id[json.loads(f.readline())["id"]] = path
     expected, used = [], set()
+
+    def place(path, recs):
+        target = os.path.join(copy, os.path.relpath(path, store))
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        save_lines(target, recs)
+        used.add(path)
+        return target
+
     for damage in DAMAGES:
         for path in paths:
             if path in used:
                 continue
             recs = load_lines(path)
             needle = damage(recs, answered)
-            if needle:
-                save_lines(path, recs)
-                used.add(path)
-                expected.append((damage.__name__, path, needle))
-                break
+            if not needle:
+                continue
+            expected.append((damage.__name__, place(path, recs), needle))
+            if damage is alter_snapshot:
+                for r in recs[1:]:
+                    if r.get("type") == "user/message" and r["data"].get("source", {}).get("kind") == "session-reference":
+                        for ref in r["data"]["source"]["references"]:
+                            src = by_id[ref["sessionId"]]
+                            if src not in used:
+                                place(src, load_lines(src))
+            break
     failures = [f"no log to apply {d.__name__} to" for d in DAMAGES if d.__name__ not in [e[0] for e in expected]]
-    violations, _stats = check_logs.check_store(copy, ledger)
+    copied = {json.loads(open(os.path.join(d, f), encoding="utf-8").readline())["id"]
+              for d, _s, fs in os.walk(copy) for f in fs}
+    subset = {"prompts": [p for p in ledger["prompts"] if p["sessionId"] in copied]}
+    violations, _stats = check_logs.check_store(copy, subset)
     for name, path, needle in expected:
         if not any(needle in v and (path in v or name == "remove_prompt") for v in violations):
             failures.append(f"the checker missed {name} in {path} (expected a violation with {needle!r})")

@@ -145,9 +145,10 @@ class Soak:
         return {p["token"] for p in self.by_session.get(sid, []) if p["outcome"] == "end_turn" and p["answered"] < before}
 
     async def load_and_check(self, win, sess):
-        """session/load; the replay must show every prompt answered before the load, once."""
+        """session/load; the replay must show every prompt answered before the load, once. False when
+        this window is loading that session already (it is attached only once that load answers)."""
         if sess.sid in win.loading:
-            return
+            return False
         win.loading.add(sess.sid)
         try:
             proc = win.proc
@@ -158,7 +159,7 @@ class Soak:
                 await proc.request("session/load", {"sessionId": sess.sid, "cwd": sess.cwd, "mcpServers": []}, TIMEOUT)
             except asyncio.TimeoutError:
                 self.violation(f"window {win.idx}: session/load {sess.sid} not answered within {TIMEOUT} s")
-                return
+                return False
             self.count["loads"] += 1
             chunks = proc.user_chunks.get(sess.sid, [])
             replayed = check_logs.TOKEN.findall("\n".join(chunks[start:]))
@@ -168,6 +169,7 @@ class Soak:
             missing = expected - set(replayed)
             if missing:
                 self.violation(f"window {win.idx}: load of {sess.sid} lacks answered prompts {sorted(missing)}")
+            return True
         finally:
             win.loading.discard(sess.sid)
 
@@ -252,7 +254,12 @@ class Soak:
             sess = win.slots[k]
             try:
                 if sess.sent >= MAX_TURNS:
-                    win.slots[k] = await win.new_session()
+                    proc = win.proc
+                    fresh = await win.new_session()
+                    # A restart meanwhile may already have reattached the slots: this one would
+                    # not be attached to the new process, so it is left unused.
+                    if proc is win.proc and win.ready.is_set():
+                        win.slots[k] = fresh
                     continue
             except Gone:
                 continue
@@ -274,8 +281,7 @@ class Soak:
                     await self.list_and_check(win, rng.choice(self.cwds))
                 elif action < 0.6:
                     sess = rng.choice(foreign)
-                    await self.load_and_check(win, sess)
-                    if proc is win.proc:
+                    if await self.load_and_check(win, sess) and proc is win.proc:
                         win.attached.add(sess.sid)
                 elif action < 0.8:
                     sess = rng.choice(foreign)
