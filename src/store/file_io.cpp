@@ -7,6 +7,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -47,10 +48,14 @@ UniqueFd open_nofollow(const std::string& path, int flags, mode_t mode) {
 }
 
 std::string pread_some(int fd, std::uint64_t offset, std::size_t n, const std::string& path) {
-  std::string out(n, '\0');
+  // The buffer grows as bytes arrive: the log reader asks for 1 MiB at a time, and zero-filling
+  // that for every small log (and the final empty read) cost more than reading it.
+  constexpr std::size_t kFirst = 64 * 1024;
+  std::string out(std::min(n, kFirst), '\0');
   std::size_t got = 0;
   while (got < n) {
-    ssize_t r = ::pread(fd, out.data() + got, n - got, off_t(offset + got));
+    if (got == out.size()) out.resize(std::min(n, out.size() * 2));
+    ssize_t r = ::pread(fd, out.data() + got, out.size() - got, off_t(offset + got));
     if (r < 0) {
       if (errno == EINTR) continue;
       throw_errno("read", path, errno);
