@@ -6,6 +6,7 @@
 #pragma once
 
 #include "handlers/handler_context.hpp"
+#include "handlers/slash_command_text.hpp"
 #include "protocol/types/session.hpp"
 #include "refs/types.hpp"
 
@@ -15,14 +16,6 @@
 #include <string>
 
 namespace acp::handlers {
-
-struct SlashCommand {
-  std::string name;      ///< without the slash
-  std::string argument;  ///< the rest of the text, trimmed
-};
-
-/// The command a prompt text invokes, if it starts with one we implement.
-std::optional<SlashCommand> parse_slash_command(std::string_view text);
 
 boost::asio::awaitable<protocol::PromptResponse> run_slash_command(HandlerContext& ctx, const std::string& session_id,
                                                                    const SlashCommand& command);

@@ -7,6 +7,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -53,10 +54,15 @@ std::string pread_some(int fd, std::uint64_t offset, std::size_t n, const std::s
 }
 
 void pread_into(int fd, std::uint64_t offset, std::size_t n, std::string& out, const std::string& path) {
-  out.resize(n);  // zero-fills only what grows beyond the previous size
+  // The buffer grows as bytes arrive: the log reader asks for 1 MiB at a time, and zero-filling
+  // that for every small log (and the final empty read) cost more than reading it. A reused buffer
+  // only zero-fills what grows beyond its previous size.
+  constexpr std::size_t kFirst = 64 * 1024;
+  out.resize(std::min(n, std::max(kFirst, out.size())));
   std::size_t got = 0;
   while (got < n) {
-    ssize_t r = ::pread(fd, out.data() + got, n - got, off_t(offset + got));
+    if (got == out.size()) out.resize(std::min(n, out.size() * 2));
+    ssize_t r = ::pread(fd, out.data() + got, out.size() - got, off_t(offset + got));
     if (r < 0) {
       if (errno == EINTR) continue;
       throw_errno("read", path, errno);

@@ -304,7 +304,9 @@ void ListingIndex::visit(const ListQuery& q, const std::function<bool(const Sess
   auto it = sorted_.begin();
   if (q.after) {
     // Keyset cursor: the first row strictly after (createdAt, id) in listing order.
-    const auto& [at, aid] = *q.after;
+    // Not a structured binding: clang 14 (the fuzz build) cannot capture one in a lambda.
+    const std::int64_t at = q.after->first;
+    const std::string& aid = q.after->second;
     it = std::partition_point(sorted_.begin(), sorted_.end(), [&](const SessionListing* r) {
       const auto& h = r->header;
       return h.createdAt > at || (h.createdAt == at && compare_ids_en_us(h.id, aid) <= 0);

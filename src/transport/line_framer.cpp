@@ -2,6 +2,15 @@
 
 namespace acp::transport {
 
+namespace {
+
+// Over the limit once a final '\r' (part of the line end) is set aside.
+bool over_limit(const std::string& partial, std::size_t max) {
+  return partial.size() > max && !(partial.size() == max + 1 && partial.back() == '\r');
+}
+
+} // namespace
+
 void LineFramer::complete(std::vector<FramerEvent>& out) {
   if (discarding_) {
     // The limit applies to the frame without its line end, like a buffered frame would.
@@ -34,7 +43,7 @@ void LineFramer::feed(std::string_view data, std::vector<FramerEvent>& out) {
       partial_.append(piece);
     }
     if (nl == std::string_view::npos) return;
-    if (!discarding_ && partial_.size() > max_ && !(partial_.size() == max_ + 1 && partial_.back() == '\r')) {
+    if (!discarding_ && over_limit(partial_, max_)) {
       discarding_ = true;
       discarded_ = partial_.size();
       partial_.clear();
@@ -45,6 +54,12 @@ void LineFramer::feed(std::string_view data, std::vector<FramerEvent>& out) {
 }
 
 void LineFramer::finish(std::vector<FramerEvent>& out) {
+  // feed() buffers up to max + 1 bytes (room for a '\r'), so an unterminated last frame is checked here.
+  if (!discarding_ && over_limit(partial_, max_)) {
+    discarding_ = true;
+    discarded_ = partial_.size();
+    partial_.clear();
+  }
   if (discarding_ || !partial_.empty()) complete(out);
 }
 

@@ -74,6 +74,19 @@ BOOST_AUTO_TEST_CASE(a_final_frame_without_newline_is_delivered_at_eof) {
   BOOST_TEST(frame(out[1]) == "{\"last\":true}");
 }
 
+// Found by fuzz_protocol (tests/fuzz/corpus/protocol/crash-final-frame-over-limit): an unterminated
+// last frame one byte over the limit was delivered.
+BOOST_AUTO_TEST_CASE(a_final_frame_without_newline_over_the_limit_is_oversize) {
+  LineFramer f(4);
+  auto out = feed_all(f, {"abcd", "e"}, true);
+  BOOST_REQUIRE(out.size() == 1u);
+  BOOST_TEST(std::get<Oversize>(out[0]).bytes == 5u);
+  LineFramer g(4);
+  out = feed_all(g, {"abcd\r"}, true);
+  BOOST_REQUIRE(out.size() == 1u);
+  BOOST_TEST(frame(out[0]) == "abcd");
+}
+
 BOOST_AUTO_TEST_CASE(invalid_utf8_passes_through_to_the_parser) {
   // The framer is byte-oriented; the JSON parser rejects the bytes (-32700), so the frame must survive.
   LineFramer f(64);

@@ -1,0 +1,102 @@
+// Fuzz target `store`: the session log reader over a real file descriptor (a memfd).
+// Each input is read three ways: as a raw JSONL log, as the bytes of a zstd log, and as plaintext
+// compressed into zstd frames (segments separated by 0x1E become frames; a final segment "\x1F<n>"
+// tears the last frame by n+1 bytes). Each read runs scan_log (read_log_lines underneath), the
+// surface fold over the preserved events and, when needs_repair(), repair_log in place.
+// Properties: a repaired log scans without corruption, needs no repair, and keeps every event the
+// repair reported.
+#include "fuzz_support.hpp"
+
+#include "store/errors.hpp"
+#include "store/fold.hpp"
+#include "store/log_scan.hpp"
+#include "store/repair.hpp"
+#include "store/zstd_frames.hpp"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <string>
+
+namespace {
+
+using namespace acp;
+
+class MemFile {
+public:
+  explicit MemFile(std::string_view bytes) : fd_(::memfd_create("dsh-fuzz-log", MFD_CLOEXEC)) {
+    if (fd_ < 0) dsh_fuzz::violated("memfd_create failed");
+    std::size_t done = 0;
+    while (done < bytes.size()) {
+      ssize_t n = ::pwrite(fd_, bytes.data() + done, bytes.size() - done, off_t(done));
+      if (n <= 0) dsh_fuzz::violated("write to memfd failed");
+      done += std::size_t(n);
+    }
+  }
+  ~MemFile() { ::close(fd_); }
+  MemFile(const MemFile&) = delete;
+  MemFile& operator=(const MemFile&) = delete;
+  int fd() const { return fd_; }
+
+private:
+  int fd_;
+};
+
+void read_log(std::string_view bytes, store::Encoding enc) {
+  const std::string path = enc == store::Encoding::zstd ? "fuzz.jsonl.zstd" : "fuzz.jsonl";
+  MemFile file(bytes);
+  store::ScanResult scan;
+  std::vector<boost::json::object> events;
+  try {
+    scan = store::scan_log(file.fd(), path, enc, [&](boost::json::object&& e) { events.push_back(std::move(e)); });
+  } catch (const store::StoreCorrupt& e) {
+    if (e.line() < 1) dsh_fuzz::violated("StoreCorrupt without a 1-based line");
+    return;
+  }
+  if (std::int64_t(events.size()) != scan.state.count()) dsh_fuzz::violated("sink and state disagree on the event count");
+  try {
+    (void)store::fold_surface(events);
+  } catch (const store::FoldError&) {
+  }
+  if (!store::needs_repair(scan)) return;
+
+  store::LogState repaired = store::repair_log(file.fd(), path, enc, scan);
+  store::ScanResult again;
+  try {
+    again = store::scan_log(file.fd(), path, enc);
+  } catch (const store::StoreCorrupt& e) {
+    std::fprintf(stderr, "after repair: %s\n", e.what());
+    dsh_fuzz::violated("a repaired log is corrupt");
+  }
+  if (store::needs_repair(again)) dsh_fuzz::violated("a repaired log still needs repair");
+  if (again.state.count() != repaired.count()) dsh_fuzz::violated("a repaired log lost or gained events");
+}
+
+// Plaintext segments → one zstd frame each, optionally torn.
+std::string compress_segments(std::string_view in) {
+  auto segments = dsh_fuzz::split(in, '\x1e');
+  std::size_t tear = 0;
+  if (segments.size() > 1 && !segments.back().empty() && segments.back()[0] == '\x1f') {
+    tear = segments.back().size() > 1 ? 1 + static_cast<unsigned char>(segments.back()[1]) : 1;
+    segments.pop_back();
+  }
+  std::string file;
+  std::size_t last_size = 0;
+  for (std::string_view s : segments) {
+    std::string frame = store::compress_frame(s);
+    last_size = frame.size();
+    file += frame;
+  }
+  if (tear > 0) file.resize(file.size() - std::min(tear, last_size));
+  return file;
+}
+
+} // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  std::string_view in(reinterpret_cast<const char*>(data), size);
+  read_log(in, store::Encoding::none);
+  read_log(in, store::Encoding::zstd);
+  read_log(compress_segments(in), store::Encoding::zstd);
+  return 0;
+}
