@@ -7,6 +7,9 @@
 #include "protocol/methods.hpp"
 #include "protocol/wire.hpp"
 
+#include <boost/asio/post.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
 #include <chrono>
 #include <thread>
 
@@ -67,6 +70,8 @@ boost::asio::awaitable<protocol::LoadSessionResponse> session_load(HandlerContex
   engine::EventSink replay = [sink](boost::json::object&& e) { (*sink)(std::move(e)); };
   auto [provider, model] = co_await ctx.engine.read_log(req.sessionId, replay);
   sink->hand_over();
+  // The frames were posted to the connection: let them go first, the answer comes after them.
+  co_await boost::asio::post(ctx.executor, boost::asio::use_awaitable);
   auto session = ctx.engine.attach(header, req.additionalDirectories, provider, model);
   advertise_commands(ctx, session->id);
   co_return protocol::LoadSessionResponse{model_config_options(ctx, *session), std::nullopt};
