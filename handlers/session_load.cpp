@@ -9,8 +9,10 @@
 #include "protocol/wire.hpp"
 #include "store/session_store.hpp"
 
-#include <chrono>
-#include <thread>
+#include <boost/asio/co_spawn.hpp>
+
+#include <future>
+#include <stdexcept>
 
 namespace acp::handlers {
 
@@ -20,23 +22,36 @@ namespace {
 // answers with an error and no partial history; larger logs stream (memory stays bounded).
 constexpr std::size_t kHoldBackBytes = 8u << 20;
 constexpr std::size_t kBatchBytes = 256u << 10;
-constexpr std::size_t kOutboxHighWater = 16u << 20;
 
 // Replays one log on the thread pool: translates and serialises each event's updates there, and
-// hands frames to the connection in batches, waiting while the client is slow to read. Notes the
-// latest request/header on the way (the session's model is restored from it).
+// hands frames to the connection in batches through ctx.send_frames, the outbox's awaitable send,
+// which suspends until the client has made room. The store reads through a synchronous callback,
+// so this thread waits for the previous batch's send to complete (one batch in flight while the
+// next is built) — woken by the outbox, never by polling. When a send is refused (shutdown, the
+// client stopped reading) the replay stops. Notes the latest request/header on the way (the
+// session's model is restored from it).
 void replay_log(HandlerContext& ctx, const std::string& id, std::string& logged_provider, std::string& logged_model) {
   Replayer replayer;
   std::vector<protocol::SessionUpdate> updates;
   std::vector<std::string> batch;
   std::size_t batch_bytes = 0;
   bool streaming = false;
+  std::future<bool> in_flight;
+  auto delivered = [&] { return !in_flight.valid() || in_flight.get(); };
   auto hand_over = [&] {
-    while (ctx.queued_bytes() > kOutboxHighWater) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    ctx.send_frames(std::move(batch));
+    if (!delivered()) throw std::runtime_error("replay stopped: the connection is closing");
+    std::promise<bool> sent;
+    in_flight = sent.get_future();
+    boost::asio::co_spawn(
+        ctx.executor, [send = ctx.send_frames, id, frames = std::move(batch)]() mutable { return send(id, std::move(frames)); },
+        [sent = std::move(sent)](std::exception_ptr error, bool ok) mutable { sent.set_value(!error && ok); });
     batch.clear();
     batch_bytes = 0;
   };
+  // A replay queued behind others on the pool may start after the connection began closing: an
+  // empty send answers at once whether frames are still wanted.
+  hand_over();
+  if (!delivered()) throw std::runtime_error("replay stopped: the connection is closing");
   ctx.store().read_events(id, [&](boost::json::object&& event) {
     note_request_header(event, logged_provider, logged_model);
     replayer.on_event(event, updates);
@@ -50,6 +65,7 @@ void replay_log(HandlerContext& ctx, const std::string& id, std::string& logged_
     if (streaming && batch_bytes >= kBatchBytes) hand_over();
   });
   if (!batch.empty()) hand_over();
+  if (!delivered()) throw std::runtime_error("replay stopped: the connection is closing");
 }
 
 } // namespace
@@ -57,8 +73,8 @@ void replay_log(HandlerContext& ctx, const std::string& id, std::string& logged_
 boost::asio::awaitable<protocol::LoadSessionResponse> session_load(HandlerContext& ctx, protocol::LoadSessionRequest req) {
   require_provider_key(ctx);
   store::SessionHeader header = co_await find_stored_session(ctx, req.sessionId, req.cwd);
-  // Frames are posted to the connection in order, and the answer below is queued after all of
-  // them (the session/load rule: the whole history first, then the response).
+  // Frames are queued on the session's stream in order, and the answer below goes to the same
+  // stream after all of them (the session/load rule: the whole history first, then the response).
   std::string logged_provider, logged_model;
   auto replay = [&ctx, id = req.sessionId, &logged_provider, &logged_model] {
     replay_log(ctx, id, logged_provider, logged_model);
