@@ -161,8 +161,11 @@ struct Connection::Impl {
     }
   }
 
-  asio::awaitable<void> reply_error(std::string key, const jsonrpc::RequestId& id, const jsonrpc::RpcError& error) {
-    co_await outbox.send(std::move(key), one_frame(jsonrpc::serialize_error(id, error)));
+  // Not a coroutine: the frame is built before anything suspends. Callers keep the returned
+  // awaitable in a local and co_await that: GCC 12 destroys temporaries of a co_await expression
+  // twice (a crash seen with the RpcError and key temporaries here).
+  asio::awaitable<bool> reply_error(std::string key, const jsonrpc::RequestId& id, const jsonrpc::RpcError& error) {
+    return outbox.send(std::move(key), one_frame(jsonrpc::serialize_error(id, error)));
   }
 
   asio::awaitable<void> run_request(jsonrpc::Request request, const handlers::Router::RequestFn* fn) {
@@ -186,7 +189,8 @@ struct Connection::Impl {
       if (key.empty()) key = stream_key(result);
     }
     // Waits for room like every producer; false only when the frame cannot be delivered any more.
-    co_await outbox.send(std::move(key), one_frame(std::move(frame)));
+    auto sending = outbox.send(std::move(key), one_frame(std::move(frame)));
+    co_await std::move(sending);
     --in_flight;
     idle.cancel();
   }
@@ -207,12 +211,14 @@ struct Connection::Impl {
     boost::system::error_code ec;
     json::value frame = protocol::parse_json(text, ec);
     if (ec) {
-      co_await reply_error({}, nullptr, jsonrpc::parse_error(valid_utf8(text) ? ec.message() : "invalid UTF-8"));
+      auto reply = reply_error({}, nullptr, jsonrpc::parse_error(valid_utf8(text) ? ec.message() : "invalid UTF-8"));
+      co_await std::move(reply);
       co_return false;
     }
     jsonrpc::Inbound inbound = jsonrpc::classify(frame);
     if (auto* rejected = std::get_if<jsonrpc::Rejected>(&inbound)) {
-      co_await reply_error(stream_key_of_frame(frame), rejected->id, rejected->error);
+      auto reply = reply_error(stream_key_of_frame(frame), rejected->id, rejected->error);
+      co_await std::move(reply);
       co_return false;
     }
     if (std::holds_alternative<jsonrpc::Response>(inbound)) {
@@ -231,12 +237,14 @@ struct Connection::Impl {
     }
     auto& request = std::get<jsonrpc::Request>(inbound);
     if (!initialized && request.method != methods::initialize) {
-      co_await reply_error(stream_key(request.params), request.id, jsonrpc::not_initialized());
+      auto reply = reply_error(stream_key(request.params), request.id, jsonrpc::not_initialized());
+      co_await std::move(reply);
       co_return false;
     }
     const auto* fn = router.find_request(request.method);
     if (!fn) {
-      co_await reply_error(stream_key(request.params), request.id, jsonrpc::method_not_found(request.method));
+      auto reply = reply_error(stream_key(request.params), request.id, jsonrpc::method_not_found(request.method));
+      co_await std::move(reply);
       co_return false;
     }
     ++in_flight;
@@ -253,10 +261,13 @@ struct Connection::Impl {
       if (auto* over = std::get_if<transport::Oversize>(&event)) {
         log::warn("dropped an input frame of " + std::to_string(over->bytes) + " bytes (limit " +
                   std::to_string(max_frame_bytes) + ")");
-        co_await reply_error({}, nullptr, jsonrpc::oversize_frame(static_cast<std::uint64_t>(max_frame_bytes)));
+        auto reply = reply_error({}, nullptr, jsonrpc::oversize_frame(static_cast<std::uint64_t>(max_frame_bytes)));
+        co_await std::move(reply);
         continue;
       }
-      if (co_await dispatch(std::get<transport::Frame>(event).text)) co_await asio::post(executor, asio::use_awaitable);
+      std::string_view text = std::get<transport::Frame>(event).text;
+      bool started = co_await dispatch(text);
+      if (started) co_await asio::post(executor, asio::use_awaitable);
     }
     events.clear();
   }
@@ -267,7 +278,8 @@ struct Connection::Impl {
     while (!stopping) {
       co_await outbox.ready();  // stop reading while the client is behind
       if (stopping) break;
-      transport::ReadResult r = co_await transport.read_some(std::span<char>(buffer));
+      std::span<char> space(buffer);
+      transport::ReadResult r = co_await transport.read_some(space);
       if (r.bytes > 0) {
         framer.feed(std::string_view(buffer.data(), r.bytes), events);
         co_await handle_events(events);

@@ -94,7 +94,8 @@ BOOST_AUTO_TEST_CASE(frames_keep_their_order_within_a_key) {
     h.start_writer();
     for (std::size_t i = 0; i < 50; ++i) {
       h.outbox.push("a", frame('a', i, 30));
-      co_await h.outbox.send(std::string("b"), frames_of(frame('b', i, 40), frame('b', i + 1000, 40)));
+      auto frames = frames_of(frame('b', i, 40), frame('b', i + 1000, 40));
+      co_await h.outbox.send(std::string("b"), std::move(frames));
     }
     h.outbox.close();
     std::string out = co_await h.read_all();
@@ -122,7 +123,8 @@ BOOST_AUTO_TEST_CASE(send_waits_for_room_and_the_bound_holds) {
         h.io,
         [&]() -> asio::awaitable<void> {
           for (std::size_t i = 0; i < 200; ++i) {
-            BOOST_REQUIRE(co_await h.outbox.send(std::string("k"), frames_of(frame('k', i, kFrame))));
+            auto frames = frames_of(frame('k', i, kFrame));
+            BOOST_REQUIRE(co_await h.outbox.send(std::string("k"), std::move(frames)));
             ++sent;
           }
           producer_done = true;
@@ -156,7 +158,8 @@ BOOST_AUTO_TEST_CASE(a_frame_larger_than_the_limit_waits_for_an_empty_queue) {
     asio::co_spawn(
         h.io,
         [&]() -> asio::awaitable<void> {
-          big_sent = co_await h.outbox.send(std::string("b"), frames_of(frame('b', 0, 10000)));
+          auto frames = frames_of(frame('b', 0, 10000));
+          big_sent = co_await h.outbox.send(std::string("b"), std::move(frames));
         },
         asio::detached);
     co_await settle();
@@ -201,7 +204,8 @@ BOOST_AUTO_TEST_CASE(a_bulk_key_does_not_hold_back_another_key) {
     // What the bulk key has queued is bounded by the per-key limit, not by the whole outbox.
     BOOST_TEST(h.outbox.queued_bytes() <= Outbox::kPerKeyBytes + 64 * 1024 + 1024);
     std::size_t before = out.size() + h.transport.output_pending();
-    BOOST_REQUIRE(co_await h.outbox.send(std::string("other"), frames_of("OTHER")));
+    auto frames = frames_of("OTHER");
+    BOOST_REQUIRE(co_await h.outbox.send(std::string("other"), std::move(frames)));
     while (out.find("\nOTHER\n") == std::string::npos) {
       BOOST_REQUIRE(co_await h.transport.client_wait_output(std::chrono::seconds(5)));
       out += h.transport.client_read();
@@ -231,7 +235,11 @@ BOOST_AUTO_TEST_CASE(push_never_overtakes_a_waiting_send_of_its_key) {
     h.outbox.push("s", frame('s', 0, 1500));  // the writer starts later: the frame stays queued
     bool reply_sent = false;
     asio::co_spawn(
-        h.io, [&]() -> asio::awaitable<void> { reply_sent = co_await h.outbox.send(std::string("s"), frames_of(frame('r', 1, 1500))); },
+        h.io,
+        [&]() -> asio::awaitable<void> {
+          auto frames = frames_of(frame('r', 1, 1500));
+          reply_sent = co_await h.outbox.send(std::string("s"), std::move(frames));
+        },
         asio::detached);
     co_await settle();
     BOOST_TEST(!reply_sent);  // the key holds 1500 of its 2048
@@ -283,7 +291,8 @@ BOOST_AUTO_TEST_CASE(abort_drops_frames_and_releases_senders) {
       asio::co_spawn(
           h.io,
           [&, i]() -> asio::awaitable<void> {
-            if (!co_await h.outbox.send(std::string("k") + std::to_string(i), frames_of(frame('x', i, 3000)))) ++released;
+            auto frames = frames_of(frame('x', i, 3000));
+            if (!co_await h.outbox.send(std::string("k") + std::to_string(i), std::move(frames))) ++released;
           },
           asio::detached);
     }
@@ -293,7 +302,8 @@ BOOST_AUTO_TEST_CASE(abort_drops_frames_and_releases_senders) {
     co_await settle();
     BOOST_TEST(released >= 3);
     BOOST_TEST(h.writer_done);  // the stalled write was ended
-    BOOST_TEST(!co_await h.outbox.send(std::string("late"), frames_of("x")));
+    auto frames = frames_of("x");
+    BOOST_TEST(!co_await h.outbox.send(std::string("late"), std::move(frames)));
     BOOST_TEST(!h.outbox.broken());
   });
 }
@@ -307,7 +317,11 @@ BOOST_AUTO_TEST_CASE(a_dead_reader_breaks_the_outbox_once) {
     bool result = true;
     for (int i = 0; i < 5; ++i) h.outbox.push("a", frame('a', i, 1000));
     asio::co_spawn(
-        h.io, [&]() -> asio::awaitable<void> { result = co_await h.outbox.send(std::string("b"), frames_of(frame('b', 0, 3000))); },
+        h.io,
+        [&]() -> asio::awaitable<void> {
+          auto frames = frames_of(frame('b', 0, 3000));
+          result = co_await h.outbox.send(std::string("b"), std::move(frames));
+        },
         asio::detached);
     co_await settle();
     h.transport.client_close_output();
