@@ -350,6 +350,14 @@ BOOST_AUTO_TEST_CASE(a_replay_interleaves_with_another_session) {
     const auto& outbox = f.connection->outbox();
     BOOST_REQUIRE(co_await f.eventually([&] { return outbox.queued_bytes() >= 200 * 1024; }));
     prompt_id = f.send("session/prompt", prompt_params(other, "hello"));
+    // Still not reading: once the other prompt's turn is over, all its frames are queued.
+    BOOST_REQUIRE(co_await f.eventually([&] {
+      try {
+        return f.last_turn_end(other) == "completed";
+      } catch (const std::exception&) {
+        return false;
+      }
+    }));
     co_await f.wait_response(load_id, 30s);
     BOOST_REQUIRE(f.response(prompt_id));
     // Bytes of the replay written before the other session's first frame.
