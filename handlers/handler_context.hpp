@@ -9,6 +9,7 @@
 #include "support/config.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
 
 #include <functional>
 #include <string>
@@ -22,11 +23,14 @@ struct HandlerContext {
   engine::Engine& engine;
   const support::Config& config;
   boost::asio::any_io_executor executor;
+  /// Queues a notification on its session's stream at once (for synchronous producers such as a
+  /// provider's delta sink; the connection stops reading requests while the outbox is full).
   std::function<void(const protocol::SessionNotification&)> notify;
-  /// Queues already-serialised frames, in order (callable from any thread; they are posted to the
-  /// connection). `queued_bytes` reports what the outbox still holds, for backpressure.
-  std::function<void(std::vector<std::string>)> send_frames;
-  std::function<std::size_t()> queued_bytes;
+  /// Queues already-serialised frames on the stream `key` (the session id), in order, once the
+  /// outbox has room; the awaiting coroutine is suspended until then (backpressure without polling).
+  /// false: the frames were dropped (shutdown, or the client stopped reading): stop producing.
+  /// The awaitable runs on the connection's executor (co_spawn it there from other threads).
+  std::function<boost::asio::awaitable<bool>(std::string key, std::vector<std::string> frames)> send_frames;
   /// Whether the provider has the key it needs (set by the host; null = no key ever needed).
   ProviderAuth* auth = nullptr;
 };

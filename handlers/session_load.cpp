@@ -7,11 +7,10 @@
 #include "protocol/methods.hpp"
 #include "protocol/wire.hpp"
 
-#include <boost/asio/post.hpp>
-#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/co_spawn.hpp>
 
-#include <chrono>
-#include <thread>
+#include <future>
+#include <stdexcept>
 
 namespace acp::handlers {
 
@@ -21,10 +20,13 @@ namespace {
 // answers with an error and no partial history; larger logs stream (memory stays bounded).
 constexpr std::size_t kHoldBackBytes = 8u << 20;
 constexpr std::size_t kBatchBytes = 256u << 10;
-constexpr std::size_t kOutboxHighWater = 16u << 20;
 
 // Translates one log's events into session/update frames on the pool thread that reads it, and
-// hands them to the connection in batches, waiting while the client is slow to read.
+// hands them to the connection in batches through ctx.send_frames, the outbox's awaitable send,
+// which suspends until the client has made room. The store reads through a synchronous callback,
+// so this thread waits for the previous batch's send to complete (one batch in flight while the
+// next is built) — woken by the outbox, never by polling. When a send is refused (shutdown, the
+// client stopped reading) the replay stops.
 class ReplaySink {
 public:
   ReplaySink(HandlerContext& ctx, std::string id) : ctx_(ctx), id_(std::move(id)) {}
@@ -41,13 +43,21 @@ public:
     if (streaming_ && batch_bytes_ >= kBatchBytes) hand_over();
   }
 
+  /// Hands the batch over (an empty one too: it answers whether frames are still wanted). Throws
+  /// when the connection no longer takes frames.
   void hand_over() {
-    if (batch_.empty()) return;
-    while (ctx_.queued_bytes() > kOutboxHighWater) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    ctx_.send_frames(std::move(batch_));
+    if (!delivered()) throw std::runtime_error("replay stopped: the connection is closing");
+    std::promise<bool> sent;
+    in_flight_ = sent.get_future();
+    boost::asio::co_spawn(
+        ctx_.executor, [send = ctx_.send_frames, id = id_, frames = std::move(batch_)]() mutable { return send(id, std::move(frames)); },
+        [sent = std::move(sent)](std::exception_ptr error, bool ok) mutable { sent.set_value(!error && ok); });
     batch_.clear();
     batch_bytes_ = 0;
   }
+
+  /// Waits for the batch in flight; false when it was refused.
+  bool delivered() { return !in_flight_.valid() || in_flight_.get(); }
 
 private:
   HandlerContext& ctx_;
@@ -57,6 +67,7 @@ private:
   std::vector<std::string> batch_;
   std::size_t batch_bytes_ = 0;
   bool streaming_ = false;
+  std::future<bool> in_flight_;
 };
 
 } // namespace
@@ -64,14 +75,18 @@ private:
 boost::asio::awaitable<protocol::LoadSessionResponse> session_load(HandlerContext& ctx, protocol::LoadSessionRequest req) {
   require_provider_key(ctx);
   store::SessionHeader header = co_await ctx.engine.find_stored(req.sessionId, req.cwd);
-  // Frames are posted to the connection in order, and the answer below is queued after all of
-  // them (the session/load rule: the whole history first, then the response).
+  // Frames are queued on the session's stream in order, and the answer below goes to the same
+  // stream after all of them (the session/load rule: the whole history first, then the response).
   auto sink = std::make_shared<ReplaySink>(ctx, req.sessionId);
   engine::EventSink replay = [sink](boost::json::object&& e) { (*sink)(std::move(e)); };
-  auto [provider, model] = co_await ctx.engine.read_log(req.sessionId, replay);
-  sink->hand_over();
-  // The frames were posted to the connection: let them go first, the answer comes after them.
-  co_await boost::asio::post(ctx.executor, boost::asio::use_awaitable);
+  // On the pool, before and after the log: a replay queued behind others may start after the
+  // connection began closing; the last batch is in the outbox before the answer is queued.
+  std::function<void()> boundary = [sink] {
+    sink->hand_over();
+    if (!sink->delivered()) throw std::runtime_error("replay stopped: the connection is closing");
+  };
+  auto read = ctx.engine.read_log(req.sessionId, replay, boundary);
+  auto [provider, model] = co_await std::move(read);
   auto session = ctx.engine.attach(header, req.additionalDirectories, provider, model);
   advertise_commands(ctx, session->id);
   co_return protocol::LoadSessionResponse{model_config_options(ctx, *session), std::nullopt};

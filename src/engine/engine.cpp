@@ -135,15 +135,19 @@ asio::awaitable<store::SessionHeader> Engine::find_stored(const std::string& id,
   co_return *header;
 }
 
-asio::awaitable<std::pair<std::string, std::string>> Engine::read_log(const std::string& id_in, const EventSink& sink_in) {
+asio::awaitable<std::pair<std::string, std::string>> Engine::read_log(const std::string& id_in, const EventSink& sink_in,
+                                                                     const std::function<void()>& boundary_in) {
   std::string id = id_in;
   EventSink sink = sink_in;
-  auto read = [this, id, &sink] {
+  std::function<void()> boundary = boundary_in;
+  auto read = [this, id, &sink, &boundary] {
     std::pair<std::string, std::string> model;
+    if (boundary) boundary();
     services_.store.get().read_events(id, [&](json::object&& e) {
       note_request_header(e, model.first, model.second);
       if (sink) sink(std::move(e));
     });
+    if (boundary) boundary();
     return model;
   };
   co_return std::move(*co_await offload(pool_, read));

@@ -137,9 +137,11 @@ public:
                                                                   const std::vector<std::string>& additional_directories);
   /// Finds a stored session for load/resume; checks its cwd against `cwd` (InvalidInput /cwd).
   boost::asio::awaitable<store::SessionHeader> find_stored(const std::string& id, const std::string& cwd);
-  /// Streams a stored log's raw events to `sink` on the pool (replay; model restore). Returns the
-  /// log's latest request/header (provider, model), "" when none.
-  boost::asio::awaitable<std::pair<std::string, std::string>> read_log(const std::string& id, const EventSink& sink);
+  /// Streams a stored log's raw events to `sink` on the pool (replay; model restore); `boundary`,
+  /// when set, runs there before the first and after the last event. Returns the log's latest
+  /// request/header (provider, model), "" when none.
+  boost::asio::awaitable<std::pair<std::string, std::string>> read_log(const std::string& id, const EventSink& sink,
+                                                                      const std::function<void()>& boundary = {});
   /// Attaches a stored session (load/resume). A session already attached keeps its state.
   std::shared_ptr<Session> attach(const store::SessionHeader& header,
                                   const std::optional<std::vector<std::string>>& additional_directories,

@@ -7,14 +7,16 @@
 #include "support/log.hpp"
 #include "transport/line_framer.hpp"
 #include "transport/outbox.hpp"
+#include "transport/transport.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+
+#include <chrono>
 
 namespace acp::server {
 
@@ -35,46 +37,140 @@ bool valid_utf8(std::string_view s) {
   return true;
 }
 
+// Once shutdown starts, what the client has not read by then is dropped: with the rest of the
+// shutdown (turns closing, the store) this keeps the 2 s promise of contracts §1.
+constexpr std::chrono::milliseconds kShutdownGrace{1500};
+
+// The stream a request's answer goes to: its session's, so it follows that session's updates.
+std::string stream_key(const json::value& params) {
+  if (const auto* o = params.if_object()) {
+    if (const auto* id = o->if_contains("sessionId"); id && id->is_string()) return std::string(id->get_string());
+  }
+  return {};
+}
+
+std::vector<std::string> one_frame(std::string frame) {
+  std::vector<std::string> frames;
+  frames.push_back(std::move(frame));
+  return frames;
+}
+
+std::string stream_key_of_frame(const json::value& frame) {
+  const json::value* params = frame.is_object() ? frame.get_object().if_contains("params") : nullptr;
+  return params ? stream_key(*params) : std::string();
+}
+
 } // namespace
 
 struct Connection::Impl {
-  Impl(asio::any_io_executor ex, asio::any_io_executor blocking, int in_fd, int out_fd, const support::Config& config,
-       llm::Provider& provider, engine::StoreHandle& store, const refs::SessionReferenceService& references,
-       std::string system_prompt)
-      : executor(ex), input(ex, in_fd), outbox(ex, out_fd), idle(ex, asio::steady_timer::time_point::max()),
+  Impl(asio::any_io_executor ex, asio::any_io_executor blocking, transport::Transport& transport,
+       const support::Config& config, llm::Provider& provider, engine::StoreHandle& store,
+       const refs::SessionReferenceService& references, std::string system_prompt)
+      : executor(ex), transport(transport),
+        outbox(ex, transport, static_cast<std::size_t>(config.max_outbox_bytes)),
+        idle(ex, asio::steady_timer::time_point::max()), deadline(ex, asio::steady_timer::time_point::max()),
         framer(static_cast<std::size_t>(config.max_frame_bytes)), max_frame_bytes(config.max_frame_bytes),
         engine(engine::EngineServices{config, provider, store, references, std::move(system_prompt)}, ex, blocking),
         context{engine, config, ex,
                 [this](const protocol::SessionNotification& n) {
-                  outbox.send(jsonrpc::serialize_notification(methods::session_update, wire::encode(n)));
+                  outbox.push(n.sessionId, jsonrpc::serialize_notification(methods::session_update, wire::encode(n)));
                 },
-                [this](std::vector<std::string> frames) {
-                  asio::post(executor, [this, frames = std::move(frames)]() mutable {
-                    for (auto& f : frames) outbox.send(std::move(f));
-                  });
-                },
-                [this] { return outbox.queued_bytes(); }} {
+                [this](std::string key, std::vector<std::string> frames) {
+                  return outbox.send(std::move(key), std::move(frames));
+                }} {
     handlers::bind_all(router);
+    outbox.on_broken([this] { stop("the client stopped reading its output"); });
   }
 
   asio::any_io_executor executor;
-  asio::posix::stream_descriptor input;
+  transport::Transport& transport;
   transport::Outbox outbox;
-  asio::steady_timer idle;  ///< woken whenever a request finishes (shutdown waits on it)
+  asio::steady_timer idle;      ///< woken whenever a request or child task finishes (shutdown waits on it)
+  asio::steady_timer deadline;  ///< the shutdown grace period
   transport::LineFramer framer;
   std::int64_t max_frame_bytes;
   engine::Engine engine;
   handlers::Router router;
   handlers::HandlerContext context;
   bool initialized = false;
-  bool stopping = false;
+  bool stopping = false;  ///< stop(): read nothing more, dispatch nothing more
+  bool deadline_armed = false;
   std::size_t in_flight = 0;
+  std::size_t children = 0;  ///< writer, input and output watchers, grace timer
+  bool writer_running = false;
 
-  void reply_error(const jsonrpc::RequestId& id, const jsonrpc::RpcError& error) {
-    outbox.send(jsonrpc::serialize_error(id, error));
+  // Child tasks are joined: run() returns only after every one of them has finished.
+  void spawn_child(asio::awaitable<void> task, bool* running = nullptr) {
+    ++children;
+    if (running) *running = true;
+    asio::co_spawn(executor, std::move(task), [this, running](std::exception_ptr error) {
+      if (error) {
+        try {
+          std::rethrow_exception(error);
+        } catch (const std::exception& e) {
+          log::error(std::string("connection task failed: ") + e.what());
+        }
+      }
+      if (running) *running = false;
+      --children;
+      idle.cancel();
+    });
+  }
+
+  // Starts the grace period of the shutdown (idempotent).
+  void arm_deadline() {
+    if (deadline_armed) return;
+    deadline_armed = true;
+    deadline.expires_after(kShutdownGrace);
+    spawn_child(grace_timer());
+  }
+
+  asio::awaitable<void> grace_timer() {
+    auto [ec] = co_await deadline.async_wait(asio::as_tuple(asio::use_awaitable));
+    if (ec) co_return;  // the shutdown finished in time
+    log::warn("shutdown grace period over: dropping " + std::to_string(outbox.queued_bytes()) +
+              " undelivered bytes and stopping producers");
+    stopping = true;  // input not read by now is not served either
+    engine.cancel_all();
+    transport.cancel_read();
+    outbox.abort();
+  }
+
+  void stop(const std::string& why) {
+    if (stopping) return;
+    stopping = true;
+    log::info(why + "; shutting down, cancelling " + std::to_string(engine.running_turns()) + " running turn(s)");
+    arm_deadline();
+    engine.cancel_all();
+    transport.cancel_read();
+    outbox.release_reader();
+  }
+
+  asio::awaitable<void> watch_output() {
+    // (co_await in a local first: GCC 12 miscompiles it inside this `if` condition.)
+    bool closed = co_await transport.output_closed();
+    if (closed) outbox.fail("the client closed its end of the frame stream");
+  }
+
+  // The client may close stdin while the reader is paused by backpressure (and so reads nothing):
+  // the shutdown's grace period starts then, not when the queue has drained (it may never drain).
+  asio::awaitable<void> watch_input() {
+    bool closed = co_await transport.input_closed();
+    if (closed) {
+      if (!deadline_armed) log::info("input closed by the client");
+      arm_deadline();
+    }
+  }
+
+  // Not a coroutine: the frame is built before anything suspends. Callers keep the returned
+  // awaitable in a local and co_await that: GCC 12 destroys temporaries of a co_await expression
+  // twice (a crash seen with the RpcError and key temporaries here).
+  asio::awaitable<bool> reply_error(std::string key, const jsonrpc::RequestId& id, const jsonrpc::RpcError& error) {
+    return outbox.send(std::move(key), one_frame(jsonrpc::serialize_error(id, error)));
   }
 
   asio::awaitable<void> run_request(jsonrpc::Request request, const handlers::Router::RequestFn* fn) {
+    std::string key = stream_key(request.params);
     json::value result;
     std::exception_ptr failure;
     try {
@@ -82,14 +178,20 @@ struct Connection::Impl {
     } catch (...) {
       failure = std::current_exception();
     }
+    std::string frame;
     if (failure) {
       jsonrpc::RpcError error = handlers::to_rpc_error(failure);
       log::debug(request.method + " " + jsonrpc::id_to_string(request.id) + " failed: " + error.message());
-      reply_error(request.id, error);
+      frame = jsonrpc::serialize_error(request.id, error);
     } else {
       if (request.method == methods::initialize) initialized = true;
-      outbox.send(jsonrpc::serialize_response(request.id, result));
+      frame = jsonrpc::serialize_response(request.id, result);
+      // session/new: the answer names the session; on its stream it precedes that session's first update.
+      if (key.empty()) key = stream_key(result);
     }
+    // Waits for room like every producer; false only when the frame cannot be delivered any more.
+    auto sending = outbox.send(std::move(key), one_frame(std::move(frame)));
+    co_await std::move(sending);
     --in_flight;
     idle.cancel();
   }
@@ -106,56 +208,67 @@ struct Connection::Impl {
   }
 
   // Returns true if a coroutine was started (the reader then yields so it starts in order).
-  bool dispatch(std::string_view text) {
+  asio::awaitable<bool> dispatch(std::string_view text) {
     boost::system::error_code ec;
     json::value frame = protocol::parse_json(text, ec);
     if (ec) {
-      reply_error(nullptr, jsonrpc::parse_error(valid_utf8(text) ? ec.message() : "invalid UTF-8"));
-      return false;
+      auto reply = reply_error({}, nullptr, jsonrpc::parse_error(valid_utf8(text) ? ec.message() : "invalid UTF-8"));
+      co_await std::move(reply);
+      co_return false;
     }
     jsonrpc::Inbound inbound = jsonrpc::classify(frame);
     if (auto* rejected = std::get_if<jsonrpc::Rejected>(&inbound)) {
-      reply_error(rejected->id, rejected->error);
-      return false;
+      auto reply = reply_error(stream_key_of_frame(frame), rejected->id, rejected->error);
+      co_await std::move(reply);
+      co_return false;
     }
     if (std::holds_alternative<jsonrpc::Response>(inbound)) {
       log::debug("ignoring a response frame: we send no requests");
-      return false;
+      co_return false;
     }
     if (auto* note = std::get_if<jsonrpc::Notification>(&inbound)) {
       const auto* fn = router.find_notification(note->method);
       if (!fn || !initialized) {
         log::debug("ignoring notification " + note->method);
-        return false;
+        co_return false;
       }
       ++in_flight;
       asio::co_spawn(executor, run_notification(std::move(*note), fn), asio::detached);
-      return true;
+      co_return true;
     }
     auto& request = std::get<jsonrpc::Request>(inbound);
     if (!initialized && request.method != methods::initialize) {
-      reply_error(request.id, jsonrpc::not_initialized());
-      return false;
+      auto reply = reply_error(stream_key(request.params), request.id, jsonrpc::not_initialized());
+      co_await std::move(reply);
+      co_return false;
     }
     const auto* fn = router.find_request(request.method);
     if (!fn) {
-      reply_error(request.id, jsonrpc::method_not_found(request.method));
-      return false;
+      auto reply = reply_error(stream_key(request.params), request.id, jsonrpc::method_not_found(request.method));
+      co_await std::move(reply);
+      co_return false;
     }
     ++in_flight;
     asio::co_spawn(executor, run_request(std::move(request), fn), asio::detached);
-    return true;
+    co_return true;
   }
 
   asio::awaitable<void> handle_events(std::vector<transport::FramerEvent>& events) {
     for (auto& event : events) {
+      if (stopping) break;
+      // Backpressure: no new request while the outbox is full (released by the shutdown's abort).
+      co_await outbox.ready();
+      if (stopping) break;
       if (auto* over = std::get_if<transport::Oversize>(&event)) {
         log::warn("dropped an input frame of " + std::to_string(over->bytes) + " bytes (limit " +
                   std::to_string(max_frame_bytes) + ")");
-        reply_error(nullptr, jsonrpc::oversize_frame(static_cast<std::uint64_t>(max_frame_bytes)));
+        auto reply = reply_error({}, nullptr, jsonrpc::oversize_frame(static_cast<std::uint64_t>(max_frame_bytes)));
+        co_await std::move(reply);
         continue;
       }
-      if (dispatch(std::get<transport::Frame>(event).text)) co_await asio::post(executor, asio::use_awaitable);
+      std::string_view text = std::get<transport::Frame>(event).text;
+      bool started = co_await dispatch(text);
+      if (started) co_await asio::post(executor, asio::use_awaitable);
     }
     events.clear();
   }
@@ -164,55 +277,77 @@ struct Connection::Impl {
     std::vector<char> buffer(1 << 16);
     std::vector<transport::FramerEvent> events;
     while (!stopping) {
-      auto [ec, n] = co_await input.async_read_some(asio::buffer(buffer), asio::as_tuple(asio::use_awaitable));
-      if (n > 0) {
-        framer.feed(std::string_view(buffer.data(), n), events);
+      co_await outbox.ready();  // stop reading while the client is behind
+      if (stopping) break;
+      std::span<char> space(buffer);
+      transport::ReadResult r = co_await transport.read_some(space);
+      if (r.bytes > 0) {
+        framer.feed(std::string_view(buffer.data(), r.bytes), events);
         co_await handle_events(events);
       }
-      if (ec) {
-        if (ec != asio::error::eof && ec != asio::error::operation_aborted)
-          log::warn("input read failed: " + ec.message());
+      if (r.error) {
+        if (r.error != asio::error::eof && r.error != asio::error::operation_aborted)
+          log::warn("input read failed: " + r.error.message());
         break;
       }
     }
+    if (stopping) co_return;
+    // End of input: the frames read so far are still served, within the grace period.
+    arm_deadline();
     framer.finish(events);
     co_await handle_events(events);
   }
 
-  asio::awaitable<void> shutdown() {
-    log::info("input closed; cancelling " + std::to_string(engine.running_turns()) + " running turn(s)");
-    engine.cancel_all();
-    while (in_flight > 0) {
+  asio::awaitable<void> settle(const std::function<bool()>& done) {
+    while (!done()) {
       idle.expires_at(asio::steady_timer::time_point::max());
       co_await idle.async_wait(asio::as_tuple(asio::use_awaitable));
-      engine.cancel_all();
     }
+  }
+
+  asio::awaitable<void> shutdown() {
+    arm_deadline();
+    if (!stopping) log::info("input closed; cancelling " + std::to_string(engine.running_turns()) + " running turn(s)");
+    // A prompt dispatched just before may register its turn later: cancel again on every wake-up.
+    // (Named predicates: GCC 12 mishandles temporaries of closure type across co_await.)
+    const std::function<bool()> requests_done = [this] {
+      engine.cancel_all();
+      return in_flight == 0;
+    };
+    const std::function<bool()> writer_done = [this] { return !writer_running; };
+    const std::function<bool()> children_done = [this] { return children == 0; };
+    co_await settle(requests_done);
     outbox.close();
+    co_await settle(writer_done);
+    // Ends the grace timer and the watchers.
+    deadline.cancel();
+    transport.cancel_read();
+    transport.cancel_write();
+    co_await settle(children_done);
   }
 };
 
-Connection::Connection(asio::any_io_executor executor, asio::any_io_executor blocking, int in_fd, int out_fd,
+Connection::Connection(asio::any_io_executor executor, asio::any_io_executor blocking, transport::Transport& transport,
                        const support::Config& config, llm::Provider& provider, engine::StoreHandle& store,
                        const refs::SessionReferenceService& references, std::string system_prompt_template)
-    : impl_(std::make_unique<Impl>(std::move(executor), std::move(blocking), in_fd, out_fd, config, provider, store,
+    : impl_(std::make_unique<Impl>(std::move(executor), std::move(blocking), transport, config, provider, store,
                                    references, std::move(system_prompt_template))) {}
 
 Connection::~Connection() = default;
 
 asio::awaitable<void> Connection::run() {
   auto& s = *impl_;
-  asio::co_spawn(s.executor, s.outbox.run(), asio::detached);
+  s.spawn_child(s.outbox.run(), &s.writer_running);
+  s.spawn_child(s.watch_output());
+  s.spawn_child(s.watch_input());
   co_await s.read_loop();
   co_await s.shutdown();
-  // The writer coroutine drains what is queued and ends; io_context::run() returns after it.
 }
 
 void Connection::set_provider_auth(handlers::ProviderAuth& auth) { impl_->context.auth = &auth; }
 
-void Connection::stop() {
-  impl_->stopping = true;
-  boost::system::error_code ignored;
-  impl_->input.cancel(ignored);
-}
+void Connection::stop() { impl_->stop("stop requested"); }
+
+const transport::Outbox& Connection::outbox() const { return impl_->outbox; }
 
 } // namespace acp::server

@@ -13,6 +13,8 @@
 #include "store/session_store.hpp"
 #include "support/config.hpp"
 #include "support/log.hpp"
+#include "transport/stdio_transport.hpp"
+#include "transport/transport.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -114,10 +116,12 @@ int main(int argc, char** argv) {
   reference_config.candidate_limit = config.candidate_limit;
   reference_config.max_reference_bytes = config.max_reference_bytes;
   refs::SessionReferenceService references(std::make_shared<handlers::StoreSessionSource>(store), reference_config);
-  server::Connection connection(io.get_executor(), blocking.get_executor(), input_fd, frames_fd, config, *provider, store,
-                                references, system_prompt);
+  std::unique_ptr<transport::Transport> stdio = transport::make_stdio_transport(io.get_executor(), input_fd, frames_fd);
+  server::Connection connection(io.get_executor(), blocking.get_executor(), *stdio, config, *provider, store, references,
+                                system_prompt);
   connection.set_provider_auth(*provider_setup.auth);
-  boost::asio::signal_set signals(io, SIGTERM, SIGINT);
+  // SIGHUP: the editor (or its terminal) went away; end like stdin EOF instead of dying unanswered.
+  boost::asio::signal_set signals(io, SIGTERM, SIGINT, SIGHUP);
   signals.async_wait([&](const boost::system::error_code& ec, int signo) {
     if (ec) return;
     log::info("signal " + std::to_string(signo) + " received; shutting down");

@@ -80,6 +80,8 @@ const std::vector<Option>& options() {
        int_setter(&Config::max_reference_bytes), 1, 9007199254740991},
       {"max-frame-bytes", Kind::integer, "largest accepted input frame", int_setter(&Config::max_frame_bytes), 1024,
        std::int64_t(1) << 40},
+      {"max-outbox-bytes", Kind::integer, "output bytes queued for the client before reading pauses (16 MiB)",
+       int_setter(&Config::max_outbox_bytes), 1024, std::int64_t(1) << 40},
       {"log-file", Kind::path, "log file (mode 0600, appended)", str_setter(&Config::log_file)},
       {"log-level", Kind::choice, "log verbosity", str_setter(&Config::log_level), 0, 0,
        {"error", "warn", "info", "debug"}},
@@ -325,8 +327,8 @@ std::string usage_text() {
     out += left + opt.help + "\n";
   }
   out += "\nKeys: DEEPSEEK_API_KEY (deepseek), OPENAI_API_KEY (openai, optional for loopback), or the config-file\n"
-         "keys deepseekApiKey / openaiApiKey. Exit codes: 0 after stdin EOF or SIGTERM/SIGINT, 2 for usage or\n"
-         "configuration errors, 1 for fatal runtime errors. Logs go to the log file, never to stdout.\n";
+         "keys deepseekApiKey / openaiApiKey. Exit codes: 0 after stdin EOF or SIGTERM/SIGINT/SIGHUP, 2 for usage\n"
+         "or configuration errors, 1 for fatal runtime errors. Logs go to the log file, never to stdout.\n";
   return out;
 }
 

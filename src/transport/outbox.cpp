@@ -1,80 +1,278 @@
-#include "outbox.hpp"
+#include "transport/outbox.hpp"
 
 #include "support/log.hpp"
+#include "transport/transport.hpp"
+#include "transport/wake_signal.hpp"
 
 #include <boost/asio/as_tuple.hpp>
-#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <boost/asio/write.hpp>
 
-#include <atomic>
+#include <algorithm>
 #include <deque>
+#include <list>
+#include <optional>
+#include <unordered_map>
 
 namespace acp::transport {
 
 namespace asio = boost::asio;
 
-struct Outbox::Impl {
-  Impl(asio::any_io_executor ex, int fd) : stream(ex, fd), wake(ex, asio::steady_timer::time_point::max()) {}
-  asio::posix::stream_descriptor stream;
-  asio::steady_timer wake;
-  std::deque<std::string> queue;
-  bool closed = false;
-  bool broken = false;
-  std::atomic<std::size_t> queued_bytes{0};
+namespace {
+
+// Frames are coalesced into writes of about this size (fewer system calls, still fine-grained).
+constexpr std::size_t kWriteBatch = 64u << 10;
+
+struct KeyQueue {
+  std::string key;
+  std::deque<std::string> frames;
+  std::size_t bytes = 0;  ///< frames not yet taken by the writer
 };
 
-Outbox::Outbox(asio::any_io_executor executor, int fd) : impl_(std::make_unique<Impl>(std::move(executor), fd)) {}
+// Frames waiting to be admitted. `owned`: a send() awaits them; otherwise they were push()ed
+// behind a waiting send() of the same key and only keep their place in that key's order.
+struct Sender {
+  std::string key;
+  std::deque<std::string> frames;
+  bool owned = false;
+  bool done = false;
+  bool admitted = false;
+  std::optional<asio::steady_timer> wake;
+};
+
+} // namespace
+
+struct Outbox::Impl {
+  Impl(asio::any_io_executor ex, Transport& t, std::size_t max, std::size_t per_key)
+      : executor(ex), transport(t), max_bytes(std::max<std::size_t>(max, 1)),
+        per_key_bytes(std::clamp<std::size_t>(per_key, 1, max_bytes)), writer_wake(ex), reader_wake(ex) {}
+
+  asio::any_io_executor executor;
+  Transport& transport;
+  std::size_t max_bytes;
+  std::size_t per_key_bytes;
+  std::unordered_map<std::string, KeyQueue> queues;  // node-based: pointers stay valid
+  std::deque<KeyQueue*> rotation;                     // keys with frames, in writing turn
+  std::list<std::shared_ptr<Sender>> senders;         // in arrival order
+  std::unordered_map<std::string, std::size_t> senders_per_key;
+  std::size_t owned_senders = 0;
+  std::size_t queued = 0;  // admitted and not yet written
+  std::size_t held = 0;    // push()ed frames kept behind a waiting sender
+  std::size_t peak = 0;
+  WakeSignal writer_wake;
+  WakeSignal reader_wake;
+  bool closed = false;
+  bool reader_released = false;
+  bool dropping = false;
+  bool broken = false;
+  std::function<void()> on_broken;
+
+  void enqueue(const std::string& key, std::string frame) {
+    auto [it, inserted] = queues.try_emplace(key);
+    KeyQueue& q = it->second;
+    if (inserted) q.key = key;
+    if (q.frames.empty()) rotation.push_back(&q);
+    q.bytes += frame.size();
+    queued += frame.size();
+    peak = std::max(peak, queued);
+    q.frames.push_back(std::move(frame));
+  }
+
+  std::size_t key_bytes(const std::string& key) const {
+    auto it = queues.find(key);
+    return it == queues.end() ? 0 : it->second.bytes;
+  }
+
+  bool fits(std::size_t used, std::size_t n, std::size_t limit) const { return used == 0 || used + n <= limit; }
+
+  void finish(Sender& s, bool admitted) {
+    s.done = true;
+    s.admitted = admitted;
+    if (auto it = senders_per_key.find(s.key); it != senders_per_key.end() && --it->second == 0) senders_per_key.erase(it);
+    if (s.owned) {
+      --owned_senders;
+      s.wake->cancel();
+    }
+    for (const auto& f : s.frames) {
+      if (!s.owned) held -= f.size();
+    }
+    s.frames.clear();
+  }
+
+  // Moves waiting frames into their queues, senders in arrival order. A sender short of room in
+  // the total blocks every later owned sender (no starving a large batch); one short of room in
+  // its own key blocks only later senders of that key.
+  void admit() {
+    bool total_blocked = false;
+    std::vector<const std::string*> blocked_keys;
+    bool moved = false;
+    for (auto it = senders.begin(); it != senders.end();) {
+      Sender& s = **it;
+      if (std::any_of(blocked_keys.begin(), blocked_keys.end(), [&](const std::string* k) { return *k == s.key; })) {
+        ++it;
+        continue;
+      }
+      while (!s.frames.empty()) {
+        std::size_t n = s.frames.front().size();
+        if (s.owned) {
+          if (total_blocked || !fits(queued, n, max_bytes)) {
+            total_blocked = true;
+            break;
+          }
+          if (!fits(key_bytes(s.key), n, per_key_bytes)) break;
+        } else {
+          held -= n;
+        }
+        enqueue(s.key, std::move(s.frames.front()));
+        s.frames.pop_front();
+        moved = true;
+      }
+      if (s.frames.empty()) {
+        finish(s, true);
+        it = senders.erase(it);
+      } else {
+        blocked_keys.push_back(&s.key);
+        ++it;
+      }
+    }
+    if (moved) writer_wake.notify();
+    reader_wake.notify();
+  }
+
+  void drop_all() {
+    if (dropping) return;
+    dropping = true;
+    for (auto& [key, q] : queues) queued -= q.bytes;
+    queues.clear();
+    rotation.clear();
+    for (auto& s : senders) finish(*s, false);
+    senders.clear();
+    senders_per_key.clear();
+    held = 0;
+    transport.cancel_write();
+    writer_wake.notify();
+    reader_wake.notify();
+  }
+
+  // One write's worth, one frame per key in turn.
+  std::string take_batch() {
+    std::string batch;
+    while (!rotation.empty() && batch.size() < kWriteBatch) {
+      KeyQueue* q = rotation.front();
+      rotation.pop_front();
+      std::string& frame = q->frames.front();
+      q->bytes -= frame.size();
+      if (batch.empty()) batch = std::move(frame);
+      else batch += frame;
+      q->frames.pop_front();
+      if (!q->frames.empty()) rotation.push_back(q);
+      else queues.erase(queues.find(q->key));
+    }
+    return batch;
+  }
+};
+
+Outbox::Outbox(asio::any_io_executor executor, Transport& transport, std::size_t max_bytes, std::size_t per_key_bytes)
+    : impl_(std::make_unique<Impl>(std::move(executor), transport, max_bytes, per_key_bytes)) {}
 Outbox::~Outbox() = default;
 
-void Outbox::send(std::string frame) {
-  if (impl_->broken) return;
+asio::awaitable<bool> Outbox::send(std::string key, std::vector<std::string> frames) {
+  auto& s = *impl_;
+  if (s.dropping) co_return false;
+  auto sender = std::make_shared<Sender>();
+  sender->key = std::move(key);
+  sender->owned = true;
+  for (auto& f : frames) {
+    f.push_back('\n');
+    sender->frames.push_back(std::move(f));
+  }
+  sender->wake.emplace(s.executor, asio::steady_timer::time_point::max());
+  s.senders.push_back(sender);
+  ++s.senders_per_key[sender->key];
+  ++s.owned_senders;
+  s.admit();
+  if (!sender->done) co_await sender->wake->async_wait(asio::as_tuple(asio::use_awaitable));
+  if (!sender->done) {
+    // The awaiting coroutine was cancelled from outside: withdraw what was not admitted.
+    s.senders.remove(sender);
+    s.finish(*sender, false);
+    s.admit();
+  }
+  co_return sender->admitted;
+}
+
+void Outbox::push(const std::string& key, std::string frame) {
+  auto& s = *impl_;
+  if (s.dropping) return;
   frame.push_back('\n');
-  impl_->queued_bytes += frame.size();
-  impl_->queue.push_back(std::move(frame));
-  impl_->wake.cancel_one();
+  if (!s.senders_per_key.contains(key)) {
+    s.enqueue(key, std::move(frame));
+    s.writer_wake.notify();
+    return;
+  }
+  // Behind a waiting send() of this key: admitted right after it, whatever the limits.
+  s.held += frame.size();
+  if (s.senders.back()->owned || s.senders.back()->key != key) {
+    auto held = std::make_shared<Sender>();
+    held->key = key;
+    s.senders.push_back(held);
+    ++s.senders_per_key[key];
+  }
+  s.senders.back()->frames.push_back(std::move(frame));
 }
 
-void Outbox::close() {
-  impl_->closed = true;
-  impl_->wake.cancel_one();
+asio::awaitable<void> Outbox::ready() {
+  auto& s = *impl_;
+  while (!s.dropping && !s.reader_released && !(s.queued + s.held < s.max_bytes && s.owned_senders < kMaxWaitingSenders))
+    co_await s.reader_wake.wait();
 }
 
-bool Outbox::broken() const { return impl_->broken; }
-
-std::size_t Outbox::queued_bytes() const { return impl_->queued_bytes; }
+void Outbox::release_reader() {
+  impl_->reader_released = true;
+  impl_->reader_wake.notify();
+}
 
 asio::awaitable<void> Outbox::run() {
   auto& s = *impl_;
   for (;;) {
-    while (!s.queue.empty()) {
-      // Coalesce what is queued into one write; frames stay whole and ordered.
-      std::string batch = std::move(s.queue.front());
-      s.queue.pop_front();
-      while (!s.queue.empty() && batch.size() < (1u << 16)) {
-        batch += s.queue.front();
-        s.queue.pop_front();
-      }
-      if (s.broken) {
-        s.queued_bytes -= batch.size();
-        continue;
-      }
-      auto [ec, n] = co_await asio::async_write(s.stream, asio::buffer(batch), asio::as_tuple(asio::use_awaitable));
-      s.queued_bytes -= batch.size();
-      if (ec) {
-        log::error("frame stream write failed: " + ec.message() + "; dropping further output");
-        s.broken = true;
-        for (const auto& f : s.queue) s.queued_bytes -= f.size();
-        s.queue.clear();
-      }
+    if (s.dropping) break;
+    if (s.rotation.empty()) {
+      if (s.closed && s.senders.empty()) break;
+      co_await s.writer_wake.wait();
+      continue;
     }
-    if (s.closed) break;
-    s.wake.expires_at(asio::steady_timer::time_point::max());
-    co_await s.wake.async_wait(asio::as_tuple(asio::use_awaitable));
+    std::string batch = s.take_batch();
+    s.admit();  // the keys just served have room again
+    boost::system::error_code ec = co_await s.transport.write(batch);
+    s.queued -= batch.size();
+    if (ec) {
+      if (!s.dropping) fail("frame stream write failed: " + ec.message());
+      break;
+    }
+    s.admit();
   }
-  boost::system::error_code ignored;
-  s.stream.release();
 }
+
+void Outbox::close() {
+  impl_->closed = true;
+  impl_->writer_wake.notify();
+}
+
+void Outbox::abort() { impl_->drop_all(); }
+
+void Outbox::fail(const std::string& why) {
+  auto& s = *impl_;
+  if (s.broken) return;
+  s.broken = true;
+  log::error(why + "; dropping further output");
+  s.drop_all();
+  if (s.on_broken) s.on_broken();
+}
+
+void Outbox::on_broken(std::function<void()> fn) { impl_->on_broken = std::move(fn); }
+
+bool Outbox::broken() const { return impl_->broken; }
+std::size_t Outbox::queued_bytes() const { return impl_->queued; }
+std::size_t Outbox::peak_queued_bytes() const { return impl_->peak; }
 
 } // namespace acp::transport

@@ -1,9 +1,11 @@
 #include "support/config.hpp"
 
+#include <boost/json.hpp>
 #include <boost/test/unit_test.hpp>
 
 #include <cstdio>
 #include <fstream>
+#include <sstream>
 #include <unistd.h>
 
 using namespace acp::support;
@@ -81,6 +83,65 @@ BOOST_AUTO_TEST_CASE(bad_configuration_is_a_config_error) {
     BOOST_TEST_CONTEXT(text) {
       std::string path = t.write("c.json", text);
       BOOST_CHECK_THROW(load({"--config", path}, {{"HOME", t.path}}), ConfigError);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(max_outbox_bytes_from_every_source) {
+  TempDir t;
+  BOOST_TEST(load({}, {{"HOME", t.path}}).max_outbox_bytes == 16777216);
+  BOOST_TEST(load({"--max-outbox-bytes", "65536"}, {{"HOME", t.path}}).max_outbox_bytes == 65536);
+  BOOST_TEST(load({}, {{"HOME", t.path}, {"DSH_ACP_MAX_OUTBOX_BYTES", "4096"}}).max_outbox_bytes == 4096);
+  std::string path = t.write("c.json", R"({"maxOutboxBytes": 2048})");
+  BOOST_TEST(load({"--config", path}, {{"HOME", t.path}}).max_outbox_bytes == 2048);
+  BOOST_CHECK_THROW(load({"--max-outbox-bytes", "1023"}, {{"HOME", t.path}}), ConfigError);
+  BOOST_CHECK_THROW(load({"--max-outbox-bytes", "-1"}, {{"HOME", t.path}}), ConfigError);
+  BOOST_TEST(usage_text().find("--max-outbox-bytes") != std::string::npos);
+}
+
+// schemas/config.schema.json documents the file; this keeps it and the option table in step.
+BOOST_AUTO_TEST_CASE(the_config_schema_matches_the_options) {
+  TempDir t;
+  std::ifstream in(std::string(DSH_SCHEMA_DIR) + "/config.schema.json");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  boost::json::object schema = boost::json::parse(ss.str()).as_object();
+  const auto& props = schema.at("properties").as_object();
+  // Every flag in --help has a schema key (and the reverse, except the file-only keys).
+  std::string help = usage_text();
+  std::size_t flags = 0;
+  for (std::size_t at = 0; (at = help.find("\n  --", at)) != std::string::npos; ++at) {
+    std::string flag = help.substr(at + 5, help.find_first_of(" \n", at + 5) - (at + 5));
+    if (flag == "help" || flag == "version" || flag == "config") continue;
+    std::string key;
+    for (std::size_t i = 0; i < flag.size(); ++i)
+      key += flag[i] == '-' ? static_cast<char>(std::toupper(flag[++i])) : flag[i];
+    BOOST_TEST_CONTEXT(flag) { BOOST_TEST(props.contains(key)); }
+    ++flags;
+  }
+  BOOST_TEST(props.size() == flags + 3);  // + models, deepseekApiKey, openaiApiKey
+  // Every key accepts its documented default (or a sample) and integer keys their bounds.
+  for (const auto& [key, spec_value] : props) {
+    const auto& spec = spec_value.as_object();
+    boost::json::value sample = "x";
+    if (spec.contains("default")) sample = spec.at("default");
+    else if (spec.contains("enum")) sample = spec.at("enum").as_array().front();
+    else if (spec.at("type") == "array") sample = boost::json::array{"m"};
+    BOOST_TEST_CONTEXT(key) {
+      std::string file = t.write("c.json", boost::json::serialize(boost::json::object{{std::string(key), sample}}));
+      BOOST_CHECK_NO_THROW(load({"--config", file}, {{"HOME", t.path}}));
+      if (spec.contains("minimum")) {
+        std::int64_t min = spec.at("minimum").to_number<std::int64_t>();
+        file = t.write("c.json", "{\"" + std::string(key) + "\": " + std::to_string(min - 1) + "}");
+        BOOST_CHECK_THROW(load({"--config", file}, {{"HOME", t.path}}), ConfigError);
+      }
+      if (spec.contains("maximum")) {
+        std::int64_t max = spec.at("maximum").to_number<std::int64_t>();
+        file = t.write("c.json", "{\"" + std::string(key) + "\": " + std::to_string(max) + "}");
+        BOOST_CHECK_NO_THROW(load({"--config", file}, {{"HOME", t.path}}));
+        file = t.write("c.json", "{\"" + std::string(key) + "\": " + std::to_string(max + 1) + "}");
+        BOOST_CHECK_THROW(load({"--config", file}, {{"HOME", t.path}}), ConfigError);
+      }
     }
   }
 }
