@@ -58,7 +58,14 @@ boost::asio::awaitable<protocol::PromptResponse> session_prompt(HandlerContext& 
   if (auto command = parse_slash_command(rendered.text)) co_return co_await run_slash_command(ctx, req.sessionId, *command);
   UpdateSender updates(ctx, req.sessionId);
   engine::PromptInput input{rendered.text, std::move(rendered.references)};
-  llm::StopKind stop = co_await ctx.engine.prompt(req.sessionId, input, updates);
+  llm::StopKind stop{};
+  try {
+    stop = co_await ctx.engine.prompt(req.sessionId, input, updates);
+  } catch (const llm::ProviderError& e) {
+    // 401/403: the wire error names the provider (contracts §2); the log keeps the provider's message.
+    if (e.code() != "AUTH_REQUIRED") throw;
+    throw jsonrpc::auth_required(ctx.engine.provider().name());
+  }
   co_return protocol::PromptResponse{to_stop_reason(stop), std::nullopt};
 }
 

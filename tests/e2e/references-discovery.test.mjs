@@ -3,7 +3,7 @@
 // new, load and resume; answers without a model request and without writing).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, existsSync } from 'node:fs';
+import { mkdirSync, existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import {
   M, text, uriOf, makeHome, startIn, RAW, logBytes, logPath, writeRawLog, rejectsWith, prompt, encodeSegment, bucketOf, events,
@@ -132,11 +132,14 @@ test('/ref and /ref <query> answer with candidates and mentions, without a model
   assert.equal(none.answer, 'No other session\'s id or working directory matches "zzz".');
   assert.ok(before.equals(logBytes(store, target)), '/ref writes nothing to the log');
 
-  // A session never prompted stays unwritten after /ref.
+  // A session never prompted keeps its header-only log (session/new is durable) after /ref.
   const fresh = (await a.ctx.request(M.session.new, { cwd: cwdA, mcpServers: [] })).sessionId;
+  const freshLog = path.join(store, bucketOf(cwdA), `${encodeSegment(fresh)}.jsonl`);
+  const freshBefore = readFileSync(freshLog);
   const freshRef = await prompt(a, fresh, '/ref cand-a1');
   assert.match(freshRef.answer, /Alpha one/);
-  assert.ok(!existsSync(path.join(store, bucketOf(cwdA), `${encodeSegment(fresh)}.jsonl`)), 'no log file for the fresh session');
+  assert.equal(freshBefore.toString('utf8').trimEnd().split('\n').length, 1, 'the header alone');
+  assert.ok(freshBefore.equals(readFileSync(freshLog)), '/ref writes nothing to the fresh log');
 
   // The model history holds no /ref exchange: the next prompt's request is system, turn one, its answer, this.
   const next = await prompt(a, target, 'next');
