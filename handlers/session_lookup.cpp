@@ -5,14 +5,15 @@
 #include "protocol/jsonrpc.hpp"
 #include "store/errors.hpp"
 #include "store/session_store.hpp"
+#include "support/iso_time.hpp"
+#include "support/paths.hpp"
 
-#include <ctime>
 
 namespace acp::handlers {
 
 boost::asio::awaitable<store::SessionHeader> find_stored_session(HandlerContext& ctx, const std::string& session_id,
                                                                  const std::string& cwd) {
-  if (cwd.empty() || cwd.front() != '/') throw jsonrpc::invalid_params("/cwd", "must be an absolute path");
+  if (!support::is_absolute_path(cwd)) throw jsonrpc::invalid_params("/cwd", "must be an absolute path");
   std::optional<store::SessionHeader> attached;
   if (SessionState* s = ctx.sessions.find(session_id)) attached = s->header;
   auto lookup = [&ctx, session_id]() -> std::optional<store::SessionHeader> {
@@ -48,14 +49,6 @@ void attach_session(HandlerContext& ctx, const store::SessionHeader& header,
   ctx.sessions.add(std::move(state));
 }
 
-std::string iso_time(std::int64_t unix_ms) {
-  std::time_t secs = static_cast<std::time_t>(unix_ms / 1000);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[80];  // large enough for any int fields: GCC checks the worst case
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-                tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(unix_ms % 1000));
-  return buf;
-}
+std::string iso_time(std::int64_t unix_ms) { return support::iso_time(unix_ms); }
 
 } // namespace acp::handlers
