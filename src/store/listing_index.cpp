@@ -1,6 +1,6 @@
 #include "store/listing_index.hpp"
 
-#include "protocol/json_text.hpp"
+#include "support/json_text.hpp"
 #include "store/collation.hpp"
 #include "store/errors.hpp"
 #include "store/file_io.hpp"
@@ -163,7 +163,7 @@ void ListingIndex::save() {
   o["root"] = root_;
   o["encoding"] = encoding_name(enc_);
   o["buckets"] = std::move(buckets);
-  std::string text = protocol::to_json_text(o);
+  std::string text = support::to_json_text(o);
   std::string dir = cache_file_.substr(0, cache_file_.rfind('/'));
   try {
     if (!dir.empty()) ensure_private_dir(dir);
