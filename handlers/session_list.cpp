@@ -4,6 +4,8 @@
 #include "protocol/jsonrpc.hpp"
 #include "refs/uri.hpp"
 #include "store/session_store.hpp"
+#include "support/hex.hpp"
+#include "support/paths.hpp"
 
 #include <boost/json.hpp>
 
@@ -18,13 +20,7 @@ constexpr std::size_t kPageSize = 100;
 // The cursor is the keyset (createdAt, id) of the last row sent, as JSON text made opaque with hex.
 std::string encode_cursor(std::int64_t created_at, const std::string& id) {
   std::string text = json::serialize(json::array{created_at, json::string(id)});
-  static const char* hex = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : text) {
-    out.push_back(hex[c >> 4]);
-    out.push_back(hex[c & 15]);
-  }
-  return out;
+  return support::hex_encode(text);
 }
 
 std::pair<std::int64_t, std::string> decode_cursor(const std::string& cursor) {
@@ -53,7 +49,7 @@ boost::asio::awaitable<protocol::ListSessionsResponse> session_list(HandlerConte
   store::ListQuery query;
   query.with_cwd_only = true;  // the protocol needs an absolute cwd to load a session
   if (req.cwd) {
-    if (req.cwd->empty() || req.cwd->front() != '/') throw jsonrpc::invalid_params("/cwd", "must be an absolute path");
+    if (!support::is_absolute_path(*req.cwd)) throw jsonrpc::invalid_params("/cwd", "must be an absolute path");
     query.cwd = *req.cwd;
   }
   if (req.cursor) query.after = decode_cursor(*req.cursor);

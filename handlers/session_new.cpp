@@ -4,6 +4,7 @@
 #include "handlers/slash_commands.hpp"
 #include "protocol/jsonrpc.hpp"
 #include "support/log.hpp"
+#include "support/paths.hpp"
 
 #include <boost/uuid/random_generator.hpp>
 #include <boost/uuid/uuid_io.hpp>
@@ -14,10 +15,10 @@ namespace acp::handlers {
 
 boost::asio::awaitable<protocol::NewSessionResponse> session_new(HandlerContext& ctx, protocol::NewSessionRequest req) {
   require_provider_key(ctx);
-  if (req.cwd.empty() || req.cwd.front() != '/') throw jsonrpc::invalid_params("/cwd", "must be an absolute path");
+  if (!support::is_absolute_path(req.cwd)) throw jsonrpc::invalid_params("/cwd", "must be an absolute path");
   if (req.additionalDirectories) {
     for (std::size_t i = 0; i < req.additionalDirectories->size(); ++i)
-      if ((*req.additionalDirectories)[i].empty() || (*req.additionalDirectories)[i].front() != '/')
+      if (!support::is_absolute_path((*req.additionalDirectories)[i]))
         throw jsonrpc::invalid_params("/additionalDirectories/" + std::to_string(i), "must be an absolute path");
   }
   static thread_local boost::uuids::random_generator uuid_generator;
