@@ -1,8 +1,5 @@
 # bench_provider: relay latency and throughput of the OpenAI-compatible provider against a loopback server.
 # Included from bench/CMakeLists.txt. Reuses the scripted server of tests/llm (one source, two users).
-if(NOT TARGET acp_llm_openai)
-  add_subdirectory(${PROJECT_SOURCE_DIR}/src/llm/openai ${CMAKE_BINARY_DIR}/src/llm/openai)
-endif()
 add_executable(bench_provider
   ${CMAKE_CURRENT_LIST_DIR}/provider_bench.cpp
   ${PROJECT_SOURCE_DIR}/tests/llm/scripted_server.cpp

@@ -3,6 +3,7 @@
 #include "protocol/jsonrpc.hpp"
 #include "refs/mentions.hpp"
 #include "refs/uri.hpp"
+#include "support/utf8.hpp"
 
 #include <boost/json/serialize.hpp>
 #include <boost/json/string.hpp>
@@ -13,14 +14,11 @@ namespace {
 
 std::string json_string(const std::string& s) { return boost::json::serialize(boost::json::string(s)); }
 
-// Decodes one UTF-8 code point at text[i]; returns its length (1 for invalid bytes).
+// Decodes one UTF-8 code point at text[i]; returns its length (U+FFFD for malformed bytes).
 std::size_t decode_utf8(std::string_view text, std::size_t i, char32_t& cp) {
-  unsigned char c = static_cast<unsigned char>(text[i]);
-  std::size_t len = c < 0x80 ? 1 : c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
-  if (i + len > text.size()) len = 1;
-  cp = len == 1 ? c : len == 2 ? (c & 0x1F) : len == 3 ? (c & 0x0F) : (c & 0x07);
-  for (std::size_t k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<unsigned char>(text[i + k]) & 0x3F);
-  return len;
+  const auto decoded = support::decode_utf8(text, i);
+  cp = decoded.cp;
+  return decoded.length;
 }
 
 bool is_js_space(char32_t cp) {

@@ -1,8 +1,10 @@
 #include "handlers/handlers.hpp"
-#include "handlers/session_lookup.hpp"
 #include "protocol/jsonrpc.hpp"
 #include "refs/uri.hpp"
 #include "store/listing_index.hpp"
+#include "support/hex.hpp"
+#include "support/iso_time.hpp"
+#include "support/paths.hpp"
 
 #include <boost/json.hpp>
 
@@ -17,13 +19,7 @@ constexpr std::size_t kPageSize = 100;
 // The cursor is the keyset (createdAt, id) of the last row sent, as JSON text made opaque with hex.
 std::string encode_cursor(std::int64_t created_at, const std::string& id) {
   std::string text = json::serialize(json::array{created_at, json::string(id)});
-  static const char* hex = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : text) {
-    out.push_back(hex[c >> 4]);
-    out.push_back(hex[c & 15]);
-  }
-  return out;
+  return support::hex_encode(text);
 }
 
 std::pair<std::int64_t, std::string> decode_cursor(const std::string& cursor) {
@@ -52,7 +48,7 @@ boost::asio::awaitable<protocol::ListSessionsResponse> session_list(HandlerConte
   store::ListQuery query;
   query.with_cwd_only = true;  // the protocol needs an absolute cwd to load a session
   if (req.cwd) {
-    if (req.cwd->empty() || req.cwd->front() != '/') throw jsonrpc::invalid_params("/cwd", "must be an absolute path");
+    if (!support::is_absolute_path(*req.cwd)) throw jsonrpc::invalid_params("/cwd", "must be an absolute path");
     query.cwd = *req.cwd;
   }
   if (req.cursor) query.after = decode_cursor(*req.cursor);
@@ -66,7 +62,7 @@ boost::asio::awaitable<protocol::ListSessionsResponse> session_list(HandlerConte
     info.sessionId = row.header.id;
     info.cwd = *row.header.cwd;
     info.title = row.title;
-    info.updatedAt = iso_time(row.updatedAt);
+    info.updatedAt = support::iso_time(row.updatedAt);
     // Discovery: clients and scripts can build mentions without parsing our URI scheme.
     info._meta = json::object{{"deepseek-harness/sessionReference", {{"uri", refs::encode_uri(row.header.id)}}}};
     response.sessions.push_back(std::move(info));

@@ -1,6 +1,6 @@
 #include "handlers/slash_commands.hpp"
 
-#include "handlers/session_lookup.hpp"
+#include "support/iso_time.hpp"
 #include "protocol/jsonrpc.hpp"
 #include "refs/mentions.hpp"
 #include "refs/service.hpp"
@@ -17,7 +17,7 @@ std::string describe_candidates(const std::vector<refs::Candidate>& candidates, 
   for (const auto& c : candidates) {
     std::string label = c.label.empty() ? c.session_id : c.label;
     out += "\n- " + label + " (" + (c.cwd ? *c.cwd : std::string("no working directory")) + ", created " +
-           iso_time(c.created_at) + ")\n  " + refs::format_mention({c.session_id, c.label}) + "\n";
+           support::iso_time(c.created_at) + ")\n  " + refs::format_mention({c.session_id, c.label}) + "\n";
   }
   return out;
 }

@@ -1,7 +1,5 @@
 #include "jsonrpc.hpp"
 
-#include "json_text.hpp"
-
 #include <boost/json/serialize.hpp>
 
 namespace acp::jsonrpc {

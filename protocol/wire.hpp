@@ -18,6 +18,7 @@
 #include <boost/mp11/algorithm.hpp>
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <stdexcept>
@@ -78,6 +79,21 @@ template <class T> struct is_variant : std::false_type {};
 template <class... Ts> struct is_variant<std::variant<Ts...>> : std::true_type {};
 
 std::string_view kind_name(const boost::json::value& v);
+
+/// Whether a JSON number read as a double is an integer that T holds and the text certainly spelt:
+/// a safe integer (|d| < 2^53, so 9007199254740993.0, read as 2^53, is refused) within T's range.
+/// Checked before any cast: converting an out-of-range double to an integer is undefined behaviour.
+template <class T> bool exact_integer(double d) {
+  constexpr double kSafe = 9007199254740991.0;  // 2^53 - 1
+  if (!(d >= -kSafe && d <= kSafe) || d != static_cast<double>(static_cast<std::int64_t>(d))) return false;
+  auto n = static_cast<std::int64_t>(d);
+  if constexpr (std::is_signed_v<T>) {
+    return n >= static_cast<std::int64_t>(std::numeric_limits<T>::min()) &&
+           n <= static_cast<std::int64_t>(std::numeric_limits<T>::max());
+  } else {
+    return n >= 0 && static_cast<std::uint64_t>(n) <= static_cast<std::uint64_t>(std::numeric_limits<T>::max());
+  }
+}
 [[noreturn]] void fail_type(const Path& path, std::string_view expected, const boost::json::value& got);
 
 // ---------------------------------------------------------------------------------------------
@@ -195,9 +211,7 @@ template <class T> void decode_into(const boost::json::value& in, T& out, Path& 
       out = static_cast<T>(n);
     } else if (in.is_uint64() && in.get_uint64() <= static_cast<std::uint64_t>(std::numeric_limits<T>::max())) {
       out = static_cast<T>(in.get_uint64());
-    } else if (in.is_double() && in.get_double() == static_cast<double>(static_cast<std::int64_t>(in.get_double())) &&
-               in.get_double() >= static_cast<double>(std::numeric_limits<T>::min()) &&
-               in.get_double() <= static_cast<double>(std::numeric_limits<T>::max())) {
+    } else if (in.is_double() && exact_integer<T>(in.get_double())) {
       out = static_cast<T>(in.get_double());
     } else {
       fail_type(path, "integer", in);

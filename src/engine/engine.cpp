@@ -10,6 +10,7 @@
 #include "store/session_store.hpp"
 #include "support/config.hpp"
 #include "support/log.hpp"
+#include "support/paths.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -34,7 +35,7 @@ namespace events = store::events;
 namespace {
 
 void require_absolute(const std::string& path, const std::string& pointer) {
-  if (path.empty() || path.front() != '/') throw InvalidInput(pointer, "must be an absolute path");
+  if (!support::is_absolute_path(path)) throw InvalidInput(pointer, "must be an absolute path");
 }
 
 // Releases the session's turn slot and wakes waiters however the prompt ends.

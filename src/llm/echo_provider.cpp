@@ -1,5 +1,7 @@
 #include "echo_provider.hpp"
 
+#include "support/utf8.hpp"
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -24,14 +26,6 @@ const char* role_name(Role r) {
   return "?";
 }
 
-std::size_t utf8_char_length(unsigned char lead) {
-  if (lead < 0x80) return 1;
-  if (lead >= 0xF0) return 4;
-  if (lead >= 0xE0) return 3;
-  if (lead >= 0xC0) return 2;
-  return 1;
-}
-
 // Newlines shown as ⏎ so each request message stays on one line of the answer.
 std::string one_line(std::string_view text, std::size_t max_chars, bool& cut) {
   std::string out;
@@ -42,7 +36,7 @@ std::string one_line(std::string_view text, std::size_t max_chars, bool& cut) {
       cut = true;
       break;
     }
-    std::size_t len = std::min(utf8_char_length(static_cast<unsigned char>(text[i])), text.size() - i);
+    std::size_t len = support::decode_utf8(text, i).length;
     if (text[i] == '\n') out += "\u23CE";
     else out.append(text.substr(i, len));
     i += len;

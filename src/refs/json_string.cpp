@@ -1,5 +1,7 @@
 #include "refs/json_string.hpp"
 
+#include "support/hex.hpp"
+
 #include <cstdint>
 #include <cstring>
 
@@ -16,7 +18,6 @@ constexpr std::size_t escaped_size(unsigned char c, bool tag_safe) {
 }
 
 void append_escaped(std::string& out, std::string_view text, bool tag_safe) {
-  static constexpr char kHex[] = "0123456789abcdef";
   out.push_back('"');
   std::size_t run = 0;  // start of the current run of bytes copied verbatim
   for (std::size_t i = 0; i < text.size(); ++i) {
@@ -33,9 +34,8 @@ void append_escaped(std::string& out, std::string_view text, bool tag_safe) {
     case '\r': out += "\\r"; break;
     case '\t': out += "\\t"; break;
     default:
-      out += "\\u00";
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 0xF]);
+      out += "\\u";
+      support::append_hex(out, c, 4);
     }
   }
   out.append(text.data() + run, text.size() - run);

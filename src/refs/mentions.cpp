@@ -1,26 +1,18 @@
 #include "refs/mentions.hpp"
 
 #include "refs/uri.hpp"
+#include "support/utf8.hpp"
 
 #include <optional>
 
 namespace acp::refs {
 namespace {
 
-// Length of the UTF-8 sequence starting at text[i] and its code point. Inputs are valid UTF-8;
-// a stray byte is treated as a one-byte code point so scanning always advances.
+// Length of the UTF-8 sequence starting at text[i] and its code point (U+FFFD for a malformed one).
 std::size_t next_code_point(std::string_view text, std::size_t i, char32_t& cp) {
-  auto b0 = static_cast<unsigned char>(text[i]);
-  std::size_t len = b0 < 0x80 ? 1 : b0 < 0xE0 ? 2 : b0 < 0xF0 ? 3 : 4;
-  if (b0 >= 0x80 && b0 < 0xC0) len = 1;
-  if (i + len > text.size()) len = 1;
-  if (len == 1) {
-    cp = b0;
-    return 1;
-  }
-  cp = b0 & (0xFF >> (len + 1));
-  for (std::size_t k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<unsigned char>(text[i + k]) & 0x3F);
-  return len;
+  const auto decoded = support::decode_utf8(text, i);
+  cp = decoded.cp;
+  return decoded.length;
 }
 
 bool is_line_terminator(char32_t cp) { return cp == '\n' || cp == '\r' || cp == 0x2028 || cp == 0x2029; }

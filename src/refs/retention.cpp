@@ -4,15 +4,35 @@
 
 #include <queue>
 #include <stdexcept>
+#include <string_view>
 
 namespace acp::refs {
 namespace {
 
-constexpr std::int64_t kDataFixedBytes = 70;  // {"sessionId":,"label":,"cwd":,"capturedThroughSeq":,"conversation":[]}
-constexpr std::int64_t kNullBytes = 4;
-constexpr std::int64_t kUserShellBytes = 23;       // {"role":"user","text":}
-constexpr std::int64_t kAssistantShellBytes = 28;  // {"role":"assistant","text":}
-constexpr std::int64_t kNoticeFixedBytes = 31;     // "\n[… omitted " + " UTF-8 bytes …]"
+// The fixed bytes of the data object are computed from the very strings the serializer writes, so
+// the size model and the output cannot drift apart (they were hand-counted, checked only by assert).
+constexpr std::string_view kOpenSessionId = "{\"sessionId\":";
+constexpr std::string_view kLabelKey = ",\"label\":";
+constexpr std::string_view kCwdKey = ",\"cwd\":";
+constexpr std::string_view kSeqKey = ",\"capturedThroughSeq\":";
+constexpr std::string_view kConversationKey = ",\"conversation\":[";
+constexpr std::string_view kClose = "]}";
+constexpr std::string_view kNull = "null";
+constexpr std::string_view kUserShell = "{\"role\":\"user\",\"text\":";
+constexpr std::string_view kAssistantShell = "{\"role\":\"assistant\",\"text\":";
+constexpr std::string_view kNoticeHead = "\n[\xE2\x80\xA6 omitted ";
+constexpr std::string_view kNoticeTail = " UTF-8 bytes \xE2\x80\xA6]";
+
+constexpr auto bytes(std::string_view s) { return static_cast<std::int64_t>(s.size()); }
+constexpr std::int64_t kDataFixedBytes =
+    bytes(kOpenSessionId) + bytes(kLabelKey) + bytes(kCwdKey) + bytes(kSeqKey) + bytes(kConversationKey) + bytes(kClose);
+constexpr std::int64_t kNullBytes = bytes(kNull);
+constexpr std::int64_t kUserShellBytes = bytes(kUserShell) + 1;  // + the closing '}'
+constexpr std::int64_t kAssistantShellBytes = bytes(kAssistantShell) + 1;
+constexpr std::int64_t kNoticeFixedBytes = bytes(kNoticeHead) + bytes(kNoticeTail);
+// The shells as harness-compat §5.9 counts them.
+static_assert(kDataFixedBytes == 70 && kNullBytes == 4 && kUserShellBytes == 23 && kAssistantShellBytes == 28 &&
+              kNoticeFixedBytes == 31);
 
 std::int64_t decimal_digits(std::int64_t v) { return static_cast<std::int64_t>(std::to_string(v).size()); }
 
@@ -60,7 +80,10 @@ Probe probe(std::string_view text, std::int64_t r) {
 }
 
 std::string notice(std::int64_t omitted) {
-  return "\n[\xE2\x80\xA6 omitted " + std::to_string(omitted) + " UTF-8 bytes \xE2\x80\xA6]";
+  std::string out(kNoticeHead);
+  out += std::to_string(omitted);
+  out += kNoticeTail;
+  return out;
 }
 
 struct Retained {
@@ -223,31 +246,30 @@ std::optional<RetainedSource> retain(const SourceHeader& header, const std::vect
   RetainedSource out;
   std::string& json = out.data_json;
   json.reserve(static_cast<std::size_t>(total()));
-  json += "{\"sessionId\":";
+  json += kOpenSessionId;
   append_tag_safe_json(json, header.session_id);
-  json += ",\"label\":";
+  json += kLabelKey;
   append_tag_safe_json(json, header.label);
-  json += ",\"cwd\":";
+  json += kCwdKey;
   if (header.cwd)
     append_tag_safe_json(json, *header.cwd);
   else
-    json += "null";
-  json += ",\"capturedThroughSeq\":";
-  json += header.captured_through_seq ? std::to_string(*header.captured_through_seq) : std::string("null");
-  json += ",\"conversation\":[";
+    json += kNull;
+  json += kSeqKey;
+  json += header.captured_through_seq ? std::to_string(*header.captured_through_seq) : std::string(kNull);
+  json += kConversationKey;
   for (std::size_t pos = 0; pos < retained.size(); ++pos) {
     if (pos > 0) json.push_back(',');
-    json += items[retained[pos].index].role == Role::user ? "{\"role\":\"user\",\"text\":"
-                                                          : "{\"role\":\"assistant\",\"text\":";
+    json += items[retained[pos].index].role == Role::user ? kUserShell : kAssistantShell;
     append_tag_safe_json(json, current_text(retained[pos]));
     json.push_back('}');
   }
-  json += "]}";
+  json += kClose;
   if (counter) counter->bytes_written += json.size();
-  // The running total is built from hand-counted constants: a mismatch would mean the budget
-  // decisions above were taken on wrong sizes, so it is an error in every build, not an assert.
+  // The budget decisions above used the size model; a mismatch would break the budget silently.
   if (static_cast<std::int64_t>(json.size()) != total())
-    throw std::logic_error("retention size accounting disagrees with the serialized data object");
+    throw std::logic_error("retention: serialized size " + std::to_string(json.size()) + " != modelled " +
+                           std::to_string(total()));
   out.stats = stats;
   return out;
 }

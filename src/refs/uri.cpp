@@ -3,7 +3,7 @@
 #include "refs/errors.hpp"
 #include "refs/json_string.hpp"
 
-#include "protocol/json_text.hpp"
+#include "support/json_text.hpp"
 
 #include <array>
 #include <optional>
@@ -90,7 +90,7 @@ std::string decode_uri(std::string_view uri) {
   bool replaced = false;
   // parse_json rejects invalid UTF-8 (which JavaScript would decode lossily and then fail the
   // canonical check anyway) and tells us when an escaped unpaired surrogate had to be replaced.
-  boost::json::value parsed = protocol::parse_json(*bytes, ec, &replaced);
+  boost::json::value parsed = support::parse_json(*bytes, ec, &replaced);
   if (ec || replaced || !parsed.is_string()) invalid(uri);
   std::string id(parsed.get_string());
   if (encode_uri(id) != uri) invalid(uri);

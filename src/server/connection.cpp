@@ -2,9 +2,10 @@
 
 #include "engine/engine.hpp"
 #include "handlers/router.hpp"
-#include "protocol/json_text.hpp"
+#include "support/json_text.hpp"
 #include "protocol/methods.hpp"
 #include "support/log.hpp"
+#include "support/utf8.hpp"
 #include "transport/line_framer.hpp"
 #include "transport/outbox.hpp"
 #include "transport/transport.hpp"
@@ -24,18 +25,6 @@ namespace asio = boost::asio;
 namespace json = boost::json;
 
 namespace {
-
-bool valid_utf8(std::string_view s) {
-  for (std::size_t i = 0; i < s.size();) {
-    unsigned char c = static_cast<unsigned char>(s[i]);
-    std::size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-    if (len == 0 || i + len > s.size()) return false;
-    for (std::size_t k = 1; k < len; ++k)
-      if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
-    i += len;
-  }
-  return true;
-}
 
 // Once shutdown starts, what the client has not read by then is dropped: with the rest of the
 // shutdown (turns closing, the store) this keeps the 2 s promise of contracts §1.
@@ -210,9 +199,9 @@ struct Connection::Impl {
   // Returns true if a coroutine was started (the reader then yields so it starts in order).
   asio::awaitable<bool> dispatch(std::string_view text) {
     boost::system::error_code ec;
-    json::value frame = protocol::parse_json(text, ec);
+    json::value frame = support::parse_json(text, ec);
     if (ec) {
-      auto reply = reply_error({}, nullptr, jsonrpc::parse_error(valid_utf8(text) ? ec.message() : "invalid UTF-8"));
+      auto reply = reply_error({}, nullptr, jsonrpc::parse_error(support::valid_utf8(text) ? ec.message() : "invalid UTF-8"));
       co_await std::move(reply);
       co_return false;
     }

@@ -1,6 +1,7 @@
 #include "store/file_io.hpp"
 
 #include "store/errors.hpp"
+#include "support/hex.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -162,13 +163,7 @@ std::string random_hex12() {
     }
     got += std::size_t(r);
   }
-  static constexpr char hex[] = "0123456789abcdef";
-  std::string out;
-  for (auto b : bytes) {
-    out.push_back(hex[b >> 4]);
-    out.push_back(hex[b & 0xF]);
-  }
-  return out;
+  return support::hex_encode(std::string_view(reinterpret_cast<const char*>(bytes), sizeof bytes));
 }
 
 } // namespace acp::store

@@ -1,6 +1,6 @@
 #include "store/fold.hpp"
 
-#include "protocol/json_text.hpp"
+#include "support/json_text.hpp"
 #include "store/errors.hpp"
 #include "store/records.hpp"
 
@@ -17,7 +17,7 @@ namespace json = boost::json;
 
 namespace {
 
-std::string text(const json::value* v) { return v ? protocol::to_json_text(*v) : std::string("undefined"); }
+std::string text(const json::value* v) { return v ? support::to_json_text(*v) : std::string("undefined"); }
 
 struct ReplaceOp {
   std::int64_t start, end;
@@ -33,7 +33,7 @@ std::optional<ReplaceOp> parse_surface_op(const json::value& op, std::int64_t se
     auto e = safe_int(o->at("end"));
     if (s && e && *s >= 0 && *e >= 0) return ReplaceOp{*s, *e};
   }
-  throw FoldError("session event seq " + std::to_string(seq) + " has invalid surfaceOp " + protocol::to_json_text(op));
+  throw FoldError("session event seq " + std::to_string(seq) + " has invalid surfaceOp " + support::to_json_text(op));
 }
 
 // Checks provenance rules and returns the seqs (empty when absent).
@@ -48,7 +48,7 @@ std::vector<std::int64_t> parse_sources(const json::object& e, std::string_view 
   std::unordered_set<std::int64_t> seen;
   for (const auto& x : *a) {
     auto s = safe_int(x);
-    if (!s || *s < 0) throw FoldError(where + " contains invalid seq " + protocol::to_json_text(x));
+    if (!s || *s < 0) throw FoldError(where + " contains invalid seq " + support::to_json_text(x));
     if (!seen.insert(*s).second) throw FoldError(where + " contains duplicate seq " + std::to_string(*s));
     if (*s >= seq) throw FoldError(where + " references seq " + std::to_string(*s) + " that is not earlier");
     out.push_back(*s);

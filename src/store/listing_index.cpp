@@ -1,6 +1,6 @@
 #include "store/listing_index.hpp"
 
-#include "protocol/json_text.hpp"
+#include "support/json_text.hpp"
 #include "store/collation.hpp"
 #include "store/errors.hpp"
 #include "store/file_io.hpp"
@@ -164,7 +164,7 @@ std::optional<std::string> ListingIndex::take_dirty_text() {
   o["encoding"] = encoding_name(enc_);
   o["buckets"] = std::move(buckets);
   dirty_ = false;
-  return protocol::to_json_text(o);
+  return support::to_json_text(o);
 }
 
 void ListingIndex::write_cache(const std::string& text) const {

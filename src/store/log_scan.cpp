@@ -1,6 +1,6 @@
 #include "store/log_scan.hpp"
 
-#include "protocol/json_text.hpp"
+#include "support/json_text.hpp"
 #include "store/chunk_rows.hpp"
 #include "store/errors.hpp"
 #include "store/log_source.hpp"
@@ -31,7 +31,7 @@ public:
   void line(const PlainLine& l) {
     if (l.number == 1) return header(l);
     boost::system::error_code ec;
-    json::value v = protocol::parse_json(l.text, ec);
+    json::value v = support::parse_json(l.text, ec);
     decoded_.clear();
     std::string bad;
     bool decoded_ok = false;
@@ -45,7 +45,7 @@ public:
         const json::value* seq = decoded_.front().if_contains("seq");
         auto seq_i = seq ? safe_int(*seq) : std::nullopt;
         if (!seq_i || *seq_i != out_.state.count())
-          bad = "event seq " + (seq ? protocol::to_json_text(*seq) : std::string("(missing)")) +
+          bad = "event seq " + (seq ? support::to_json_text(*seq) : std::string("(missing)")) +
                 " is not contiguous; expected " + std::to_string(out_.state.count());
       }
     }
@@ -80,13 +80,13 @@ public:
 private:
   void header(const PlainLine& l) {
     boost::system::error_code ec;
-    json::value v = protocol::parse_json(l.text, ec);
+    json::value v = support::parse_json(l.text, ec);
     std::optional<SessionHeader> h;
     if (!ec) h = parse_header(v);
     if (!h) throw StoreCorrupt(path_, 1, "invalid session header");
     if (h->version != kSessionFormatVersion)
       throw StoreCorrupt(path_, 1,
-                         "unsupported session format version " + protocol::to_json_text(v.as_object().at("version")));
+                         "unsupported session format version " + support::to_json_text(v.as_object().at("version")));
     out_.header = std::move(*h);
     committed_end_ = l.file_end;
   }

@@ -1,6 +1,6 @@
 #include "store/log_summary.hpp"
 
-#include "protocol/json_text.hpp"
+#include "support/json_text.hpp"
 #include "store/errors.hpp"
 #include "store/file_io.hpp"
 #include "store/log_source.hpp"
@@ -17,7 +17,7 @@ namespace {
 // Time of the last event a storage line stands for (packed rows: the last member's time).
 std::optional<std::int64_t> line_time(std::string_view text) {
   boost::system::error_code ec;
-  json::value v = protocol::parse_json(text, ec);
+  json::value v = support::parse_json(text, ec);
   if (ec || !v.is_object()) return std::nullopt;
   const auto& o = v.get_object();
   if (auto t = o.if_contains("time")) return safe_int(*t);
@@ -46,7 +46,7 @@ LogSummary summarize_log(const std::string& path, Encoding enc) {
     read_log_lines(fd.get(), path, enc, [&](const PlainLine& l) {
       if (l.number == 1) {
         boost::system::error_code ec;
-        json::value v = protocol::parse_json(l.text, ec);
+        json::value v = support::parse_json(l.text, ec);
         if (!ec) s.header = parse_header(v);
         if (s.header && s.header->version != kSessionFormatVersion) s.header.reset();
         if (!s.header) throw StoreCorrupt(path, 1, "invalid session header");
@@ -54,7 +54,7 @@ LogSummary summarize_log(const std::string& path, Encoding enc) {
       }
       if (l.text.find("\"session/title\"") != std::string_view::npos) {
         boost::system::error_code ec;
-        json::value v = protocol::parse_json(l.text, ec);
+        json::value v = support::parse_json(l.text, ec);
         if (!ec && v.is_object() && string_at(v.get_object(), "type") == "session/title") {
           if (auto d = object_at(v.get_object(), "data")) s.title = std::string(string_at(*d, "title"));
         }

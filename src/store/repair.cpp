@@ -1,6 +1,6 @@
 #include "store/repair.hpp"
 
-#include "protocol/json_text.hpp"
+#include "support/json_text.hpp"
 #include "store/file_io.hpp"
 #include "store/zstd_frames.hpp"
 
@@ -26,7 +26,7 @@ LogState repair_log(int fd, const std::string& path, Encoding enc, const ScanRes
     if (records.empty()) return;
     std::string lines;
     for (const auto& r : records) {
-      lines += protocol::to_json_text(r);
+      lines += support::to_json_text(r);
       lines += '\n';
     }
     const std::string bytes = enc == Encoding::zstd ? compress_frame(lines) : lines;

@@ -5,11 +5,14 @@
 #include "store/fold.hpp"
 #include "store/records.hpp"
 #include "store/repair.hpp"
+#include "support/paths.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 
 namespace acp::store {
@@ -37,9 +40,8 @@ SessionStore::SessionStore(StoreOptions options) : lock_timeout_(options.lock_ti
   while (root_.size() > 1 && root_.back() == '/') root_.pop_back();
   std::error_code ec;
   if (!std::filesystem::exists(root_, ec)) {
-    std::filesystem::create_directories(root_, ec);
-    if (ec) throw StoreError("cannot create session store root " + root_ + ": " + ec.message());
-    ::chmod(root_.c_str(), 0700);
+    if (!support::make_dirs(root_, 0700))
+      throw StoreError("cannot create session store root " + root_ + ": " + std::strerror(errno));
   }
   detect_encoding(options.encoding);
   std::string cache_file;
@@ -279,7 +281,7 @@ SessionWriter SessionStore::open(const std::string& id) {
 }
 
 SessionWriter SessionStore::create(const SessionHeader& header) {
-  if (header.cwd && (header.cwd->empty() || header.cwd->front() != '/'))
+  if (header.cwd && !support::is_absolute_path(*header.cwd))
     throw StoreError("session cwd must be an absolute path: " + *header.cwd);
   const std::string path = log_path(header);  // validates the id and its length
   const std::string bucket = bucket_name(header.cwd);

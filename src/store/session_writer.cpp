@@ -1,6 +1,6 @@
 #include "store/session_writer.hpp"
 
-#include "protocol/json_text.hpp"
+#include "support/json_text.hpp"
 #include "store/errors.hpp"
 #include "store/records.hpp"
 #include "store/session_store.hpp"
@@ -56,7 +56,7 @@ void SessionWriter::append_records(const std::vector<json::object>& records, boo
     auto s = r.if_contains("seq");
     auto si = s ? safe_int(*s) : std::nullopt;
     if (!si || *si != expect)
-      throw InvalidBatch("batch seq " + (s ? protocol::to_json_text(*s) : std::string("(missing)")) +
+      throw InvalidBatch("batch seq " + (s ? support::to_json_text(*s) : std::string("(missing)")) +
                          " does not continue the log; expected " + std::to_string(expect));
     ++expect;
   }
@@ -65,7 +65,7 @@ void SessionWriter::append_records(const std::vector<json::object>& records, boo
 
 void SessionWriter::publish(const std::string& lines) {
   // Lazy atomic creation (harness-compat §1.1): the file appears complete or not at all.
-  const std::string header_line = protocol::to_json_text(header_record(log_.header)) + "\n";
+  const std::string header_line = support::to_json_text(header_record(log_.header)) + "\n";
   std::string bytes;
   if (store_->encoding() == Encoding::zstd) {
     bytes = compress_frame(header_line);
@@ -114,7 +114,7 @@ void SessionWriter::write_bytes(const std::vector<json::object>& records, bool s
   }
   std::string lines;
   for (const auto& r : records) {
-    lines += protocol::to_json_text(r);
+    lines += support::to_json_text(r);
     lines += '\n';
   }
   if (!log_.on_disk) {

@@ -1,6 +1,8 @@
 #include "config.hpp"
 
-#include "protocol/json_text.hpp"
+#include "support/json_text.hpp"
+#include "support/paths.hpp"
+#include "support/provider_defaults.hpp"
 
 #include <boost/json.hpp>
 
@@ -147,7 +149,7 @@ std::string env_or(const Environment& env, const std::string& key, const std::st
 
 std::string xdg_dir(const Environment& env, const char* var, const char* home_relative) {
   std::string base = env_or(env, var, "");
-  if (base.empty() || base.front() != '/') base = env_or(env, "HOME", "/tmp") + "/" + home_relative;
+  if (!is_absolute_path(base)) base = env_or(env, "HOME", "/tmp") + "/" + home_relative;
   return base + "/dsh-acp";
 }
 
@@ -171,7 +173,7 @@ std::map<std::string, std::string> read_config_file(const std::string& path, Con
   }
   config.config_file = path;
   boost::system::error_code ec;
-  json::value doc = protocol::parse_json(text, ec);
+  json::value doc = support::parse_json(text, ec);
   if (ec) throw ConfigError("config file " + path + ": invalid JSON: " + ec.message());
   if (!doc.is_object()) throw ConfigError("config file " + path + ": the top level must be an object");
   for (const auto& kv : doc.get_object()) {
@@ -284,8 +286,8 @@ CliResult load_config(const std::vector<std::string>& args, const Environment& e
     config.log_file = home.empty() ? xdg_dir(env, "XDG_STATE_HOME", ".local/state") + "/dsh-acp.log" : home + "/dsh-acp.log";
   config.cache_dir = home.empty() ? xdg_dir(env, "XDG_CACHE_HOME", ".cache") : home + "/cache";
   if (config.provider == "deepseek") {
-    if (config.model.empty()) config.model = "deepseek-flash";
-    if (config.base_url.empty()) config.base_url = "https://api.deepseek.com";
+    if (config.model.empty()) config.model = kDeepSeekDefaultModel;
+    if (config.base_url.empty()) config.base_url = kDeepSeekBaseUrl;
   } else if (config.provider == "echo" && config.model.empty()) {
     config.model = "echo";
   }

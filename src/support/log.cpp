@@ -1,5 +1,6 @@
 #include "log.hpp"
 
+#include "iso_time.hpp"
 #include "paths.hpp"
 
 #include <atomic>
@@ -38,14 +39,9 @@ void write(Level level, std::string_view message) {
   if (!enabled(level)) return;
   auto now = std::chrono::system_clock::now();
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count();
-  std::time_t secs = static_cast<std::time_t>(ms / 1000);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
   char stamp[64];
-  std::snprintf(stamp, sizeof stamp, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ [%d] %s ", tm.tm_year + 1900, tm.tm_mon + 1,
-                tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms % 1000), static_cast<int>(::getpid()),
-                kNames[static_cast<int>(level)]);
-  std::string line(stamp);
+  std::snprintf(stamp, sizeof stamp, " [%d] %s ", static_cast<int>(::getpid()), kNames[static_cast<int>(level)]);
+  std::string line = support::iso_time(ms) + stamp;
   // One record is one line: embedded newlines would make the log ambiguous.
   for (char c : message) line.push_back(c == '\n' ? ' ' : c);
   line.push_back('\n');

@@ -15,6 +15,8 @@ bool make_dirs(const std::string& dir, mode_t mode) {
   return true;
 }
 
+bool is_absolute_path(std::string_view path) { return !path.empty() && path.front() == '/'; }
+
 bool make_parent_dirs(const std::string& file_path, mode_t mode) {
   auto slash = file_path.rfind('/');
   if (slash == std::string::npos || slash == 0) return true;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <sys/types.h>
 
 namespace acp::support {
@@ -9,7 +10,10 @@ namespace acp::support {
 /// Creates every missing directory above `file_path` with `mode`. Returns false on failure.
 bool make_parent_dirs(const std::string& file_path, mode_t mode);
 
-/// Creates `dir` and every missing parent with `mode`. Returns false on failure.
+/// Creates `dir` and every missing parent with `mode` (mkdir -p). Returns false on failure.
 bool make_dirs(const std::string& dir, mode_t mode);
+
+/// Whether `path` is absolute (starts with '/'): cwd and directory fields must be.
+bool is_absolute_path(std::string_view path);
 
 } // namespace acp::support

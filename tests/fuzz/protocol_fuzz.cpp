@@ -4,7 +4,7 @@
 // encodes and decodes again; classification never throws.
 #include "fuzz_support.hpp"
 
-#include "protocol/json_text.hpp"
+#include "support/json_text.hpp"
 #include "protocol/jsonrpc.hpp"
 #include "protocol/methods.hpp"
 #include "protocol/types/extensions.hpp"
@@ -59,7 +59,7 @@ const std::pair<std::string_view, void (*)(const json::value&)> kBound[] = {
 
 void handle_frame(std::string_view text) {
   boost::system::error_code ec;
-  json::value frame = protocol::parse_json(text, ec);
+  json::value frame = support::parse_json(text, ec);
   if (ec) {
     (void)jsonrpc::parse_error(ec.message()).to_json();
     return;

@@ -15,7 +15,7 @@
 #include "store/records.hpp"
 #include "support.hpp"
 
-#include "protocol/json_text.hpp"
+#include "support/json_text.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -38,7 +38,7 @@ std::string outcome(const std::function<Source()>& read, std::int64_t budget) {
     sources.push_back(read());
     std::vector<refs::NormalizedReference> references{{"src", "label <x>"}};
     refs::AdditionalContext c = refs::render_context(references, sources, budget);
-    return "ok " + c.prompt + "\n" + protocol::to_json_text(c.source);
+    return "ok " + c.prompt + "\n" + support::to_json_text(c.source);
   } catch (const refs::SessionReferenceError& e) {
     return "error " + std::string(e.code_name()) + ": " + e.what();
   } catch (const std::exception& e) {

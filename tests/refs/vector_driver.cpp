@@ -13,7 +13,7 @@
 #include "refs/service.hpp"
 #include "refs/uri.hpp"
 
-#include "protocol/json_text.hpp"
+#include "support/json_text.hpp"
 
 #include <boost/json.hpp>
 
@@ -131,7 +131,7 @@ bool case_or_expect_has_unpaired_surrogate(std::string_view line) {
   p += 8;
   while (p < line.size() && line[p] != '"') p += line[p] == '\\' ? 2 : 1;
   std::string replaced;
-  return acp::protocol::replace_unpaired_surrogate_escapes(line.substr(p + 1), replaced);
+  return acp::support::replace_unpaired_surrogate_escapes(line.substr(p + 1), replaced);
 }
 
 std::string diff_hint(const std::string& expected, const std::string& actual) {
@@ -165,7 +165,7 @@ int main(int argc, char** argv) {
     if (line.empty()) continue;
     boost::system::error_code ec;
     bool replaced = false;
-    json::value v = acp::protocol::parse_json(line, ec, &replaced);
+    json::value v = acp::support::parse_json(line, ec, &replaced);
     if (ec || !v.is_object()) {
       std::cout << "FAIL line " << line_no << ": unparseable vector (" << ec.message() << ")\n";
       ++failed;
@@ -198,8 +198,8 @@ int main(int argc, char** argv) {
     } else if (expect.at("ok").as_bool()) {
       const json::value& want = expect.at("value");
       const json::value& got = actual.at("value");
-      std::string want_text = acp::protocol::to_json_text(want);
-      std::string got_text = acp::protocol::to_json_text(got);
+      std::string want_text = acp::support::to_json_text(want);
+      std::string got_text = acp::support::to_json_text(got);
       if (want != got || want_text != got_text) problem = diff_hint(want_text, got_text);
     } else if (actual.at("code") != expect.at("code")) {
       problem = "expected " + json::serialize(expect.at("code")) + ", got " + json::serialize(actual.at("code")) +

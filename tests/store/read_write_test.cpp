@@ -2,7 +2,7 @@
 // (harness-compat §1.8), root encoding detection, deletion, titles and packed chunk rows (§1.6).
 #include "support.hpp"
 
-#include "protocol/json_text.hpp"
+#include "support/json_text.hpp"
 #include "store/errors.hpp"
 #include "store/event_builders.hpp"
 #include "store/layout.hpp"
@@ -20,7 +20,7 @@
 using namespace acp::store;
 using namespace store_test;
 namespace json = boost::json;
-using acp::protocol::to_json_text;
+using acp::support::to_json_text;
 
 namespace {
 

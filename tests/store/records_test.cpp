@@ -1,5 +1,5 @@
 // Byte-exact header and envelope records (harness-compat §1.2–§1.3) and header validity.
-#include "protocol/json_text.hpp"
+#include "support/json_text.hpp"
 #include "store/event_builders.hpp"
 #include "store/records.hpp"
 
@@ -8,7 +8,7 @@
 
 using namespace acp::store;
 namespace json = boost::json;
-using acp::protocol::to_json_text;
+using acp::support::to_json_text;
 
 BOOST_AUTO_TEST_SUITE(records)
 

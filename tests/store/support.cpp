@@ -1,6 +1,6 @@
 #include "support.hpp"
 
-#include "protocol/json_text.hpp"
+#include "support/json_text.hpp"
 #include "store/event_builders.hpp"
 #include "store/layout.hpp"
 

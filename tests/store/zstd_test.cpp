@@ -2,7 +2,7 @@
 // in frame 1, torn final frames (partially recovered), and corruption inside complete frames.
 #include "support.hpp"
 
-#include "protocol/json_text.hpp"
+#include "support/json_text.hpp"
 #include "store/errors.hpp"
 #include "store/event_builders.hpp"
 #include "store/zstd_frames.hpp"
@@ -15,7 +15,7 @@
 using namespace acp::store;
 using namespace store_test;
 namespace json = boost::json;
-using acp::protocol::to_json_text;
+using acp::support::to_json_text;
 
 namespace {
 

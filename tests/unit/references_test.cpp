@@ -4,7 +4,7 @@
 #include "handlers/prompt_text.hpp"
 #include "handlers/reference_card.hpp"
 #include "handlers/replay.hpp"
-#include "handlers/session_lookup.hpp"
+#include "support/iso_time.hpp"
 #include "handlers/slash_commands.hpp"
 #include "protocol/wire.hpp"
 #include "refs/errors.hpp"
@@ -357,7 +357,7 @@ BOOST_AUTO_TEST_CASE(describe_candidates_lists_label_cwd_time_and_a_mention) {
                      "  @[Fix: the \\]bug](" + refs::encode_uri("id-1") + ")\n"
                      "\n- id-2 (no working directory, created 1970-01-01T00:00:00.000Z)\n"
                      "  @[id-2](" + refs::encode_uri("id-2") + ")\n");
-  BOOST_TEST(handlers::iso_time(1796228703359) == "2026-12-02T16:25:03.359Z");
+  BOOST_TEST(support::iso_time(1796228703359) == "2026-12-02T16:25:03.359Z");
   // Every mention it offers parses back to its session with its label.
   auto r = handlers::render_prompt({protocol::TextContent{text, {}, {}}});
   BOOST_TEST_REQUIRE(r.references.size() == 2u);

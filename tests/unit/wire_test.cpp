@@ -1,4 +1,5 @@
-#include "protocol/json_text.hpp"
+#include "support/json_text.hpp"
+#include "protocol/jsonrpc.hpp"
 #include "protocol/types/initialize.hpp"
 #include "protocol/types/session.hpp"
 #include "protocol/types/updates.hpp"
@@ -74,6 +75,45 @@ BOOST_AUTO_TEST_CASE(decode_errors_carry_the_json_pointer) {
   BOOST_TEST(pointer_of_failure<protocol::PromptRequest>(R"([])") == "");
 }
 
+BOOST_AUTO_TEST_CASE(integers_out_of_range_fail_with_their_pointer) {
+  // Doubles are range-checked before any conversion (converting 1e300 to int64 is undefined).
+  for (const char* n : {"1e300", "-1e300", "1e19", "-1e19", "9223372036854775808.0", "-9223372036854775809.0",
+                        "9223372036854775807.0", "9007199254740993.0", "9007199254740992.0", "1.5", "-0.5",
+                        "18446744073709551615", "18446744073709551616"}) {
+    BOOST_TEST_CONTEXT(n) {
+      const std::string text = std::string(R"({"protocolVersion":)") + n + "}";
+      BOOST_TEST(pointer_of_failure<protocol::InitializeRequest>(text) == "/protocolVersion");
+      try {
+        wire::decode<protocol::InitializeRequest>(parse(text));
+      } catch (const wire::DecodeError& e) {
+        auto error = jsonrpc::invalid_params(e.pointer(), e.what());
+        BOOST_TEST(error.code() == -32602);
+        BOOST_TEST(error.data()->at("path") == "/protocolVersion");
+      }
+    }
+  }
+  const std::string nested = R"({"sessionId":"s","prompt":[{"type":"resource_link","uri":"file:///a","name":"a","size":1e300}]})";
+  BOOST_TEST(pointer_of_failure<protocol::PromptRequest>(nested) == "/prompt/0/size");
+}
+
+BOOST_AUTO_TEST_CASE(integral_doubles_in_the_safe_range_are_integers) {
+  auto version = [](const char* n) {
+    return wire::decode<protocol::InitializeRequest>(parse(std::string(R"({"protocolVersion":)") + n + "}")).protocolVersion;
+  };
+  BOOST_TEST(version("1.0") == 1);
+  BOOST_TEST(version("-0.0") == 0);
+  BOOST_TEST(version("1e2") == 100);
+  BOOST_TEST(version("123456789.0") == 123456789);
+  // The boundary itself, without Boost.JSON 1.81's double parsing (not correctly rounded there).
+  BOOST_TEST(wire::exact_integer<std::int64_t>(9007199254740991.0));
+  BOOST_TEST(wire::exact_integer<std::int64_t>(-9007199254740991.0));
+  BOOST_TEST(!wire::exact_integer<std::int64_t>(9007199254740992.0));
+  BOOST_TEST(!wire::exact_integer<std::int32_t>(2147483648.0));
+  BOOST_TEST(wire::exact_integer<std::int32_t>(-2147483648.0));
+  BOOST_TEST(!wire::exact_integer<std::uint32_t>(-1.0));
+  BOOST_TEST(version("9223372036854775807") == 9223372036854775807);
+}
+
 BOOST_AUTO_TEST_CASE(pointer_tokens_are_escaped) {
   using Map = std::map<std::string, std::string>;
   try {
@@ -112,7 +152,7 @@ BOOST_AUTO_TEST_SUITE(json_text)
 BOOST_AUTO_TEST_CASE(unpaired_surrogate_escapes_read_as_replacement_character) {
   boost::system::error_code ec;
   bool replaced = false;
-  auto v = protocol::parse_json(R"({"a":"x\ud800y","b":"\udc00","c":"\uD83D\uDE00","d":"\\ud800"})", ec, &replaced);
+  auto v = support::parse_json(R"({"a":"x\ud800y","b":"\udc00","c":"\uD83D\uDE00","d":"\\ud800"})", ec, &replaced);
   BOOST_TEST(!ec);
   BOOST_TEST(replaced);
   BOOST_TEST(v.at("a").as_string() == "x\xEF\xBF\xBDy");
@@ -124,20 +164,20 @@ BOOST_AUTO_TEST_CASE(unpaired_surrogate_escapes_read_as_replacement_character) {
 BOOST_AUTO_TEST_CASE(text_without_surrogates_is_untouched) {
   boost::system::error_code ec;
   bool replaced = true;
-  protocol::parse_json(R"({"a":"\u0041\n"})", ec, &replaced);
+  support::parse_json(R"({"a":"\u0041\n"})", ec, &replaced);
   BOOST_TEST(!ec);
   BOOST_TEST(!replaced);
 }
 
 BOOST_AUTO_TEST_CASE(invalid_utf8_is_a_parse_error) {
   boost::system::error_code ec;
-  protocol::parse_json("{\"a\":\"\xC3\x28\"}", ec);
+  support::parse_json("{\"a\":\"\xC3\x28\"}", ec);
   BOOST_TEST(static_cast<bool>(ec));
 }
 
 BOOST_AUTO_TEST_CASE(serialisation_matches_json_stringify) {
   json::value v = json::object{{"b", "<\x01/\x7F\xE2\x80\xA8"}, {"a", 1}};
-  BOOST_TEST(protocol::to_json_text(v) == "{\"b\":\"<\\u0001/\x7F\xE2\x80\xA8\",\"a\":1}");
+  BOOST_TEST(support::to_json_text(v) == "{\"b\":\"<\\u0001/\x7F\xE2\x80\xA8\",\"a\":1}");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,6 +1,6 @@
 #include "llm/openai/chat_stream.hpp"
 
-#include "protocol/json_text.hpp"
+#include "support/json_text.hpp"
 
 #include <boost/json/value.hpp>
 
@@ -75,7 +75,7 @@ std::optional<StopKind> map_finish_reason(std::string_view reason) {
 
 void ChatStreamDecoder::on_data(std::string_view data, std::vector<Delta>& out) {
   boost::system::error_code ec;
-  json::value v = protocol::parse_json(data, ec);
+  json::value v = support::parse_json(data, ec);
   if (ec)
     protocol_error(ec.message(), data);
   if (!v.is_object())

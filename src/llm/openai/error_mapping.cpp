@@ -1,7 +1,7 @@
 #include "llm/openai/error_mapping.hpp"
 #include "llm/openai/endpoint.hpp"
 
-#include "protocol/json_text.hpp"
+#include "support/json_text.hpp"
 
 #include <boost/json/value.hpp>
 
@@ -31,7 +31,7 @@ std::string string_member(const boost::json::object& o, std::string_view key) {
 
 std::string extract_error_message(std::string_view body) {
   boost::system::error_code ec;
-  auto v = protocol::parse_json(trim(body), ec);
+  auto v = support::parse_json(trim(body), ec);
   if (ec || !v.is_object())
     return {};
   const auto& o = v.get_object();

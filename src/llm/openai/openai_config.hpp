@@ -32,7 +32,4 @@ public:
   using std::runtime_error::runtime_error;
 };
 
-inline constexpr const char* kDeepSeekBaseUrl = "https://api.deepseek.com";
-inline constexpr const char* kDeepSeekDefaultModel = "deepseek-flash";
-
 } // namespace acp::llm

@@ -14,6 +14,7 @@
 #include "llm/openai/endpoint.hpp"
 #include "llm/openai/error_mapping.hpp"
 #include "llm/openai/sse_parser.hpp"
+#include "support/provider_defaults.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -446,9 +447,9 @@ std::unique_ptr<Provider> make_openai_provider(const OpenAiConfig& config, net::
   OpenAiConfig c = config;
   if (c.provider == "deepseek") {
     if (c.base_url.empty())
-      c.base_url = kDeepSeekBaseUrl;
+      c.base_url = support::kDeepSeekBaseUrl;
     if (c.model.empty())
-      c.model = kDeepSeekDefaultModel;
+      c.model = support::kDeepSeekDefaultModel;
   }
   validate(c);
   Endpoint ep = parse_base_url(c.base_url);

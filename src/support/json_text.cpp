@@ -1,9 +1,9 @@
-#include "json_text.hpp"
+#include "support/json_text.hpp"
 
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 
-namespace acp::protocol {
+namespace acp::support {
 namespace {
 
 int hex_value(char c) {
@@ -97,4 +97,4 @@ boost::json::value parse_json(std::string_view text, boost::system::error_code& 
 
 std::string to_json_text(const boost::json::value& v) { return boost::json::serialize(v); }
 
-} // namespace acp::protocol
+} // namespace acp::support

@@ -1,4 +1,4 @@
-// JSON text helpers shared by the wire codec and the session store.
+// JSON text helpers shared by the wire codec, the session store, the provider and the configuration.
 //
 // Boost.JSON 1.81 rejects escaped unpaired UTF-16 surrogates ("\ud800"), which JavaScript writers
 // (the ACP SDK, deepseek-harness logs) produce legitimately. contracts.md §2 decides they are read as
@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-namespace acp::protocol {
+namespace acp::support {
 
 /// Replaces each escaped unpaired surrogate inside JSON strings with the escape of U+FFFD.
 /// Returns true (and fills `out`) only when something was replaced; the text is otherwise untouched.
@@ -26,4 +26,4 @@ boost::json::value parse_json(std::string_view text, boost::system::error_code& 
 /// lowercase \u00xx control escapes, insertion key order, `/` and U+2028 raw).
 std::string to_json_text(const boost::json::value& v);
 
-} // namespace acp::protocol
+} // namespace acp::support

@@ -1,0 +1,48 @@
+#include "support/utf8.hpp"
+
+namespace acp::support {
+
+DecodedCodePoint decode_utf8(std::string_view s, std::size_t i) {
+  const auto b0 = static_cast<unsigned char>(s[i]);
+  if (b0 < 0x80) return {b0, 1, true};
+  // Length and the allowed range of the second byte (narrower after E0, ED, F0, F4: Unicode table 3-7).
+  std::size_t len = 0;
+  unsigned char lo = 0x80, hi = 0xBF;
+  char32_t cp = 0;
+  if (b0 >= 0xC2 && b0 <= 0xDF) {
+    len = 2;
+    cp = b0 & 0x1F;
+  } else if (b0 >= 0xE0 && b0 <= 0xEF) {
+    len = 3;
+    cp = b0 & 0x0F;
+    if (b0 == 0xE0) lo = 0xA0;
+    if (b0 == 0xED) hi = 0x9F;
+  } else if (b0 >= 0xF0 && b0 <= 0xF4) {
+    len = 4;
+    cp = b0 & 0x07;
+    if (b0 == 0xF0) lo = 0x90;
+    if (b0 == 0xF4) hi = 0x8F;
+  } else {
+    return {0xFFFD, 1, false};
+  }
+  for (std::size_t k = 1; k < len; ++k) {
+    if (i + k >= s.size()) return {0xFFFD, k, false};
+    const auto b = static_cast<unsigned char>(s[i + k]);
+    if (b < lo || b > hi) return {0xFFFD, k, false};
+    lo = 0x80;
+    hi = 0xBF;
+    cp = (cp << 6) | (b & 0x3F);
+  }
+  return {cp, len, true};
+}
+
+bool valid_utf8(std::string_view s) {
+  for (std::size_t i = 0; i < s.size();) {
+    auto d = decode_utf8(s, i);
+    if (!d.valid) return false;
+    i += d.length;
+  }
+  return true;
+}
+
+} // namespace acp::support

@@ -1,0 +1,122 @@
+// src/support: the one implementation of each small shared helper.
+#include "support/hex.hpp"
+#include "support/iso_time.hpp"
+#include "support/paths.hpp"
+#include "support/utf8.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+#include <cstdint>
+#include <cstdlib>
+#include <limits>
+#include <string>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <vector>
+
+using namespace acp::support;
+
+BOOST_AUTO_TEST_SUITE(support_iso_time)
+
+BOOST_AUTO_TEST_CASE(formats_like_javascript_to_iso_string) {
+  BOOST_TEST(iso_time(0) == "1970-01-01T00:00:00.000Z");
+  BOOST_TEST(iso_time(1700000000123) == "2023-11-14T22:13:20.123Z");
+}
+
+BOOST_AUTO_TEST_CASE(times_before_1970_round_toward_the_past) {
+  // new Date(-1).toISOString() === "1969-12-31T23:59:59.999Z"
+  BOOST_TEST(iso_time(-1) == "1969-12-31T23:59:59.999Z");
+  BOOST_TEST(iso_time(-1000) == "1969-12-31T23:59:59.000Z");
+  BOOST_TEST(iso_time(-1001) == "1969-12-31T23:59:58.999Z");
+  BOOST_TEST(iso_time(-86400000) == "1969-12-31T00:00:00.000Z");
+}
+
+BOOST_AUTO_TEST_CASE(extreme_times_are_clamped_to_four_digit_years) {
+  BOOST_TEST(iso_time(std::numeric_limits<std::int64_t>::min()) == "0000-01-01T00:00:00.000Z");
+  BOOST_TEST(iso_time(std::numeric_limits<std::int64_t>::max()) == "9999-12-31T23:59:59.999Z");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+namespace {
+// Decodes the whole text: code points, with each malformed subpart read as U+FFFD.
+std::vector<char32_t> decode_all(std::string_view s) {
+  std::vector<char32_t> out;
+  for (std::size_t i = 0; i < s.size();) {
+    auto d = decode_utf8(s, i);
+    BOOST_REQUIRE(d.length >= 1 && i + d.length <= s.size());
+    BOOST_TEST((d.valid == (d.cp != 0xFFFD || s.substr(i, 3) == "\xEF\xBF\xBD")));
+    out.push_back(d.cp);
+    i += d.length;
+  }
+  return out;
+}
+using cps = std::vector<char32_t>;
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(support_utf8)
+
+BOOST_AUTO_TEST_CASE(well_formed_sequences_decode) {
+  BOOST_TEST(decode_all("a\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80") == (cps{'a', 0xE9, 0x20AC, 0x1F600}));
+  BOOST_TEST(decode_all("\xF4\x8F\xBF\xBF") == (cps{0x10FFFF}));
+  BOOST_TEST(valid_utf8("a\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80"));
+  BOOST_TEST(valid_utf8(""));
+}
+
+BOOST_AUTO_TEST_CASE(malformed_input_follows_the_maximal_subpart_rule) {
+  // Same results as new TextDecoder().decode() in JavaScript.
+  BOOST_TEST(decode_all("\x80") == (cps{0xFFFD}));                      // lone continuation
+  BOOST_TEST(decode_all("\xC0\xAF") == (cps{0xFFFD, 0xFFFD}));          // overlong lead
+  BOOST_TEST(decode_all("\xE0\x80\xAF") == (cps{0xFFFD, 0xFFFD, 0xFFFD}));  // overlong 3-byte
+  BOOST_TEST(decode_all("\xED\xA0\x80") == (cps{0xFFFD, 0xFFFD, 0xFFFD}));  // surrogate
+  BOOST_TEST(decode_all("\xF4\x90\x80\x80") == (cps{0xFFFD, 0xFFFD, 0xFFFD, 0xFFFD}));  // > U+10FFFF
+  BOOST_TEST(decode_all("\xE2\x82") == (cps{0xFFFD}));                  // truncated: one U+FFFD
+  BOOST_TEST(decode_all("\xE2\x82" "a") == (cps{0xFFFD, 'a'}));
+  BOOST_TEST(decode_all("\xF0\x9F\x98") == (cps{0xFFFD}));
+  BOOST_TEST(decode_all("\xFF\xFE") == (cps{0xFFFD, 0xFFFD}));
+  for (const char* bad : {"\x80", "\xC0\xAF", "\xED\xA0\x80", "\xE2\x82", "a\xFF"}) BOOST_TEST(!valid_utf8(bad));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(support_hex)
+
+BOOST_AUTO_TEST_CASE(encodes_bytes_and_fixed_width_values) {
+  BOOST_TEST(hex_encode(std::string("\x00\x01\xAB\xFF", 4)) == "0001abff");
+  BOOST_TEST(hex_encode("") == "");
+  std::string out;
+  append_hex(out, 0x1F, 4);
+  append_hex(out, 0xD83D, 4, HexCase::upper);
+  append_hex(out, 0x7, 1);
+  BOOST_TEST(out == "001fD83D7");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(support_paths)
+
+BOOST_AUTO_TEST_CASE(absolute_paths_start_with_a_slash) {
+  BOOST_TEST(is_absolute_path("/"));
+  BOOST_TEST(is_absolute_path("/work/x"));
+  BOOST_TEST(!is_absolute_path(""));
+  BOOST_TEST(!is_absolute_path("relative/dir"));
+  BOOST_TEST(!is_absolute_path("./x"));
+}
+
+BOOST_AUTO_TEST_CASE(make_dirs_creates_every_missing_level_with_the_mode) {
+  char tmpl[] = "/tmp/dsh-support-XXXXXX";
+  const std::string base = ::mkdtemp(tmpl);
+  const std::string deep = base + "/a/b/c";
+  BOOST_TEST(make_dirs(deep, 0700));
+  BOOST_TEST(make_dirs(deep, 0700));  // existing: still success
+  struct stat st {};
+  BOOST_TEST(::stat(deep.c_str(), &st) == 0);
+  BOOST_TEST(S_ISDIR(st.st_mode));
+  BOOST_TEST((st.st_mode & 0777) == 0700u);
+  BOOST_TEST(make_parent_dirs(base + "/p/q/file.log", 0700));
+  BOOST_TEST(::stat((base + "/p/q").c_str(), &st) == 0);
+  BOOST_TEST(!make_dirs("", 0700));
+  std::system(("rm -rf '" + base + "'").c_str());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
