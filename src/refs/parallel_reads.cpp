@@ -1,6 +1,7 @@
 #include "refs/parallel_reads.hpp"
 
 #include "refs/errors.hpp"
+#include "store/errors.hpp"
 
 #include <condition_variable>
 #include <mutex>
@@ -12,11 +13,12 @@ namespace acp::refs {
 namespace {
 
 struct ReadState {
-  explicit ReadState(std::size_t n) : sources(n), errors(n), done(n, false) {}
+  explicit ReadState(std::size_t n) : sources(n), errors(n), missing(n, false), done(n, false) {}
   std::mutex mutex;
   std::condition_variable_any changed;
   std::vector<std::optional<ProjectedSource>> sources;
   std::vector<std::optional<std::string>> errors;
+  std::vector<bool> missing;  ///< the source does not exist (errors[i] is the whole message)
   std::vector<bool> done;
 };
 
@@ -56,8 +58,14 @@ std::vector<ProjectedSource> read_all_in_parallel(SessionSource& source, const s
   auto read = [&state, &source, &ids, &readers, max_reference_bytes](std::size_t i) {
     std::optional<ProjectedSource> result;
     std::optional<std::string> error;
+    bool missing = false;
     try {
       result = source.read_projected(ids[i], max_reference_bytes, readers.get_token());
+    } catch (const store::SessionNotFound&) {
+      // Worded so no client can take it for its own session being gone (acpx reads any
+      // `session "…" not found` that way); contracts §2.
+      error = "referenced session " + ids[i] + " does not exist";
+      missing = true;
     } catch (const std::exception& e) {
       error = e.what();
     } catch (...) {
@@ -66,6 +74,7 @@ std::vector<ProjectedSource> read_all_in_parallel(SessionSource& source, const s
     std::lock_guard lock(state.mutex);
     state.sources[i] = std::move(result);
     state.errors[i] = std::move(error);
+    state.missing[i] = missing;
     state.done[i] = true;
     state.changed.notify_all();
   };
@@ -90,6 +99,7 @@ std::vector<ProjectedSource> read_all_in_parallel(SessionSource& source, const s
     if (!state.errors[i]) continue;
     // A read that fails because the caller gave up is a cancellation, not a read failure.
     if (stop.stop_requested()) cancelled();
+    if (state.missing[i]) throw SessionReferenceError(ErrorCode::read_failed, *state.errors[i]);
     throw SessionReferenceError(ErrorCode::read_failed, "failed to read referenced session: " + *state.errors[i]);
   }
   std::vector<ProjectedSource> out;

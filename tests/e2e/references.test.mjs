@@ -196,6 +196,9 @@ test('each SESSION_REFERENCE_* failure is -32602 with data.code and writes nothi
     const from = a.agent.sdkUpdates.length;
     const err = await rejectsWith(a.ctx.request(M.session.prompt, { sessionId: target, prompt: blocks }), -32602, code);
     assert.match(err.message, /Invalid params/, what);
+    // Never `session "…" not found`: clients read that as their own session being gone (contracts §2).
+    assert.doesNotMatch(err.message, /session ".*" not found/, what);
+    if (what === 'unknown session') assert.equal(err.message, 'Invalid params: referenced session no-such-session does not exist');
     assert.deepEqual(updatesOf(a.agent, target, from), [], `${what}: no update`);
     assert.ok(before.equals(logBytes(store, target)), `${what}: nothing written to the target log`);
   }
