@@ -2,6 +2,7 @@
 #include "protocol/jsonrpc.hpp"
 #include "refs/uri.hpp"
 #include "store/listing_index.hpp"
+#include "store/title.hpp"
 #include "support/hex.hpp"
 #include "support/iso_time.hpp"
 #include "support/paths.hpp"
@@ -61,7 +62,12 @@ boost::asio::awaitable<protocol::ListSessionsResponse> session_list(HandlerConte
     protocol::SessionInfo info;
     info.sessionId = row.header.id;
     info.cwd = *row.header.cwd;
-    info.title = row.title;
+    // Titles other programs wrote may be long or hold escape sequences: listed cleaned and cut as
+    // the original's fallback titles are (contracts §4).
+    if (row.title) {
+      std::string title = store::listed_title(*row.title);
+      if (!title.empty() || row.title->empty()) info.title = std::move(title);
+    }
     info.updatedAt = support::iso_time(row.updatedAt);
     // Discovery: clients and scripts can build mentions without parsing our URI scheme.
     info._meta = json::object{{"deepseek-harness/sessionReference", {{"uri", refs::encode_uri(row.header.id)}}}};

@@ -26,6 +26,7 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/json/object.hpp>
 
 #include <functional>
@@ -184,6 +185,9 @@ private:
   boost::asio::any_io_executor executor_;
   boost::asio::any_io_executor pool_;
   std::map<std::string, std::shared_ptr<Session>> sessions_;
+  /// Whole-log reads (replays) running: each may hold megabytes of frames back, so they are few.
+  std::size_t log_reads_ = 0;
+  boost::asio::steady_timer log_read_freed_;
 };
 
 /// The built-in system prompt (used when --system-prompt is not given).

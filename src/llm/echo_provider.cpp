@@ -7,6 +7,7 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <algorithm>
 #include <regex>
 
 namespace acp::llm {
@@ -16,6 +17,7 @@ namespace asio = boost::asio;
 namespace {
 
 constexpr std::size_t kPreviewChars = 48;
+constexpr long long kMaxEchoSleepMs = 60000;
 
 const char* role_name(Role r) {
   switch (r) {
@@ -59,7 +61,9 @@ Directives read_directives(const Request& request) {
   static const std::regex sleep_re(R"(\[\[(?:echo:sleep=|sleep:)(\d{1,9})\]\])");
   static const std::regex stop_re(R"(\[\[echo:stop=(max_tokens|refusal)\]\])");
   std::smatch m;
-  if (std::regex_search(last_user->text, m, sleep_re)) d.sleep = std::chrono::milliseconds(std::stoll(m[1].str()));
+  // Clamped to a minute: a test directive must not pin a turn for hours.
+  if (std::regex_search(last_user->text, m, sleep_re))
+    d.sleep = std::chrono::milliseconds(std::min<long long>(std::stoll(m[1].str()), kMaxEchoSleepMs));
   if (std::regex_search(last_user->text, m, stop_re)) d.stop = m[1] == "max_tokens" ? StopKind::max_tokens : StopKind::refusal;
   return d;
 }

@@ -1,5 +1,7 @@
 #include "store/event_builders.hpp"
 
+#include "store/title.hpp"
+
 namespace acp::store::events {
 
 namespace json = boost::json;
@@ -23,7 +25,6 @@ NewEvent delta(std::string_view kind, std::int64_t turn, std::int64_t step, std:
   return {"assistant/chunk", std::move(d), std::nullopt, std::nullopt, std::nullopt};
 }
 
-bool is_space(unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
 
 } // namespace
 
@@ -65,22 +66,7 @@ NewEvent session_title(std::string_view title, std::int64_t user_seq) {
   return {"session/title", std::move(d), std::nullopt, std::nullopt, std::nullopt};
 }
 
-std::string fallback_title(std::string_view text) {
-  std::string out;
-  int words = 0;
-  std::size_t i = 0;
-  while (i < text.size() && words < 5) {
-    while (i < text.size() && is_space(static_cast<unsigned char>(text[i]))) ++i;
-    std::size_t start = i;
-    while (i < text.size() && !is_space(static_cast<unsigned char>(text[i]))) ++i;
-    if (i > start) {
-      if (!out.empty()) out.push_back(' ');
-      out.append(text.substr(start, i - start));
-      ++words;
-    }
-  }
-  return out;
-}
+std::string fallback_title(std::string_view text) { return make_fallback_title(text); }
 
 NewEvent step_start(std::int64_t turn, std::int64_t step) {
   return {"step/start", turn_step(turn, step), std::nullopt, std::nullopt, std::nullopt};

@@ -24,7 +24,7 @@ NewEvent user_message(boost::json::array content, boost::json::object source,
                       std::optional<boost::json::array> source_event_seqs = std::nullopt);
 /// session/title {title, messageSeqs:[user_seq], source:{kind:"fallback"}}
 NewEvent session_title(std::string_view title, std::int64_t user_seq);
-/// The fallback title: the first five whitespace-separated words of `text`, joined by one space.
+/// The fallback title exactly as the original writes it (store/title.hpp); "" = write no title.
 std::string fallback_title(std::string_view text);
 NewEvent step_start(std::int64_t turn, std::int64_t step);
 NewEvent step_end(std::int64_t turn, std::int64_t step);

@@ -126,9 +126,10 @@ test('mentions, bare URIs, links and resources: @labels, two user messages (snap
   assert.ok(updates.indexOf(cards[0]) < firstChunk, 'card before the first agent_message_chunk');
   checkCard(cards[0], snap);
   assert.ok(!updates.some((u) => JSON.stringify(u).includes(PROMPT_PREFIX.slice(0, 30))), 'the snapshot text never reaches the client');
-  // The title comes from the readable direct text, never from the snapshot.
+  // The title comes from the readable direct text, never from the snapshot: its first five words,
+  // at most 40 UTF-8 bytes (contracts §4; the text here is ASCII).
   assert.deepEqual(updates.filter((u) => u.sessionUpdate === 'session_info_update').map((u) => u.title),
-    [direct.split(/\s+/).slice(0, 5).join(' ')]);
+    [direct.split(/\s+/).slice(0, 5).join(' ').slice(0, 40)]);
 
   // Replay after a restart: the direct user text, then the card; never the snapshot text as user text.
   const b = await startIn(t, home);

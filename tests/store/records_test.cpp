@@ -1,6 +1,7 @@
 // Byte-exact header and envelope records (harness-compat §1.2–§1.3) and header validity.
 #include "support/json_text.hpp"
 #include "store/event_builders.hpp"
+#include "store/title.hpp"
 #include "store/records.hpp"
 
 #include <boost/json.hpp>
@@ -55,6 +56,29 @@ BOOST_AUTO_TEST_CASE(turn_event_builders_have_harness_shapes) {
              R"({"turn":2,"reason":{"kind":"error","step":1,"message":"boom"}})");
   BOOST_TEST(events::fallback_title("  one two\tthree\nfour five six seven") == "one two three four five");
   BOOST_TEST(events::fallback_title("") == "");
+}
+
+// contracts §4: the original's fallbackSessionTitle (5 words, 40 bytes).
+BOOST_AUTO_TEST_CASE(fallback_title_as_the_original) {
+  // Escape sequences (CSI, OSC ended by BEL or ST, two-byte ESC) and C0/C1 controls vanish.
+  BOOST_TEST(events::fallback_title("\x1b[31mred\x1b[0m alert") == "red alert");
+  BOOST_TEST(events::fallback_title("\x1b]0;window title\x07hello \x1b]8;;http://x\x1b\\link") == "hello link");
+  BOOST_TEST(events::fallback_title("a\x1b" "7b c\x01" "d \xc2\x9b" "31mz") == "ab cd z");
+  // Zero-width, bidi and BOM characters vanish; JS whitespace (NBSP, ideographic space) separates.
+  BOOST_TEST(events::fallback_title("\xef\xbb\xbfze\xe2\x80\x8bro \xe2\x80\xae" "evil\xe2\x80\xac") == "zero evil");
+  BOOST_TEST(events::fallback_title("one\xc2\xa0two\xe3\x80\x80three") == "one two three");
+  // At most 40 UTF-8 bytes, cut on a code-point boundary, no ellipsis.
+  std::string long_word(60, 'x');
+  BOOST_TEST(events::fallback_title(long_word) == std::string(40, 'x'));
+  std::string accents;
+  for (int i = 0; i < 30; ++i) accents += "\xc3\xa9";  // é: 2 bytes each
+  BOOST_TEST(events::fallback_title(accents).size() == 40u);
+  BOOST_TEST(events::fallback_title("x" + accents).size() == 39u);  // never half a code point
+  BOOST_TEST(events::fallback_title("\x1b[1m\x1b[0m \xe2\x80\x8b") == "");  // nothing visible: no title
+  // Stored titles are cleaned and cut the same way when listed, without the word limit.
+  BOOST_TEST(listed_title("one two three four five six seven") == "one two three four five six seven");
+  BOOST_TEST(listed_title(std::string(6000, 'y')) == std::string(40, 'y'));
+  BOOST_TEST(listed_title("bell\x07 \x1b[2Jclear") == "bell clear");
 }
 
 BOOST_AUTO_TEST_CASE(header_validity) {

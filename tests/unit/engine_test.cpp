@@ -183,6 +183,9 @@ BOOST_FIXTURE_TEST_CASE(bad_cwd_is_invalid_input_with_its_path, Fixture) {
   BOOST_CHECK_EXCEPTION(run(a->engine.create_session("/ok", {"/a", "b"})), engine::InvalidInput,
                         [](const engine::InvalidInput& e) { return e.path() == "/additionalDirectories/1"; });
   BOOST_CHECK_THROW(run(a->engine.find_stored("nope", "/ok")), engine::SessionNotFound);
+  for (std::string bad : {std::string("/a\nb"), std::string("/a\rb"), std::string("/a\0b", 4)})
+    BOOST_CHECK_EXCEPTION(run(a->engine.create_session(bad, {})), engine::InvalidInput,
+                          [](const engine::InvalidInput& e) { return e.path() == "/cwd"; });
 }
 
 BOOST_FIXTURE_TEST_CASE(conversation_comes_from_the_log_across_processes, Fixture) {
@@ -264,7 +267,8 @@ BOOST_FIXTURE_TEST_CASE(cancel_before_any_output_still_logs_the_message, Fixture
     // The cancel arrives right behind the prompt, before the turn wrote anything.
     auto ex = co_await asio::this_coro::executor;
     asio::co_spawn(ex, prompt(), asio::detached);
-    co_await asio::post(ex, asio::use_awaitable);  // the prompt starts (as the connection lets it)
+    // The cancel comes as soon as the turn exists, before it has written anything.
+    while (!session->turn) co_await asio::post(ex, asio::use_awaitable);
     a->engine.cancel(session->id);
     co_return;
   };
@@ -272,8 +276,13 @@ BOOST_FIXTURE_TEST_CASE(cancel_before_any_output_still_logs_the_message, Fixture
   BOOST_TEST((stop == llm::StopKind::cancelled));
   BOOST_TEST(provider.requests.empty());
   auto log = events(*a, session->id);
-  BOOST_TEST((types(log) == std::vector<std::string>{"turn/start", "user/message", "session/title", "step/start",
-                                                     "step/end", "turn/end"}));
+  auto kinds = types(log);
+  std::string all;
+  for (const auto& k : kinds) all += k + " ";
+  // (The fake provider offers models, so the first request's model is logged after step/start.)
+  BOOST_TEST((kinds == std::vector<std::string>{"turn/start", "user/message", "session/title", "step/start",
+                                                "request/header", "step/end", "turn/end"}),
+             all);
   BOOST_TEST(json::serialize(last_of(log, "turn/end").at("data").at("reason")) == R"({"kind":"aborted"})");
   BOOST_TEST(!session->turn);
 }

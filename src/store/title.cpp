@@ -1,0 +1,147 @@
+#include "store/title.hpp"
+
+#include "support/utf8.hpp"
+
+#include <vector>
+
+namespace acp::store {
+
+namespace {
+
+constexpr std::size_t kTitleWords = 5;
+constexpr std::size_t kTitleBytes = 40;
+
+// JavaScript's \s.
+bool is_js_space(char32_t c) {
+  return (c >= 0x09 && c <= 0x0D) || c == 0x20 || c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) ||
+         c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000 || c == 0xFEFF;
+}
+
+// Controls (other than whitespace), zero-width, bidi and BOM characters: never part of a title.
+bool is_invisible(char32_t c) {
+  if (c < 0x20) return !(c >= 0x09 && c <= 0x0D);
+  if (c >= 0x7F && c <= 0x9F) return true;
+  return (c >= 0x200B && c <= 0x200F) || c == 0x2060 || c == 0x061C || (c >= 0x202A && c <= 0x202E) ||
+         (c >= 0x2066 && c <= 0x2069) || c == 0xFEFF || c == 0x180E;
+}
+
+struct Cursor {
+  std::string_view s;
+  std::size_t i = 0;
+  bool done() const { return i >= s.size(); }
+  char32_t peek() const { return support::decode_utf8(s, i).cp; }
+  char32_t next() {
+    auto d = support::decode_utf8(s, i);
+    i += d.length;
+    return d.cp;
+  }
+};
+
+// Skips a control string (OSC, DCS, SOS, PM, APC) up to and including BEL or ST (ESC \ or U+009C).
+void skip_control_string(Cursor& c) {
+  while (!c.done()) {
+    char32_t x = c.next();
+    if (x == 0x07 || x == 0x9C) return;
+    if (x == 0x1B && !c.done() && c.peek() == U'\\') {
+      c.next();
+      return;
+    }
+  }
+}
+
+// Skips CSI parameters, intermediates and the final byte.
+void skip_csi(Cursor& c) {
+  while (!c.done()) {
+    char32_t x = c.peek();
+    if (x >= 0x20 && x <= 0x3F) {
+      c.next();
+      continue;
+    }
+    if (x >= 0x40 && x <= 0x7E) c.next();
+    return;
+  }
+}
+
+// The visible text: escape sequences and invisible characters removed, whitespace kept.
+std::u32string visible(std::string_view text) {
+  std::u32string out;
+  Cursor c{text};
+  while (!c.done()) {
+    char32_t x = c.next();
+    if (x == 0x1B) {
+      if (c.done()) break;
+      char32_t k = c.peek();
+      if (k == U'[') {
+        c.next();
+        skip_csi(c);
+      } else if (k == U']' || k == U'P' || k == U'X' || k == U'^' || k == U'_') {
+        c.next();
+        skip_control_string(c);
+      } else {
+        while (!c.done() && c.peek() >= 0x20 && c.peek() <= 0x2F) c.next();
+        if (!c.done() && c.peek() >= 0x30 && c.peek() <= 0x7E) c.next();
+      }
+      continue;
+    }
+    if (x == 0x9B) {
+      skip_csi(c);
+      continue;
+    }
+    if (x == 0x9D || x == 0x90 || x == 0x98 || x == 0x9E || x == 0x9F) {
+      skip_control_string(c);
+      continue;
+    }
+    if (is_invisible(x)) continue;
+    out.push_back(x);
+  }
+  return out;
+}
+
+void append_utf8(std::string& out, char32_t c) {
+  if (c < 0x80) {
+    out.push_back(static_cast<char>(c));
+  } else if (c < 0x800) {
+    out.push_back(static_cast<char>(0xC0 | (c >> 6)));
+    out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
+  } else if (c < 0x10000) {
+    out.push_back(static_cast<char>(0xE0 | (c >> 12)));
+    out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
+  } else {
+    out.push_back(static_cast<char>(0xF0 | (c >> 18)));
+    out.push_back(static_cast<char>(0x80 | ((c >> 12) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
+  }
+}
+
+std::string shape(std::string_view text, std::size_t max_words) {
+  std::u32string v = visible(text);
+  std::string out;
+  std::size_t words = 0;
+  std::size_t i = 0;
+  while (i < v.size() && words < max_words) {
+    while (i < v.size() && is_js_space(v[i])) ++i;
+    if (i == v.size()) break;
+    std::string word;
+    while (i < v.size() && !is_js_space(v[i])) append_utf8(word, v[i++]);
+    if (!out.empty()) out.push_back(' ');
+    out += word;
+    ++words;
+  }
+  // At most kTitleBytes, cut on a code-point boundary (no ellipsis).
+  if (out.size() > kTitleBytes) {
+    std::size_t cut = kTitleBytes;
+    while (cut > 0 && (static_cast<unsigned char>(out[cut]) & 0xC0) == 0x80) --cut;
+    out.resize(cut);
+  }
+  return out;
+}
+
+} // namespace
+
+std::string make_fallback_title(std::string_view text) { return shape(text, kTitleWords); }
+
+std::string listed_title(std::string_view stored) { return shape(stored, static_cast<std::size_t>(-1)); }
+
+} // namespace acp::store
