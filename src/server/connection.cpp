@@ -19,12 +19,16 @@
 
 #include <chrono>
 
+#include <map>
+
 namespace acp::server {
 
 namespace asio = boost::asio;
 namespace json = boost::json;
 
 namespace {
+
+constexpr std::string_view kCancelRequest = "$/cancel_request";
 
 // Once shutdown starts, what the client has not read by then is dropped: with the rest of the
 // shutdown (turns closing, the store) this keeps the 2 s promise of contracts §1.
@@ -79,6 +83,7 @@ struct Connection::Impl {
   transport::LineFramer framer;
   std::int64_t max_frame_bytes;
   engine::Engine engine;
+  std::map<std::string, std::string> running_prompts;  ///< JSON text of a running prompt's id -> its session
   handlers::Router router;
   handlers::HandlerContext context;
   bool initialized = false;
@@ -167,6 +172,7 @@ struct Connection::Impl {
     } catch (...) {
       failure = std::current_exception();
     }
+    if (request.method == methods::session_prompt) running_prompts.erase(support::to_json_text(jsonrpc::id_to_json(request.id)));
     std::string frame;
     if (failure) {
       jsonrpc::RpcError error = handlers::to_rpc_error(failure);
@@ -216,6 +222,10 @@ struct Connection::Impl {
       co_return false;
     }
     if (auto* note = std::get_if<jsonrpc::Notification>(&inbound)) {
+      if (note->method == kCancelRequest) {
+        cancel_request(note->params);
+        co_return false;
+      }
       const auto* fn = router.find_notification(note->method);
       if (!fn || !initialized) {
         log::debug("ignoring notification " + note->method);
@@ -238,8 +248,24 @@ struct Connection::Impl {
       co_return false;
     }
     ++in_flight;
+    if (request.method == methods::session_prompt)
+      running_prompts[support::to_json_text(jsonrpc::id_to_json(request.id))] = stream_key(request.params);
     asio::co_spawn(executor, run_request(std::move(request), fn), asio::detached);
     co_return true;
+  }
+
+  // `$/cancel_request {requestId}` cancels a running session/prompt like session/cancel; any other
+  // request it names is left to finish (contracts §2).
+  void cancel_request(const json::value& params) {
+    const auto* o = params.if_object();
+    const auto* id = o ? o->if_contains("requestId") : nullptr;
+    if (!id) return;
+    auto it = running_prompts.find(support::to_json_text(*id));
+    if (it == running_prompts.end()) {
+      log::debug("$/cancel_request for " + support::to_json_text(*id) + ": no running prompt");
+      return;
+    }
+    engine.cancel(it->second);
   }
 
   asio::awaitable<void> handle_events(std::vector<transport::FramerEvent>& events) {

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { INIT_PARAMS, startAgent, startSdkAgent, acp, Agent, echoAnswer, systemBytes } from './lib/agent.mjs';
+import { INIT_PARAMS, startAgent, startSdkAgent, acp, Agent, echoAnswer, systemBytes, sleep } from './lib/agent.mjs';
 import { events, readLog, logPath } from './lib/refs.mjs';
 
 const M = acp.methods.agent;
@@ -154,5 +154,28 @@ test('session/cancel sent as a request is performed and answered {}', async (t) 
   assert.equal(prompt.result.stopReason, 'cancelled');
   // Unknown sessions too: nothing to cancel, still {}.
   assert.deepEqual((await agent.call('session/cancel', { sessionId: 'nope' })).result, {});
+  await agent.finish();
+});
+
+test('$/cancel_request {requestId} cancels a running session/prompt like session/cancel; other ids are ignored', async (t) => {
+  const agent = startAgent(t);
+  await agent.initialize();
+  const sessionId = await agent.newSession();
+  for (const id of [41, 'prompt-41']) {
+    const from = agent.frames.length;
+    await agent.send({ jsonrpc: '2.0', id, method: 'session/prompt', params: { sessionId, prompt: text('slow [[echo:sleep=5000]]') } });
+    await sleep(100);  // the prompt is running (sleeping in the echo model)
+    const started = performance.now();
+    await agent.notify('$/cancel_request', { requestId: id });
+    const r = await agent.response(id, { from });
+    assert.equal(r.result.stopReason, 'cancelled');
+    assert.ok(performance.now() - started < 2500, 'cancelled, not finished after its 5 s sleep');
+  }
+  // Unknown ids (and a request that is not a prompt) are ignored: no answer to the notification.
+  const from = agent.frames.length;
+  await agent.notify('$/cancel_request', { requestId: 999 });
+  const listed = await agent.call('session/list', {});
+  assert.ok(listed.result);
+  assert.deepEqual(agent.frames.slice(from).filter((e) => e.frame.id !== listed.id && !e.frame.method), []);
   await agent.finish();
 });
