@@ -3,6 +3,7 @@
 #include "handlers/provider_auth.hpp"
 #include "handlers/replay.hpp"
 #include "handlers/slash_commands.hpp"
+#include "handlers/text_chunks.hpp"
 #include "protocol/jsonrpc.hpp"
 #include "protocol/methods.hpp"
 #include "protocol/wire.hpp"
@@ -32,7 +33,9 @@ public:
   ReplaySink(HandlerContext& ctx, std::string id) : ctx_(ctx), id_(std::move(id)) {}
 
   void operator()(boost::json::object&& event) {
-    replayer_.on_event(event, updates_);
+    replayer_.on_event(event, translated_);
+    for (auto& u : translated_) append_split(std::move(u), updates_);
+    translated_.clear();
     for (auto& u : updates_) {
       protocol::SessionNotification note{id_, std::move(u), std::nullopt};
       batch_.push_back(jsonrpc::serialize_notification(methods::session_update, wire::encode(note)));
@@ -63,7 +66,7 @@ private:
   HandlerContext& ctx_;
   std::string id_;
   Replayer replayer_;
-  std::vector<protocol::SessionUpdate> updates_;
+  std::vector<protocol::SessionUpdate> translated_, updates_;
   std::vector<std::string> batch_;
   std::size_t batch_bytes_ = 0;
   bool streaming_ = false;

@@ -3,6 +3,7 @@
 #include "handlers/provider_auth.hpp"
 #include "handlers/reference_card.hpp"
 #include "handlers/slash_commands.hpp"
+#include "handlers/text_chunks.hpp"
 #include "protocol/jsonrpc.hpp"
 
 namespace acp::handlers {
@@ -34,9 +35,11 @@ public:
     send(info);
   }
   void delta(const llm::Delta& delta) override {
-    protocol::TextContent text{delta.text, std::nullopt, std::nullopt};
-    if (delta.kind == llm::DeltaKind::text) send(protocol::AgentMessageChunk{text, std::nullopt, std::nullopt});
-    else send(protocol::AgentThoughtChunk{text, std::nullopt, std::nullopt});
+    for (std::string_view piece : split_utf8(delta.text)) {
+      protocol::TextContent text{std::string(piece), std::nullopt, std::nullopt};
+      if (delta.kind == llm::DeltaKind::text) send(protocol::AgentMessageChunk{text, std::nullopt, std::nullopt});
+      else send(protocol::AgentThoughtChunk{text, std::nullopt, std::nullopt});
+    }
   }
 
 private:

@@ -179,3 +179,30 @@ test('$/cancel_request {requestId} cancels a running session/prompt like session
   assert.deepEqual(agent.frames.slice(from).filter((e) => e.frame.id !== listed.id && !e.frame.method), []);
   await agent.finish();
 });
+
+test('no notification frame exceeds 32 KiB: an 80 KB prompt streams and replays in chunks of at most 16 KiB', async (t) => {
+  const home = makeHome(t);
+  const a = await startIn(t, home);
+  const { sessionId } = await a.ctx.request(M.session.new, { cwd: '/work/big', mcpServers: [] });
+  // One 80 KB "word" of multi-byte characters: the echo model streams it as a single delta.
+  const big = 'é€'.repeat(16000);
+  let from = a.agent.frames.length;
+  await a.ctx.request(M.session.prompt, { sessionId, prompt: text(big) });
+  const live = a.agent.frames.slice(from).filter((e) => e.frame.method === 'session/update');
+  assert.ok(live.every((e) => Buffer.byteLength(e.line) <= 32 * 1024), 'every live frame <= 32 KiB');
+  const answer = Agent.chunkText(live);
+  assert.ok(answer.endsWith(`last user message: ${big}`), 'the answer arrived whole, in pieces');
+  await a.agent.finish();
+
+  const b = await startIn(t, home);
+  from = b.agent.frames.length;
+  await b.ctx.request(M.session.load, { sessionId, cwd: '/work/big', mcpServers: [] });
+  const replay = b.agent.frames.slice(from).filter((e) => e.frame.method === 'session/update');
+  assert.ok(replay.every((e) => Buffer.byteLength(e.line) <= 32 * 1024), 'every replayed frame <= 32 KiB');
+  const user = replay.map((e) => e.frame.params.update).filter((u) => u.sessionUpdate === 'user_message_chunk');
+  assert.ok(user.length >= 3, `split into ${user.length} chunks`);
+  assert.ok(user.every((u) => Buffer.byteLength(u.content.text) <= 16 * 1024));
+  assert.equal(user.map((u) => u.content.text).join(''), big, 'whole code points, nothing lost');
+  assert.equal(Agent.chunkText(replay), answer);
+  await b.agent.finish();
+});

@@ -1,0 +1,22 @@
+// Message text in session/update frames is split into chunks of at most 16 KiB of UTF-8, on
+// code-point boundaries, so line-limited clients (the Python SDK reads at most 64 KiB per line) can
+// read every notification (contracts §4).
+#pragma once
+
+#include "protocol/types/updates.hpp"
+
+#include <string_view>
+#include <vector>
+
+namespace acp::handlers {
+
+inline constexpr std::size_t kMaxChunkBytes = 16 * 1024;
+
+/// `text` cut into pieces of at most `max` bytes, never inside a UTF-8 sequence (an empty text is
+/// one empty piece).
+std::vector<std::string_view> split_utf8(std::string_view text, std::size_t max = kMaxChunkBytes);
+
+/// Appends `update` to `out`; a user, agent or thought chunk with longer text becomes several.
+void append_split(protocol::SessionUpdate update, std::vector<protocol::SessionUpdate>& out);
+
+} // namespace acp::handlers
