@@ -38,6 +38,8 @@ import tempfile
 import threading
 import time
 
+from bench_common import fs_type
+
 SERVER = sys.argv[1] if len(sys.argv) > 1 else "build/dsh-acp"
 ENCODINGS = (sys.argv[2] if len(sys.argv) > 2 else "none,zstd").split(",")
 SOURCE_BYTES = int(os.environ.get("ISOLATION_SOURCE_MB", "200")) * 1_000_000  # smaller for a quick try
@@ -431,15 +433,6 @@ class Background:
         if not self.stop:
             self._load()
 
-
-def fs_type(path):
-    best, kind = "", "?"
-    with open("/proc/mounts") as f:
-        for line in f:
-            parts = line.split()
-            if path.startswith(parts[1]) and len(parts[1]) > len(best):
-                best, kind = parts[1], parts[2]
-    return kind
 
 
 def run(base, bodies, encoding):

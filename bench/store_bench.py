@@ -28,6 +28,8 @@ import sys
 import tempfile
 import time
 
+from bench_common import fs_type
+
 SERVER = sys.argv[1] if len(sys.argv) > 1 else "build/dsh-acp"
 REPLAY_MB = int(sys.argv[2]) if len(sys.argv) > 2 else 100
 
@@ -278,15 +280,6 @@ def list_through_process(base, n=10_000):
     shutil.rmtree(home)
     return first[0], statistics.median(cold), statistics.median(warm)
 
-
-def fs_type(path):
-    best, kind = "", "?"
-    with open("/proc/mounts") as f:
-        for line in f:
-            parts = line.split()
-            if path.startswith(parts[1]) and len(parts[1]) > len(best):
-                best, kind = parts[1], parts[2]
-    return kind
 
 
 def main():
