@@ -1,9 +1,10 @@
 // The single writer of the frame stream: bounded in bytes, fair between sessions.
 //
 // Frames are queued per stream key (a session id; "" for the connection's own frames) and the
-// writer takes one frame from each key that has some, in turn, so one session's bulk output (a
-// replay) delays another session's frame by at most one frame per busy key plus the write in
-// progress. Within a key, order is kept. Two ways in:
+// writer serves the keys that have some in turn by bytes (deficit round robin, a few KiB per
+// turn), so one session's bulk output (a replay) delays another session's frames by about as many
+// bytes as they need themselves plus the write in progress (small while keys compete). Within a
+// key, order is kept. Two ways in:
 //  - send() waits until the frames fit: everything queued stays within `max_bytes`, and one key
 //    within `per_key_bytes` (a frame larger than a limit waits until that queue is empty). The
 //    awaiting coroutine is suspended meanwhile (no polling); false = dropped (abort, peer gone).

@@ -229,6 +229,63 @@ BOOST_AUTO_TEST_CASE(a_bulk_key_does_not_hold_back_another_key) {
   });
 }
 
+BOOST_AUTO_TEST_CASE(small_frames_are_not_served_one_per_large_frame) {
+  // A replay's 16 KiB frames on one key, a prompt's 40 small updates on another: the keys share
+  // the stream by bytes, so the updates do not wait for 40 large frames (640 KiB).
+  Harness h(8192, 16 << 20);
+  run(h.io, [&]() -> asio::awaitable<void> {
+    h.start_writer();
+    bool bulk_done = false;
+    asio::co_spawn(
+        h.io,
+        [&]() -> asio::awaitable<void> {
+          for (std::size_t i = 0; i < 256; i += 4) {
+            std::vector<std::string> batch;
+            for (std::size_t k = i; k < i + 4; ++k) batch.push_back(frame('a', k, 16 * 1024));
+            BOOST_REQUIRE(co_await h.outbox.send(std::string("bulk"), std::move(batch)));
+          }
+          bulk_done = true;
+        },
+        asio::detached);
+    std::string out;
+    for (int i = 0; i < 20; ++i) {
+      BOOST_REQUIRE(co_await h.transport.client_wait_output(std::chrono::seconds(5)));
+      out += h.transport.client_read();
+    }
+    co_await settle();
+    std::size_t before = out.size() + h.transport.output_pending();
+    std::vector<std::string> updates;
+    for (std::size_t k = 0; k < 40; ++k) updates.push_back(frame('u', k, 200));
+    BOOST_REQUIRE(co_await h.outbox.send(std::string("prompt"), std::move(updates)));
+    const std::string last = "\n" + frame('u', 39, 200) + "\n";
+    while (out.find(last) == std::string::npos) {
+      BOOST_REQUIRE(co_await h.transport.client_wait_output(std::chrono::seconds(5)));
+      out += h.transport.client_read();
+    }
+    std::size_t written = out.find(last) + last.size() - before;
+    BOOST_TEST_MESSAGE("bytes written between the updates' send and the last update: " << written);
+    // The write in progress (up to 64 KiB + a frame), the transport's buffer, the updates
+    // (8 KiB) and about one large frame while they were served.
+    BOOST_TEST(written <= 128u * 1024);
+    BOOST_TEST(!bulk_done);
+    while (!bulk_done) {
+      BOOST_REQUIRE(co_await h.transport.client_wait_output(std::chrono::seconds(5)));
+      out += h.transport.client_read();
+    }
+    h.outbox.close();
+    out += co_await h.read_all();
+    auto l = lines(out);
+    BOOST_TEST(l.size() == 296u);
+    std::size_t next_bulk = 0, next_update = 0;
+    for (const auto& line : l) {
+      if (line[0] == 'a') BOOST_TEST(line == frame('a', next_bulk++, 16 * 1024));
+      else BOOST_TEST(line == frame('u', next_update++, 200));
+    }
+    BOOST_TEST(next_bulk == 256u);
+    BOOST_TEST(next_update == 40u);
+  });
+}
+
 BOOST_AUTO_TEST_CASE(push_never_overtakes_a_waiting_send_of_its_key) {
   Harness h(1024, 4096, 2048);
   run(h.io, [&]() -> asio::awaitable<void> {
