@@ -81,7 +81,7 @@ store::SessionStore& StoreHandle::get() {
 
 Engine::Engine(EngineServices services, asio::any_io_executor executor, asio::any_io_executor pool)
     : services_(std::move(services)), executor_(executor), pool_(std::move(pool)),
-      log_read_freed_(executor, asio::steady_timer::time_point::max()) {}
+      log_read_freed_(executor, asio::steady_timer::time_point::max()), log_readers_(kConcurrentLogReads) {}
 
 Engine::~Engine() = default;
 
@@ -170,7 +170,7 @@ asio::awaitable<std::pair<std::string, std::string>> Engine::read_log(const std:
       engine.log_read_freed_.cancel_one();
     }
   } slot{*this};
-  co_return std::move(*co_await offload(pool_, read));
+  co_return std::move(*co_await offload(log_readers_.executor(), read));
 }
 
 std::shared_ptr<Session> Engine::attach(const store::SessionHeader& header,

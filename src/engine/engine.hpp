@@ -11,6 +11,8 @@
 //   Session-less store work (listing, lookup, delete) runs on the pool directly.
 // - Reference preparation reads its sources on reader threads that the reference service joins
 //   before it returns; its stop_token is the turn's, so a cancel stops the reads at once.
+// - Bulk reads (reference sources, whole-log reads for replays) run on threads of their own at a
+//   lower CPU priority (support::BackgroundThreads), so a big read never starves a turn of CPU.
 // - One cancellation object per turn (Turn): session/cancel, session/close and shutdown cancel it;
 //   the model stream, the reference reads and any waits of the turn observe it. Every child task of
 //   a turn (reads, writes, the model stream) is awaited before the turn completes, and the turn's
@@ -23,6 +25,7 @@
 #include "llm/provider.hpp"
 #include "refs/types.hpp"
 #include "store/session_types.hpp"
+#include "support/background_threads.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -188,6 +191,9 @@ private:
   /// Whole-log reads (replays) running: each may hold megabytes of frames back, so they are few.
   std::size_t log_reads_ = 0;
   boost::asio::steady_timer log_read_freed_;
+  /// Where whole-log reads run (one thread per concurrent read, lowered priority). Last member:
+  /// joined before anything a read uses is destroyed.
+  support::BackgroundThreads log_readers_;
 };
 
 /// The built-in system prompt (used when --system-prompt is not given).

@@ -2,6 +2,7 @@
 
 #include "refs/errors.hpp"
 #include "store/errors.hpp"
+#include "support/background_threads.hpp"
 
 #include <condition_variable>
 #include <mutex>
@@ -84,7 +85,11 @@ std::vector<ProjectedSource> read_all_in_parallel(SessionSource& source, const s
     StopAndJoin guard{readers, threads};
     for (std::size_t i = 0; i < ids.size(); ++i) {
       try {
-        threads.emplace_back(read, i);
+        // Bulk reads yield the CPU to the connection and other sessions' turns.
+        threads.emplace_back([&read, i] {
+          support::lower_thread_priority();
+          read(i);
+        });
       } catch (const std::system_error&) {
         read(i);  // no thread available: still read, just not concurrently
       }

@@ -1,12 +1,17 @@
 // src/support: the one implementation of each small shared helper.
+#include "support/background_threads.hpp"
 #include "support/hex.hpp"
 #include "support/iso_time.hpp"
 #include "support/paths.hpp"
 #include "support/utf8.hpp"
 
+#include <boost/asio/post.hpp>
 #include <boost/test/unit_test.hpp>
 
 #include <cstdint>
+#include <future>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <cstdlib>
 #include <limits>
 #include <string>
@@ -117,6 +122,33 @@ BOOST_AUTO_TEST_CASE(make_dirs_creates_every_missing_level_with_the_mode) {
   BOOST_TEST(::stat((base + "/p/q").c_str(), &st) == 0);
   BOOST_TEST(!make_dirs("", 0700));
   std::system(("rm -rf '" + base + "'").c_str());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(support_background_threads)
+
+int thread_nice() { return ::getpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid))); }
+
+BOOST_AUTO_TEST_CASE(work_runs_at_lowered_priority_and_the_caller_keeps_its_own) {
+  const int mine = thread_nice();
+  std::promise<int> seen;
+  auto nice = seen.get_future();
+  {
+    acp::support::BackgroundThreads threads(2);
+    boost::asio::post(threads.executor(), [&] { seen.set_value(thread_nice()); });
+  }  // the destructor ran the queued work and joined
+  BOOST_TEST(nice.get() >= 10);
+  BOOST_TEST(thread_nice() == mine);
+}
+
+BOOST_AUTO_TEST_CASE(queued_work_finishes_before_the_threads_are_joined) {
+  int done = 0;
+  {
+    acp::support::BackgroundThreads threads(1);
+    for (int i = 0; i < 100; ++i) boost::asio::post(threads.executor(), [&] { ++done; });
+  }
+  BOOST_TEST(done == 100);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,34 @@
+// Threads for bulk work — whole-log reads (session/load replays) and reference source reads — at a
+// lower CPU priority than the connection thread and the shared pool. On a 2-core machine a 200 MB
+// read competes for the CPU with a prompt's few milliseconds of work; the kernel should run the
+// prompt first (measured by bench/isolation_bench.py).
+#pragma once
+
+#include <boost/asio/any_io_executor.hpp>
+
+#include <cstddef>
+#include <memory>
+
+namespace acp::support {
+
+/// Lowers the calling thread's CPU priority to nice 10 (on Linux nice is per thread). Best effort:
+/// it cannot be undone without privileges, so only threads that do nothing else call it.
+void lower_thread_priority() noexcept;
+
+/// `count` threads at lowered priority running what is posted to executor(). The destructor
+/// finishes the queued work and joins them.
+class BackgroundThreads {
+public:
+  explicit BackgroundThreads(std::size_t count);
+  ~BackgroundThreads();
+  BackgroundThreads(const BackgroundThreads&) = delete;
+  BackgroundThreads& operator=(const BackgroundThreads&) = delete;
+
+  boost::asio::any_io_executor executor() const;
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+} // namespace acp::support
