@@ -241,6 +241,18 @@ BOOST_FIXTURE_TEST_CASE(context_too_long_compacts_once_and_retries_once, Compact
   store::fold_surface(all);
 }
 
+BOOST_FIXTURE_TEST_CASE(context_windows_configured_published_or_none, Fixture) {
+  auto p = process();
+  BOOST_TEST(!p->engine.context_window("m1"));  // an unknown model: no window, no automatic compaction
+  BOOST_TEST(*p->engine.context_window("deepseek-flash") == 1000000);
+  BOOST_TEST(*p->engine.context_window("deepseek-v4-pro") == 1000000);
+  BOOST_TEST(*p->engine.context_window("deepseek-chat") == 131072);
+  config.context_windows["m1"] = 8192;
+  config.context_windows["deepseek-flash"] = 65536;  // configured wins over published
+  BOOST_TEST(*p->engine.context_window("m1") == 8192);
+  BOOST_TEST(*p->engine.context_window("deepseek-flash") == 65536);
+}
+
 BOOST_AUTO_TEST_CASE(token_estimate_bounds) {
   // ASCII: between a quarter (real tokenizers on English) and a third of the bytes, rounded up.
   for (std::size_t n : {0u, 1u, 2u, 3u, 4u, 100u, 4096u, 100001u}) {
