@@ -3,6 +3,7 @@
 #include "engine/compaction.hpp"
 #include "engine/offload.hpp"
 #include "engine/turn_log.hpp"
+#include "llm/token_estimate.hpp"
 #include "refs/errors.hpp"
 #include "refs/service.hpp"
 #include "store/errors.hpp"
@@ -13,7 +14,6 @@
 #include "support/log.hpp"
 #include "support/paths.hpp"
 #include "support/provider_defaults.hpp"
-#include "llm/token_estimate.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -52,8 +52,6 @@ constexpr std::size_t kConcurrentLogReads = 2;
 // Automatic compaction needs at least this much new material (estimated tokens) to be worth a
 // summary request; /compact and the context-too-long retry take any.
 constexpr std::int64_t kMinAutoCompactTokens = 256;
-// Lines of the summary shown in the compaction card.
-constexpr std::size_t kCardSummaryLines = 6;
 
 bool context_too_long(const llm::ProviderError& e) {
   return (e.http_status() == 400 || e.http_status() == 413 || e.http_status() == 0) && !e.output_started() &&

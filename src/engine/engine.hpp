@@ -17,6 +17,9 @@
 //   `finished` timer wakes whoever waits for it. Nothing sleep-polls.
 // - The conversation sent to the model is derived from the log by Conversation (one fold), fed the
 //   records we append and, when another process appended, the log read back.
+// - Compaction (compaction.hpp) runs inside a turn that holds the session's write lock: its summary
+//   request is a model stream under the turn's cancellation object, its records are appended on the
+//   strand (the checkpoint batch fsynced) and observed by the Conversation like any other.
 #pragma once
 
 #include "engine/session.hpp"
