@@ -490,6 +490,8 @@ asio::awaitable<CompactResult> Engine::run_compaction(const std::shared_ptr<Sess
     for (const auto& r : ended) session->conversation.observe(r);
     co_return result;
   }
+  // The card shows the summary as stored (trimmed), live and on replay alike.
+  result.report.summary = std::string(blocks.at(0).at("text").as_string());
   auto done = [&turn_log, &blocks, &plan, &completion, &request] {
     return turn_log.compact_done(std::move(blocks), plan->shadowed_seqs, plan->shadowed_tokens, completion.provider,
                             completion.model, request.max_tokens);
@@ -498,7 +500,6 @@ asio::awaitable<CompactResult> Engine::run_compaction(const std::shared_ptr<Sess
   for (const auto& r : records) session->conversation.observe(r);
   result.kind = CompactResult::Kind::compacted;
   result.report.checkpoint_seq = records.at(1).at("seq").as_int64();
-  result.report.summary = text;
   result.report.tokens_after = llm::estimate_request_tokens(model_request(*session, model).messages);
   acp::log::info("session " + session->id + ": compacted " + std::to_string(result.report.messages) + " messages (" +
             std::to_string(result.report.bytes) + " bytes), about " + std::to_string(result.report.tokens_before) +
