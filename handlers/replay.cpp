@@ -1,6 +1,7 @@
 #include "handlers/replay.hpp"
 
 #include "engine/conversation.hpp"
+#include "handlers/compaction_card.hpp"
 #include "handlers/reference_card.hpp"
 #include "store/records.hpp"
 
@@ -64,6 +65,10 @@ void Replayer::on_event(const json::object& event, std::vector<SessionUpdate>& o
       pending_card_.emplace(num(event, "seq"), *source);
       return;
     }
+    if (type == "user/message" && is_checkpoint_source(*source)) {
+      out.push_back(compaction_card(event, compact_events_));
+      return;
+    }
     if (string_at(*source, "kind") != "user") return;  // injected context is never shown as user text
     if (const auto* content = data->if_contains("content")) {
       std::string text = engine::content_text(*content);
@@ -122,6 +127,8 @@ void Replayer::on_event(const json::object& event, std::vector<SessionUpdate>& o
       if (!text.empty()) update.content = std::vector<ToolCallContent>{ToolCallContent{text_block(std::move(text))}};
     }
     out.push_back(std::move(update));
+  } else if (type == "compact/start" || type == "compact/summary") {
+    compact_events_.insert(num(event, "seq"));
   } else if (type == "todo/write") {
     Plan plan;
     if (const auto* todos = data->if_contains("todos"); todos && todos->is_array()) {

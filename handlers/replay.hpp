@@ -6,7 +6,8 @@
 // and results as generic tool_call / tool_call_update cards; todo/write as plan; titles as
 // session_info_update; a failed or interrupted turn as a short agent message saying so. Injected
 // context (any user/message whose source is not the user) shows no user text; a reference snapshot
-// shows as its card right after the next direct message's user chunk. Stateful, bounded by
+// shows as its card right after the next direct message's user chunk; a compaction checkpoint as
+// the compaction card where it sits (shadowed events replay as they were). Stateful, bounded by
 // one turn's bookkeeping; pure (no I/O).
 #pragma once
 
@@ -31,6 +32,8 @@ private:
   std::set<std::string> tool_calls_shown_;
   /// An injected reference snapshot waiting for its direct message: (seq, source record).
   std::optional<std::pair<std::int64_t, boost::json::object>> pending_card_;
+  /// Seqs of compact/start and compact/summary events (not messages a checkpoint replaced).
+  std::set<std::int64_t> compact_events_;
 };
 
 } // namespace acp::handlers

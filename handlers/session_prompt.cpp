@@ -1,3 +1,4 @@
+#include "handlers/compaction_card.hpp"
 #include "handlers/handlers.hpp"
 #include "handlers/prompt_text.hpp"
 #include "handlers/provider_auth.hpp"
@@ -34,6 +35,9 @@ public:
     info.title = title;
     send(info);
   }
+  void compacted(const engine::CompactionReport& report) override {
+    send(compaction_card(report.checkpoint_seq, report.messages, report.summary));
+  }
   void delta(const llm::Delta& delta) override {
     for (std::string_view piece : split_utf8(delta.text)) {
       protocol::TextContent text{std::string(piece), std::nullopt, std::nullopt};
@@ -59,6 +63,15 @@ boost::asio::awaitable<protocol::PromptResponse> session_prompt(HandlerContext& 
   if (session->turn) throw jsonrpc::invalid_params("/sessionId", "a prompt is already running in this session");
   RenderedPrompt rendered = render_prompt(req.prompt);
   if (auto command = parse_slash_command(rendered.text)) co_return co_await run_slash_command(ctx, req.sessionId, *command);
+  if (auto word = unknown_slash_command(rendered.text); word && rendered.references.empty()) {
+    // No model request and no log write: the user mistyped a command.
+    ctx.notify(protocol::SessionNotification{
+        req.sessionId,
+        protocol::AgentMessageChunk{protocol::TextContent{describe_unknown_command(*word), std::nullopt, std::nullopt},
+                                    std::nullopt, std::nullopt},
+        std::nullopt});
+    co_return protocol::PromptResponse{protocol::StopReason::end_turn, std::nullopt};
+  }
   UpdateSender updates(ctx, req.sessionId);
   engine::PromptInput input{rendered.text, std::move(rendered.references)};
   llm::StopKind stop{};

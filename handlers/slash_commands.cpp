@@ -1,5 +1,7 @@
 #include "handlers/slash_commands.hpp"
 
+#include "handlers/compaction_card.hpp"
+
 #include "support/iso_time.hpp"
 #include "protocol/jsonrpc.hpp"
 #include "refs/mentions.hpp"
@@ -22,9 +24,78 @@ std::string describe_candidates(const std::vector<refs::Candidate>& candidates, 
   return out;
 }
 
+namespace {
+
+// Numbers with thousands separators: "12,345".
+std::string grouped(std::int64_t n) {
+  std::string digits = std::to_string(n < 0 ? -n : n), out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return n < 0 ? "-" + out : out;
+}
+
+void send_text(HandlerContext& ctx, const std::string& session_id, std::string text) {
+  protocol::SessionNotification note;
+  note.sessionId = session_id;
+  note.update = protocol::AgentMessageChunk{protocol::TextContent{std::move(text), std::nullopt, std::nullopt},
+                                            std::nullopt, std::nullopt};
+  ctx.notify(note);
+}
+
+// The compaction card of /compact, sent as soon as the checkpoint is durable.
+class CardSender final : public engine::TurnObserver {
+public:
+  CardSender(HandlerContext& ctx, std::string id) : ctx_(ctx), id_(std::move(id)) {}
+  void references(std::int64_t, const boost::json::object&) override {}
+  void title(const std::string&) override {}
+  void delta(const llm::Delta&) override {}
+  void compacted(const engine::CompactionReport& report) override {
+    ctx_.notify(protocol::SessionNotification{
+        id_, compaction_card(report.checkpoint_seq, report.messages, report.summary), std::nullopt});
+  }
+
+private:
+  HandlerContext& ctx_;
+  std::string id_;
+};
+
+} // namespace
+
+std::string describe_unknown_command(const std::string& word) {
+  return "Unknown command /" + word +
+         ". Commands:\n- /compact [focus] \u2014 condense the conversation so far into a summary now\n"
+         "- /ref [query] \u2014 list other sessions you can reference\n"
+         "To send text that starts with a slash to the model, start it with // or \"/ \".";
+}
+
+std::string describe_compaction(const engine::CompactResult& result) {
+  using Kind = engine::CompactResult::Kind;
+  const auto& r = result.report;
+  switch (result.kind) {
+  case Kind::compacted:
+    return "Compacted " + grouped(static_cast<std::int64_t>(r.messages)) + " messages (" +
+           grouped(static_cast<std::int64_t>(r.bytes)) + " bytes) into a summary. Estimated request size: " +
+           grouped(r.tokens_before) + " \u2192 " + grouped(r.tokens_after) + " tokens.";
+  case Kind::skipped: return "Nothing to compact: " + result.message + ".";
+  case Kind::failed: return "Compaction failed: " + result.message + ". The conversation is unchanged.";
+  case Kind::cancelled: return "Compaction cancelled. The conversation is unchanged.";
+  }
+  return {};
+}
+
 boost::asio::awaitable<protocol::PromptResponse> run_slash_command(HandlerContext& ctx, const std::string& session_id,
                                                                    const SlashCommand& command) {
   auto session = ctx.engine.require(session_id);
+  if (command.name == "compact") {
+    CardSender cards(ctx, session_id);
+    engine::CompactResult result = co_await ctx.engine.compact(session_id, command.argument, cards);
+    if (result.kind == engine::CompactResult::Kind::cancelled)
+      co_return protocol::PromptResponse{protocol::StopReason::cancelled, std::nullopt};
+    send_text(ctx, session_id, describe_compaction(result));
+    co_return protocol::PromptResponse{protocol::StopReason::end_turn, std::nullopt};
+  }
   std::vector<refs::Candidate> candidates = co_await ctx.engine.candidates(*session, command.argument, std::nullopt);
   protocol::SessionNotification note;
   note.sessionId = session_id;
@@ -37,6 +108,9 @@ boost::asio::awaitable<protocol::PromptResponse> run_slash_command(HandlerContex
 
 void advertise_commands(HandlerContext& ctx, const std::string& session_id) {
   protocol::AvailableCommandsUpdate update;
+  update.availableCommands.push_back(protocol::AvailableCommand{
+      "compact", "Condense the conversation so far into a summary now (frees context)",
+      protocol::AvailableCommandInput{"optional focus: what the summary should keep"}});
   update.availableCommands.push_back(protocol::AvailableCommand{
       "ref", "List other sessions you can reference, with ready-to-paste @mentions",
       protocol::AvailableCommandInput{"optional filter: part of a session id or working directory"}});

@@ -1,8 +1,10 @@
 // Slash commands (ACP's only agent-fed picker, acp-protocol.md §5 available_commands_update).
 //
 // `/ref [query]` answers with the sessions the user may reference and ready-to-paste mentions,
-// without a model request and without writing to the session log. Commands are advertised after
-// session/new, load and resume.
+// without a model request and without writing to the session log. `/compact [focus]` condenses the
+// conversation now (a turn of its own in the log) and answers with what it condensed. Any other
+// `/word` answers with the list of commands (no model request, no log write). Commands are
+// advertised after session/new, load and resume.
 #pragma once
 
 #include "handlers/handler_context.hpp"
@@ -19,6 +21,12 @@ namespace acp::handlers {
 
 boost::asio::awaitable<protocol::PromptResponse> run_slash_command(HandlerContext& ctx, const std::string& session_id,
                                                                    const SlashCommand& command);
+
+/// The answer to an unknown `/word`.
+std::string describe_unknown_command(const std::string& word);
+
+/// The answer to `/compact`.
+std::string describe_compaction(const engine::CompactResult& result);
 
 /// Queues available_commands_update for the session, after the current response.
 void advertise_commands(HandlerContext& ctx, const std::string& session_id);

@@ -92,6 +92,11 @@ void Conversation::observe(const json::object& event) {
   if (type == "user/message" || type == "steering/message") {
     entry.role = llm::Role::user;
     if (data && !open_turn_ && is_reference_snapshot(*data)) entry.turn = last_turn_ + 1;
+    if (const json::object* source = data ? object_at(*data, "source") : nullptr) {
+      std::string_view kind = string_at(*source, "kind");
+      entry.direct = type == "user/message" && kind == "user";
+      entry.checkpoint = type == "user/message" && kind == "plugin" && string_at(*source, "plugin") == "compact";
+    }
     if (const auto* content = data ? data->if_contains("content") : nullptr) entry.text = content_text(*content);
   } else if (type == "assistant/message") {
     entry.role = llm::Role::assistant;
@@ -126,9 +131,12 @@ void Conversation::observe(const json::object& event) {
   surface_.insert(pos, std::move(entry));
 }
 
-std::vector<llm::Message> Conversation::messages() const {
+std::vector<llm::Message> Conversation::messages() const { return messages(0, surface_.size()); }
+
+std::vector<llm::Message> Conversation::messages(std::size_t first, std::size_t last) const {
   std::vector<llm::Message> out;
-  for (const auto& e : surface_) {
+  for (std::size_t i = first; i < last && i < surface_.size(); ++i) {
+    const Entry& e = surface_[i];
     if (e.text.empty() || (e.turn && refused_turns_.count(e.turn))) continue;
     if (e.role == llm::Role::assistant && !out.empty() && out.back().role == llm::Role::assistant) {
       out.back().text += "\n" + e.text;

@@ -26,6 +26,16 @@ namespace acp::engine {
 
 class Conversation {
 public:
+  /// One message of the current surface.
+  struct Entry {
+    std::int64_t seq = 0;
+    std::int64_t turn = 0;  ///< 0 = outside any turn
+    llm::Role role = llm::Role::user;
+    std::string text;
+    bool direct = false;      ///< a user/message from the user ({kind:"user"})
+    bool checkpoint = false;  ///< a compaction checkpoint ({kind:"plugin",plugin:"compact"})
+  };
+
   /// Consumes the next raw event (seq must equal next_seq()). Throws store::FoldError when a
   /// replace does not fit the surface.
   void observe(const boost::json::object& event);
@@ -33,16 +43,15 @@ public:
   std::int64_t next_seq() const noexcept { return next_seq_; }
   /// The messages of the current surface, refused turns left out.
   std::vector<llm::Message> messages() const;
+  /// The messages of surface entries [first, last), refused turns left out (same merging).
+  std::vector<llm::Message> messages(std::size_t first, std::size_t last) const;
+  /// The current surface, in surface order.
+  const std::vector<Entry>& surface() const noexcept { return surface_; }
+  bool refused(std::int64_t turn) const { return turn && refused_turns_.count(turn) > 0; }
   /// Forgets everything (before re-reading a log another process appended to).
   void clear() { *this = Conversation(); }
 
 private:
-  struct Entry {
-    std::int64_t seq = 0;
-    std::int64_t turn = 0;  ///< 0 = outside any turn
-    llm::Role role = llm::Role::user;
-    std::string text;
-  };
   std::vector<Entry> surface_;
   std::unordered_set<std::int64_t> refused_turns_;
   std::int64_t next_seq_ = 0;

@@ -1,7 +1,9 @@
 #include "engine/engine.hpp"
 
+#include "engine/compaction.hpp"
 #include "engine/offload.hpp"
 #include "engine/turn_log.hpp"
+#include "llm/token_estimate.hpp"
 #include "refs/errors.hpp"
 #include "refs/service.hpp"
 #include "store/errors.hpp"
@@ -11,6 +13,7 @@
 #include "support/config.hpp"
 #include "support/log.hpp"
 #include "support/paths.hpp"
+#include "support/provider_defaults.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -45,6 +48,15 @@ void require_absolute(const std::string& path, const std::string& pointer) {
 // slow client holds up to 8 MiB of frames back and a pool thread, so twenty loads must not run twenty
 // reads (measured: 227 MB peak with eight at once).
 constexpr std::size_t kConcurrentLogReads = 2;
+
+// Automatic compaction needs at least this much new material (estimated tokens) to be worth a
+// summary request; /compact and the context-too-long retry take any.
+constexpr std::int64_t kMinAutoCompactTokens = 256;
+
+bool context_too_long(const llm::ProviderError& e) {
+  return (e.http_status() == 400 || e.http_status() == 413 || e.http_status() == 0) && !e.output_started() &&
+         llm::names_context_too_long(e.what());
+}
 
 // Releases the session's turn slot and wakes waiters however the prompt ends.
 struct TurnScope {
@@ -258,9 +270,23 @@ asio::awaitable<llm::StopKind> Engine::prompt(const std::string& id_in, const Pr
     request_header = std::move(e);
   }
   bool header_written = request_header.has_value();
+  // Automatic compaction: decided before writing, from the request this turn would send.
+  const std::optional<std::int64_t> threshold =
+      llm::compaction_threshold(context_window(model), services_.config.compact_at);
+  bool compact_first = false;
+  if (threshold) {
+    std::int64_t estimate = llm::estimate_request_tokens(model_request(*session, model).messages) +
+                            llm::estimate_message_tokens({llm::Role::user, input.text}) +
+                            (context ? llm::estimate_message_tokens({llm::Role::user, context->prompt}) : 0);
+    compact_first = estimate > *threshold;
+    if (compact_first)
+      acp::log::info("session " + id + ": request estimated at " + std::to_string(estimate) + " tokens, above " +
+                std::to_string(*threshold) + ": compacting first");
+  }
   session->conversation_known = false;  // until this turn's records are all observed
-  auto begin = [&log, &prefix, &input, &request_header] {
-    return log->begin(std::move(prefix), input.text, std::move(request_header));
+  auto begin = [&log, &prefix, &input, &request_header, compact_first] {
+    return log->begin(std::move(prefix), input.text, compact_first ? std::nullopt : std::move(request_header),
+                      !compact_first);
   };
   std::vector<json::object> first = std::move(*co_await offload(session->strand, begin));
   for (const auto& r : first) session->conversation.observe(r);
@@ -274,10 +300,19 @@ asio::awaitable<llm::StopKind> Engine::prompt(const std::string& id_in, const Pr
     if (const json::object* data = store::object_at(r, "data")) observer.title(std::string(store::string_at(*data, "title")));
   }
 
-  llm::Request request;
-  request.model = model;
-  request.messages.push_back({llm::Role::system, system_prompt(*session)});
-  for (auto& m : session->conversation.messages()) request.messages.push_back(std::move(m));
+  bool compacted = false;
+  const std::string no_focus;
+  if (compact_first) {
+    if (!turn->cancel_requested) {
+      CompactResult result = co_await run_compaction(session, *log, turn, observer, no_focus, false);
+      compacted = result.kind == CompactResult::Kind::compacted;
+    }
+    auto step = [&log, &request_header] { return log->open_step(std::move(request_header)); };
+    std::vector<json::object> records = std::move(*co_await offload(session->strand, step));
+    for (const auto& r : records) session->conversation.observe(r);
+  }
+
+  llm::Request request = model_request(*session, model);
 
   ChunkBuffer buffer(log->turn(), TurnLog::step());
   auto writes = std::make_shared<ChunkWrites>();
@@ -305,19 +340,48 @@ asio::awaitable<llm::StopKind> Engine::prompt(const std::string& id_in, const Pr
   completion.model = model;
   TurnEnding ending;
   std::exception_ptr failure;
-  if (!turn->cancel_requested) {
+  // A request the provider finds too long for its context window is compacted once and retried
+  // once (unless this turn already compacted); otherwise the turn fails naming window and estimate.
+  bool retried = false;
+  while (!turn->cancel_requested) {
+    std::optional<std::string> too_long;
     try {
-      completion = co_await asio::co_spawn(executor_, services_.provider.stream(request, sink),
-                                           asio::bind_cancellation_slot(turn->signal.slot(), asio::use_awaitable));
+      auto call = asio::co_spawn(executor_, services_.provider.stream(request, sink),
+                                 asio::bind_cancellation_slot(turn->signal.slot(), asio::use_awaitable));
+      completion = co_await std::move(call);
     } catch (const llm::ProviderError& e) {
-      failure = std::current_exception();
-      ending = TurnEnding{TurnEnding::Kind::error, e.what(), e.code()};
-      if (e.output_started() && !turn->cancel_requested && !session->closed)
-        observer.delta({llm::DeltaKind::text, "\n\n[The answer was cut off: " + std::string(e.what()) + "]"});
+      if (context_too_long(e)) {
+        too_long = e.what();
+      } else {
+        failure = std::current_exception();
+        ending = TurnEnding{TurnEnding::Kind::error, e.what(), e.code()};
+        if (e.output_started() && !turn->cancel_requested && !session->closed)
+          observer.delta({llm::DeltaKind::text, "\n\n[The answer was cut off: " + std::string(e.what()) + "]"});
+      }
     } catch (const std::exception& e) {
       failure = std::current_exception();
       ending = TurnEnding{TurnEnding::Kind::error, e.what(), std::nullopt};
     }
+    if (!too_long) break;
+    if (!retried && !compacted && services_.config.compact_at > 0 && !turn->cancel_requested) {
+      retried = true;
+      acp::log::info("session " + id + ": the provider found the request too long (" + *too_long + "): compacting");
+      CompactResult result = co_await run_compaction(session, *log, turn, observer, no_focus, true);
+      if (result.kind == CompactResult::Kind::compacted) {
+        compacted = true;
+        request = model_request(*session, model);
+        continue;
+      }
+    }
+    const std::optional<std::int64_t> window = context_window(model);
+    std::string message = "The conversation does not fit the model's context window (" +
+                          (window ? std::to_string(*window) + " tokens" : "window of " + model + " not configured") +
+                          "; this request is estimated at " +
+                          std::to_string(llm::estimate_request_tokens(request.messages)) +
+                          " tokens). Use /compact or start a new session. The provider said: " + *too_long;
+    failure = std::make_exception_ptr(llm::ProviderError("PROVIDER_BAD_REQUEST", message, 400));
+    ending = TurnEnding{TurnEnding::Kind::error, message, std::string("PROVIDER_BAD_REQUEST")};
+    break;
   }
   // After session/cancel the turn ends "cancelled" whatever the provider did (ACP: never an error).
   if (turn->cancel_requested) {
@@ -355,6 +419,137 @@ asio::awaitable<llm::StopKind> Engine::prompt(const std::string& id_in, const Pr
   if (writes->error) std::rethrow_exception(writes->error);
   if (failure) std::rethrow_exception(failure);
   co_return completion.stop;
+}
+
+llm::Request Engine::model_request(const Session& session, const std::string& model) const {
+  llm::Request request;
+  request.model = model;
+  request.messages.push_back({llm::Role::system, system_prompt(session)});
+  for (auto& m : session.conversation.messages()) request.messages.push_back(std::move(m));
+  return request;
+}
+
+std::optional<std::int64_t> Engine::context_window(const std::string& model) const {
+  if (auto it = services_.config.context_windows.find(model); it != services_.config.context_windows.end())
+    return it->second;
+  return support::published_context_window(model);
+}
+
+asio::awaitable<CompactResult> Engine::run_compaction(const std::shared_ptr<Session>& session_in, TurnLog& turn_log,
+                                                      const std::shared_ptr<Turn>& turn_in, TurnObserver& observer,
+                                                      const std::string& focus_in, bool manual) {
+  const std::shared_ptr<Session> session = session_in;
+  const std::shared_ptr<Turn> turn = turn_in;
+  const std::string focus = focus_in;
+  CompactResult result;
+  PlanOptions options{services_.config.compact_keep_turns, manual ? 1 : kMinAutoCompactTokens};
+  std::optional<CompactionPlan> plan = plan_compaction(session->conversation, options, result.message);
+  if (!plan) {
+    acp::log::info("session " + session->id + ": compaction skipped: " + result.message);
+    co_return result;
+  }
+  const std::string model = session_model(*session);
+  const std::optional<std::int64_t> window = context_window(model);
+  result.report.messages = plan->messages();
+  result.report.bytes = plan->bytes;
+  result.report.tokens_before = llm::estimate_request_tokens(model_request(*session, model).messages);
+
+  auto start = [&turn_log] { return turn_log.compact_start(); };
+  std::vector<json::object> started = std::move(*co_await offload(session->strand, start));
+  for (const auto& r : started) session->conversation.observe(r);
+
+  llm::Request request = summary_request(session->conversation, *plan, model, focus, window);
+  std::string text;
+  auto sink = [&text](const llm::Delta& d) {
+    if (d.kind == llm::DeltaKind::text) text += d.text;
+  };
+  llm::Completion completion;
+  std::string error;
+  try {
+    auto call = asio::co_spawn(executor_, services_.provider.stream(request, sink),
+                               asio::bind_cancellation_slot(turn->signal.slot(), asio::use_awaitable));
+    completion = co_await std::move(call);
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  json::array blocks = summary_blocks(text);
+  if (turn->cancel_requested || completion.stop == llm::StopKind::cancelled) {
+    result.kind = CompactResult::Kind::cancelled;
+    error = "cancelled";
+  } else if (error.empty() && completion.stop == llm::StopKind::refusal) {
+    error = "the model refused to summarise";
+  } else if (error.empty() && blocks.empty()) {
+    error = "the model returned an empty summary";
+  }
+  if (!error.empty()) {
+    if (result.kind != CompactResult::Kind::cancelled) result.kind = CompactResult::Kind::failed;
+    result.message = error;
+    acp::log::warn("session " + session->id + ": compaction failed: " + error);
+    auto fail = [&turn_log, &error] { return turn_log.compact_failed(error); };
+    std::vector<json::object> ended = std::move(*co_await offload(session->strand, fail));
+    for (const auto& r : ended) session->conversation.observe(r);
+    co_return result;
+  }
+  // The card shows the summary as stored (trimmed), live and on replay alike.
+  result.report.summary = std::string(blocks.at(0).at("text").as_string());
+  auto done = [&turn_log, &blocks, &plan, &completion, &request] {
+    return turn_log.compact_done(std::move(blocks), plan->shadowed_seqs, plan->shadowed_tokens, completion.provider,
+                            completion.model, request.max_tokens);
+  };
+  std::vector<json::object> records = std::move(*co_await offload(session->strand, done));
+  for (const auto& r : records) session->conversation.observe(r);
+  result.kind = CompactResult::Kind::compacted;
+  result.report.checkpoint_seq = records.at(1).at("seq").as_int64();
+  result.report.tokens_after = llm::estimate_request_tokens(model_request(*session, model).messages);
+  acp::log::info("session " + session->id + ": compacted " + std::to_string(result.report.messages) + " messages (" +
+            std::to_string(result.report.bytes) + " bytes), about " + std::to_string(result.report.tokens_before) +
+            " -> " + std::to_string(result.report.tokens_after) + " tokens");
+  if (!session->closed) observer.compacted(result.report);
+  co_return result;
+}
+
+asio::awaitable<CompactResult> Engine::compact(const std::string& id_in, const std::string& focus_in,
+                                               TurnObserver& observer) {
+  const std::string id = id_in;
+  const std::string focus = focus_in;
+  std::shared_ptr<Session> session = require(id);
+  if (session->turn) throw InvalidInput("/sessionId", "a prompt is already running in this session");
+  auto turn = std::make_shared<Turn>(executor_);
+  session->turn = turn;
+  TurnScope scope{session, turn};
+
+  auto open = [this, header = session->header] {
+    return std::make_unique<TurnLog>(services_.store.get().open_or_create(header));
+  };
+  std::unique_ptr<TurnLog> log = std::move(*co_await offload(session->strand, open));
+  if (!session->conversation_known || session->conversation.next_seq() != log->writer().next_seq())
+    co_await refresh_conversation(*session, log->writer().next_seq());
+  auto release = [&log] { log->release(); };
+
+  // Nothing worth condensing: no turn, no log write.
+  CompactResult result;
+  if (!plan_compaction(session->conversation, {services_.config.compact_keep_turns, 1}, result.message)) {
+    co_await offload(session->strand, release);
+    co_return result;
+  }
+  session->conversation_known = false;
+  auto begin = [&log] { return log->begin_compact_turn(); };
+  std::vector<json::object> opened = std::move(*co_await offload(session->strand, begin));
+  for (const auto& r : opened) session->conversation.observe(r);
+  result = co_await run_compaction(session, *log, turn, observer, focus, true);
+  json::object reason = result.kind == CompactResult::Kind::compacted   ? events::reason("completed")
+                        : result.kind == CompactResult::Kind::cancelled ? events::reason("aborted")
+                        : result.kind == CompactResult::Kind::failed    ? events::error_reason(0, result.message)
+                                                                        : events::reason("completed");
+  auto end = [&log, &reason] {
+    auto records = log->end_turn(std::move(reason));
+    log->release();
+    return records;
+  };
+  std::vector<json::object> closed = std::move(*co_await offload(session->strand, end));
+  for (const auto& r : closed) session->conversation.observe(r);
+  session->conversation_known = true;
+  co_return result;
 }
 
 void Engine::cancel(const std::string& id) {

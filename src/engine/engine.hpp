@@ -19,6 +19,9 @@
 //   `finished` timer wakes whoever waits for it. Nothing sleep-polls.
 // - The conversation sent to the model is derived from the log by Conversation (one fold), fed the
 //   records we append and, when another process appended, the log read back.
+// - Compaction (compaction.hpp) runs inside a turn that holds the session's write lock: its summary
+//   request is a model stream under the turn's cancellation object, its records are appended on the
+//   strand (the checkpoint batch fsynced) and observed by the Conversation like any other.
 #pragma once
 
 #include "engine/session.hpp"
@@ -54,6 +57,8 @@ class SessionReferenceService;
 
 namespace acp::engine {
 
+class TurnLog;
+
 /// Unknown target session (not created, loaded or resumed here, or not stored).
 class SessionNotFound : public std::runtime_error {
 public:
@@ -88,10 +93,29 @@ private:
   std::unique_ptr<store::SessionStore> store_;
 };
 
+/// A compaction that was written (the checkpoint is durable).
+struct CompactionReport {
+  std::int64_t checkpoint_seq = 0;
+  std::size_t messages = 0;      ///< surface messages the checkpoint replaced
+  std::size_t bytes = 0;         ///< UTF-8 bytes of their texts
+  std::string summary;           ///< the summary text
+  std::int64_t tokens_before = 0;  ///< estimated tokens of the request before and after
+  std::int64_t tokens_after = 0;
+};
+
+/// What `/compact` did: a report, or why nothing was condensed.
+struct CompactResult {
+  enum class Kind { compacted, skipped, failed, cancelled } kind = Kind::skipped;
+  std::string message;  ///< skipped: why; failed: the error
+  CompactionReport report;
+};
+
 /// What a running turn reports, in order, on the connection thread.
 class TurnObserver {
 public:
   virtual ~TurnObserver() = default;
+  /// A compaction was written (live card) before the model's answer.
+  virtual void compacted(const CompactionReport&) {}
   /// The reference card: the snapshot's seq and its durable source record.
   virtual void references(std::int64_t snapshot_seq, const boost::json::object& source) = 0;
   virtual void title(const std::string& title) = 0;
@@ -156,6 +180,11 @@ public:
   /// Runs one prompt turn; returns how it stopped. Throws InvalidInput, reference errors (nothing
   /// written), store errors, and provider errors (after the turn is logged `error`).
   boost::asio::awaitable<llm::StopKind> prompt(const std::string& id, const PromptInput& input, TurnObserver& observer);
+  /// Runs `/compact [focus]` as a turn of its own (turn/start, the compaction, turn/end). Writes
+  /// nothing when there is nothing worth condensing.
+  boost::asio::awaitable<CompactResult> compact(const std::string& id, const std::string& focus, TurnObserver& observer);
+  /// The context window (tokens) of `model`: configured, else published (DeepSeek), else none.
+  std::optional<std::int64_t> context_window(const std::string& model) const;
   /// Cancels the session's running turn, if any (session/cancel).
   void cancel(const std::string& id);
   /// Detaches a session; a running turn is cancelled and has finished when this returns.
@@ -182,6 +211,11 @@ public:
 
 private:
   boost::asio::awaitable<void> refresh_conversation(Session& session, std::int64_t log_events);
+  /// One compaction inside the open turn of `log` (harness-compat §1.5); observes what it writes.
+  boost::asio::awaitable<CompactResult> run_compaction(const std::shared_ptr<Session>& session, TurnLog& log,
+                                                       const std::shared_ptr<Turn>& turn, TurnObserver& observer,
+                                                       const std::string& focus, bool manual);
+  llm::Request model_request(const Session& session, const std::string& model) const;
   std::string system_prompt(const Session& session) const;
 
   EngineServices services_;

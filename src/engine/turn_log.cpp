@@ -88,7 +88,7 @@ std::vector<json::object> TurnLog::append(std::vector<store::NewEvent> batch, bo
 }
 
 std::vector<json::object> TurnLog::begin(std::vector<store::NewEvent> prefix, const std::string& user_text,
-                                         std::optional<store::NewEvent> request_header) {
+                                         std::optional<store::NewEvent> request_header, bool with_step) {
   std::vector<store::NewEvent> batch = std::move(prefix);
   batch.push_back(events::turn_start(turn_));
   std::int64_t user_seq = writer_.next_seq() + static_cast<std::int64_t>(batch.size());
@@ -98,9 +98,58 @@ std::vector<json::object> TurnLog::begin(std::vector<store::NewEvent> prefix, co
     std::string title = events::fallback_title(user_text);
     if (!title.empty()) batch.push_back(events::session_title(title, user_seq));
   }
+  if (with_step) {
+    batch.push_back(events::step_start(turn_, step()));
+    if (request_header) batch.push_back(std::move(*request_header));
+  }
+  return append(std::move(batch), false);
+}
+
+std::vector<json::object> TurnLog::open_step(std::optional<store::NewEvent> request_header) {
+  std::vector<store::NewEvent> batch;
   batch.push_back(events::step_start(turn_, step()));
   if (request_header) batch.push_back(std::move(*request_header));
   return append(std::move(batch), false);
+}
+
+std::vector<json::object> TurnLog::begin_compact_turn() {
+  std::vector<store::NewEvent> batch;
+  batch.push_back(events::compact_turn_start(turn_));
+  return append(std::move(batch), false);
+}
+
+std::vector<json::object> TurnLog::compact_start() {
+  std::vector<store::NewEvent> batch;
+  batch.push_back(events::compact_start(turn_));
+  auto records = append(std::move(batch), false);
+  compact_start_seq_ = records.front().at("seq").as_int64();
+  return records;
+}
+
+std::vector<json::object> TurnLog::compact_done(json::array summary, const json::array& shadowed_seqs,
+                                                std::int64_t shadowed_tokens, const std::string& provider,
+                                                const std::string& model, std::optional<std::int64_t> max_tokens) {
+  const std::int64_t summary_seq = writer_.next_seq();
+  std::vector<store::NewEvent> batch;
+  store::NewEvent checkpoint = events::compact_checkpoint(summary, compact_start_seq_, summary_seq, shadowed_seqs);
+  batch.push_back(events::compact_summary(std::move(summary), shadowed_seqs.front().as_int64(),
+                                          shadowed_seqs.back().as_int64(), shadowed_seqs, shadowed_tokens, provider,
+                                          model, max_tokens));
+  batch.push_back(std::move(checkpoint));
+  batch.push_back(events::compact_end(turn_));
+  return append(std::move(batch), true);
+}
+
+std::vector<json::object> TurnLog::compact_failed(const std::string& error) {
+  std::vector<store::NewEvent> batch;
+  batch.push_back(events::compact_end(turn_, error));
+  return append(std::move(batch), true);
+}
+
+std::vector<json::object> TurnLog::end_turn(json::object reason) {
+  std::vector<store::NewEvent> batch;
+  batch.push_back(events::turn_end(turn_, std::move(reason)));
+  return append(std::move(batch), true);
 }
 
 std::vector<json::object> TurnLog::chunks(std::vector<store::NewEvent> batch) {

@@ -70,9 +70,26 @@ public:
   store::SessionWriter& writer() noexcept { return writer_; }
 
   /// Writes the first batch: `prefix` (an injected snapshot), turn/start, the direct message, the
-  /// title when the log has none yet, step/start and `request_header`. Returns the records written.
+  /// title when the log has none yet, and (when `with_step`) step/start and `request_header`.
+  /// Returns the records written.
   std::vector<boost::json::object> begin(std::vector<store::NewEvent> prefix, const std::string& user_text,
-                                         std::optional<store::NewEvent> request_header);
+                                         std::optional<store::NewEvent> request_header, bool with_step = true);
+  /// step/start and `request_header`, when begin() left them out (a compaction came first).
+  std::vector<boost::json::object> open_step(std::optional<store::NewEvent> request_header);
+
+  // ---- compaction (harness-compat §1.5) ----
+  /// turn/start of a `/compact` turn.
+  std::vector<boost::json::object> begin_compact_turn();
+  /// compact/start (unsynced: a crash before the summary leaves the surface as it was).
+  std::vector<boost::json::object> compact_start();
+  /// compact/summary, the checkpoint and compact/end as one batch, fsynced.
+  std::vector<boost::json::object> compact_done(boost::json::array summary, const boost::json::array& shadowed_seqs,
+                                                std::int64_t shadowed_tokens, const std::string& provider,
+                                                const std::string& model, std::optional<std::int64_t> max_tokens);
+  /// compact/end {turn, error}, fsynced.
+  std::vector<boost::json::object> compact_failed(const std::string& error);
+  /// turn/end of a `/compact` turn, fsynced.
+  std::vector<boost::json::object> end_turn(boost::json::object reason);
   /// Appends a chunk batch (unsynced).
   std::vector<boost::json::object> chunks(std::vector<store::NewEvent> batch);
   /// Closes the step and the turn, fsynced. Returns the records written.
@@ -87,6 +104,7 @@ private:
   store::SessionWriter writer_;
   std::int64_t turn_ = 0;
   boost::json::array chunk_seqs_;
+  std::int64_t compact_start_seq_ = -1;
 };
 
 } // namespace acp::engine

@@ -1,5 +1,6 @@
 #include "echo_provider.hpp"
 
+#include "llm/token_estimate.hpp"
 #include "support/utf8.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -70,7 +71,8 @@ Directives read_directives(const Request& request) {
 
 class EchoProvider final : public Provider {
 public:
-  EchoProvider(asio::any_io_executor ex, std::chrono::milliseconds delay) : executor_(std::move(ex)), delay_(delay) {}
+  EchoProvider(asio::any_io_executor ex, std::chrono::milliseconds delay, std::optional<std::int64_t> window)
+      : executor_(std::move(ex)), delay_(delay), window_(window) {}
 
   std::string name() const override { return "echo"; }
 
@@ -80,6 +82,14 @@ public:
     Completion done;
     done.provider = "echo";
     done.model = request.model.empty() ? "echo" : request.model;
+    if (window_) {
+      std::int64_t tokens = estimate_request_tokens(request.messages);
+      if (tokens > *window_)
+        throw ProviderError("PROVIDER_BAD_REQUEST",
+                            "This model's maximum context length is " + std::to_string(*window_) +
+                                " tokens. However, your messages resulted in " + std::to_string(tokens) + " tokens.",
+                            400);
+    }
     Directives directives = read_directives(request);
     asio::steady_timer timer(executor_);
     auto pause = [&](std::chrono::milliseconds ms) -> asio::awaitable<bool> {
@@ -96,7 +106,7 @@ public:
       done.stop = StopKind::cancelled;
       co_return done;
     }
-    std::string answer = echo_answer(request);
+    std::string answer = request.purpose == Purpose::summary ? echo_summary(request) : echo_answer(request);
     bool first = true;
     for (const auto& chunk : echo_chunks(answer)) {
       if (co_await cancelled()) {
@@ -121,6 +131,7 @@ public:
 private:
   asio::any_io_executor executor_;
   std::chrono::milliseconds delay_;
+  std::optional<std::int64_t> window_;
 };
 
 } // namespace
@@ -144,6 +155,40 @@ std::string echo_answer(const Request& request) {
   return out;
 }
 
+std::string echo_summary(const Request& request) {
+  // The summarised messages: everything between the system prompt and the final instruction.
+  std::size_t first = !request.messages.empty() && request.messages.front().role == Role::system ? 1 : 0;
+  std::size_t end = request.messages.size() > first ? request.messages.size() - 1 : first;
+  std::size_t count = end - first;
+  std::size_t bytes = 0;
+  for (std::size_t i = first; i < end; ++i) bytes += request.messages[i].text.size();
+  std::string out = "## Goal\n- echo summary of " + std::to_string(count) + " messages, " + std::to_string(bytes) + " bytes\n";
+  if (end < request.messages.size()) {
+    const std::string& instruction = request.messages[end].text;
+    constexpr std::string_view kFocus = "\nFocus: ";
+    if (auto at = instruction.find(kFocus); at != std::string::npos) {
+      bool cut = false;
+      out += "## Focus\n- " + one_line(std::string_view(instruction).substr(at + kFocus.size()), std::string::npos, cut) + "\n";
+    }
+  }
+  out += "## Messages";
+  constexpr std::size_t kEnds = 3;
+  for (std::size_t i = first; i < end; ++i) {
+    std::size_t n = i - first;
+    if (count > 2 * kEnds && n == kEnds) {
+      out += "\n- \u2026 " + std::to_string(count - 2 * kEnds) + " more";
+      i = end - kEnds - 1;
+      continue;
+    }
+    const auto& m = request.messages[i];
+    bool cut = false;
+    out += "\n- [" + std::to_string(n + 1) + "] " + role_name(m.role) + " " + std::to_string(m.text.size()) +
+           " bytes: " + one_line(m.text, kPreviewChars, cut);
+    if (cut) out += "\u2026";
+  }
+  return out;
+}
+
 std::vector<std::string> echo_chunks(const std::string& answer) {
   std::vector<std::string> chunks;
   std::size_t start = 0;
@@ -157,8 +202,9 @@ std::vector<std::string> echo_chunks(const std::string& answer) {
   return chunks;
 }
 
-std::unique_ptr<Provider> make_echo_provider(asio::any_io_executor executor, std::chrono::milliseconds delay) {
-  return std::make_unique<EchoProvider>(std::move(executor), delay);
+std::unique_ptr<Provider> make_echo_provider(asio::any_io_executor executor, std::chrono::milliseconds delay,
+                                             std::optional<std::int64_t> context_window) {
+  return std::make_unique<EchoProvider>(std::move(executor), delay, context_window);
 }
 
 } // namespace acp::llm

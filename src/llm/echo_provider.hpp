@@ -11,16 +11,27 @@
 #include <boost/asio/any_io_executor.hpp>
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
+#include <optional>
 
 namespace acp::llm {
 
 /// The answer text for a request (pure; exposed for tests).
 std::string echo_answer(const Request& request);
 
+/// The deterministic summary answering a Purpose::summary request (README "The echo model"):
+/// `## Goal` with the number and UTF-8 bytes of the summarised messages (every message but the
+/// system prompt and the final instruction), `## Focus` when the instruction carries a
+/// `Focus: ` line, and `## Messages` listing the first and last three in the answer's line format.
+std::string echo_summary(const Request& request);
+
 /// Splits the answer into chunks that each end after a space (the last one may not).
 std::vector<std::string> echo_chunks(const std::string& answer);
 
-std::unique_ptr<Provider> make_echo_provider(boost::asio::any_io_executor executor, std::chrono::milliseconds delay);
+/// `context_window`: when set, a request estimated (llm/token_estimate.hpp) above it is refused
+/// with a 400 naming the maximum context length, as real servers do.
+std::unique_ptr<Provider> make_echo_provider(boost::asio::any_io_executor executor, std::chrono::milliseconds delay,
+                                             std::optional<std::int64_t> context_window = std::nullopt);
 
 } // namespace acp::llm

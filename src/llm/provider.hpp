@@ -25,9 +25,15 @@ struct Message {
   std::string text;
 };
 
+/// What a request is for: an answer to the user, or the summary of a compaction (the echo model
+/// answers the latter with its deterministic summary).
+enum class Purpose { answer, summary };
+
 struct Request {
   std::vector<Message> messages;
   std::string model;  ///< may be empty for providers without models (echo)
+  Purpose purpose = Purpose::answer;
+  std::optional<std::int64_t> max_tokens;  ///< answer length limit sent to the provider, when set
 };
 
 enum class DeltaKind { text, reasoning };

@@ -68,7 +68,10 @@ ProviderSetup make_provider(const support::Config& config, std::vector<std::stri
                             boost::asio::any_io_executor executor) {
   ProviderSetup setup;
   if (config.provider == "echo") {
-    setup.provider = llm::make_echo_provider(executor, std::chrono::milliseconds(config.echo_delay_ms));
+    // With a window configured, echo refuses requests above it like a real server (compaction tests).
+    std::optional<std::int64_t> window;
+    if (auto it = config.context_windows.find(config.model); it != config.context_windows.end()) window = it->second;
+    setup.provider = llm::make_echo_provider(executor, std::chrono::milliseconds(config.echo_delay_ms), window);
     setup.auth = std::make_unique<handlers::ProviderAuth>("echo", false, "", nullptr, nullptr);
     return setup;
   }

@@ -104,6 +104,80 @@ NewEvent turn_end(std::int64_t turn, json::object r) {
   return {"turn/end", std::move(d), std::nullopt, std::nullopt, std::nullopt};
 }
 
+NewEvent compact_turn_start(std::int64_t turn) {
+  json::object source;
+  source["kind"] = "plugin";
+  source["plugin"] = "compact";
+  json::object trigger;
+  trigger["kind"] = "message";
+  trigger["source"] = std::move(source);
+  json::object d;
+  d["turn"] = turn;
+  d["trigger"] = std::move(trigger);
+  return {"turn/start", std::move(d), std::nullopt, std::nullopt, std::nullopt};
+}
+
+const char* const kCompactPreamble =
+    "This is an automatically generated checkpoint condensing an earlier span of the conversation to free up "
+    "context. Treat the captured context as established background and build on it without restating it. Continue "
+    "the task directly from the messages that follow, without acknowledging this checkpoint.";
+
+NewEvent compact_start(std::int64_t turn) {
+  json::object d;
+  d["turn"] = turn;
+  return {"compact/start", std::move(d), std::nullopt, std::nullopt, std::nullopt};
+}
+
+NewEvent compact_summary(json::array summary, std::int64_t start, std::int64_t end, json::array shadowed_seqs,
+                         std::int64_t shadowed_tokens, std::string_view provider, std::string_view model,
+                         std::optional<std::int64_t> max_tokens) {
+  json::object range;
+  range["start"] = start;
+  range["end"] = end;
+  json::object d;
+  d["summary"] = std::move(summary);
+  d["shadowedRange"] = std::move(range);
+  d["shadowedSeqs"] = std::move(shadowed_seqs);
+  d["shadowedTokenCount"] = shadowed_tokens;
+  d["provider"] = provider;
+  d["model"] = model;
+  if (max_tokens) d["maxTokens"] = *max_tokens;
+  return {"compact/summary", std::move(d), std::nullopt, std::nullopt, std::nullopt};
+}
+
+NewEvent compact_checkpoint(const json::array& summary, std::int64_t start_seq, std::int64_t summary_seq,
+                            const json::array& shadowed_seqs) {
+  auto text = [](std::string t) {
+    json::object block;
+    block["type"] = "text";
+    block["text"] = std::move(t);
+    return block;
+  };
+  json::array content;
+  content.push_back(text(std::string(kCompactPreamble) + "\n\n<compacted-summary>"));
+  for (const auto& block : summary) content.push_back(block);
+  content.push_back(text("</compacted-summary>"));
+  json::object source;
+  source["kind"] = "plugin";
+  source["plugin"] = "compact";
+  json::array seqs{start_seq, summary_seq};
+  for (const auto& s : shadowed_seqs) seqs.push_back(s);
+  json::object op;
+  op["op"] = "replace";
+  op["start"] = shadowed_seqs.front();
+  op["end"] = shadowed_seqs.back();
+  NewEvent e = user_message(std::move(content), std::move(source), std::move(seqs));
+  e.surfaceOp = std::move(op);
+  return e;
+}
+
+NewEvent compact_end(std::int64_t turn, std::optional<std::string_view> error) {
+  json::object d;
+  d["turn"] = turn;
+  if (error) d["error"] = *error;
+  return {"compact/end", std::move(d), std::nullopt, std::nullopt, std::nullopt};
+}
+
 json::object reason(std::string_view kind) {
   json::object r;
   r["kind"] = kind;

@@ -39,6 +39,27 @@ NewEvent assistant_message(std::int64_t turn, std::int64_t step, boost::json::ar
 /// turn/end {turn, reason}
 NewEvent turn_end(std::int64_t turn, boost::json::object reason);
 
+/// turn/start of a turn opened for `/compact`: trigger {kind:"message", source:{kind:"plugin",plugin:"compact"}}.
+NewEvent compact_turn_start(std::int64_t turn);
+
+// Compaction (harness-compat §1.5, §3), in this order inside an open turn: compact/start, then
+// compact/summary + checkpoint + compact/end, or compact/end with an error.
+/// The checkpoint's preamble, exactly as compact-basic writes it.
+extern const char* const kCompactPreamble;
+/// compact/start {turn}
+NewEvent compact_start(std::int64_t turn);
+/// compact/summary {summary, shadowedRange:{start,end}, shadowedSeqs, shadowedTokenCount, provider, model, maxTokens?}
+NewEvent compact_summary(boost::json::array summary, std::int64_t start, std::int64_t end, boost::json::array shadowed_seqs,
+                         std::int64_t shadowed_tokens, std::string_view provider, std::string_view model,
+                         std::optional<std::int64_t> max_tokens);
+/// The checkpoint user/message: content [preamble + "\n\n<compacted-summary>", …summary blocks,
+/// "</compacted-summary>"], source {kind:"plugin",plugin:"compact"}, sourceEventSeqs
+/// [start_seq, summary_seq, …shadowed], surfaceOp {op:"replace", start, end}.
+NewEvent compact_checkpoint(const boost::json::array& summary, std::int64_t start_seq, std::int64_t summary_seq,
+                            const boost::json::array& shadowed_seqs);
+/// compact/end {turn[, error]}
+NewEvent compact_end(std::int64_t turn, std::optional<std::string_view> error = std::nullopt);
+
 /// Turn-end reasons: {kind:"completed"}, {kind:"aborted"}, {kind:"max-tokens"},
 /// {kind:"error", step, message[, code]}.
 boost::json::object reason(std::string_view kind);

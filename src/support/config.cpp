@@ -19,7 +19,7 @@ namespace {
 
 namespace json = boost::json;
 
-enum class Kind { string, path, integer, boolean, choice };
+enum class Kind { string, path, integer, boolean, choice, fraction };
 
 struct Option {
   const char* flag;  ///< without the leading "--"
@@ -84,6 +84,12 @@ const std::vector<Option>& options() {
        std::int64_t(1) << 40},
       {"max-outbox-bytes", Kind::integer, "output bytes queued for the client before reading pauses (16 MiB)",
        int_setter(&Config::max_outbox_bytes), 1024, std::int64_t(1) << 40},
+      {"context-window", Kind::integer, "context window of the configured model in tokens (enables automatic compaction)",
+       [](Config& c, const std::string& v) { c.context_window = std::stoll(v); }, 256, std::int64_t(1) << 40},
+      {"compact-at", Kind::fraction, "compact before a request estimated above this share of the window (0.8; 0 = never)",
+       [](Config& c, const std::string& v) { c.compact_at = std::stod(v); }},
+      {"compact-keep-turns", Kind::integer, "most recent user turns a compaction keeps (2)",
+       int_setter(&Config::compact_keep_turns), 1, 1000},
       {"log-file", Kind::path, "log file (mode 0600, appended)", str_setter(&Config::log_file)},
       {"log-level", Kind::choice, "log verbosity", str_setter(&Config::log_level), 0, 0,
        {"error", "warn", "info", "debug"}},
@@ -134,6 +140,18 @@ std::string validate(const Option& opt, const std::string& text, const std::stri
       for (const auto& c : opt.choices) allowed += (allowed.empty() ? "" : ", ") + c;
       throw ConfigError(origin + ": --" + opt.flag + " must be one of " + allowed + ", got '" + text + "'");
     }
+  case Kind::fraction: {
+    std::size_t used = 0;
+    double value = -1;
+    try {
+      value = std::stod(text, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != text.size() || !(value >= 0 && value <= 1))
+      throw ConfigError(origin + ": --" + opt.flag + " expects a number from 0 to 1, got '" + text + "'");
+    return text;
+  }
   case Kind::path:
   case Kind::string:
     if (text.empty()) throw ConfigError(origin + ": --" + opt.flag + " must not be empty");
@@ -183,8 +201,24 @@ std::map<std::string, std::string> read_config_file(const std::string& path, Con
       if (!kv.value().is_array()) throw ConfigError(origin + " must be an array of strings");
       config.models.clear();
       for (const auto& m : kv.value().get_array()) {
-        if (!m.is_string() || m.get_string().empty()) throw ConfigError(origin + " must be an array of non-empty strings");
-        config.models.emplace_back(m.get_string());
+        if (m.is_string() && !m.get_string().empty()) {
+          config.models.emplace_back(m.get_string());
+          continue;
+        }
+        // {"name": "...", "contextWindow": N}: a model choice with its window.
+        const json::object* entry = m.if_object();
+        const json::value* name = entry ? entry->if_contains("name") : nullptr;
+        if (!name || !name->is_string() || name->get_string().empty())
+          throw ConfigError(origin + " entries must be non-empty strings or objects {\"name\", \"contextWindow\"}");
+        for (const auto& field : *entry)
+          if (field.key() != "name" && field.key() != "contextWindow")
+            throw ConfigError(origin + ": \"" + std::string(field.key()) + "\" is not a known model setting");
+        config.models.emplace_back(name->get_string());
+        if (const json::value* window = entry->if_contains("contextWindow")) {
+          if (!window->is_int64() || window->get_int64() < 256)
+            throw ConfigError(origin + ": contextWindow must be an integer of at least 256");
+          config.context_windows[std::string(name->get_string())] = window->get_int64();
+        }
       }
       continue;
     }
@@ -202,6 +236,9 @@ std::map<std::string, std::string> read_config_file(const std::string& path, Con
     std::string raw;
     if (opt->kind == Kind::integer) {
       if (!v.is_int64() && !v.is_uint64()) throw ConfigError(origin + " must be an integer");
+      raw = json::serialize(v);
+    } else if (opt->kind == Kind::fraction) {
+      if (!v.is_number()) throw ConfigError(origin + " must be a number");
       raw = json::serialize(v);
     } else if (opt->kind == Kind::boolean) {
       if (!v.is_bool()) throw ConfigError(origin + " must be true or false");
@@ -295,6 +332,7 @@ CliResult load_config(const std::vector<std::string>& args, const Environment& e
     throw ConfigError("--provider openai needs --base-url (the server's OpenAI-compatible endpoint)");
   if (config.provider == "openai" && config.model.empty())
     throw ConfigError("--provider openai needs --model");
+  if (config.context_window) config.context_windows[config.model] = *config.context_window;
   config.deepseek_api_key = env_or(env, "DEEPSEEK_API_KEY", config.deepseek_api_key);
   config.openai_api_key = env_or(env, "OPENAI_API_KEY", config.openai_api_key);
   return result;
@@ -314,6 +352,7 @@ std::string usage_text() {
     std::string left = std::string("  --") + opt.flag;
     switch (opt.kind) {
     case Kind::integer: left += " N"; break;
+    case Kind::fraction: left += " F"; break;
     case Kind::path: left += " PATH"; break;
     case Kind::string: left += " TEXT"; break;
     case Kind::boolean: break;

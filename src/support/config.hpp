@@ -40,6 +40,12 @@ struct Config {
   std::string log_file;
   std::string log_level = "info";
   std::vector<std::string> models;  ///< extra model choices offered per session (config file only)
+  /// Context windows (tokens) of models: --context-window for the configured model, and the
+  /// `contextWindow` of `models` entries written as objects {name, contextWindow}.
+  std::map<std::string, std::int64_t> context_windows;
+  std::optional<std::int64_t> context_window;  ///< --context-window (the configured model)
+  double compact_at = 0.8;                     ///< share of the usable window that triggers compaction; 0 = off
+  std::int64_t compact_keep_turns = 2;         ///< most recent user turns a compaction leaves alone
   std::string deepseek_api_key;     ///< DEEPSEEK_API_KEY, else config-file key deepseekApiKey
   std::string openai_api_key;       ///< OPENAI_API_KEY, else config-file key openaiApiKey
 };

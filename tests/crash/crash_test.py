@@ -12,8 +12,13 @@
 3. Cut logs: copies of real logs written by the binary (raw and zstd) are cut at random byte
    offsets, placed in fresh stores and checked the same way (prompts whose turn/end lies in the
    committed prefix must be replayed).
+4. Kills during compaction (issue 9): a session of three answered prompts gets `/compact` with a
+   slow echo summary and the process is killed at a random moment. The committed prefix must fold
+   (harness-compat §2.1) to the surface before the compaction or to the one after it (a
+   checkpoint replacing the oldest nodes, the rest unchanged), never anything between; the log
+   then loads, replays every prompt, takes one more prompt and is strictly valid.
 
-Usage: crash_test.py DSH_ACP_BIN [--runs N] [--cuts N] [--seed S]. The seed is printed.
+Usage: crash_test.py DSH_ACP_BIN [--runs N] [--cuts N] [--compactions N] [--seed S]. The seed is printed.
 """
 import argparse
 import json
@@ -387,11 +392,89 @@ def cut_run(binary, rng, base, source, cwd_of, k):
         assert t in texts, f"cut {k}: {t!r} not in the repaired log"
 
 
+# ---- phase 4: kill -9 during compaction ---------------------------------------------------------
+
+def fold(events, where):
+    """The surface fold of harness-compat §2.1 (seqs in surface order); raises on any violation."""
+    nodes = []
+    for i, e in enumerate(events):
+        assert e["seq"] == i, f"{where}: seq {e['seq']} at {i}"
+        op = e.get("surfaceOp")
+        if op is None:
+            continue
+        if op == "append":
+            nodes.append(e["seq"])
+            continue
+        assert isinstance(op, dict) and sorted(op) == ["end", "op", "start"] and op["op"] == "replace", f"{where}: {op}"
+        si, ei = nodes.index(op["start"]), nodes.index(op["end"])
+        assert si <= ei, f"{where}: replace start after end"
+        for n in nodes[si:ei + 1]:
+            assert n in e["sourceEventSeqs"], f"{where}: shadowed {n} not in sourceEventSeqs"
+        nodes[si:ei + 1] = [e["seq"]]
+    return nodes
+
+
+def compact_kill_run(binary, rng, base, k, stats):
+    compression = "zstd" if k % 2 == 0 else "none"
+    home = os.path.join(base, f"compact-{k}")
+    os.makedirs(home)
+    store = os.path.join(home, "sessions")
+    args = ["--store-compression", compression]
+    c = Client(binary, home, args, store=store)
+    prompts = [f"compact-r{k}-{i}" for i in range(3)]
+    try:
+        c.initialize()
+        sid = c.ok("session/new", {"cwd": home, "mcpServers": []})["sessionId"]
+        for p in prompts:
+            assert c.ok("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": p}]})["stopReason"] == "end_turn"
+        [path] = log_files(store)
+        _h, events = lenient_check(path)
+        before = fold(events, path)
+        sleep_ms = rng.randint(20, 80)
+        c.send("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": f"/compact [[echo:sleep={sleep_ms}]]"}]})
+        deadline = time.monotonic() + rng.uniform(0, (sleep_ms + 15) / 1000)
+        while time.monotonic() < deadline:
+            c.pump(deadline - time.monotonic())
+    finally:
+        c.kill9()
+    _h, events = lenient_check(path)
+    where = f"compaction kill {k} ({compression})"
+    after = fold(events, where)
+    if after == before:
+        stats["before"] += 1
+        stats["started"] += 1 if any(e["type"] == "compact/start" for e in events) else 0
+    else:
+        cp = events[after[0]]
+        assert cp["type"] == "user/message" and cp["data"]["source"] == {"kind": "plugin", "plugin": "compact"}, \
+            f"{where}: the surface is neither before nor after the compaction: {before} -> {after}"
+        rest = after[1:]
+        assert before[len(before) - len(rest):] == rest, f"{where}: the kept nodes changed: {before} -> {after}"
+        shadowed = before[:len(before) - len(rest)]
+        assert cp["sourceEventSeqs"][2:] == shadowed, f"{where}: checkpoint names {cp['sourceEventSeqs']}, shadowed {shadowed}"
+        stats["after"] += 1
+    # Every log loads, replays every prompt, takes one more prompt and is strictly valid.
+    c = Client(binary, home, args, store=store)
+    try:
+        c.initialize()
+        r = c.call("session/load", {"sessionId": sid, "cwd": home, "mcpServers": []})
+        assert "error" not in r, f"{where}: session/load failed: {r.get('error')}"
+        replay = replayed_user_text(c, sid)
+        for p in prompts:
+            assert p in replay, f"{where}: prompt {p!r} not replayed"
+        r = c.ok("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "after the kill"}]})
+        assert r["stopReason"] == "end_turn", r
+    finally:
+        assert c.close() == 0
+    _h, events, _turns = strict_check(path)
+    fold(events, where)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("binary")
     ap.add_argument("--runs", type=int, default=int(os.environ.get("CRASH_RUNS", "60")))
     ap.add_argument("--cuts", type=int, default=int(os.environ.get("CRASH_CUTS", "40")))
+    ap.add_argument("--compactions", type=int, default=int(os.environ.get("CRASH_COMPACTIONS", "12")))
     ap.add_argument("--seed", type=int, default=int(os.environ.get("CRASH_SEED", random.randrange(1 << 32))))
     a = ap.parse_args()
     print(f"crash test: seed {a.seed} (rerun with --seed {a.seed}), {a.runs} kill runs, {a.cuts} cut logs", flush=True)
@@ -429,6 +512,14 @@ def main():
             pool = by_kind[k % 2 == 0] or sources
             cut_run(a.binary, rng, base, rng.choice(pool), cwd_of, k)
         print(f"phase 3: {a.cuts} logs cut at random offsets (half zstd, half raw) load, replay, repair ({time.monotonic() - t0:.1f} s)")
+        passed += 1
+
+        cstats = {"before": 0, "after": 0, "started": 0}
+        for k in range(a.compactions):
+            compact_kill_run(a.binary, rng, base, k, cstats)
+        print(f"phase 4: {a.compactions} processes killed during /compact: {cstats['before']} surfaces as before "
+              f"({cstats['started']} of them with compact/start written), {cstats['after']} as after, none between; "
+              f"every log loads, replays and is strictly valid after one more prompt ({time.monotonic() - t0:.1f} s)", flush=True)
         passed += 1
     except AssertionError as e:
         failed += 1

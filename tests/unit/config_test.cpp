@@ -99,6 +99,39 @@ BOOST_AUTO_TEST_CASE(max_outbox_bytes_from_every_source) {
   BOOST_TEST(usage_text().find("--max-outbox-bytes") != std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(compaction_settings_and_model_windows) {
+  TempDir t;
+  auto c = load({}, {{"HOME", t.path}, {"DSH_ACP_PROVIDER", "echo"}});
+  BOOST_TEST(c.compact_at == 0.8);
+  BOOST_TEST(c.compact_keep_turns == 2);
+  BOOST_TEST(!c.context_window);
+  BOOST_TEST(c.context_windows.empty());
+  std::string file = t.write("c.json", R"({"provider": "openai", "baseUrl": "http://127.0.0.1:1", "model": "local",
+      "compactAt": 0.5, "contextWindow": 8192, "compactKeepTurns": 3,
+      "models": ["plain", {"name": "big", "contextWindow": 131072}, {"name": "nowindow"}]})");
+  c = load({"--config", file}, {{"HOME", t.path}});
+  BOOST_TEST(c.compact_at == 0.5);
+  BOOST_TEST(c.compact_keep_turns == 3);
+  BOOST_TEST((c.models == std::vector<std::string>{"plain", "big", "nowindow"}));
+  BOOST_TEST(c.context_windows.at("local") == 8192);
+  BOOST_TEST(c.context_windows.at("big") == 131072);
+  BOOST_TEST(c.context_windows.count("plain") == 0u);
+  // Flag over environment over file; 0 turns automatic compaction off.
+  c = load({"--config", file, "--compact-at", "0"}, {{"HOME", t.path}, {"DSH_ACP_COMPACT_AT", "0.9"}});
+  BOOST_TEST(c.compact_at == 0.0);
+  c = load({"--config", file, "--context-window=4096"}, {{"HOME", t.path}, {"DSH_ACP_COMPACT_AT", "0.9"}});
+  BOOST_TEST(c.compact_at == 0.9);
+  BOOST_TEST(c.context_windows.at("local") == 4096);
+  BOOST_CHECK_THROW(load({"--compact-at", "1.5"}, {{"HOME", t.path}}), ConfigError);
+  BOOST_CHECK_THROW(load({"--compact-at", "x"}, {{"HOME", t.path}}), ConfigError);
+  BOOST_CHECK_THROW(load({"--compact-keep-turns", "0"}, {{"HOME", t.path}}), ConfigError);
+  for (std::string bad : {R"({"models": [{"contextWindow": 9000}]})", R"({"models": [{"name": "a", "window": 9000}]})",
+                          R"({"models": [{"name": "a", "contextWindow": 10}]})", R"({"compactAt": "0.5"})"}) {
+    file = t.write("bad.json", bad);
+    BOOST_TEST_CONTEXT(bad) { BOOST_CHECK_THROW(load({"--config", file}, {{"HOME", t.path}}), ConfigError); }
+  }
+}
+
 // schemas/config.schema.json documents the file; this keeps it and the option table in step.
 BOOST_AUTO_TEST_CASE(the_config_schema_matches_the_options) {
   TempDir t;
@@ -127,6 +160,7 @@ BOOST_AUTO_TEST_CASE(the_config_schema_matches_the_options) {
     if (spec.contains("default")) sample = spec.at("default");
     else if (spec.contains("enum")) sample = spec.at("enum").as_array().front();
     else if (spec.at("type") == "array") sample = boost::json::array{"m"};
+    else if (spec.at("type") == "integer") sample = spec.at("minimum");
     BOOST_TEST_CONTEXT(key) {
       std::string file = t.write("c.json", boost::json::serialize(boost::json::object{{std::string(key), sample}}));
       BOOST_CHECK_NO_THROW(load({"--config", file}, {{"HOME", t.path}}));

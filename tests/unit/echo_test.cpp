@@ -32,6 +32,29 @@ BOOST_AUTO_TEST_CASE(preview_counts_characters_not_bytes) {
   BOOST_TEST(answer.find("[1] user 59 bytes") != std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(summary_is_deterministic_and_bounded) {
+  llm::Request r;
+  r.purpose = llm::Purpose::summary;
+  r.messages = {{llm::Role::system, "summarise"}, {llm::Role::user, "first question\nwith two lines"},
+                {llm::Role::assistant, "answer"}, {llm::Role::user, "Write the checkpoint summary now.\nFocus: keep names"}};
+  BOOST_TEST(llm::echo_summary(r) ==
+             "## Goal\n- echo summary of 2 messages, 35 bytes\n"
+             "## Focus\n- keep names\n"
+             "## Messages\n"
+             "- [1] user 29 bytes: first question\u23CEwith two lines\n"
+             "- [2] assistant 6 bytes: answer");
+  // Ten messages: the first and last three, and how many are left out.
+  r.messages = {{llm::Role::system, "s"}};
+  for (int i = 1; i <= 10; ++i) r.messages.push_back({i % 2 ? llm::Role::user : llm::Role::assistant, "m" + std::to_string(i)});
+  r.messages.push_back({llm::Role::user, "Write the checkpoint summary now."});
+  BOOST_TEST(llm::echo_summary(r) ==
+             "## Goal\n- echo summary of 10 messages, 21 bytes\n"
+             "## Messages\n"
+             "- [1] user 2 bytes: m1\n- [2] assistant 2 bytes: m2\n- [3] user 2 bytes: m3\n"
+             "- \u2026 4 more\n"
+             "- [8] assistant 2 bytes: m8\n- [9] user 2 bytes: m9\n- [10] assistant 3 bytes: m10");
+}
+
 BOOST_AUTO_TEST_CASE(chunks_end_after_each_space) {
   auto chunks = llm::echo_chunks("a b\nc  d");
   std::vector<std::string> expected{"a ", "b\nc ", " ", "d"};

@@ -1,6 +1,7 @@
 // In-process tests of the session engine (src/engine) with a scripted fake provider and a real store
 // in a temporary directory: durability of session/new, conversation assembly from the log, refusal,
 // early cancel, cancellation joining the turn, close during a prompt, the model's request/header.
+#include "engine_fixture.hpp"
 #include "engine/engine.hpp"
 #include "handlers/store_source.hpp"
 #include "refs/service.hpp"
@@ -27,131 +28,7 @@ namespace asio = boost::asio;
 namespace json = boost::json;
 namespace fs = std::filesystem;
 
-namespace {
-
-// A model that answers each request from a script: text deltas and a stop kind, or it waits until
-// it is cancelled (`hang`). Every request it receives is kept.
-class FakeProvider final : public llm::Provider {
-public:
-  explicit FakeProvider(std::string name) : name_(std::move(name)) {}
-  std::string name() const override { return name_; }
-  asio::awaitable<llm::Completion> stream(const llm::Request& request, llm::DeltaSink sink) override {
-    requests.push_back(request);
-    llm::Completion c;
-    c.provider = name_;
-    c.model = request.model;
-    if (hang) {
-      asio::steady_timer t(co_await asio::this_coro::executor, std::chrono::hours(1));
-      ++waiting;
-      co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
-      --waiting;
-      c.stop = llm::StopKind::cancelled;
-      co_return c;
-    }
-    for (const auto& d : answer) sink(llm::Delta{llm::DeltaKind::text, d});
-    c.stop = stop;
-    co_return c;
-  }
-  std::vector<llm::Request> requests;
-  std::vector<std::string> answer{"hello ", "there"};
-  llm::StopKind stop = llm::StopKind::end_turn;
-  bool hang = false;
-  int waiting = 0;
-
-private:
-  std::string name_;
-};
-
-struct Recorder final : engine::TurnObserver {
-  void references(std::int64_t seq, const json::object&) override { cards.push_back(seq); }
-  void title(const std::string& t) override { titles.push_back(t); }
-  void delta(const llm::Delta& d) override { text += d.text; }
-  std::vector<std::int64_t> cards;
-  std::vector<std::string> titles;
-  std::string text;
-};
-
-std::string temp_root() {
-  std::mt19937_64 rng(std::random_device{}());
-  fs::path p = fs::temp_directory_path() / ("dsh-engine-" + std::to_string(rng()));
-  fs::create_directories(p);
-  return p.string();
-}
-
-// One "process": its own store handle, reference service and engine over a shared root.
-struct Process {
-  Process(const std::string& root, support::Config& config, llm::Provider& provider, asio::io_context& io,
-          asio::thread_pool& pool)
-      : store([root] {
-          store::StoreOptions o;
-          o.root = root + "/store";
-          o.cache_dir = root + "/cache";
-          o.encoding = store::Encoding::none;
-          return std::make_unique<store::SessionStore>(o);
-        }),
-        references(std::make_shared<handlers::StoreSessionSource>(store), refs::Config{}),
-        engine(engine::EngineServices{config, provider, store, references, "system {cwd}"}, io.get_executor(),
-               pool.get_executor()) {}
-  engine::StoreHandle store;
-  refs::SessionReferenceService references;
-  engine::Engine engine;
-};
-
-struct Fixture {
-  Fixture() : root(temp_root()), provider("fake") {
-    config.provider = "fake";
-    config.model = "m1";
-    config.models = {"m2"};
-  }
-  ~Fixture() {
-    pool.join();
-    std::error_code ec;
-    fs::remove_all(root, ec);
-  }
-  std::unique_ptr<Process> process() { return std::make_unique<Process>(root, config, provider, io, pool); }
-
-  template <class T> T run(asio::awaitable<T> work) {
-    std::optional<T> out;
-    std::exception_ptr error;
-    asio::co_spawn(io, std::move(work), [&](std::exception_ptr e, T v) {
-      error = e;
-      if (!e) out = std::move(v);
-    });
-    io.restart();
-    io.run();
-    if (error) std::rethrow_exception(error);
-    return std::move(*out);
-  }
-  void run(asio::awaitable<void> work) {
-    std::exception_ptr error;
-    asio::co_spawn(io, std::move(work), [&](std::exception_ptr e) { error = e; });
-    io.restart();
-    io.run();
-    if (error) std::rethrow_exception(error);
-  }
-
-  std::vector<json::object> events(Process& p, const std::string& id) { return p.store.get().read_log(id).events; }
-
-  std::string root;
-  support::Config config;
-  FakeProvider provider;
-  asio::io_context io;
-  asio::thread_pool pool{4};
-};
-
-std::vector<std::string> types(const std::vector<json::object>& events) {
-  std::vector<std::string> out;
-  for (const auto& e : events) out.emplace_back(store::string_at(e, "type"));
-  return out;
-}
-
-const json::object& last_of(const std::vector<json::object>& events, std::string_view type) {
-  for (auto it = events.rbegin(); it != events.rend(); ++it)
-    if (store::string_at(*it, "type") == type) return *it;
-  throw std::runtime_error("no " + std::string(type));
-}
-
-} // namespace
+using namespace engine_fixture;
 
 BOOST_AUTO_TEST_SUITE(session_engine)
 

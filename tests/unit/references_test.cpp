@@ -176,6 +176,39 @@ const std::string kSnapshotText = "## Referenced sessions\n\nThe JSON below is a
 
 BOOST_AUTO_TEST_SUITE(reference_replay)
 
+// The compaction card appears where the checkpoint sits; shadowed events replay as they were.
+BOOST_AUTO_TEST_CASE(compaction_card_replays_where_the_checkpoint_is) {
+  const std::string checkpoint =
+      R"({"type":"user/message","seq":8,"time":1,"data":{"content":[{"type":"text","text":"preamble\n\n<compacted-summary>"},)"
+      R"({"type":"text","text":"## Goal\n- a\n- b\n- c\n- d\n- e\n- f"},{"type":"text","text":"</compacted-summary>"}],)"
+      R"("source":{"kind":"plugin","plugin":"compact"}},"sourceEventSeqs":[6,7,1,2],"surfaceOp":{"op":"replace","start":1,"end":2}})";
+  auto updates = replay({
+      plain_event(0, "turn/start", R"({"turn":1,"trigger":{"kind":"message","source":{"kind":"user"}}})"),
+      user_message(1, "old question", R"({"kind":"user"})"),
+      text_chunk(2, 1, "old answer"),
+      plain_event(3, "turn/end", R"({"turn":1,"reason":{"kind":"completed"}})"),
+      plain_event(4, "turn/start", R"({"turn":2,"trigger":{"kind":"message","source":{"kind":"user"}}})"),
+      user_message(5, "new question", R"({"kind":"user"})"),
+      plain_event(6, "compact/start", R"({"turn":2})"),
+      plain_event(7, "compact/summary", R"({"summary":[]})"),
+      checkpoint,
+      plain_event(9, "compact/end", R"({"turn":2})"),
+      text_chunk(10, 2, "new answer"),
+  });
+  BOOST_TEST_REQUIRE(updates.size() == 5u);
+  BOOST_TEST(updates[0].at("content").at("text").as_string() == "old question");
+  BOOST_TEST(updates[1].at("content").at("text").as_string() == "old answer");
+  BOOST_TEST(updates[2].at("content").at("text").as_string() == "new question");
+  const auto& card = updates[3].as_object();
+  BOOST_TEST(card.at("sessionUpdate").as_string() == "tool_call");
+  BOOST_TEST(card.at("toolCallId").as_string() == "dsh-compact-8");
+  BOOST_TEST(card.at("kind").as_string() == "think");
+  BOOST_TEST(card.at("status").as_string() == "completed");
+  BOOST_TEST(card.at("title").as_string() == "Compacted conversation \u00B7 2 messages");
+  BOOST_TEST(card.at("content").as_array()[0].at("content").at("text").as_string() == "## Goal\n- a\n- b\n- c\n- d\n- e");
+  BOOST_TEST(updates[4].at("content").at("text").as_string() == "new answer");
+}
+
 BOOST_AUTO_TEST_CASE(card_follows_the_user_chunk_of_the_direct_message) {
   auto updates = replay({
       plain_event(0, "turn/start", R"({"turn":1,"trigger":{"kind":"message","source":{"kind":"user"}}})"),
@@ -212,14 +245,16 @@ BOOST_AUTO_TEST_CASE(snapshot_text_is_never_a_user_chunk) {
 BOOST_AUTO_TEST_CASE(nothing_is_shown_until_the_direct_message_arrives) {
   // A snapshot alone (a log cut after it) shows neither its text nor a card.
   BOOST_TEST(replay({user_message(0, kSnapshotText, kSnapshotSource)}).empty());
-  // Other injected context and compact checkpoints show nothing and do not take the card.
+  // Other injected context shows nothing; a compact checkpoint shows its own card (issue 9); neither
+  // takes the reference card.
   auto updates = replay({user_message(0, kSnapshotText, kSnapshotSource),
                          user_message(1, "<compacted-summary>x</compacted-summary>", R"({"kind":"plugin","plugin":"compact"})"),
                          user_message(2, "plugin context", R"({"kind":"plugin","plugin":"goal"})"),
                          user_message(3, "direct", R"({"kind":"user"})")});
-  BOOST_TEST_REQUIRE(updates.size() == 2u);
-  BOOST_TEST(updates[0].at("content").at("text").as_string() == "direct");
-  BOOST_TEST(updates[1].at("toolCallId").as_string() == "dsh-ref-0");
+  BOOST_TEST_REQUIRE(updates.size() == 3u);
+  BOOST_TEST(updates[0].at("toolCallId").as_string() == "dsh-compact-1");
+  BOOST_TEST(updates[1].at("content").at("text").as_string() == "direct");
+  BOOST_TEST(updates[2].at("toolCallId").as_string() == "dsh-ref-0");
 }
 
 BOOST_AUTO_TEST_CASE(each_card_is_sent_once_with_its_own_seq) {
@@ -342,6 +377,25 @@ BOOST_AUTO_TEST_CASE(parse_slash_command_recognizes_ref_and_its_argument) {
   BOOST_TEST(parsed("please /ref") == "<none>");
   BOOST_TEST(parsed("ref") == "<none>");
   BOOST_TEST(parsed("") == "<none>");
+  BOOST_TEST(parsed("/compact") == "compact|");
+  BOOST_TEST(parsed("/compact keep the API names ") == "compact|keep the API names");
+  BOOST_TEST(parsed("/compacted") == "<none>");
+}
+
+BOOST_AUTO_TEST_CASE(unknown_slash_words_and_text_for_the_model) {
+  auto unknown = [](std::string_view t) { return handlers::unknown_slash_command(t).value_or("<model>"); };
+  BOOST_TEST(unknown("/help") == "help");
+  BOOST_TEST(unknown("  /Ref x") == "Ref");
+  BOOST_TEST(unknown("/refs") == "refs");
+  BOOST_TEST(unknown("/do-it now") == "do-it");
+  BOOST_TEST(unknown("/ref") == "<model>");      // a command
+  BOOST_TEST(unknown("/compact") == "<model>");  // a command
+  BOOST_TEST(unknown("//help") == "<model>");
+  BOOST_TEST(unknown("/ help") == "<model>");
+  BOOST_TEST(unknown("/usr/bin/env is broken") == "<model>");
+  BOOST_TEST(unknown("/") == "<model>");
+  BOOST_TEST(unknown("say /help") == "<model>");
+  BOOST_TEST(handlers::describe_unknown_command("help").rfind("Unknown command /help. Commands:\n- /compact", 0) == 0u);
 }
 
 BOOST_AUTO_TEST_CASE(describe_candidates_without_candidates) {

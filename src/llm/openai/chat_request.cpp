@@ -39,7 +39,8 @@ bool has_consecutive_user_messages(const std::vector<Message>& messages) {
   return false;
 }
 
-std::string build_chat_request_body(std::string_view model, const std::vector<Message>& messages) {
+std::string build_chat_request_body(std::string_view model, const std::vector<Message>& messages,
+                                    std::optional<std::int64_t> max_tokens) {
   boost::json::object body;
   if (!model.empty())
     body["model"] = model;
@@ -52,6 +53,7 @@ std::string build_chat_request_body(std::string_view model, const std::vector<Me
     msgs.push_back(std::move(o));
   }
   body["messages"] = std::move(msgs);
+  if (max_tokens) body["max_tokens"] = *max_tokens;
   body["stream"] = true;
   body["stream_options"] = boost::json::object{{"include_usage", true}};
   return boost::json::serialize(body);

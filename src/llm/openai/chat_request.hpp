@@ -9,6 +9,7 @@
 
 #include "llm/provider.hpp"
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,6 +27,7 @@ std::vector<Message> merge_consecutive_user_messages(const std::vector<Message>&
 bool has_consecutive_user_messages(const std::vector<Message>& messages);
 
 /// Serialises the request body. `model` is omitted when empty (llama.cpp and Ollama serve one model).
-std::string build_chat_request_body(std::string_view model, const std::vector<Message>& messages);
+std::string build_chat_request_body(std::string_view model, const std::vector<Message>& messages,
+                                    std::optional<std::int64_t> max_tokens = std::nullopt);
 
 } // namespace acp::llm

@@ -112,7 +112,8 @@ private:
     bool merged = merge_user_messages_.load(std::memory_order_relaxed);
     auto build = [&] {
       return build_chat_request_body(model, merged ? merge_consecutive_user_messages(request.messages)
-                                                   : request.messages);
+                                                   : request.messages,
+                                     request.max_tokens);
     };
     std::string body = build();
     bool output_started = false;

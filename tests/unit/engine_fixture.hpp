@@ -1,0 +1,176 @@
+// The in-process engine fixture shared by engine_test.cpp and compaction_test.cpp: a scripted fake
+// provider, an observer that records what a turn reports, and "processes" (store handle, reference
+// service, engine) over one temporary store root.
+#pragma once
+
+#include "engine/engine.hpp"
+#include "handlers/store_source.hpp"
+#include "refs/service.hpp"
+#include "store/records.hpp"
+#include "store/session_store.hpp"
+#include "support/config.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/json.hpp>
+
+#include <filesystem>
+#include <random>
+
+namespace engine_fixture {
+
+using namespace acp;
+namespace asio = boost::asio;
+namespace json = boost::json;
+namespace fs = std::filesystem;
+
+// A model that answers each request from a script: text deltas and a stop kind, or it waits until
+// it is cancelled (`hang`). Every request it receives is kept.
+class FakeProvider final : public llm::Provider {
+public:
+  explicit FakeProvider(std::string name) : name_(std::move(name)) {}
+  std::string name() const override { return name_; }
+  asio::awaitable<llm::Completion> stream(const llm::Request& request, llm::DeltaSink sink) override {
+    requests.push_back(request);
+    llm::Completion c;
+    c.provider = name_;
+    c.model = request.model;
+    const bool summary = request.purpose == llm::Purpose::summary;
+    if (summary && summary_error) throw llm::ProviderError("PROVIDER_UNAVAILABLE", "summariser down", 503);
+    if (!summary && too_long > 0) {
+      --too_long;
+      throw llm::ProviderError("PROVIDER_BAD_REQUEST", "This model's maximum context length is 1000 tokens", 400);
+    }
+    if (hang || (summary && hang_summary)) {
+      asio::steady_timer t(co_await asio::this_coro::executor, std::chrono::hours(1));
+      ++waiting;
+      co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+      --waiting;
+      c.stop = llm::StopKind::cancelled;
+      co_return c;
+    }
+    if (summary) {
+      sink(llm::Delta{llm::DeltaKind::text, summary_text});
+      co_return c;
+    }
+    for (const auto& d : answer) sink(llm::Delta{llm::DeltaKind::text, d});
+    c.stop = stop;
+    co_return c;
+  }
+  std::vector<llm::Request> requests;
+  std::string summary_text = "## Goal\n- fake summary\n## Next steps\n- none";
+  bool summary_error = false;   ///< summary requests fail (503)
+  bool hang_summary = false;    ///< summary requests wait until cancelled
+  int too_long = 0;             ///< the next N answer requests fail "maximum context length" (400)
+  std::vector<std::string> answer{"hello ", "there"};
+  llm::StopKind stop = llm::StopKind::end_turn;
+  bool hang = false;
+  int waiting = 0;
+
+private:
+  std::string name_;
+};
+
+struct Recorder final : engine::TurnObserver {
+  void references(std::int64_t seq, const json::object&) override { cards.push_back(seq); }
+  void title(const std::string& t) override { titles.push_back(t); }
+  void delta(const llm::Delta& d) override {
+    text += d.text;
+    order.push_back("delta");
+  }
+  void compacted(const engine::CompactionReport& r) override {
+    compactions.push_back(r);
+    order.push_back("compacted");
+  }
+  std::vector<engine::CompactionReport> compactions;
+  std::vector<std::string> order;  ///< "compacted" / "delta", as reported
+  std::vector<std::int64_t> cards;
+  std::vector<std::string> titles;
+  std::string text;
+};
+
+inline std::string temp_root() {
+  std::mt19937_64 rng(std::random_device{}());
+  fs::path p = fs::temp_directory_path() / ("dsh-engine-" + std::to_string(rng()));
+  fs::create_directories(p);
+  return p.string();
+}
+
+// One "process": its own store handle, reference service and engine over a shared root.
+struct Process {
+  Process(const std::string& root, support::Config& config, llm::Provider& provider, asio::io_context& io,
+          asio::thread_pool& pool)
+      : store([root] {
+          store::StoreOptions o;
+          o.root = root + "/store";
+          o.cache_dir = root + "/cache";
+          o.encoding = store::Encoding::none;
+          return std::make_unique<store::SessionStore>(o);
+        }),
+        references(std::make_shared<handlers::StoreSessionSource>(store), refs::Config{}),
+        engine(engine::EngineServices{config, provider, store, references, "system {cwd}"}, io.get_executor(),
+               pool.get_executor()) {}
+  engine::StoreHandle store;
+  refs::SessionReferenceService references;
+  engine::Engine engine;
+};
+
+struct Fixture {
+  Fixture() : root(temp_root()), provider("fake") {
+    config.provider = "fake";
+    config.model = "m1";
+    config.models = {"m2"};
+  }
+  ~Fixture() {
+    pool.join();
+    std::error_code ec;
+    fs::remove_all(root, ec);
+  }
+  std::unique_ptr<Process> process() { return std::make_unique<Process>(root, config, provider, io, pool); }
+
+  template <class T> T run(asio::awaitable<T> work) {
+    std::optional<T> out;
+    std::exception_ptr error;
+    asio::co_spawn(io, std::move(work), [&](std::exception_ptr e, T v) {
+      error = e;
+      if (!e) out = std::move(v);
+    });
+    io.restart();
+    io.run();
+    if (error) std::rethrow_exception(error);
+    return std::move(*out);
+  }
+  void run(asio::awaitable<void> work) {
+    std::exception_ptr error;
+    asio::co_spawn(io, std::move(work), [&](std::exception_ptr e) { error = e; });
+    io.restart();
+    io.run();
+    if (error) std::rethrow_exception(error);
+  }
+
+  std::vector<json::object> events(Process& p, const std::string& id) { return p.store.get().read_log(id).events; }
+
+  std::string root;
+  support::Config config;
+  FakeProvider provider;
+  asio::io_context io;
+  asio::thread_pool pool{4};
+};
+
+inline std::vector<std::string> types(const std::vector<json::object>& events) {
+  std::vector<std::string> out;
+  for (const auto& e : events) out.emplace_back(store::string_at(e, "type"));
+  return out;
+}
+
+inline const json::object& last_of(const std::vector<json::object>& events, std::string_view type) {
+  for (auto it = events.rbegin(); it != events.rend(); ++it)
+    if (store::string_at(*it, "type") == type) return *it;
+  throw std::runtime_error("no " + std::string(type));
+}
+
+} // namespace engine_fixture
