@@ -32,18 +32,23 @@ class ReplaySink {
 public:
   ReplaySink(HandlerContext& ctx, std::string id) : ctx_(ctx), id_(std::move(id)) {}
 
-  void operator()(boost::json::object&& event) {
-    replayer_.on_event(event, translated_);
-    for (auto& u : translated_) append_split(std::move(u), updates_);
-    translated_.clear();
-    for (auto& u : updates_) {
-      protocol::SessionNotification note{id_, std::move(u), std::nullopt};
-      batch_.push_back(jsonrpc::serialize_notification(methods::session_update, wire::encode(note)));
-      batch_bytes_ += batch_.back().size();
+  void operator()(boost::json::object&& event_in) {
+    {
+      // The event dies once translated, before its frames are made: a big message is held twice
+      // at most (the event and its update), never three or four times.
+      boost::json::object event = std::move(event_in);
+      replayer_.on_event(event, translated_);
     }
-    updates_.clear();
-    if (!streaming_ && batch_bytes_ >= kHoldBackBytes) streaming_ = true;
-    if (streaming_ && batch_bytes_ >= kBatchBytes) hand_over();
+    for (auto& u : translated_) {
+      for_each_split(std::move(u), [&](protocol::SessionUpdate&& piece) {
+        protocol::SessionNotification note{id_, std::move(piece), std::nullopt};
+        batch_.push_back(jsonrpc::serialize_notification(methods::session_update, wire::encode(note)));
+        batch_bytes_ += batch_.back().size();
+        if (!streaming_ && batch_bytes_ >= kHoldBackBytes) streaming_ = true;
+        if (streaming_ && batch_bytes_ >= kBatchBytes) hand_over();
+      });
+    }
+    translated_.clear();
   }
 
   /// Hands the batch over (an empty one too: it answers whether frames are still wanted). Throws
@@ -66,7 +71,7 @@ private:
   HandlerContext& ctx_;
   std::string id_;
   Replayer replayer_;
-  std::vector<protocol::SessionUpdate> translated_, updates_;
+  std::vector<protocol::SessionUpdate> translated_;
   std::vector<std::string> batch_;
   std::size_t batch_bytes_ = 0;
   bool streaming_ = false;

@@ -2,42 +2,60 @@
 
 namespace acp::handlers {
 
+namespace {
+
+// The longest prefix of at most `max` bytes that does not end inside a UTF-8 sequence.
+std::string_view first_piece(std::string_view text, std::size_t max) {
+  if (text.size() <= max) return text;
+  std::size_t cut = max;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  if (cut == 0) cut = max;  // not UTF-8 at all: cut anyway rather than loop
+  return text.substr(0, cut);
+}
+
+} // namespace
+
 std::vector<std::string_view> split_utf8(std::string_view text, std::size_t max) {
   std::vector<std::string_view> out;
-  while (text.size() > max) {
-    std::size_t cut = max;
-    while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
-    if (cut == 0) cut = max;  // not UTF-8 at all: cut anyway rather than loop
-    out.push_back(text.substr(0, cut));
-    text.remove_prefix(cut);
-  }
-  out.push_back(text);
+  do {
+    out.push_back(first_piece(text, max));
+    text.remove_prefix(out.back().size());
+  } while (!text.empty());
   return out;
 }
 
 namespace {
 
-template <class Chunk> bool split_chunk(protocol::SessionUpdate& update, std::vector<protocol::SessionUpdate>& out) {
+using Visit = std::function<void(protocol::SessionUpdate&&)>;
+
+template <class Chunk> bool split_chunk(protocol::SessionUpdate& update, const Visit& fn) {
   auto* chunk = std::get_if<Chunk>(&update);
   if (!chunk) return false;
   auto* text = std::get_if<protocol::TextContent>(&chunk->content);
   if (!text || text->text.size() <= kMaxChunkBytes) return false;
-  std::string whole = std::move(text->text);
-  for (std::string_view piece : split_utf8(whole)) {
+  const std::string whole = std::move(text->text);
+  std::string_view rest = whole;
+  while (!rest.empty()) {
+    std::string_view piece = first_piece(rest, kMaxChunkBytes);
     Chunk part = *chunk;
     std::get<protocol::TextContent>(part.content).text = std::string(piece);
-    out.push_back(std::move(part));
+    fn(std::move(part));
+    rest.remove_prefix(piece.size());
   }
   return true;
 }
 
 } // namespace
 
-void append_split(protocol::SessionUpdate update, std::vector<protocol::SessionUpdate>& out) {
-  if (split_chunk<protocol::UserMessageChunk>(update, out) || split_chunk<protocol::AgentMessageChunk>(update, out) ||
-      split_chunk<protocol::AgentThoughtChunk>(update, out))
+void for_each_split(protocol::SessionUpdate update, const Visit& fn) {
+  if (split_chunk<protocol::UserMessageChunk>(update, fn) || split_chunk<protocol::AgentMessageChunk>(update, fn) ||
+      split_chunk<protocol::AgentThoughtChunk>(update, fn))
     return;
-  out.push_back(std::move(update));
+  fn(std::move(update));
+}
+
+void append_split(protocol::SessionUpdate update, std::vector<protocol::SessionUpdate>& out) {
+  for_each_split(std::move(update), [&](protocol::SessionUpdate&& piece) { out.push_back(std::move(piece)); });
 }
 
 } // namespace acp::handlers

@@ -5,6 +5,7 @@
 
 #include "protocol/types/updates.hpp"
 
+#include <functional>
 #include <string_view>
 #include <vector>
 
@@ -18,5 +19,8 @@ std::vector<std::string_view> split_utf8(std::string_view text, std::size_t max 
 
 /// Appends `update` to `out`; a user, agent or thought chunk with longer text becomes several.
 void append_split(protocol::SessionUpdate update, std::vector<protocol::SessionUpdate>& out);
+/// The same, one piece at a time: each piece is made when `fn` is about to get it, so a long text
+/// is never held twice (replay memory stays within twice the largest event).
+void for_each_split(protocol::SessionUpdate update, const std::function<void(protocol::SessionUpdate&&)>& fn);
 
 } // namespace acp::handlers

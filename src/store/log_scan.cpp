@@ -12,6 +12,9 @@ namespace json = boost::json;
 
 namespace {
 
+// A line buffer at least this big is freed once its line is parsed (see PlainLine::storage).
+constexpr std::size_t kReleaseLineBytes = 1u << 20;
+
 // Reason a preserved event makes the whole log unreadable (formats the harness rejects on load).
 std::string legacy_reason(const json::object& e) {
   auto type = string_at(e, "type");
@@ -32,6 +35,7 @@ public:
     if (l.number == 1) return header(l);
     boost::system::error_code ec;
     json::value v = support::parse_json(l.text, ec);
+    if (l.storage && l.storage->capacity() >= kReleaseLineBytes) std::string().swap(*l.storage);
     decoded_.clear();
     std::string bad;
     bool decoded_ok = false;

@@ -28,6 +28,7 @@ SourceTail read_raw(int fd, const std::string& path, const LineSink& sink) {
       if (!carry.empty()) {
         carry.append(chunk, pos, nl - pos);
         line.text = carry;
+        line.storage = &carry;
         sink(line);
         carry.clear();
       } else {
@@ -107,6 +108,7 @@ SourceTail read_zstd(int fd, const std::string& path, const LineSink& sink) {
       line.strict = !torn;
       line.torn_frame = torn;
       line.file_end = offset + size;
+      if (pos == 0 && nl + 1 == plain.size()) line.storage = &plain;  // the frame is this one line
       sink(line);
       pos = nl + 1;
     }

@@ -20,6 +20,9 @@ struct PlainLine {
   bool strict = false;        ///< zstd: inside a complete frame, where any defect is corruption
   std::uint64_t file_end = 0; ///< raw: file offset after the '\n'; zstd: end of the frame holding it
   bool torn_frame = false;    ///< zstd: recovered from a torn final frame
+  /// The buffer holding `text` when it holds nothing else the reader still needs: a consumer done
+  /// with `text` (it parsed it) may free it, so a huge line is not kept beside its parsed event.
+  std::string* storage = nullptr;
 };
 
 struct SourceTail {
