@@ -16,7 +16,8 @@
 namespace acp::support {
 
 namespace {
-constexpr int kBackgroundNice = 10;
+constexpr int kBackgroundNiceIncrement = 10;
+constexpr int kLowestNice = 19;
 }
 
 void lower_thread_priority() noexcept {
@@ -24,7 +25,7 @@ void lower_thread_priority() noexcept {
   errno = 0;
   const int now = ::getpriority(PRIO_PROCESS, tid);
   if (errno != 0) return;
-  ::setpriority(PRIO_PROCESS, tid, std::max(now, kBackgroundNice));
+  ::setpriority(PRIO_PROCESS, tid, std::min(now + kBackgroundNiceIncrement, kLowestNice));
 }
 
 struct BackgroundThreads::Impl {

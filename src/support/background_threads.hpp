@@ -11,7 +11,8 @@
 
 namespace acp::support {
 
-/// Lowers the calling thread's CPU priority to nice 10 (on Linux nice is per thread). Best effort:
+/// Lowers the calling thread's CPU priority by 10 nice levels (at most to 19; on Linux nice is per
+/// thread). Best effort:
 /// it cannot be undone without privileges, so only threads that do nothing else call it.
 void lower_thread_priority() noexcept;
 
