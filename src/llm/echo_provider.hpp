@@ -12,11 +12,15 @@
 
 #include <chrono>
 #include <memory>
+#include <string_view>
 
 namespace acp::llm {
 
 /// The answer text for a request (pure; exposed for tests).
 std::string echo_answer(const Request& request);
+
+/// The wait a [[echo:sleep=MS]] or [[sleep:MS]] directive asks for (the first one in `text`), at most 60 s.
+std::chrono::milliseconds echo_sleep(std::string_view text);
 
 /// Splits the answer into chunks that each end after a space (the last one may not).
 std::vector<std::string> echo_chunks(const std::string& answer);
