@@ -435,10 +435,11 @@ asio::awaitable<std::vector<store::SessionListing>> Engine::list(const store::Li
 }
 
 asio::awaitable<std::vector<refs::Candidate>> Engine::candidates(const Session& session, const std::string& query,
-                                                                 const std::optional<json::value>& limit) {
+                                                                 const std::optional<json::value>& limit,
+                                                                 bool match_titles) {
   refs::Target target{session.id, session.header.cwd};
-  auto list = [this, target, query = query, limit = limit] {
-    return services_.references.list_candidates(target, query, limit);
+  auto list = [this, target, query = query, limit = limit, match_titles] {
+    return services_.references.list_candidates(target, query, limit, {}, match_titles);
   };
   co_return std::move(*co_await offload(pool_, list));
 }

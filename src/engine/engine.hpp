@@ -175,7 +175,8 @@ public:
   // ---- store queries (offloaded) ----
   boost::asio::awaitable<std::vector<store::SessionListing>> list(const store::ListQuery& query);
   boost::asio::awaitable<std::vector<refs::Candidate>> candidates(const Session& session, const std::string& query,
-                                                                  const std::optional<boost::json::value>& limit);
+                                                                  const std::optional<boost::json::value>& limit,
+                                                                  bool match_titles);
 
 private:
   boost::asio::awaitable<void> refresh_conversation(Session& session, std::int64_t log_events);

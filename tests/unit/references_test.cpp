@@ -346,7 +346,7 @@ BOOST_AUTO_TEST_CASE(parse_slash_command_recognizes_ref_and_its_argument) {
 
 BOOST_AUTO_TEST_CASE(describe_candidates_without_candidates) {
   BOOST_TEST(handlers::describe_candidates({}, "") == "No other sessions to reference yet.");
-  BOOST_TEST(handlers::describe_candidates({}, "xyz") == "No other session's id or working directory matches \"xyz\".");
+  BOOST_TEST(handlers::describe_candidates({}, "xyz") == "No other session's id, working directory or title matches \"xyz\".");
 }
 
 BOOST_AUTO_TEST_CASE(describe_candidates_lists_label_cwd_time_and_a_mention) {
