@@ -313,6 +313,40 @@ test('session/list: newest first, cwd filter with normalisation, titles, updated
   await c.agent.finish();
 });
 
+test('session/list pages stay under 64 KiB (fewer items when cwds, ids and titles are long); the cursor still pages through all', async (t) => {
+  const home = makeHome(t);
+  const store = path.join(home, 'sessions');
+  const ids = [];
+  // 2 KB of cwd and a 150-byte id per item: 100 such items would make a 200 KB frame.
+  for (let i = 0; i < 170; i++) {
+    const id = `long-${String(i).padStart(3, '0')}-${'i'.repeat(140)}`;
+    const cwd = `/not/there/${'d'.repeat(2000)}/${i % 5}`;
+    // Ties on createdAt (three per millisecond) page by id; the 6,000-character titles are cut when listed.
+    writeRawLog(store, { id, cwd, createdAt: 1_700_000_000_000 + Math.floor(i / 3), title: `Title ${i} ${'t'.repeat(6000)}` });
+    ids.push(id);
+  }
+  const a = await startIn(t, home);
+  const seen = [];
+  const counts = [];
+  let cursor;
+  do {
+    const from = a.agent.frames.length;
+    const page = await a.ctx.request(M.session.list, cursor ? { cursor } : {});
+    const e = a.agent.frames.find((x) => x.index >= from && !Object.hasOwn(x.frame, 'method') && x.frame.result?.sessions);
+    const bytes = Buffer.byteLength(e.line, 'utf8') + 1;  // with its newline
+    assert.ok(bytes <= 64 * 1024, `page ${counts.length + 1} frame is ${bytes} bytes`);
+    assert.ok(page.sessions.length >= 1);
+    for (const s of page.sessions) assert.ok(Buffer.byteLength(s.title, 'utf8') <= 40, 'titles are cut when listed');
+    seen.push(...page.sessions.map((s) => s.sessionId));
+    counts.push(page.sessions.length);
+    cursor = page.nextCursor ?? undefined;
+  } while (cursor && counts.length < 200);
+  assert.ok(counts.length >= 6 && counts.every((n) => n < 100), `fewer items per page: ${counts}`);
+  assert.equal(new Set(seen).size, seen.length, 'no session twice');
+  assert.deepEqual([...seen].sort(), [...ids].sort(), 'every session once');
+  await a.agent.finish();
+});
+
 test('session/resume attaches without replay; prompts continue the conversation', async (t) => {
   const home = makeHome(t);
   const store = path.join(home, 'sessions');
