@@ -21,6 +21,8 @@
 #include <boost/uuid/random_generator.hpp>
 #include <boost/uuid/uuid_io.hpp>
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <iterator>
 #include <chrono>
@@ -39,6 +41,16 @@ void require_absolute(const std::string& path, const std::string& pointer) {
   // A NUL or a line break cannot be part of a directory the client means, and would corrupt logs.
   if (path.find_first_of(std::string_view("\0\n\r", 3)) != std::string::npos)
     throw InvalidInput(pointer, "must not contain NUL or line breaks");
+}
+
+// A cwd that does not exist (yet) is accepted, since clients may create it later, but noted in the
+// log for whoever wonders why a session points nowhere. Runs on a pool thread (it stats the path).
+void note_missing_cwd(const std::string& cwd) {
+  struct stat st {};
+  if (::stat(cwd.c_str(), &st) != 0)
+    log::info("session cwd " + cwd + " does not exist (accepted: the client may create it later)");
+  else if (!S_ISDIR(st.st_mode))
+    log::info("session cwd " + cwd + " is not a directory (accepted)");
 }
 
 // Whole-log reads (session/load replays, resume's model scan) at once per connection: a replay to a
@@ -112,6 +124,7 @@ asio::awaitable<std::shared_ptr<Session>> Engine::create_session(const std::stri
   auto session = std::make_shared<Session>(header.id, header, asio::make_strand(pool_));
   // The header alone, atomically and fsynced: the session exists for every later process.
   auto create = [this, header] {
+    note_missing_cwd(*header.cwd);
     store::SessionWriter writer = services_.store.get().create(header);
     writer.append({}, /*sync=*/true);
   };
@@ -124,7 +137,8 @@ asio::awaitable<std::shared_ptr<Session>> Engine::create_session(const std::stri
 
 asio::awaitable<store::SessionHeader> Engine::find_stored(const std::string& id, const std::string& cwd) {
   require_absolute(cwd, "/cwd");
-  auto lookup = [this, id]() -> std::optional<store::SessionHeader> {
+  auto lookup = [this, id, cwd]() -> std::optional<store::SessionHeader> {
+    note_missing_cwd(cwd);
     store::SessionStore& store = services_.store.get();
     if (!store.exists(id)) return std::nullopt;
     for (auto& listing : store.list_sessions())
