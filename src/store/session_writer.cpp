@@ -74,7 +74,8 @@ void SessionWriter::publish(const std::string& lines) {
     bytes = header_line + lines;
   }
   const std::string dir = log_.path.substr(0, log_.path.rfind('/'));
-  // The bucket may have been removed since create(); a new bucket entry must be durable too.
+  // The bucket (or the whole root) may have been removed since create(); new entries must be durable too.
+  store_->ensure_root();
   if (ensure_private_dir(dir)) fsync_dir(dir.substr(0, dir.rfind('/')));
   const std::string tmp = log_.path + "." + random_hex12() + ".tmp";
   {

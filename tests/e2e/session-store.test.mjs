@@ -347,6 +347,38 @@ test('session/list pages stay under 64 KiB (fewer items when cwds, ids and title
   await a.agent.finish();
 });
 
+test('a store root deleted while the agent runs is created again (0700) by the next write; a new process loads what was written', async (t) => {
+  const home = makeHome(t);
+  const store = path.join(home, 'sessions');
+  const a = await startIn(t, home);
+  const { sessionId: before } = await a.ctx.request(M.session.new, { cwd: home, mcpServers: [] });
+  await a.ctx.request(M.session.prompt, { sessionId: before, prompt: text('before the removal') });
+  assert.ok(existsSync(store));
+  rmSync(store, { recursive: true, force: true });
+
+  const { sessionId: sid } = await a.ctx.request(M.session.new, { cwd: home, mcpServers: [] });
+  assert.equal(statSync(store).mode & 0o777, 0o700, 'the root is private again');
+  const r = await a.ctx.request(M.session.prompt, { sessionId: sid, prompt: text('after the removal') });
+  assert.equal(r.stopReason, 'end_turn');
+  assert.ok(statSync(logPath(store, sid)).isFile());
+  // Removed once more: again the next session/new and its prompt work on a fresh root.
+  rmSync(store, { recursive: true, force: true });
+  const { sessionId: sid2 } = await a.ctx.request(M.session.new, { cwd: home, mcpServers: [] });
+  await a.ctx.request(M.session.prompt, { sessionId: sid2, prompt: text('second root') });
+  assert.equal(statSync(store).mode & 0o777, 0o700);
+  assert.match(readFileSync(path.join(home, 'dsh-acp.log'), 'utf8'), /session store root .* had been removed: created it again/);
+  await a.agent.finish();
+
+  const b = await startIn(t, home);
+  await b.ctx.request(M.session.load, { sessionId: sid2, cwd: home, mcpServers: [] });
+  const replayed = b.agent.sdkUpdatesFor(sid2).map((u) => u.params.update)
+    .filter((u) => u.sessionUpdate === 'user_message_chunk').map((u) => u.content.text).join('');
+  assert.equal(replayed, 'second root');
+  const { sessions } = await b.ctx.request(M.session.list, {});
+  assert.deepEqual(sessions.map((s) => s.sessionId), [sid2], 'only what the current root holds is listed');
+  await b.agent.finish();
+});
+
 test('session/resume attaches without replay; prompts continue the conversation', async (t) => {
   const home = makeHome(t);
   const store = path.join(home, 'sessions');
