@@ -58,9 +58,10 @@ boost::asio::awaitable<protocol::PromptResponse> session_prompt(HandlerContext& 
   auto session = ctx.engine.require(req.sessionId);
   if (session->turn) throw jsonrpc::invalid_params("/sessionId", "a prompt is already running in this session");
   RenderedPrompt rendered = render_prompt(req.prompt);
+  std::vector<protocol::ContentBlock>().swap(req.prompt);  // rendered: the blocks are not needed any more
   if (auto command = parse_slash_command(rendered.text)) co_return co_await run_slash_command(ctx, req.sessionId, *command);
   UpdateSender updates(ctx, req.sessionId);
-  engine::PromptInput input{rendered.text, std::move(rendered.references)};
+  engine::PromptInput input{std::move(rendered.text), std::move(rendered.references)};
   llm::StopKind stop{};
   try {
     stop = co_await ctx.engine.prompt(req.sessionId, input, updates);
