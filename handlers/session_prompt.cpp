@@ -64,7 +64,9 @@ boost::asio::awaitable<protocol::PromptResponse> session_prompt(HandlerContext& 
   engine::PromptInput input{std::move(rendered.text), std::move(rendered.references)};
   llm::StopKind stop{};
   try {
-    stop = co_await ctx.engine.prompt(req.sessionId, input, updates);
+    // The awaitable in a local: the moved-in input must not be a temporary across the co_await (GCC 12).
+    auto running = ctx.engine.prompt(req.sessionId, std::move(input), updates);
+    stop = co_await std::move(running);
   } catch (const llm::ProviderError& e) {
     // 401/403: the wire error names the provider (contracts §2); the log keeps the provider's message.
     if (e.code() != "AUTH_REQUIRED") throw;

@@ -219,10 +219,8 @@ asio::awaitable<void> Engine::refresh_conversation(Session& session, std::int64_
   session.conversation_known = true;
 }
 
-asio::awaitable<llm::StopKind> Engine::prompt(const std::string& id_in, const PromptInput& input_in,
-                                              TurnObserver& observer) {
+asio::awaitable<llm::StopKind> Engine::prompt(const std::string& id_in, PromptInput input, TurnObserver& observer) {
   const std::string id = id_in;
-  const PromptInput input = input_in;
   std::shared_ptr<Session> session = require(id);
   if (session->turn) throw InvalidInput("/sessionId", "a prompt is already running in this session");
   auto turn = std::make_shared<Turn>(executor_);
@@ -277,6 +275,7 @@ asio::awaitable<llm::StopKind> Engine::prompt(const std::string& id_in, const Pr
     return log->begin(std::move(prefix), input.text, std::move(request_header));
   };
   std::vector<json::object> first = std::move(*co_await offload(session->strand, begin));
+  std::string().swap(input.text);  // logged, and in `first`: not needed any more
   for (const auto& r : first) session->conversation.observe(r);
   if (header_written) {
     session->logged_provider = provider_name;
@@ -287,6 +286,7 @@ asio::awaitable<llm::StopKind> Engine::prompt(const std::string& id_in, const Pr
     if (store::string_at(r, "type") != "session/title" || session->closed) continue;
     if (const json::object* data = store::object_at(r, "data")) observer.title(std::string(store::string_at(*data, "title")));
   }
+  std::vector<json::object>().swap(first);  // the conversation has observed them
 
   llm::Request request;
   request.model = model;

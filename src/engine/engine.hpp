@@ -152,7 +152,8 @@ public:
 
   /// Runs one prompt turn; returns how it stopped. Throws InvalidInput, reference errors (nothing
   /// written), store errors, and provider errors (after the turn is logged `error`).
-  boost::asio::awaitable<llm::StopKind> prompt(const std::string& id, const PromptInput& input, TurnObserver& observer);
+  /// `input` is taken by value (move it in: a prompt may be tens of megabytes) and let go once logged.
+  boost::asio::awaitable<llm::StopKind> prompt(const std::string& id, PromptInput input, TurnObserver& observer);
   /// Cancels the session's running turn, if any (session/cancel).
   void cancel(const std::string& id);
   /// Detaches a session; a running turn is cancelled and has finished when this returns.
