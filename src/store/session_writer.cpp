@@ -6,6 +6,8 @@
 #include "store/session_store.hpp"
 #include "store/zstd_frames.hpp"
 
+#include <boost/json/serializer.hpp>
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -113,9 +115,13 @@ void SessionWriter::write_bytes(const std::vector<json::object>& records, bool s
     if (sync) this->sync();
     return;
   }
+  // Serialized straight into the batch text (no per-record string): a record may hold a huge prompt.
   std::string lines;
+  json::serializer sr;
+  char buf[16384];
   for (const auto& r : records) {
-    lines += support::to_json_text(r);
+    sr.reset(&r);
+    while (!sr.done()) lines.append(sr.read(buf, sizeof buf));
     lines += '\n';
   }
   if (!log_.on_disk) {
