@@ -8,7 +8,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync, existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -36,7 +36,7 @@ async function setup(t) {
   const running = new Set();
   t.after(async () => {
     for (const child of running) child.kill('SIGKILL');
-    await stopAgents(dsh);
+    await stopBackground(home);
     provider.server.closeAllConnections?.();
     await new Promise((r) => provider.server.close(r));
     rmSync(home, { recursive: true, force: true });
@@ -67,11 +67,32 @@ function agentPids(dsh) {
   return new Set([...readFileSync(log, 'utf8').matchAll(/\[(\d+)\] info dsh-acp .* starting/g)].map((m) => Number(m[1])));
 }
 
-// Queue owners outlive the acpx command by --ttl seconds, and with them our agent processes: end
-// those the test started (their pids are in our log), so none outlives the test.
-async function stopAgents(dsh) {
-  for (const pid of agentPids(dsh)) {
-    try { process.kill(pid, 'SIGTERM'); } catch { /* already gone */ }
+const alive = (pid) => {
+  try { process.kill(pid, 0); return true; } catch { return false; }
+};
+
+/** Processes running with this HOME: the acpx commands, their queue owners and our agents. */
+function processesOf(home) {
+  const pids = [];
+  for (const entry of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    try {
+      if (readFileSync(`/proc/${entry}/environ`, 'latin1').split('\0').includes(`HOME=${home}`)) pids.push(Number(entry));
+    } catch { /* gone, or not ours */ }
+  }
+  return pids.filter((pid) => pid !== process.pid);
+}
+
+// Queue owners outlive the acpx command by --ttl seconds, and with them our agent processes, and
+// they write under $HOME/.acpx as they go: end every process the test started (found by its HOME)
+// and wait for it, so none outlives the test or writes into its directory while it is removed.
+async function stopBackground(home) {
+  for (let round = 0; round < 3; round++) {
+    const pids = processesOf(home);
+    if (pids.length === 0) return;
+    for (const pid of pids) {
+      try { process.kill(pid, round ? 'SIGKILL' : 'SIGTERM'); } catch { /* already gone */ }
+    }
+    for (let waited = 0; pids.some(alive) && waited < 5000; waited += 50) await sleep(50);
   }
 }
 
