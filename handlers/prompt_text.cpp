@@ -68,7 +68,8 @@ RenderedPrompt render_prompt(const std::vector<protocol::ContentBlock>& prompt) 
       using B = std::decay_t<decltype(block)>;
       if constexpr (std::is_same_v<B, TextContent>) {
         refs::ParsedText parsed = refs::parse_text(block.text);
-        text += parsed.text;
+        if (text.empty()) text = std::move(parsed.text);  // the usual single text block: no copy
+        else text += parsed.text;
         for (auto& r : parsed.references) out.references.push_back(refs::SessionReference{r.session_id, r.label});
       } else if constexpr (std::is_same_v<B, ResourceLink>) {
         if (is_session_uri(block.uri)) return add_link_reference(out, block.uri, block.name);

@@ -19,20 +19,21 @@ namespace acp::handlers {
 
 class Router {
 public:
-  using RequestFn = std::function<boost::asio::awaitable<boost::json::value>(HandlerContext&, const boost::json::value&)>;
-  using NotificationFn = std::function<boost::asio::awaitable<void>(HandlerContext&, const boost::json::value&)>;
+  // Params are taken by value: the connection moves them in, and they are released once decoded.
+  using RequestFn = std::function<boost::asio::awaitable<boost::json::value>(HandlerContext&, boost::json::value)>;
+  using NotificationFn = std::function<boost::asio::awaitable<void>(HandlerContext&, boost::json::value)>;
 
   template <class Params, class Result>
   void bind(std::string_view method, boost::asio::awaitable<Result> (*fn)(HandlerContext&, Params)) {
-    requests_[std::string(method)] = [fn](HandlerContext& ctx, const boost::json::value& params) {
-      return call<Params, Result>(fn, ctx, params);
+    requests_[std::string(method)] = [fn](HandlerContext& ctx, boost::json::value params) {
+      return call<Params, Result>(fn, ctx, std::move(params));
     };
   }
 
   template <class Params>
   void bind_notification(std::string_view method, boost::asio::awaitable<void> (*fn)(HandlerContext&, Params)) {
-    notifications_[std::string(method)] = [fn](HandlerContext& ctx, const boost::json::value& params) {
-      return notify<Params>(fn, ctx, params);
+    notifications_[std::string(method)] = [fn](HandlerContext& ctx, boost::json::value params) {
+      return notify<Params>(fn, ctx, std::move(params));
     };
   }
 
@@ -57,14 +58,18 @@ private:
   template <class Params, class Result>
   static boost::asio::awaitable<boost::json::value> call(boost::asio::awaitable<Result> (*fn)(HandlerContext&, Params),
                                                          HandlerContext& ctx, boost::json::value params) {
-    Result result = co_await fn(ctx, decode_params<Params>(params));
+    Params typed = decode_params<Params>(params);
+    params = boost::json::value();  // the decoded copy is all the handler needs: free the parsed one now
+    Result result = co_await fn(ctx, std::move(typed));
     co_return wire::encode(result);
   }
 
   template <class Params>
   static boost::asio::awaitable<void> notify(boost::asio::awaitable<void> (*fn)(HandlerContext&, Params),
                                              HandlerContext& ctx, boost::json::value params) {
-    co_await fn(ctx, decode_params<Params>(params));
+    Params typed = decode_params<Params>(params);
+    params = boost::json::value();
+    co_await fn(ctx, std::move(typed));
   }
 
   std::map<std::string, RequestFn> requests_;

@@ -1,5 +1,6 @@
 #include "handlers/handlers.hpp"
 #include "protocol/jsonrpc.hpp"
+#include "protocol/wire.hpp"
 #include "refs/uri.hpp"
 #include "store/listing_index.hpp"
 #include "store/title.hpp"
@@ -16,6 +17,10 @@ namespace json = boost::json;
 namespace {
 
 constexpr std::size_t kPageSize = 100;
+// Line-limited clients (the Python SDK) read frames of at most 64 KiB: the items of a page take at
+// most this much, leaving room for the envelope, the request id and the cursor. Long cwds or ids
+// mean fewer items per page; a page always holds at least one item.
+constexpr std::size_t kMaxItemsBytes = 60 * 1024;
 
 // The cursor is the keyset (createdAt, id) of the last row sent, as JSON text made opaque with hex.
 std::string encode_cursor(std::int64_t created_at, const std::string& id) {
@@ -57,6 +62,8 @@ boost::asio::awaitable<protocol::ListSessionsResponse> session_list(HandlerConte
   std::vector<store::SessionListing> rows = co_await ctx.engine.list(query);
 
   protocol::ListSessionsResponse response;
+  std::size_t items_bytes = 0;
+  bool full = false;
   for (std::size_t i = 0; i < rows.size() && i < kPageSize; ++i) {
     const auto& row = rows[i];
     protocol::SessionInfo info;
@@ -71,10 +78,16 @@ boost::asio::awaitable<protocol::ListSessionsResponse> session_list(HandlerConte
     info.updatedAt = support::iso_time(row.updatedAt);
     // Discovery: clients and scripts can build mentions without parsing our URI scheme.
     info._meta = json::object{{"deepseek-harness/sessionReference", {{"uri", refs::encode_uri(row.header.id)}}}};
+    std::size_t bytes = json::serialize(wire::encode(info)).size() + 1;  // and its comma
+    if (!response.sessions.empty() && items_bytes + bytes > kMaxItemsBytes) {
+      full = true;
+      break;
+    }
+    items_bytes += bytes;
     response.sessions.push_back(std::move(info));
   }
-  if (rows.size() > kPageSize) {
-    const auto& last = rows[kPageSize - 1];
+  if (full || rows.size() > kPageSize) {
+    const auto& last = rows[response.sessions.size() - 1];
     response.nextCursor = encode_cursor(last.header.createdAt, last.header.id);
   }
   co_return response;

@@ -62,6 +62,7 @@ boost::asio::awaitable<protocol::PromptResponse> session_prompt(HandlerContext& 
   auto session = ctx.engine.require(req.sessionId);
   if (session->turn) throw jsonrpc::invalid_params("/sessionId", "a prompt is already running in this session");
   RenderedPrompt rendered = render_prompt(req.prompt);
+  std::vector<protocol::ContentBlock>().swap(req.prompt);  // rendered: the blocks are not needed any more
   if (auto command = parse_slash_command(rendered.text)) co_return co_await run_slash_command(ctx, req.sessionId, *command);
   if (auto word = unknown_slash_command(rendered.text); word && rendered.references.empty()) {
     // No model request and no log write: the user mistyped a command.
@@ -73,10 +74,12 @@ boost::asio::awaitable<protocol::PromptResponse> session_prompt(HandlerContext& 
     co_return protocol::PromptResponse{protocol::StopReason::end_turn, std::nullopt};
   }
   UpdateSender updates(ctx, req.sessionId);
-  engine::PromptInput input{rendered.text, std::move(rendered.references)};
+  engine::PromptInput input{std::move(rendered.text), std::move(rendered.references)};
   llm::StopKind stop{};
   try {
-    stop = co_await ctx.engine.prompt(req.sessionId, input, updates);
+    // The awaitable in a local: the moved-in input must not be a temporary across the co_await (GCC 12).
+    auto running = ctx.engine.prompt(req.sessionId, std::move(input), updates);
+    stop = co_await std::move(running);
   } catch (const llm::ProviderError& e) {
     // 401/403: the wire error names the provider (contracts §2); the log keeps the provider's message.
     if (e.code() != "AUTH_REQUIRED") throw;

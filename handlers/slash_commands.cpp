@@ -14,7 +14,7 @@ namespace acp::handlers {
 std::string describe_candidates(const std::vector<refs::Candidate>& candidates, std::string_view query) {
   if (candidates.empty())
     return query.empty() ? "No other sessions to reference yet."
-                         : "No other session's id or working directory matches \"" + std::string(query) + "\".";
+                         : "No other session's id, working directory or title matches \"" + std::string(query) + "\".";
   std::string out = "Sessions you can reference \u2014 paste a mention into your message:\n";
   for (const auto& c : candidates) {
     std::string label = c.label.empty() ? c.session_id : c.label;
@@ -96,7 +96,7 @@ boost::asio::awaitable<protocol::PromptResponse> run_slash_command(HandlerContex
     send_text(ctx, session_id, describe_compaction(result));
     co_return protocol::PromptResponse{protocol::StopReason::end_turn, std::nullopt};
   }
-  std::vector<refs::Candidate> candidates = co_await ctx.engine.candidates(*session, command.argument, std::nullopt);
+  std::vector<refs::Candidate> candidates = co_await ctx.engine.candidates(*session, command.argument, std::nullopt, true);
   protocol::SessionNotification note;
   note.sessionId = session_id;
   note.update = protocol::AgentMessageChunk{
@@ -113,7 +113,7 @@ void advertise_commands(HandlerContext& ctx, const std::string& session_id) {
       protocol::AvailableCommandInput{"optional focus: what the summary should keep"}});
   update.availableCommands.push_back(protocol::AvailableCommand{
       "ref", "List other sessions you can reference, with ready-to-paste @mentions",
-      protocol::AvailableCommandInput{"optional filter: part of a session id or working directory"}});
+      protocol::AvailableCommandInput{"optional filter: part of a session id, working directory or title"}});
   // Posted, so the client has the session/new (or load) answer before the update that names it.
   boost::asio::post(ctx.executor, [&ctx, note = protocol::SessionNotification{session_id, update, std::nullopt}] {
     ctx.notify(note);

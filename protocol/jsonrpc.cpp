@@ -44,8 +44,10 @@ RpcError invalid_params(std::string_view pointer, std::string_view why) {
   return RpcError(code::invalid_params, "Invalid params: " + where + ": " + std::string(why),
                   json::object{{"path", pointer}});
 }
-RpcError invalid_params_code(std::string_view code, std::string_view reason) {
-  return RpcError(code::invalid_params, "Invalid params: " + std::string(reason), json::object{{"code", code}});
+RpcError invalid_params_code(std::string_view code, std::string_view reason, std::string_view pointer) {
+  json::object data{{"code", code}};
+  if (!pointer.empty()) data["path"] = pointer;
+  return RpcError(code::invalid_params, "Invalid params: " + std::string(reason), std::move(data));
 }
 RpcError resource_not_found(std::string_view session_id) {
   return RpcError(code::resource_not_found, "Resource not found: session " + json::serialize(json::string(session_id)),
@@ -71,13 +73,18 @@ RpcError internal(std::string_view details) {
   return RpcError(code::internal_error, "Internal error", json::object{{"details", details}});
 }
 
-Inbound classify(const json::value& frame) {
+Inbound classify(json::value frame) {
   if (frame.is_array()) return Rejected{nullptr, invalid_request("batches are not supported")};
-  const auto* obj = frame.if_object();
+  auto* obj = frame.if_object();
   if (!obj) return Rejected{nullptr, invalid_request("a frame must be a JSON object")};
 
-  RequestId id = nullptr;
   const auto* id_value = obj->if_contains("id");
+  // A response (result or error, no method) is never answered, whatever else is wrong with it:
+  // answering a stray response could start an endless exchange with a peer that does the same.
+  if (!obj->contains("method") && (obj->contains("result") || obj->contains("error")))
+    return Response{id_value ? serialize(*id_value) : std::string()};
+
+  RequestId id = nullptr;
   if (id_value) {
     if (id_value->is_int64()) id = id_value->get_int64();
     else if (id_value->is_uint64() && id_value->get_uint64() <= INT64_MAX) id = static_cast<std::int64_t>(id_value->get_uint64());
@@ -90,16 +97,13 @@ Inbound classify(const json::value& frame) {
     return Rejected{id, invalid_request("jsonrpc must be \"2.0\"")};
 
   const auto* method = obj->if_contains("method");
-  if (!method) {
-    if (id_value && (obj->contains("result") || obj->contains("error"))) return Response{};
-    return Rejected{id, invalid_request("method is missing")};
-  }
+  if (!method) return Rejected{id, invalid_request("method is missing")};
   if (!method->is_string()) return Rejected{id, invalid_request("method must be a string")};
 
   json::value params = json::object{};
-  if (const auto* p = obj->if_contains("params")) {
+  if (auto* p = obj->if_contains("params")) {
     if (!p->is_object() && !p->is_array()) return Rejected{id, invalid_request("params must be an object or an array")};
-    params = *p;
+    params = std::move(*p);  // moved, not copied: a prompt may be tens of megabytes
   }
   std::string name(method->get_string());
   if (!id_value) return Notification{std::move(name), std::move(params)};

@@ -54,7 +54,8 @@ RpcError oversize_frame(std::uint64_t max_frame_bytes);
 RpcError not_initialized();
 RpcError method_not_found(std::string_view method);
 RpcError invalid_params(std::string_view pointer, std::string_view why);
-RpcError invalid_params_code(std::string_view code, std::string_view reason);
+/// `pointer` (when not empty) goes to data.path beside data.code.
+RpcError invalid_params_code(std::string_view code, std::string_view reason, std::string_view pointer = {});
 RpcError resource_not_found(std::string_view session_id);
 RpcError auth_required(std::string_view provider);
 RpcError session_busy();
@@ -72,7 +73,9 @@ struct Notification {
   std::string method;
   boost::json::value params;
 };
-struct Response {};  ///< a reply to something we sent; ignored (we send no requests yet)
+struct Response {    ///< a reply to something we sent; ignored (we send no requests yet)
+  std::string id;    ///< JSON text of its id (empty when it has none), for the log
+};
 struct Rejected {    ///< answer with `error`; `id` is null unless it could be read
   RequestId id;
   RpcError error;
@@ -80,7 +83,7 @@ struct Rejected {    ///< answer with `error`; `id` is null unless it could be r
 using Inbound = std::variant<Request, Notification, Response, Rejected>;
 
 /// Classifies a parsed frame (JSON-RPC §4, §5; batches are rejected: ACP has none).
-Inbound classify(const boost::json::value& frame);
+Inbound classify(boost::json::value frame);
 
 std::string serialize_response(const RequestId& id, const boost::json::value& result);
 std::string serialize_error(const RequestId& id, const RpcError& error);

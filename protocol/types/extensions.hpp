@@ -10,9 +10,10 @@ struct CandidatesRequest {
   std::string sessionId;
   std::optional<std::string> query;
   std::optional<boost::json::value> limit;  ///< validated by the reference service (positive safe integer)
+  std::optional<bool> matchTitles;          ///< the query also matches titles (as `/ref` does); default false
   Meta _meta;
 };
-BOOST_DESCRIBE_STRUCT(CandidatesRequest, (), (sessionId, query, limit, _meta))
+BOOST_DESCRIBE_STRUCT(CandidatesRequest, (), (sessionId, query, limit, matchTitles, _meta))
 
 struct ReferenceCandidate {
   std::string sessionId;

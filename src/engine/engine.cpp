@@ -24,6 +24,8 @@
 #include <boost/uuid/random_generator.hpp>
 #include <boost/uuid/uuid_io.hpp>
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <iterator>
 #include <chrono>
@@ -42,6 +44,16 @@ void require_absolute(const std::string& path, const std::string& pointer) {
   // A NUL or a line break cannot be part of a directory the client means, and would corrupt logs.
   if (path.find_first_of(std::string_view("\0\n\r", 3)) != std::string::npos)
     throw InvalidInput(pointer, "must not contain NUL or line breaks");
+}
+
+// A cwd that does not exist (yet) is accepted, since clients may create it later, but noted in the
+// log for whoever wonders why a session points nowhere. Runs on a pool thread (it stats the path).
+void note_missing_cwd(const std::string& cwd) {
+  struct stat st {};
+  if (::stat(cwd.c_str(), &st) != 0)
+    log::info("session cwd " + cwd + " does not exist (accepted: the client may create it later)");
+  else if (!S_ISDIR(st.st_mode))
+    log::info("session cwd " + cwd + " is not a directory (accepted)");
 }
 
 // Whole-log reads (session/load replays, resume's model scan) at once per connection: a replay to a
@@ -124,6 +136,7 @@ asio::awaitable<std::shared_ptr<Session>> Engine::create_session(const std::stri
   auto session = std::make_shared<Session>(header.id, header, asio::make_strand(pool_));
   // The header alone, atomically and fsynced: the session exists for every later process.
   auto create = [this, header] {
+    note_missing_cwd(*header.cwd);
     store::SessionWriter writer = services_.store.get().create(header);
     writer.append({}, /*sync=*/true);
   };
@@ -136,7 +149,8 @@ asio::awaitable<std::shared_ptr<Session>> Engine::create_session(const std::stri
 
 asio::awaitable<store::SessionHeader> Engine::find_stored(const std::string& id, const std::string& cwd) {
   require_absolute(cwd, "/cwd");
-  auto lookup = [this, id]() -> std::optional<store::SessionHeader> {
+  auto lookup = [this, id, cwd]() -> std::optional<store::SessionHeader> {
+    note_missing_cwd(cwd);
     store::SessionStore& store = services_.store.get();
     if (!store.exists(id)) return std::nullopt;
     for (auto& listing : store.list_sessions())
@@ -217,10 +231,8 @@ asio::awaitable<void> Engine::refresh_conversation(Session& session, std::int64_
   session.conversation_known = true;
 }
 
-asio::awaitable<llm::StopKind> Engine::prompt(const std::string& id_in, const PromptInput& input_in,
-                                              TurnObserver& observer) {
+asio::awaitable<llm::StopKind> Engine::prompt(const std::string& id_in, PromptInput input, TurnObserver& observer) {
   const std::string id = id_in;
-  const PromptInput input = input_in;
   std::shared_ptr<Session> session = require(id);
   if (session->turn) throw InvalidInput("/sessionId", "a prompt is already running in this session");
   auto turn = std::make_shared<Turn>(executor_);
@@ -289,6 +301,7 @@ asio::awaitable<llm::StopKind> Engine::prompt(const std::string& id_in, const Pr
                       !compact_first);
   };
   std::vector<json::object> first = std::move(*co_await offload(session->strand, begin));
+  std::string().swap(input.text);  // logged, and in `first`: not needed any more
   for (const auto& r : first) session->conversation.observe(r);
   if (header_written) {
     session->logged_provider = provider_name;
@@ -299,6 +312,7 @@ asio::awaitable<llm::StopKind> Engine::prompt(const std::string& id_in, const Pr
     if (store::string_at(r, "type") != "session/title" || session->closed) continue;
     if (const json::object* data = store::object_at(r, "data")) observer.title(std::string(store::string_at(*data, "title")));
   }
+  std::vector<json::object>().swap(first);  // the conversation has observed them
 
   bool compacted = false;
   const std::string no_focus;
@@ -630,10 +644,11 @@ asio::awaitable<std::vector<store::SessionListing>> Engine::list(const store::Li
 }
 
 asio::awaitable<std::vector<refs::Candidate>> Engine::candidates(const Session& session, const std::string& query,
-                                                                 const std::optional<json::value>& limit) {
+                                                                 const std::optional<json::value>& limit,
+                                                                 bool match_titles) {
   refs::Target target{session.id, session.header.cwd};
-  auto list = [this, target, query = query, limit = limit] {
-    return services_.references.list_candidates(target, query, limit);
+  auto list = [this, target, query = query, limit = limit, match_titles] {
+    return services_.references.list_candidates(target, query, limit, {}, match_titles);
   };
   co_return std::move(*co_await offload(pool_, list));
 }

@@ -179,7 +179,8 @@ public:
 
   /// Runs one prompt turn; returns how it stopped. Throws InvalidInput, reference errors (nothing
   /// written), store errors, and provider errors (after the turn is logged `error`).
-  boost::asio::awaitable<llm::StopKind> prompt(const std::string& id, const PromptInput& input, TurnObserver& observer);
+  /// `input` is taken by value (move it in: a prompt may be tens of megabytes) and let go once logged.
+  boost::asio::awaitable<llm::StopKind> prompt(const std::string& id, PromptInput input, TurnObserver& observer);
   /// Runs `/compact [focus]` as a turn of its own (turn/start, the compaction, turn/end). Writes
   /// nothing when there is nothing worth condensing.
   boost::asio::awaitable<CompactResult> compact(const std::string& id, const std::string& focus, TurnObserver& observer);
@@ -207,7 +208,8 @@ public:
   // ---- store queries (offloaded) ----
   boost::asio::awaitable<std::vector<store::SessionListing>> list(const store::ListQuery& query);
   boost::asio::awaitable<std::vector<refs::Candidate>> candidates(const Session& session, const std::string& query,
-                                                                  const std::optional<boost::json::value>& limit);
+                                                                  const std::optional<boost::json::value>& limit,
+                                                                  bool match_titles);
 
 private:
   boost::asio::awaitable<void> refresh_conversation(Session& session, std::int64_t log_events);

@@ -9,7 +9,7 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include <algorithm>
-#include <regex>
+#include <optional>
 
 namespace acp::llm {
 
@@ -53,21 +53,49 @@ struct Directives {
   StopKind stop = StopKind::end_turn;
 };
 
+// The first "[[echo:stop=max_tokens]]" or "[[echo:stop=refusal]]" in the text, if any.
+std::optional<StopKind> stop_directive(std::string_view text) {
+  for (std::size_t at = text.find("[[echo:stop="); at != std::string_view::npos; at = text.find("[[echo:stop=", at + 1)) {
+    std::string_view rest = text.substr(at + 12);
+    if (rest.starts_with("max_tokens]]")) return StopKind::max_tokens;
+    if (rest.starts_with("refusal]]")) return StopKind::refusal;
+  }
+  return std::nullopt;
+}
+
 Directives read_directives(const Request& request) {
   Directives d;
   const Message* last_user = nullptr;
   for (const auto& m : request.messages)
     if (m.role == Role::user) last_user = &m;
   if (!last_user) return d;
-  static const std::regex sleep_re(R"(\[\[(?:echo:sleep=|sleep:)(\d{1,9})\]\])");
-  static const std::regex stop_re(R"(\[\[echo:stop=(max_tokens|refusal)\]\])");
-  std::smatch m;
-  // Clamped to a minute: a test directive must not pin a turn for hours.
-  if (std::regex_search(last_user->text, m, sleep_re))
-    d.sleep = std::chrono::milliseconds(std::min<long long>(std::stoll(m[1].str()), kMaxEchoSleepMs));
-  if (std::regex_search(last_user->text, m, stop_re)) d.stop = m[1] == "max_tokens" ? StopKind::max_tokens : StopKind::refusal;
+  d.sleep = echo_sleep(last_user->text);
+  if (auto stop = stop_directive(last_user->text)) d.stop = *stop;
   return d;
 }
+
+} // namespace
+
+std::chrono::milliseconds echo_sleep(std::string_view text) {
+  // A plain scan, not std::regex: prompts may be tens of megabytes.
+  for (std::size_t at = text.find("[["); at != std::string_view::npos; at = text.find("[[", at + 1)) {
+    std::string_view rest = text.substr(at + 2);
+    if (rest.starts_with("echo:sleep=")) rest.remove_prefix(11);
+    else if (rest.starts_with("sleep:")) rest.remove_prefix(6);
+    else continue;
+    std::size_t digits = 0;
+    long long ms = 0;
+    while (digits < rest.size() && rest[digits] >= '0' && rest[digits] <= '9') {
+      // Clamped to a minute: a test directive must not pin a turn for hours (nor overflow).
+      ms = std::min<long long>(ms * 10 + (rest[digits] - '0'), kMaxEchoSleepMs);
+      ++digits;
+    }
+    if (digits > 0 && rest.substr(digits).starts_with("]]")) return std::chrono::milliseconds(ms);
+  }
+  return std::chrono::milliseconds(0);
+}
+
+namespace {
 
 class EchoProvider final : public Provider {
 public:

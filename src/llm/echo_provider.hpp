@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string_view>
 
 namespace acp::llm {
 
@@ -25,6 +26,8 @@ std::string echo_answer(const Request& request);
 /// system prompt and the final instruction), `## Focus` when the instruction carries a
 /// `Focus: ` line, and `## Messages` listing the first and last three in the answer's line format.
 std::string echo_summary(const Request& request);
+/// The wait a [[echo:sleep=MS]] or [[sleep:MS]] directive asks for (the first one in `text`), at most 60 s.
+std::chrono::milliseconds echo_sleep(std::string_view text);
 
 /// Splits the answer into chunks that each end after a space (the last one may not).
 std::vector<std::string> echo_chunks(const std::string& answer);

@@ -27,7 +27,7 @@ std::string lowercase_en_us(std::string_view text) {
 }
 
 std::vector<Candidate> select_candidates(const std::vector<store::SessionListing>& listings, const Target& target,
-                                         std::string_view query, std::int64_t limit) {
+                                         std::string_view query, std::int64_t limit, bool match_titles) {
   const std::string needle = lowercase_en_us(query);
   struct Ranked {
     int rank;
@@ -39,7 +39,8 @@ std::vector<Candidate> select_candidates(const std::vector<store::SessionListing
     if (h.id == target.id) continue;
     if (!needle.empty()) {
       bool hit = lowercase_en_us(h.id).find(needle) != std::string::npos ||
-                 (h.cwd && lowercase_en_us(*h.cwd).find(needle) != std::string::npos);
+                 (h.cwd && lowercase_en_us(*h.cwd).find(needle) != std::string::npos) ||
+                 (match_titles && listing.title && lowercase_en_us(*listing.title).find(needle) != std::string::npos);
       if (!hit) continue;
     }
     // Exact string equality, no path normalization: "/proj" and "/proj/" are different workspaces.

@@ -7,7 +7,7 @@ namespace acp::refs {
 
 std::vector<Candidate> SessionReferenceService::list_candidates(const Target& target, std::string_view query,
                                                                 const std::optional<boost::json::value>& limit,
-                                                                std::stop_token stop) const {
+                                                                std::stop_token stop, bool match_titles) const {
   std::int64_t effective = config_.candidate_limit;
   if (limit) {
     auto v = positive_safe_integer(*limit);
@@ -21,7 +21,7 @@ std::vector<Candidate> SessionReferenceService::list_candidates(const Target& ta
   if (stop.stop_requested()) throw cancelled();
   std::vector<store::SessionListing> listings = source_->list_sessions();
   if (stop.stop_requested()) throw cancelled();  // the original races the listing against the signal
-  return select_candidates(listings, target, query, effective);
+  return select_candidates(listings, target, query, effective, match_titles);
 }
 
 } // namespace acp::refs

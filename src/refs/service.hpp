@@ -73,10 +73,11 @@ public:
   const Config& config() const { return config_; }
 
   /// listCandidates(agent, query, limit). `limit` is raw input: nullopt takes config.candidate_limit;
-  /// anything but a positive safe integer (null included) fails with invalid_reference.
+  /// anything but a positive safe integer (null included) fails with invalid_reference. The query
+  /// matches ids and cwds as the seed does, and titles too with `match_titles` (our extension).
   std::vector<Candidate> list_candidates(const Target& target, std::string_view query = {},
                                          const std::optional<boost::json::value>& limit = std::nullopt,
-                                         std::stop_token stop = {}) const;
+                                         std::stop_token stop = {}, bool match_titles = false) const;
 
   /// prepare(agent, content, references, signal) for typed references.
   PreparedMessage prepare(const Target& target, const boost::json::array& content,

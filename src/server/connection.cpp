@@ -168,7 +168,9 @@ struct Connection::Impl {
     json::value result;
     std::exception_ptr failure;
     try {
-      result = co_await (*fn)(context, request.params);
+      // The awaitable in a local: its by-value params temporary must not live across the co_await (GCC 12).
+      auto call = (*fn)(context, std::move(request.params));
+      result = co_await std::move(call);
     } catch (...) {
       failure = std::current_exception();
     }
@@ -193,7 +195,8 @@ struct Connection::Impl {
 
   asio::awaitable<void> run_notification(jsonrpc::Notification note, const handlers::Router::NotificationFn* fn) {
     try {
-      co_await (*fn)(context, note.params);
+      auto call = (*fn)(context, std::move(note.params));
+      co_await std::move(call);
     } catch (...) {
       // Notifications are never answered, even on error (JSON-RPC §4.1).
       log::warn(note.method + " notification failed: " + handlers::to_rpc_error(std::current_exception()).message());
@@ -203,7 +206,9 @@ struct Connection::Impl {
   }
 
   // Returns true if a coroutine was started (the reader then yields so it starts in order).
-  asio::awaitable<bool> dispatch(std::string_view text) {
+  // Takes the frame's text and lets it go once parsed: a large prompt is held once as text while
+  // parsing, then only as the parsed value, which is moved (never copied) on to its handler.
+  asio::awaitable<bool> dispatch(std::string text) {
     boost::system::error_code ec;
     json::value frame = support::parse_json(text, ec);
     if (ec) {
@@ -211,14 +216,18 @@ struct Connection::Impl {
       co_await std::move(reply);
       co_return false;
     }
-    jsonrpc::Inbound inbound = jsonrpc::classify(frame);
+    std::string().swap(text);
+    std::string frame_key = stream_key_of_frame(frame);
+    jsonrpc::Inbound inbound = jsonrpc::classify(std::move(frame));
     if (auto* rejected = std::get_if<jsonrpc::Rejected>(&inbound)) {
-      auto reply = reply_error(stream_key_of_frame(frame), rejected->id, rejected->error);
+      auto reply = reply_error(std::move(frame_key), rejected->id, rejected->error);
       co_await std::move(reply);
       co_return false;
     }
-    if (std::holds_alternative<jsonrpc::Response>(inbound)) {
-      log::debug("ignoring a response frame: we send no requests");
+    if (auto* response = std::get_if<jsonrpc::Response>(&inbound)) {
+      // We send no requests, so no response can match one; answering it could start a loop.
+      log::info("ignoring a response frame (id " + (response->id.empty() ? std::string("absent") : response->id) +
+                "): it matches no request of ours");
       co_return false;
     }
     if (auto* note = std::get_if<jsonrpc::Notification>(&inbound)) {
@@ -281,8 +290,7 @@ struct Connection::Impl {
         co_await std::move(reply);
         continue;
       }
-      std::string_view text = std::get<transport::Frame>(event).text;
-      bool started = co_await dispatch(text);
+      bool started = co_await dispatch(std::move(std::get<transport::Frame>(event).text));
       if (started) co_await asio::post(executor, asio::use_awaitable);
     }
     events.clear();

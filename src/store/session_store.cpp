@@ -5,6 +5,7 @@
 #include "store/fold.hpp"
 #include "store/records.hpp"
 #include "store/repair.hpp"
+#include "support/log.hpp"
 #include "support/paths.hpp"
 
 #include <fcntl.h>
@@ -286,6 +287,7 @@ SessionWriter SessionStore::create(const SessionHeader& header) {
   const std::string path = log_path(header);  // validates the id and its length
   const std::string bucket = bucket_name(header.cwd);
   const std::string dir = root_ + "/" + bucket;
+  ensure_root();
   if (ensure_private_dir(dir)) fsync_dir(root_);
   SessionLock lock = SessionLock::acquire(dir + "/" + lock_file_name(header.id), lock_timeout_, header.id);
   if (find_log(header.id)) throw SessionExists(header.id);
@@ -302,6 +304,16 @@ SessionWriter SessionStore::create(const SessionHeader& header) {
 SessionWriter SessionStore::open_or_create(const SessionHeader& header) {
   if (find_log(header.id)) return open(header.id);
   return create(header);
+}
+
+void SessionStore::ensure_root() {
+  struct stat st {};
+  if (::lstat(root_.c_str(), &st) == 0) return;
+  if (errno != ENOENT) throw_errno("stat", root_, errno);
+  if (!support::make_dirs(root_, 0700)) throw_errno("mkdir", root_, errno);
+  log::warn("session store root " + root_ + " had been removed: created it again");
+  std::string parent = root_.substr(0, root_.rfind('/'));
+  fsync_dir(parent.empty() ? "/" : parent);
 }
 
 void SessionStore::delete_session(const std::string& id) {

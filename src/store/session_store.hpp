@@ -108,6 +108,10 @@ public:
   /// Removes the log and its index entry. Throws SessionNotFound, SessionBusy.
   void delete_session(const std::string& id);
 
+  /// Recreates the root (0700, like at start-up) if it was deleted while we run, so the next write
+  /// works instead of failing until a restart. Called before every new log is created.
+  void ensure_root();
+
 private:
   friend class SessionWriter;
   void detect_encoding(std::optional<Encoding> requested);

@@ -6,6 +6,8 @@
 #include "store/session_store.hpp"
 #include "store/zstd_frames.hpp"
 
+#include <boost/json/serializer.hpp>
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -74,7 +76,8 @@ void SessionWriter::publish(const std::string& lines) {
     bytes = header_line + lines;
   }
   const std::string dir = log_.path.substr(0, log_.path.rfind('/'));
-  // The bucket may have been removed since create(); a new bucket entry must be durable too.
+  // The bucket (or the whole root) may have been removed since create(); new entries must be durable too.
+  store_->ensure_root();
   if (ensure_private_dir(dir)) fsync_dir(dir.substr(0, dir.rfind('/')));
   const std::string tmp = log_.path + "." + random_hex12() + ".tmp";
   {
@@ -112,9 +115,13 @@ void SessionWriter::write_bytes(const std::vector<json::object>& records, bool s
     if (sync) this->sync();
     return;
   }
+  // Serialized straight into the batch text (no per-record string): a record may hold a huge prompt.
   std::string lines;
+  json::serializer sr;
+  char buf[16384];
   for (const auto& r : records) {
-    lines += support::to_json_text(r);
+    sr.reset(&r);
+    while (!sr.done()) lines.append(sr.read(buf, sizeof buf));
     lines += '\n';
   }
   if (!log_.on_disk) {

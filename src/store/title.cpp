@@ -62,10 +62,9 @@ void skip_csi(Cursor& c) {
   }
 }
 
-// The visible text: escape sequences and invisible characters removed, whitespace kept.
-std::u32string visible(std::string_view text) {
-  std::u32string out;
-  Cursor c{text};
+// The next visible character: escape sequences and invisible characters are skipped, whitespace is
+// kept; 0 at the end. Read on demand, so a title never looks further into a large prompt than it needs.
+char32_t next_visible(Cursor& c) {
   while (!c.done()) {
     char32_t x = c.next();
     if (x == 0x1B) {
@@ -91,10 +90,10 @@ std::u32string visible(std::string_view text) {
       skip_control_string(c);
       continue;
     }
-    if (is_invisible(x)) continue;
-    out.push_back(x);
+    if (is_invisible(x) || x == 0) continue;  // NUL is a C0 control: invisible, and our end marker
+    return x;
   }
-  return out;
+  return 0;
 }
 
 void append_utf8(std::string& out, char32_t c) {
@@ -116,17 +115,19 @@ void append_utf8(std::string& out, char32_t c) {
 }
 
 std::string shape(std::string_view text, std::size_t max_words) {
-  std::u32string v = visible(text);
+  Cursor c{text};
   std::string out;
   std::size_t words = 0;
-  std::size_t i = 0;
-  while (i < v.size() && words < max_words) {
-    while (i < v.size() && is_js_space(v[i])) ++i;
-    if (i == v.size()) break;
-    std::string word;
-    while (i < v.size() && !is_js_space(v[i])) append_utf8(word, v[i++]);
+  char32_t x = next_visible(c);
+  // Once past kTitleBytes nothing later can change the cut below: stop reading there.
+  while (x != 0 && words < max_words && out.size() <= kTitleBytes) {
+    while (x != 0 && is_js_space(x)) x = next_visible(c);
+    if (x == 0) break;
     if (!out.empty()) out.push_back(' ');
-    out += word;
+    while (x != 0 && !is_js_space(x) && out.size() <= kTitleBytes) {
+      append_utf8(out, x);
+      x = next_visible(c);
+    }
     ++words;
   }
   // At most kTitleBytes, cut on a code-point boundary (no ellipsis).

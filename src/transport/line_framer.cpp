@@ -11,13 +11,21 @@ bool over_limit(const std::string& partial, std::size_t max) {
 
 } // namespace
 
+void LineFramer::start_discarding_partial() {
+  discarding_ = true;
+  discarded_ = partial_.size();
+  discarded_cr_ = partial_.back() == '\r';
+  partial_.clear();
+}
+
 void LineFramer::complete(std::vector<FramerEvent>& out) {
   if (discarding_) {
-    // The limit applies to the frame without its line end, like a buffered frame would.
-    std::uint64_t bytes = discarded_;
+    // Counted like a buffered frame: without its line end ("\n" or "\r\n").
+    std::uint64_t bytes = discarded_ - (discarded_cr_ ? 1 : 0);
     out.push_back(Oversize{bytes});
     discarding_ = false;
     discarded_ = 0;
+    discarded_cr_ = false;
     partial_.clear();
     return;
   }
@@ -33,21 +41,19 @@ void LineFramer::feed(std::string_view data, std::vector<FramerEvent>& out) {
     std::string_view piece = data.substr(0, nl);
     if (discarding_) {
       discarded_ += piece.size();
+      if (!piece.empty()) discarded_cr_ = piece.back() == '\r';
     } else if (partial_.size() + piece.size() > max_ + 1) {
       // +1 leaves room for a '\r' that belongs to the line end, not to the frame.
       discarding_ = true;
       discarded_ = partial_.size() + piece.size();
+      discarded_cr_ = piece.empty() ? partial_.back() == '\r' : piece.back() == '\r';
       partial_.clear();
       partial_.shrink_to_fit();
     } else {
       partial_.append(piece);
     }
     if (nl == std::string_view::npos) return;
-    if (!discarding_ && over_limit(partial_, max_)) {
-      discarding_ = true;
-      discarded_ = partial_.size();
-      partial_.clear();
-    }
+    if (!discarding_ && over_limit(partial_, max_)) start_discarding_partial();
     complete(out);
     data.remove_prefix(nl + 1);
   }
@@ -55,11 +61,7 @@ void LineFramer::feed(std::string_view data, std::vector<FramerEvent>& out) {
 
 void LineFramer::finish(std::vector<FramerEvent>& out) {
   // feed() buffers up to max + 1 bytes (room for a '\r'), so an unterminated last frame is checked here.
-  if (!discarding_ && over_limit(partial_, max_)) {
-    discarding_ = true;
-    discarded_ = partial_.size();
-    partial_.clear();
-  }
+  if (!discarding_ && over_limit(partial_, max_)) start_discarding_partial();
   if (discarding_ || !partial_.empty()) complete(out);
 }
 

@@ -34,11 +34,13 @@ public:
 
 private:
   void complete(std::vector<FramerEvent>& out);
+  void start_discarding_partial();
 
   std::size_t max_;
   std::string partial_;
   bool discarding_ = false;
   std::uint64_t discarded_ = 0;
+  bool discarded_cr_ = false;  ///< the last byte dropped was '\r' (part of the line end if '\n' follows)
 };
 
 } // namespace acp::transport

@@ -51,12 +51,26 @@ test('before initialize: requests are -32600 "Invalid request: initialize first"
   await agent.finish();
 });
 
+/** An initialize request whose params hold a string with these raw bytes in it. */
+const inString = (bytes) => Buffer.concat([
+  Buffer.from('{"jsonrpc":"2.0","id":7,"method":"initialize","params":{"protocolVersion":1,"x":"a'),
+  Buffer.from(bytes), Buffer.from('b"}}\n'),
+]);
+
 const rows = [
   // [label, bytes, expected answer or null for "no answer"]
   ['malformed JSON', '{"jsonrpc":"2.0","id":5,\n', { id: null, code: -32700, message: 'Parse error' }],
   ['trailing garbage after a value', INIT(6) + ' x\n', { id: null, code: -32700, message: 'Parse error' }],
-  ['invalid UTF-8 inside a string', Buffer.concat([Buffer.from('{"jsonrpc":"2.0","id":7,"method":"initialize","params":{"protocolVersion":1,"x":"'), Buffer.from([0xc3, 0x28]), Buffer.from('"}}\n')]), { id: null, code: -32700, message: 'Parse error' }],
-  ['a lone 0xff byte', Buffer.from([0xff, 0x0a]), { id: null, code: -32700, message: 'Parse error' }],
+  ['invalid UTF-8 inside a string', inString([0xc3, 0x28]), { id: null, code: -32700, message: 'Parse error: invalid UTF-8' }],
+  ['a lone 0xff byte', Buffer.from([0xff, 0x0a]), { id: null, code: -32700, message: 'Parse error: invalid UTF-8' }],
+  // Overlong encodings, encoded surrogates and code points past U+10FFFF are invalid UTF-8 too.
+  ['overlong "/" (C0 AF) inside a string', inString([0xc0, 0xaf]), { id: null, code: -32700, message: 'Parse error: invalid UTF-8' }],
+  ['overlong NUL (C0 80) inside a string', inString([0xc0, 0x80]), { id: null, code: -32700, message: 'Parse error: invalid UTF-8' }],
+  ['three-byte overlong (E0 80 AF) inside a string', inString([0xe0, 0x80, 0xaf]), { id: null, code: -32700, message: 'Parse error: invalid UTF-8' }],
+  ['four-byte overlong (F0 80 80 AF) inside a string', inString([0xf0, 0x80, 0x80, 0xaf]), { id: null, code: -32700, message: 'Parse error: invalid UTF-8' }],
+  ['an encoded surrogate (ED A0 80) inside a string', inString([0xed, 0xa0, 0x80]), { id: null, code: -32700, message: 'Parse error: invalid UTF-8' }],
+  ['past U+10FFFF (F4 90 80 80) inside a string', inString([0xf4, 0x90, 0x80, 0x80]), { id: null, code: -32700, message: 'Parse error: invalid UTF-8' }],
+  ['overlong "{" (C1 BB) outside strings', Buffer.from([0xc1, 0xbb, 0x7d, 0x0a]), { id: null, code: -32700, message: 'Parse error: invalid UTF-8' }],
   ['batch', `[${INIT(8)}]\n`, { id: null, code: -32600, message: 'Invalid request' }],
   ['empty batch', '[]\n', { id: null, code: -32600, message: 'Invalid request' }],
   ['a number', '42\n', { id: null, code: -32600, message: 'Invalid request' }],
@@ -155,5 +169,47 @@ test('a valid request nested 64 levels deep (in _meta) is answered under its id'
   assert.equal(answers.length, 1, JSON.stringify(answers));
   assert.equal(answers[0].id, 1, `answered under the request id: ${JSON.stringify(answers[0])}`);
   assert.equal(answers[0].result?.protocolVersion, 1);
+  await agent.finish();
+});
+
+// We send no requests, so every response frame matches none of ours: it is logged, never answered
+// (even with a wrong version or id type), and the next request is served as usual.
+test('response frames are logged and never answered', async (t) => {
+  const agent = startAgent(t);
+  await agent.initialize();
+  const from = agent.frames.length;
+  for (const frame of [
+    '{"jsonrpc":"2.0","id":15,"result":{}}',
+    '{"jsonrpc":"2.0","id":"req-x","error":{"code":-32601,"message":"Method not found"}}',
+    '{"jsonrpc":"2.0","id":null,"result":null}',
+    '{"jsonrpc":"2.0","result":{"orphan":true}}',
+    '{"jsonrpc":"1.0","id":{"odd":1},"result":1}',
+    '{"id":16,"error":{"code":1,"message":"x"}}',
+  ]) await agent.writeRaw(frame + '\n');
+  const r = await agent.call('session/new', { cwd: '/', mcpServers: [] }, { id: 'after' });
+  assert.ok(r.result?.sessionId, JSON.stringify(r));
+  await sleep(50);
+  const answers = agent.frames.slice(from).filter((e) => !Object.hasOwn(e.frame, 'method')).map((e) => e.frame);
+  assert.deepEqual(answers.map((f) => f.id), ['after'], `only the request is answered: ${JSON.stringify(answers)}`);
+  const log = agent.log();
+  for (const id of ['15', '"req-x"', 'null', 'absent', '{"odd":1}', '16'])
+    assert.ok(log.includes(`ignoring a response frame (id ${id})`), `the log names the response with id ${id}:\n${log}`);
+  await agent.finish();
+});
+
+// The notice in the log counts the frame's own bytes, whichever line end it had.
+test('the oversize notice counts bytes without the line terminator', async (t) => {
+  const agent = startAgent(t, { args: ['--max-frame-bytes', '1024'] });
+  await agent.initialize();
+  for (const [size, end] of [[3000, '\n'], [3001, '\r\n'], [1025, '\r\n'], [200_000, '\r\n']]) {
+    const from = agent.frames.length;
+    await agent.writeRaw(`{"pad":"${'q'.repeat(size - 10)}"}` + end);
+    await agent.writeRaw(INIT(size) + '\n');
+    await agent.response(size, { from });
+    const errs = agent.frames.slice(from).filter((e) => e.frame.error);
+    assert.equal(errs.length, 1);
+    assert.deepEqual(errs[0].frame.error.data, { maxFrameBytes: 1024 });
+    assert.match(agent.log(), new RegExp(`dropped an input frame of ${size} bytes \\(limit 1024\\)`), `size ${size}, end ${JSON.stringify(end)}`);
+  }
   await agent.finish();
 });

@@ -5,12 +5,20 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import Ajv2020 from 'ajv/dist/2020.js';
+import { REPO_ROOT } from './lib/agent.mjs';
 import {
   M, text, uriOf, makeHome, startIn, RAW, logBytes, logPath, writeRawLog, rejectsWith, prompt, encodeSegment, bucketOf, events,
   snapshotData,
 } from './lib/refs.mjs';
 
 const CANDIDATES = '_dsh/sessionReference/candidates';
+// schemas/session-reference-candidates.schema.json: every params object we send and result we get.
+const candidatesSchema = JSON.parse(readFileSync(path.join(REPO_ROOT, 'schemas', 'session-reference-candidates.schema.json'), 'utf8'));
+const ajv = new Ajv2020({ strict: false });
+ajv.addSchema(candidatesSchema, 'candidates');
+const validParams = ajv.getSchema('candidates#/$defs/params');
+const validResult = ajv.getSchema('candidates#/$defs/result');
 
 /** A store with a target (on disk, cwd A) and four hand-written sessions of known createdAt. */
 async function setup(t, args = []) {
@@ -72,7 +80,13 @@ test('_dsh/sessionReference/candidates: same cwd, cwd-less, other cwd; query; li
     expected('cand-none', 'cand-none', undefined, 3000),
     expected('cand-other', 'Other work', cwdB, 4000),
   ];
-  const ask = (params) => a.ctx.request(CANDIDATES, { sessionId: target, ...params });
+  const ask = async (params, { valid = true } = {}) => {
+    const full = { sessionId: target, ...params };
+    assert.equal(validParams(full), valid, `params ${JSON.stringify(full)} valid: ${JSON.stringify(validParams.errors)}`);
+    const result = await a.ctx.request(CANDIDATES, full);
+    assert.ok(validResult(result), `result matches the schema: ${JSON.stringify(validResult.errors)}`);
+    return result;
+  };
   const got = await ask({});
   assert.deepEqual(got, { candidates: all }, 'ranked same-cwd, cwd-less, other-cwd; newest first within each; the target left out');
   assert.deepEqual(Object.keys(got.candidates[0]), ['sessionId', 'label', 'cwd', 'createdAt', 'uri', 'mention']);
@@ -82,14 +96,33 @@ test('_dsh/sessionReference/candidates: same cwd, cwd-less, other cwd; query; li
   assert.deepEqual((await ask({ query: 'CAND-A' })).candidates, all.slice(0, 2));
   assert.deepEqual((await ask({ query: 'Other-Proj' })).candidates, [all[3]]);
   assert.deepEqual((await ask({ query: 'Alpha' })).candidates, []);
+  assert.deepEqual((await ask({ query: 'Alpha', matchTitles: false })).candidates, []);
+  // matchTitles: true searches titles too (case-insensitively), as /ref does.
+  assert.deepEqual((await ask({ query: 'ALPHA', matchTitles: true })).candidates, all.slice(0, 2));
+  assert.deepEqual((await ask({ query: 'a: T', matchTitles: true })).candidates, [all[0]]);
+  assert.deepEqual((await ask({ query: 'other W', matchTitles: true })).candidates, [all[3]]);
+  assert.deepEqual((await ask({ query: 'cand-a1', matchTitles: true })).candidates, [all[1]], 'ids still match');
   assert.deepEqual((await ask({ query: '' })).candidates, all);
   // The limit cuts after ranking.
   assert.deepEqual((await ask({ limit: 2 })).candidates, all.slice(0, 2));
   assert.deepEqual((await ask({ limit: 1, query: 'cand-' })).candidates, all.slice(0, 1));
   assert.deepEqual((await ask({ limit: 50 })).candidates, all);
+  // Every -32602 names the bad param in data.path.
   for (const limit of [0, -1, 1.5, '2', 2 ** 53, true]) {
-    const err = await rejectsWith(ask({ limit }), -32602, 'SESSION_REFERENCE_INVALID_REFERENCE');
+    assert.equal(validParams({ sessionId: target, limit }), false, `the schema refuses limit ${limit}`);
+    const err = await rejectsWith(a.ctx.request(CANDIDATES, { sessionId: target, limit }), -32602, 'SESSION_REFERENCE_INVALID_REFERENCE');
     assert.match(err.message, /Invalid params/);
+    assert.equal(err.data?.path, '/limit', `data.path for limit ${JSON.stringify(limit)}`);
+  }
+  for (const [params, pointer] of [
+    [{ sessionId: target, query: 7 }, '/query'],
+    [{ sessionId: target, matchTitles: 'yes' }, '/matchTitles'],
+    [{ sessionId: 42 }, '/sessionId'],
+    [{}, '/sessionId'],
+  ]) {
+    assert.equal(validParams(params), false, `the schema refuses ${JSON.stringify(params)}`);
+    const err = await rejectsWith(a.ctx.request(CANDIDATES, params), -32602);
+    assert.equal(err.data?.path, pointer, `data.path for ${JSON.stringify(params)}: ${err.message}`);
   }
   // Unknown target, and one that is stored but not open on this connection.
   const unknown = await rejectsWith(a.ctx.request(CANDIDATES, { sessionId: 'no-such-session' }), -32002);
@@ -129,7 +162,12 @@ test('/ref and /ref <query> answer with candidates and mentions, without a model
   assert.ok(!filtered.answer.includes('echo:'));
   assert.deepEqual([...filtered.answer.matchAll(/\((dsh-session:[A-Za-z0-9_-]+)\)/g)].map((m) => m[1]), [uriOf('cand-other')]);
   const none = await prompt(a, target, '/ref zzz');
-  assert.equal(none.answer, 'No other session\'s id or working directory matches "zzz".');
+  assert.equal(none.answer, 'No other session\'s id, working directory or title matches "zzz".');
+  // /ref matches titles too, case-insensitively.
+  const byTitle = await prompt(a, target, '/ref ALPHA: t');
+  assert.deepEqual([...byTitle.answer.matchAll(/\((dsh-session:[A-Za-z0-9_-]+)\)/g)].map((m) => m[1]), [uriOf('cand-a2')]);
+  const byTitles = await prompt(a, target, '/ref OTHER W');
+  assert.deepEqual([...byTitles.answer.matchAll(/\((dsh-session:[A-Za-z0-9_-]+)\)/g)].map((m) => m[1]), [uriOf('cand-other')]);
   assert.ok(before.equals(logBytes(store, target)), '/ref writes nothing to the log');
 
   // A session never prompted keeps its header-only log (session/new is durable) after /ref.

@@ -76,3 +76,23 @@ test('session/new with a relative additional directory is -32602 with its JSON P
   });
   await agent.finish();
 });
+
+test('a cwd that does not exist is accepted (the client may create it later) and noted in the log file', async (t) => {
+  const { agent, ctx } = startSdkAgent(t);
+  await ctx.request(M.initialize, INIT_PARAMS);
+  const missing = `${agent.home}/not-created-yet/deeper`;
+  const r = await ctx.request(M.session.new, { cwd: missing, mcpServers: [] });
+  assert.match(r.sessionId, UUID_V4);
+  const p = await ctx.request(M.session.prompt, { sessionId: r.sessionId, prompt: [{ type: 'text', text: 'hi' }] });
+  assert.equal(p.stopReason, 'end_turn');
+  // Loading it again with that cwd is accepted and noted too.
+  await ctx.request(M.session.load, { sessionId: r.sessionId, cwd: missing, mcpServers: [] });
+  const existing = await ctx.request(M.session.new, { cwd: agent.home, mcpServers: [] });
+  assert.match(existing.sessionId, UUID_V4);
+  // Each note is written before the answer it belongs to, so the file holds both by now.
+  const log = agent.log();
+  const notes = log.split('\n').filter((l) => l.includes(`session cwd ${missing} does not exist`));
+  assert.equal(notes.length, 2, `one note for session/new, one for session/load:\n${log}`);
+  assert.ok(!log.includes(`session cwd ${agent.home} `), 'an existing cwd is not noted');
+  await agent.finish();
+});

@@ -313,6 +313,72 @@ test('session/list: newest first, cwd filter with normalisation, titles, updated
   await c.agent.finish();
 });
 
+test('session/list pages stay under 64 KiB (fewer items when cwds, ids and titles are long); the cursor still pages through all', async (t) => {
+  const home = makeHome(t);
+  const store = path.join(home, 'sessions');
+  const ids = [];
+  // 2 KB of cwd and a 150-byte id per item: 100 such items would make a 200 KB frame.
+  for (let i = 0; i < 170; i++) {
+    const id = `long-${String(i).padStart(3, '0')}-${'i'.repeat(140)}`;
+    const cwd = `/not/there/${'d'.repeat(2000)}/${i % 5}`;
+    // Ties on createdAt (three per millisecond) page by id; the 6,000-character titles are cut when listed.
+    writeRawLog(store, { id, cwd, createdAt: 1_700_000_000_000 + Math.floor(i / 3), title: `Title ${i} ${'t'.repeat(6000)}` });
+    ids.push(id);
+  }
+  const a = await startIn(t, home);
+  const seen = [];
+  const counts = [];
+  let cursor;
+  do {
+    const from = a.agent.frames.length;
+    const page = await a.ctx.request(M.session.list, cursor ? { cursor } : {});
+    const e = a.agent.frames.find((x) => x.index >= from && !Object.hasOwn(x.frame, 'method') && x.frame.result?.sessions);
+    const bytes = Buffer.byteLength(e.line, 'utf8') + 1;  // with its newline
+    assert.ok(bytes <= 64 * 1024, `page ${counts.length + 1} frame is ${bytes} bytes`);
+    assert.ok(page.sessions.length >= 1);
+    for (const s of page.sessions) assert.ok(Buffer.byteLength(s.title, 'utf8') <= 40, 'titles are cut when listed');
+    seen.push(...page.sessions.map((s) => s.sessionId));
+    counts.push(page.sessions.length);
+    cursor = page.nextCursor ?? undefined;
+  } while (cursor && counts.length < 200);
+  assert.ok(counts.length >= 6 && counts.every((n) => n < 100), `fewer items per page: ${counts}`);
+  assert.equal(new Set(seen).size, seen.length, 'no session twice');
+  assert.deepEqual([...seen].sort(), [...ids].sort(), 'every session once');
+  await a.agent.finish();
+});
+
+test('a store root deleted while the agent runs is created again (0700) by the next write; a new process loads what was written', async (t) => {
+  const home = makeHome(t);
+  const store = path.join(home, 'sessions');
+  const a = await startIn(t, home);
+  const { sessionId: before } = await a.ctx.request(M.session.new, { cwd: home, mcpServers: [] });
+  await a.ctx.request(M.session.prompt, { sessionId: before, prompt: text('before the removal') });
+  assert.ok(existsSync(store));
+  rmSync(store, { recursive: true, force: true });
+
+  const { sessionId: sid } = await a.ctx.request(M.session.new, { cwd: home, mcpServers: [] });
+  assert.equal(statSync(store).mode & 0o777, 0o700, 'the root is private again');
+  const r = await a.ctx.request(M.session.prompt, { sessionId: sid, prompt: text('after the removal') });
+  assert.equal(r.stopReason, 'end_turn');
+  assert.ok(statSync(logPath(store, sid)).isFile());
+  // Removed once more: again the next session/new and its prompt work on a fresh root.
+  rmSync(store, { recursive: true, force: true });
+  const { sessionId: sid2 } = await a.ctx.request(M.session.new, { cwd: home, mcpServers: [] });
+  await a.ctx.request(M.session.prompt, { sessionId: sid2, prompt: text('second root') });
+  assert.equal(statSync(store).mode & 0o777, 0o700);
+  assert.match(readFileSync(path.join(home, 'dsh-acp.log'), 'utf8'), /session store root .* had been removed: created it again/);
+  await a.agent.finish();
+
+  const b = await startIn(t, home);
+  await b.ctx.request(M.session.load, { sessionId: sid2, cwd: home, mcpServers: [] });
+  const replayed = b.agent.sdkUpdatesFor(sid2).map((u) => u.params.update)
+    .filter((u) => u.sessionUpdate === 'user_message_chunk').map((u) => u.content.text).join('');
+  assert.equal(replayed, 'second root');
+  const { sessions } = await b.ctx.request(M.session.list, {});
+  assert.deepEqual(sessions.map((s) => s.sessionId), [sid2], 'only what the current root holds is listed');
+  await b.agent.finish();
+});
+
 test('session/resume attaches without replay; prompts continue the conversation', async (t) => {
   const home = makeHome(t);
   const store = path.join(home, 'sessions');

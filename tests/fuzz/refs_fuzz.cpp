@@ -72,7 +72,7 @@ void check_ref_command(std::string_view prompt, const std::vector<std::string_vi
     listings.push_back(std::move(l));
   }
   refs::Target target{"target", std::string("/work")};
-  auto candidates = refs::select_candidates(listings, target, command->argument, 50);
+  auto candidates = refs::select_candidates(listings, target, command->argument, 50, true);
   if (candidates.size() > listings.size()) dsh_fuzz::violated("more candidates than listings");
   for (const auto& c : candidates)
     if (c.session_id == target.id) dsh_fuzz::violated("the target is its own candidate");

@@ -2,6 +2,7 @@
 #include "llm/openai/chat_request.hpp"
 
 #include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
 #include <boost/test/unit_test.hpp>
 
 using namespace acp::llm;
@@ -22,6 +23,25 @@ BOOST_AUTO_TEST_CASE(body_has_model_messages_and_streaming_options) {
   BOOST_TEST(m[1].at("content").as_string() == "hi \"there\"\n");
   BOOST_TEST(m[2].at("role").as_string() == "assistant");
   BOOST_TEST(m[2].as_object().size() == 2u);
+}
+
+// The body is written directly (no JSON copy of the conversation); it must be the very text that
+// serializing the JSON object gives, escapes included, with large strings crossing buffer boundaries.
+BOOST_AUTO_TEST_CASE(body_text_equals_the_serialized_object) {
+  std::string big(100000, 'a');
+  for (std::size_t i = 0; i < big.size(); i += 997) big[i] = i % 2 ? '"' : '\n';
+  std::vector<Message> msgs{{Role::system, std::string("ctl \x01\x1f\x7f tab\t \\ / \u00e9\u20ac\U0001F600", 31)},
+                            {Role::user, big}, {Role::assistant, ""}, {Role::user, std::string("nul\0end", 7)}};
+  for (std::string model : {"m\"1\\", ""}) {
+    json::object body;
+    if (!model.empty()) body["model"] = model;
+    json::array arr;
+    for (const auto& m : msgs) arr.push_back(json::object{{"role", role_name(m.role)}, {"content", m.text}});
+    body["messages"] = std::move(arr);
+    body["stream"] = true;
+    body["stream_options"] = json::object{{"include_usage", true}};
+    BOOST_TEST(build_chat_request_body(model, msgs) == json::serialize(body));
+  }
 }
 
 BOOST_AUTO_TEST_CASE(empty_model_is_omitted) {

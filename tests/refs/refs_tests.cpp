@@ -588,4 +588,16 @@ BOOST_AUTO_TEST_CASE(candidates_rank_by_cwd_and_keep_listing_order) {
   std::stop_source stop;
   stop.request_stop();
   BOOST_TEST(code_of([&] { service.list_candidates(target, "", std::nullopt, stop.get_token()); }) == ErrorCode::cancelled);
+
+  // Titles are searched only when asked (the seed's rule otherwise), lower-cased by ICU in en-US.
+  source->listings.push_back(row("unicode", "/else", 5, "\u0130stanbul \u03A3\u039F\u03A6\u0399\u0391 notes"));
+  BOOST_TEST(service.list_candidates(target, "latest").empty());
+  auto titled = service.list_candidates(target, "LATEST T", std::nullopt, {}, true);
+  BOOST_REQUIRE(titled.size() == 1u);
+  BOOST_TEST(titled[0].session_id == "same-later");
+  auto turkish = service.list_candidates(target, "i\u0307stanbul", std::nullopt, {}, true);  // U+0130 lowers to i + U+0307
+  BOOST_REQUIRE(turkish.size() == 1u);
+  BOOST_TEST(turkish[0].session_id == "unicode");
+  BOOST_TEST(service.list_candidates(target, "\u03C3\u03BF\u03C6\u03B9\u03B1", std::nullopt, {}, true).size() == 1u);
+  BOOST_TEST(service.list_candidates(target, "\u03C3\u03BF\u03C6\u03B9\u03B1").empty());
 }

@@ -23,6 +23,19 @@ BOOST_AUTO_TEST_CASE(answer_lists_every_message_as_contracts_section_3) {
              "last user message: use @Alpha");
 }
 
+BOOST_AUTO_TEST_CASE(sleep_directives_are_read_and_clamped_to_a_minute) {
+  using std::chrono::milliseconds;
+  BOOST_TEST(llm::echo_sleep("wait [[echo:sleep=250]] please").count() == 250);
+  BOOST_TEST(llm::echo_sleep("[[sleep:1500]]").count() == 1500);
+  BOOST_TEST(llm::echo_sleep("[[echo:sleep=60000]]").count() == 60000);
+  BOOST_TEST(llm::echo_sleep("[[echo:sleep=60001]]").count() == 60000);
+  BOOST_TEST(llm::echo_sleep("[[echo:sleep=1000000000]]").count() == 60000);
+  BOOST_TEST(llm::echo_sleep("[[sleep:" + std::string(40, '9') + "]]").count() == 60000);  // no overflow
+  BOOST_TEST(llm::echo_sleep("[[echo:sleep=]] [[echo:sleep=1e9]] [[echo:sleep=5").count() == 0);
+  BOOST_TEST(llm::echo_sleep("[[echo:sleep=x]] [[[echo:sleep=7]]").count() == 7);  // the first well-formed one
+  BOOST_TEST(llm::echo_sleep("no directive").count() == 0);
+}
+
 BOOST_AUTO_TEST_CASE(preview_counts_characters_not_bytes) {
   llm::Request r;
   r.messages = {{llm::Role::user, std::string(16, 'a') + std::string("\xE2\x82\xAC") + std::string(40, 'b')}};

@@ -59,6 +59,30 @@ BOOST_AUTO_TEST_CASE(oversize_frames_are_reported_once_and_dropped_without_buffe
   BOOST_TEST(frame(out[2]) == "{}");
 }
 
+// The notice counts the frame's own bytes: a "\r\n" or "\n" line end is not part of it, however the
+// stream is split and whichever path (buffered, then over; or dropped as it arrives) found it too long.
+BOOST_AUTO_TEST_CASE(oversize_counts_bytes_without_the_line_terminator) {
+  const std::string body = "abcdefghij";  // 10 bytes, limit 4
+  for (std::string_view end : {"\n", "\r\n"}) {
+    std::string stream = body + std::string(end) + "abcde" + std::string(end) + "{}" + std::string(end);
+    for (std::size_t cut = 0; cut <= stream.size(); ++cut) {
+      LineFramer f(4);
+      auto out = feed_all(f, {std::string_view(stream).substr(0, cut), std::string_view(stream).substr(cut)});
+      BOOST_TEST_CONTEXT("end " << end.size() << " cut " << cut) {
+        BOOST_REQUIRE(out.size() == 3u);
+        BOOST_TEST(std::get<Oversize>(out[0]).bytes == 10u);
+        BOOST_TEST(std::get<Oversize>(out[1]).bytes == 5u);
+        BOOST_TEST(frame(out[2]) == "{}");
+      }
+    }
+  }
+  // A '\r' inside the frame still counts; only the one before the '\n' is the line end.
+  LineFramer f(4);
+  auto out = feed_all(f, {"ab\rcdefgh\r", "\r\n"});
+  BOOST_REQUIRE(out.size() == 1u);
+  BOOST_TEST(std::get<Oversize>(out[0]).bytes == 10u);
+}
+
 BOOST_AUTO_TEST_CASE(a_frame_at_the_limit_with_crlf_is_accepted) {
   LineFramer f(4);
   auto out = feed_all(f, {"abcd\r\n", "abcde\n"});

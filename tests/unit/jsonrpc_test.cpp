@@ -59,6 +59,22 @@ BOOST_AUTO_TEST_CASE(malformed_envelopes_are_invalid_requests) {
 
 BOOST_AUTO_TEST_CASE(responses_are_recognised) {
   BOOST_TEST(std::holds_alternative<Response>(classify_text(R"({"jsonrpc":"2.0","id":1,"result":{}})")));
+  // Whatever else is wrong with a response, it is never answered: classified as one, its id kept for the log.
+  const std::pair<const char*, const char*> rows[] = {
+      {R"({"jsonrpc":"2.0","id":"a","error":{"code":1,"message":"m"}})", R"("a")"},
+      {R"({"jsonrpc":"1.0","id":{"x":1},"result":null})", R"({"x":1})"},
+      {R"({"result":1})", ""},
+      {R"({"id":null,"error":null})", "null"},
+  };
+  for (const auto& [text, id] : rows) {
+    auto in = classify_text(text);
+    BOOST_TEST_CONTEXT(text) {
+      BOOST_REQUIRE(std::holds_alternative<Response>(in));
+      BOOST_TEST(std::get<Response>(in).id == id);
+    }
+  }
+  // With a method it is a request or a notification, never a response.
+  BOOST_TEST(std::holds_alternative<Request>(classify_text(R"({"jsonrpc":"2.0","id":2,"method":"m","result":{}})")));
 }
 
 BOOST_AUTO_TEST_CASE(error_factories_follow_the_contract_table) {

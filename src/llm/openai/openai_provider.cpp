@@ -110,10 +110,11 @@ private:
     const Completion cancelled{StopKind::cancelled, std::nullopt, config_.provider, model};
 
     bool merged = merge_user_messages_.load(std::memory_order_relaxed);
+    // (Not one ?: expression: that would copy request.messages.)
     auto build = [&] {
-      return build_chat_request_body(model, merged ? merge_consecutive_user_messages(request.messages)
-                                                   : request.messages,
-                                     request.max_tokens);
+      if (merged)
+        return build_chat_request_body(model, merge_consecutive_user_messages(request.messages), request.max_tokens);
+      return build_chat_request_body(model, request.messages, request.max_tokens);
     };
     std::string body = build();
     bool output_started = false;
@@ -286,14 +287,15 @@ private:
       return in.deadline <= idle_deadline;  // which limit fires if this expiry is reached
     };
 
-    http::request<http::string_body> req{http::verb::post, endpoint_.target, 11};
+    // The body is a view of in.body (kept for retries), not a copy: requests may be tens of megabytes.
+    http::request<http::span_body<char const>> req{http::verb::post, endpoint_.target, 11};
     req.set(http::field::host, endpoint_.host_header);
     req.set(http::field::user_agent, "dsh-acp");
     req.set(http::field::content_type, "application/json");
     req.set(http::field::accept, "text/event-stream");
     if (!config_.api_key.empty())
       req.set(http::field::authorization, "Bearer " + config_.api_key);
-    req.body() = in.body;
+    req.body() = {in.body.data(), in.body.size()};
     req.prepare_payload();
 
     bool overall = arm();

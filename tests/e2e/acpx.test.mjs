@@ -1,0 +1,183 @@
+// acpx (npm, pinned by package-lock.json), a headless ACP client nobody here wrote, against the real
+// binary and the loopback fake provider: `sessions new`, `prompt` in a new process, `sessions list`,
+// a prompt with a mention, `cancel` and `set model`, each checked through acpx's own output and exit
+// code. acpx launches a custom agent with `--agent '<command>'`; its state lives under $HOME/.acpx,
+// so each test gets its own HOME. Each acpx command talks to a "queue owner" process that keeps the
+// agent running for `--ttl` seconds: with `--ttl 1` later commands usually start a new agent process,
+// which attaches the stored session with session/resume.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { BIN } from './lib/agent.mjs';
+import { FakeProvider, answer, providerArgs, startSse, chunkEvent, sleep } from './lib/fake-provider.mjs';
+
+const require = createRequire(import.meta.url);
+const ACPX = path.join(path.dirname(require.resolve('acpx/package.json')), 'dist', 'cli.js');
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+const uriOf = (id) => `dsh-session:${Buffer.from(JSON.stringify(id)).toString('base64url')}`;
+
+/** A private HOME (acpx state), DSH_ACP_HOME (our store, log and config) and project directory. */
+async function setup(t) {
+  const home = mkdtempSync(path.join(tmpdir(), 'dsh-acp-acpx-'));
+  const dsh = path.join(home, 'dsh');
+  const project = path.join(home, 'project');
+  mkdirSync(dsh);
+  mkdirSync(project);
+  // A second model to switch to with `set model`.
+  writeFileSync(path.join(dsh, 'config.json'), JSON.stringify({ models: ['m2'] }));
+  const provider = await new FakeProvider().start();
+  provider.fallback = answer({ content: ['fake ', 'answer'] });
+  const env = { ...process.env, HOME: home, DSH_ACP_HOME: dsh };
+  const agent = [BIN, ...providerArgs(provider.url)].join(' ');
+  const running = new Set();
+  t.after(async () => {
+    for (const child of running) child.kill('SIGKILL');
+    await stopBackground(home);
+    provider.server.closeAllConnections?.();
+    await new Promise((r) => provider.server.close(r));
+    rmSync(home, { recursive: true, force: true });
+  });
+  /** Runs acpx with the given arguments; resolves to {code, stdout, stderr}. */
+  const acpx = (args, { timeout = 30_000 } = {}) => new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [ACPX, '--agent', agent, '--ttl', '1', '--approve-all', ...args],
+      { cwd: project, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    running.add(child);
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => { stdout += d; });
+    child.stderr.on('data', (d) => { stderr += d; });
+    const timer = setTimeout(() => reject(new Error(`acpx ${args.join(' ')} did not finish in ${timeout} ms\n${stdout}\n${stderr}`)), timeout);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      running.delete(child);
+      resolve({ code, stdout, stderr });
+    });
+  });
+  return { home, dsh, project, provider, acpx, store: path.join(dsh, 'sessions') };
+}
+
+/** Pids of the agent processes started so far (each logs its start). */
+function agentPids(dsh) {
+  const log = path.join(dsh, 'dsh-acp.log');
+  if (!existsSync(log)) return new Set();
+  return new Set([...readFileSync(log, 'utf8').matchAll(/\[(\d+)\] info dsh-acp .* starting/g)].map((m) => Number(m[1])));
+}
+
+const alive = (pid) => {
+  try { process.kill(pid, 0); return true; } catch { return false; }
+};
+
+/** Processes running with this HOME: the acpx commands, their queue owners and our agents. */
+function processesOf(home) {
+  const pids = [];
+  for (const entry of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    try {
+      if (readFileSync(`/proc/${entry}/environ`, 'latin1').split('\0').includes(`HOME=${home}`)) pids.push(Number(entry));
+    } catch { /* gone, or not ours */ }
+  }
+  return pids.filter((pid) => pid !== process.pid);
+}
+
+// Queue owners outlive the acpx command by --ttl seconds, and with them our agent processes, and
+// they write under $HOME/.acpx as they go: end every process the test started (found by its HOME)
+// and wait for it, so none outlives the test or writes into its directory while it is removed.
+async function stopBackground(home) {
+  for (let round = 0; round < 3; round++) {
+    const pids = processesOf(home);
+    if (pids.length === 0) return;
+    for (const pid of pids) {
+      try { process.kill(pid, round ? 'SIGKILL' : 'SIGTERM'); } catch { /* already gone */ }
+    }
+    for (let waited = 0; pids.some(alive) && waited < 5000; waited += 50) await sleep(50);
+  }
+}
+
+/** The last user message of a recorded chat-completions request. */
+const lastUser = (request) => request.body.messages.filter((m) => m.role === 'user').at(-1).content;
+
+test('acpx: sessions new, prompt in a new process, sessions list, a mention, set model', async (t) => {
+  const { acpx, provider, project, dsh } = await setup(t);
+
+  const created = await acpx(['sessions', 'new']);
+  assert.equal(created.code, 0, created.stderr);
+  const sid = created.stdout.trim();
+  assert.match(sid, UUID, 'acpx prints the session id our server chose');
+
+  const first = await acpx(['prompt', 'hello from acpx']);
+  assert.equal(first.code, 0, first.stderr);
+  assert.match(first.stdout, /fake answer/);
+  assert.match(first.stdout, /end_turn/);
+  assert.equal(lastUser(provider.requests.at(-1)), 'hello from acpx');
+  assert.equal(agentPids(dsh).size, 2, 'the prompt ran in a second agent process');
+  assert.match(readFileSync(path.join(dsh, 'dsh-acp.log'), 'utf8'), /exiting/, 'the first one had exited');
+
+  const listed = await acpx(['sessions', 'list']);
+  assert.equal(listed.code, 0, listed.stderr);
+  const row = listed.stdout.split('\n').find((l) => l.startsWith(sid));
+  assert.ok(row, `the session is listed:\n${listed.stdout}`);
+  assert.ok(row.includes('hello from acpx'), 'with its title');
+  assert.ok(row.includes(project), 'and its cwd');
+
+  // A second, named session mentions the first: the model gets the snapshot ahead of the message,
+  // and acpx shows the reference card (a completed read tool call).
+  const other = await acpx(['sessions', 'new', '--name', 'other']);
+  assert.equal(other.code, 0, other.stderr);
+  const otherId = other.stdout.trim();
+  assert.match(otherId, UUID);
+  assert.notEqual(otherId, sid);
+  const mention = await acpx(['prompt', '-s', 'other', `what did we say in @[first](${uriOf(sid)})?`]);
+  assert.equal(mention.code, 0, mention.stderr);
+  assert.match(mention.stdout, /Referenced sessions · first/);
+  assert.match(mention.stdout, /fake answer/);
+  const messages = provider.requests.at(-1).body.messages;
+  assert.match(messages.at(-2).content, /## Referenced sessions/);
+  assert.match(messages.at(-2).content, /hello from acpx/);
+  assert.equal(messages.at(-1).content, 'what did we say in @first?');
+
+  // A mention of a session that does not exist is an error, but not "no session" (exit 4): the
+  // message cannot be mistaken for the caller's own session being gone.
+  const missing = await acpx(['prompt', '-s', 'other', `see @[gone](${uriOf('no-such-session')})`]);
+  assert.equal(missing.code, 1, `${missing.stdout}\n${missing.stderr}`);
+  assert.match(missing.stdout + missing.stderr, /referenced session .*no-such-session.* does not exist/);
+
+  // set model: the session's next request goes to the chosen model.
+  const set = await acpx(['set', 'model', 'm2']);
+  assert.equal(set.code, 0, `${set.stdout}\n${set.stderr}`);
+  assert.match(set.stdout, /model/);
+  assert.equal(provider.requests.at(-1).body.model, 'm1');
+  const after = await acpx(['prompt', 'which model now']);
+  assert.equal(after.code, 0, after.stderr);
+  assert.equal(provider.requests.at(-1).body.model, 'm2');
+  assert.equal(lastUser(provider.requests.at(-1)), 'which model now');
+  const unknown = await acpx(['set', 'model', 'no-such-model']);
+  assert.notEqual(unknown.code, 0, 'an unknown model is refused');
+});
+
+test('acpx: cancel stops a running prompt, which ends cancelled', async (t) => {
+  const { acpx, provider } = await setup(t);
+  const created = await acpx(['sessions', 'new']);
+  assert.equal(created.code, 0, created.stderr);
+
+  // The model streams one piece, then waits for the connection to close (the cancel).
+  let streaming;
+  const started = new Promise((r) => { streaming = r; });
+  provider.queue(async (req, res) => {
+    startSse(res);
+    res.write(chunkEvent({ content: 'partial ' }));
+    streaming();
+    await new Promise((r) => res.on('close', r));
+  });
+  const running = acpx(['prompt', 'a long answer please']);
+  await started;
+  await sleep(200); // the partial answer reaches acpx
+  const cancel = await acpx(['cancel']);
+  assert.equal(cancel.code, 0, `${cancel.stdout}\n${cancel.stderr}`);
+  const prompt = await running;
+  assert.match(prompt.stdout, /partial/);
+  assert.match(prompt.stdout, /cancelled/);
+  assert.equal(provider.requests.at(-1).closedAt !== null, true, 'the model request was closed');
+});
