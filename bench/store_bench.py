@@ -307,8 +307,9 @@ def main():
               "this client and the turn appended + fsynced (step end, turn end) before the response")
         print(f"  fsync floor of this file system: {fsync_ms(base):.2f} ms per write+fsync of 200 bytes (median of 100); "
               "a turn costs one fsync, a session's first turn three more (file creation)")
-        places = [(base, fs_type(base))]
-        if os.path.isdir("/dev/shm"):
+        only_replay = os.environ.get("STORE_BENCH_ONLY") == "replay"  # a quick replay-only run
+        places = [(base, fs_type(base))] if not only_replay else []
+        if os.path.isdir("/dev/shm") and not only_replay:
             places.append((tempfile.mkdtemp(prefix="dsh-bench-store-", dir="/dev/shm"), "tmpfs, where fsync costs nothing: the server's own cost"))
         for where, kind in places:
             for sessions in (1, 8):
@@ -325,6 +326,8 @@ def main():
                 result(f"rt_{tag}_{'single' if sessions == 1 else 'parallel8'}_cpu_ms", cpu_ms, "ms")
             if where != base:
                 shutil.rmtree(where, ignore_errors=True)
+        if only_replay:
+            return replay_section(base)
         home = os.path.join(base, "rt-long")
         os.makedirs(home)
         rates = long_conversation(home)
@@ -339,36 +342,40 @@ def main():
         result("list_rebuild_ms", nocache, "ms")
         result("list_cold_ms", cold, "ms")
         result("list_warm_ms", warm, "ms")
-        print("replay = session/load of a raw log to this client (request -> response, every frame read and split, not "
-              "parsed); server peak RSS = VmHWM after the load")
-        try:
-            zstd = Zstd()
-        except (OSError, AttributeError):
-            zstd = None
-            print("  (zstd replay skipped: libzstd not loadable)")
-        runs = [(mb, 0, None) for mb in sorted({10, REPLAY_MB})] + [(10, 20_000_000, None)]
-        if zstd:
-            runs.append((REPLAY_MB, 0, zstd))
-        for mb, big, z in runs:
-            size, on_disk, largest, turns, elapsed, frames, wire, rss0, rss, cpu = replay(base, mb, big, z)
-            kind = "zstd (one frame per turn)" if z else "raw"
-            print(f"  {size / 1e6:.0f} MB {kind} log ({on_disk / 1e6:.0f} MB on disk, {turns} turns, largest event "
-                  f"{largest / 1024:.1f} KiB{' (one big user message)' if big else ''}): {size / 1e6 / elapsed:.0f} MB/s "
-                  f"of log ({elapsed:.2f} s, {frames} frames, {wire / 1e6:.0f} MB on the wire; server CPU {cpu:.2f} s = "
-                  f"{size / 1e6 / max(cpu, 1e-3):.0f} MB per CPU second); server peak RSS "
-                  f"{rss:.1f} MB (after initialize {rss0:.1f} MB) (target >= 150 MB/s; peak <= 2 x largest event + 32 MiB)")
-            if mb == REPLAY_MB and not big:
-                enc = "zstd" if z else "raw"
-                result(f"replay_{enc}_mbps", size / 1e6 / elapsed, "MB/s",
-                       note=f"{size / 1e6:.0f} MB; server CPU {size / 1e6 / max(cpu, 1e-3):.0f} MB per CPU s")
-                result(f"replay_{enc}_rss_mb", rss, "MB", limit=2 * largest / 1048576 + 32)
-            if big:
-                result("replay_big_event_rss_mb", rss, "MB", limit=2 * largest / 1048576 + 32,
-                       note=f"{size / 1e6:.0f} MB raw log with one {largest / 1e6:.0f} MB event")
-        if zstd:
-            zstd.close()
+        replay_section(base)
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def replay_section(base):
+    print("replay = session/load of a raw log to this client (request -> response, every frame read and split, not "
+          "parsed); server peak RSS = VmHWM after the load")
+    try:
+        zstd = Zstd()
+    except (OSError, AttributeError):
+        zstd = None
+        print("  (zstd replay skipped: libzstd not loadable)")
+    runs = [(mb, 0, None) for mb in sorted({10, REPLAY_MB})] + [(10, 20_000_000, None)]
+    if zstd:
+        runs.append((REPLAY_MB, 0, zstd))
+    for mb, big, z in runs:
+        size, on_disk, largest, turns, elapsed, frames, wire, rss0, rss, cpu = replay(base, mb, big, z)
+        kind = "zstd (one frame per turn)" if z else "raw"
+        print(f"  {size / 1e6:.0f} MB {kind} log ({on_disk / 1e6:.0f} MB on disk, {turns} turns, largest event "
+              f"{largest / 1024:.1f} KiB{' (one big user message)' if big else ''}): {size / 1e6 / elapsed:.0f} MB/s "
+              f"of log ({elapsed:.2f} s, {frames} frames, {wire / 1e6:.0f} MB on the wire; server CPU {cpu:.2f} s = "
+              f"{size / 1e6 / max(cpu, 1e-3):.0f} MB per CPU second); server peak RSS "
+              f"{rss:.1f} MB (after initialize {rss0:.1f} MB) (target >= 150 MB/s; peak <= 2 x largest event + 32 MiB)")
+        if mb == REPLAY_MB and not big:
+            enc = "zstd" if z else "raw"
+            result(f"replay_{enc}_mbps", size / 1e6 / elapsed, "MB/s",
+                   note=f"{size / 1e6:.0f} MB; server CPU {size / 1e6 / max(cpu, 1e-3):.0f} MB per CPU s")
+            result(f"replay_{enc}_rss_mb", rss, "MB", limit=2 * largest / 1048576 + 32)
+        if big:
+            result("replay_big_event_rss_mb", rss, "MB", limit=2 * largest / 1048576 + 32,
+                   note=f"{size / 1e6:.0f} MB raw log with one {largest / 1e6:.0f} MB event")
+    if zstd:
+        zstd.close()
 
 
 if __name__ == "__main__":
