@@ -15,6 +15,8 @@ import sys
 import tempfile
 import time
 
+from bench_common import result
+
 SERVER = sys.argv[1] if len(sys.argv) > 1 else "build/dsh-acp"
 
 
@@ -108,11 +110,17 @@ def main():
     med, lo, hi = spawn_to_initialize()
     print(f"spawn -> initialize answered (process start to response, median of 50): {med:.2f} ms "
           f"(min {lo:.2f}, max {hi:.2f}; target <= 10 ms)")
-    print(f"peak RSS (VmHWM after initialize + session/new + one echo prompt): {peak_rss():.1f} MB (target <= 10 MB)")
+    result("spawn_initialize_ms", med, "ms")
+    rss = peak_rss()
+    print(f"peak RSS (VmHWM after initialize + session/new + one echo prompt): {rss:.1f} MB (target <= 10 MB)")
+    result("peak_rss_mb", rss, "MB")
+    one = round_trips(1)
     print(f"prompt round trips, one session, sequential (echo, 0 ms delay; each includes ~30 streamed updates): "
-          f"{round_trips(1):.0f}/s (target >= 2000/s)")
-    print(f"prompt round trips, 8 sessions in parallel on one connection: {round_trips(8):.0f}/s")
-
+          f"{one:.0f}/s (target >= 2000/s)")
+    result("rt_growing_single_per_s", one, "/s")
+    eight = round_trips(8)
+    print(f"prompt round trips, 8 sessions in parallel on one connection: {eight:.0f}/s")
+    result("rt_growing_parallel8_per_s", eight, "/s")
 
 if __name__ == "__main__":
     main()

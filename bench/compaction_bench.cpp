@@ -18,6 +18,8 @@
 #include "store/session_store.hpp"
 #include "support/config.hpp"
 
+#include "bench_result.hpp"
+
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/thread_pool.hpp>
@@ -197,6 +199,10 @@ int main(int argc, char** argv) {
                 static_cast<unsigned long long>(best.log_after - best.log_before), best.request_bytes_before,
                 best.request_bytes_after, static_cast<long long>(best.tokens_before),
                 static_cast<long long>(best.tokens_after));
+    bench::result(std::string("compaction_") + name + "_ms", best.ms, "ms",
+                  "\"note\":\"" + std::to_string(best.messages) + " messages; request " +
+                      std::to_string(best.request_bytes_before) + " -> " + std::to_string(best.request_bytes_after) +
+                      " bytes; log +" + std::to_string(best.log_after - best.log_before) + " bytes\"");
   }
   return 0;
 }

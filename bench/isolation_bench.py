@@ -22,8 +22,6 @@ server is killed if it does not exit 5 s after stdin EOF.
 Usage: isolation_bench.py DSH_ACP_BIN [none,zstd]   (sizes: ISOLATION_SOURCE_MB, ISOLATION_REPLAY_MB)
 """
 import base64
-import ctypes
-import ctypes.util
 import hashlib
 import json
 import os
@@ -38,7 +36,7 @@ import tempfile
 import threading
 import time
 
-from bench_common import fs_type
+from bench_common import Zstd, fs_type, result
 
 SERVER = sys.argv[1] if len(sys.argv) > 1 else "build/dsh-acp"
 ENCODINGS = (sys.argv[2] if len(sys.argv) > 2 else "none,zstd").split(",")
@@ -84,39 +82,6 @@ def body_turns(target_bytes):
         chunk = "\n".join(lines) + "\n"
         size += len(chunk)
         yield chunk.encode()
-
-
-class Zstd:
-    """Standard zstd frames with content checksums (harness-compat §1.7) through the system libzstd."""
-
-    def __init__(self):
-        lib = ctypes.CDLL(ctypes.util.find_library("zstd") or "libzstd.so.1")
-        lib.ZSTD_createCCtx.restype = ctypes.c_void_p
-        lib.ZSTD_CCtx_setParameter.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]
-        lib.ZSTD_CCtx_setParameter.restype = ctypes.c_size_t
-        lib.ZSTD_compressBound.argtypes = [ctypes.c_size_t]
-        lib.ZSTD_compressBound.restype = ctypes.c_size_t
-        lib.ZSTD_compress2.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t]
-        lib.ZSTD_compress2.restype = ctypes.c_size_t
-        lib.ZSTD_isError.argtypes = [ctypes.c_size_t]
-        lib.ZSTD_freeCCtx.argtypes = [ctypes.c_void_p]
-        self.lib = lib
-        self.cctx = lib.ZSTD_createCCtx()
-        lib.ZSTD_CCtx_setParameter(self.cctx, 100, 3)  # ZSTD_c_compressionLevel: the default level
-        lib.ZSTD_CCtx_setParameter(self.cctx, 201, 1)  # ZSTD_c_checksumFlag
-        self.out = ctypes.create_string_buffer(1 << 20)
-
-    def frame(self, data):
-        bound = self.lib.ZSTD_compressBound(len(data))
-        if bound > len(self.out):
-            self.out = ctypes.create_string_buffer(bound)
-        n = self.lib.ZSTD_compress2(self.cctx, self.out, len(self.out), data, len(data))
-        if self.lib.ZSTD_isError(n):
-            raise RuntimeError("zstd compression failed")
-        return ctypes.string_at(self.out, n)
-
-    def close(self):
-        self.lib.ZSTD_freeCCtx(self.cctx)
 
 
 class Bodies:
@@ -490,6 +455,8 @@ def run(base, bodies, encoding):
           f"max {bound}{max(samples):.1f} ms ({len(loaded)} sequential prompts answered in {elapsed:.1f} s{unanswered}; "
           f"A, B and C all running at the send and at the answer of {sum(1 for x in busy if x)} of them) "
           "(target median <= 20 ms)")
+    result(f"isolation_{'raw' if encoding == 'none' else 'zstd'}_median_ms", statistics.median(samples), "ms",
+           lower_bound=pending is not None, note=f"idle median {statistics.median(idle):.2f} ms; {a[0] / 1e6:.0f} MB sources")
 
     def secs(v):
         return f"{len(v)} finished" + (f", median {statistics.median(v):.2f} s each" if v else "")

@@ -11,6 +11,8 @@
 #include "refs/service.hpp"
 #include "refs/work_counter.hpp"
 
+#include "bench_result.hpp"
+
 #include <boost/json.hpp>
 #include <boost/json/monotonic_resource.hpp>
 
@@ -87,6 +89,7 @@ int main() {
     std::printf("%10zu %6d %10.3f %12.3f %10.1f %10.1f %12llu %8lld\n", n, runs, best, median,
                 best * 1e6 / static_cast<double>(n), mb / (best / 1e3), static_cast<unsigned long long>(work.total()),
                 static_cast<long long>(omitted));
+    if (n == 64'000) bench::result("prepare_mem_64k_ms", best, "ms");
     xs.push_back(std::log(static_cast<double>(n)));
     ys.push_back(std::log(best));
   }
@@ -100,6 +103,7 @@ int main() {
   double sxy = 0, sxx = 0;
   for (std::size_t i = 0; i < xs.size(); ++i) sxy += (xs[i] - mx) * (ys[i] - my), sxx += (xs[i] - mx) * (xs[i] - mx);
   std::printf("  least squares 1k..1M: %.3f (target <= 1.1)\n", sxy / sxx);
+  bench::result("prepare_mem_growth_exponent", sxy / sxx, "");
   std::printf("\nprepare (end to end from a stored log): see bench_prepare_e2e.\n");
   return 0;
 }

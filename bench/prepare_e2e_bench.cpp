@@ -15,6 +15,8 @@
 #include "store/event_builders.hpp"
 #include "store/session_store.hpp"
 
+#include "bench_result.hpp"
+
 #include <boost/json.hpp>
 
 #include <sys/resource.h>
@@ -196,6 +198,11 @@ int main(int argc, char** argv) {
                   std::string(store::encoding_name(enc)).c_str(), mb_plain, double(file) / 1048576.0, runs, best.ms,
                   mb_plain / (best.ms / 1000.0), cpu, mb_plain / (cpu / 1000.0), double(peak) / 1024.0,
                   double(after) / 1024.0);
+      const std::string key = "prepare_e2e_" + std::string(enc == store::Encoding::zstd ? "zstd" : "raw") + "_" +
+                              std::to_string(mb) + "mb";
+      bench::result(key + "_mbps", mb_plain / (best.ms / 1000.0), "MB/s",
+                    "\"note\":\"cpu " + std::to_string(int(mb_plain / (cpu / 1000.0))) + " MB/s\"");
+      bench::result(key + "_peak_mb", double(peak) / 1024.0, "MB");
       std::fflush(stdout);
       std::filesystem::remove_all(root);
     }

@@ -23,6 +23,8 @@ import tempfile
 import threading
 import time
 
+from bench_common import result
+
 SERVER = sys.argv[1] if len(sys.argv) > 1 else "build/dsh-acp"
 PROMPTS = 200
 RELAY_CHUNKS = 20000
@@ -182,6 +184,8 @@ def main():
           f"min {latencies[0]:.3f}; target <= 1 ms)")
     print(f"chunk relay: {RELAY_CHUNKS} content chunks of 10 bytes written back to back -> {n} agent_message_chunk "
           f"frames read (each relayed chunk is one SSE event, one log event and one frame): {n / elapsed:.0f} chunks/s ({n * 10 / elapsed / 1e6:.2f} MB/s of text) over {elapsed * 1000:.0f} ms")
+    result("provider_added_latency_ms", statistics.median(latencies), "ms")
+    result("provider_relay_chunks_per_s", n / elapsed, "/s")
 
 
 if __name__ == "__main__":

@@ -14,6 +14,8 @@
 #include "store/layout.hpp"
 #include "store/session_store.hpp"
 
+#include "bench_result.hpp"
+
 #include <zstd.h>
 
 #include <algorithm>
@@ -144,6 +146,10 @@ void run(Encoding enc, int n, const std::string& base) {
               "check), median of 20: %.3f ms (target <= 5 ms)\n", n, median(warm_page));
   std::printf("  warm candidate walk (visit all %zu rows in listing order, no copies), median of 20: %.3f ms (target <= 5 ms)\n",
               visited, median(warm_all));
+  const std::string enc_name = enc == Encoding::zstd ? "zstd" : "raw";
+  bench::result("lib_list_rebuild_" + enc_name + "_ms", median(rebuild), "ms");
+  bench::result("lib_list_cold_" + enc_name + "_ms", median(cold), "ms");
+  bench::result("lib_list_warm_" + enc_name + "_ms", median(warm_page), "ms");
 }
 
 } // namespace

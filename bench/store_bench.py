@@ -28,7 +28,7 @@ import sys
 import tempfile
 import time
 
-from bench_common import fs_type
+from bench_common import Zstd, fs_type, result
 
 SERVER = sys.argv[1] if len(sys.argv) > 1 else "build/dsh-acp"
 REPLAY_MB = int(sys.argv[2]) if len(sys.argv) > 2 else 100
@@ -43,6 +43,7 @@ class Client:
         self.next_id = 0
         self.frames_read = 0
         self.bytes_read = 0
+        self.early = {}
 
     def send(self, method, params):
         self.next_id += 1
@@ -70,14 +71,24 @@ class Client:
             self.buf += chunk
 
     def wait(self, rid):
-        for line in self.lines():
-            if not line.startswith(b'{"jsonrpc":"2.0","method":'):
-                f = json.loads(line)
-                if f.get("id") == rid and "method" not in f:
-                    if "error" in f:
-                        raise SystemExit(f"bench: request failed: {f}")
-                    return f
-        raise SystemExit("bench: server closed stdout")
+        """The response to `rid`; responses to other requests that arrive first are kept (the server
+        may answer concurrent requests out of order)."""
+        f = self.early.pop(rid, None)
+        if f is None:
+            for line in self.lines():
+                if not line.startswith(b'{"jsonrpc":"2.0","method":'):
+                    g = json.loads(line)
+                    if "method" in g or "id" not in g:
+                        continue
+                    if g["id"] == rid:
+                        f = g
+                        break
+                    self.early[g["id"]] = g
+        if f is None:
+            raise SystemExit("bench: server closed stdout")
+        if "error" in f:
+            raise SystemExit(f"bench: request failed: {f}")
+        return f
 
     def call(self, method, params):
         return self.wait(self.send(method, params))
@@ -155,16 +166,21 @@ def long_conversation(home, prompts=300):
 
 # ---- replay ---------------------------------------------------------------------------------------
 
-def write_log(store, target_bytes, session_id, cwd, big_event=0):
+def write_log(store, target_bytes, session_id, cwd, big_event=0, zstd=None):
+    """Raw JSONL, or with `zstd` one frame per turn (the header in a frame of its own) as the server appends."""
     bucket = "cwd-" + hashlib.sha256(cwd.encode()).hexdigest()[:12]
     d = os.path.join(store, bucket)
     os.makedirs(d, mode=0o700, exist_ok=True)
-    path = os.path.join(d, session_id + ".jsonl")
+    path = os.path.join(d, session_id + (".jsonl.zstd" if zstd else ".jsonl"))
+    enc = (lambda text: zstd.frame(text.encode())) if zstd else (lambda text: text.encode())
+    plain = 0
     t = 1_700_000_000_000
     largest = 0
-    with open(path, "w") as f:
-        f.write(json.dumps({"type": "session", "version": 0, "id": session_id, "createdAt": t, "cwd": cwd,
-                            "delegationDepth": 0}, separators=(",", ":")) + "\n")
+    with open(path, "wb") as f:
+        header = json.dumps({"type": "session", "version": 0, "id": session_id, "createdAt": t, "cwd": cwd,
+                             "delegationDepth": 0}, separators=(",", ":")) + "\n"
+        f.write(enc(header))
+        plain += len(header.encode())
         seq, turn, size = 0, 0, 0
         word = "lorem ipsum dolor sit amet, consectetur adipiscing elit; "
         while size < target_bytes:
@@ -200,16 +216,17 @@ def write_log(store, target_bytes, session_id, cwd, big_event=0):
             ev("turn/end", {"turn": turn, "reason": {"kind": "completed"}})
             chunk = "\n".join(lines) + "\n"
             largest = max(largest, max(len(l) for l in lines) + 1)
-            f.write(chunk)
+            f.write(enc(chunk))
             size += len(chunk)
-    return os.path.getsize(path), largest, turn
+    return plain + size, os.path.getsize(path), largest, turn
 
 
-def replay(base, mb, big_event=0):
-    home = os.path.join(base, f"replay-{mb}-{big_event}")
+def replay(base, mb, big_event=0, zstd=None):
+    """Returns plaintext size, file size, largest event, turns, seconds, frames, wire bytes, RSS before/after, CPU s."""
+    home = os.path.join(base, f"replay-{mb}-{big_event}-{bool(zstd)}")
     store = os.path.join(home, "sessions")
     cwd = "/bench/replay"
-    size, largest, turns = write_log(store, mb * 1_000_000, "replay-bench", cwd, big_event)
+    size, on_disk, largest, turns = write_log(store, mb * 1_000_000, "replay-bench", cwd, big_event, zstd)
     c = Client(home)  # the root is raw already (detected); no flag, so the store opens on first use
     c.call("initialize", {"protocolVersion": 1})
     rss_before = c.vmhwm_mb()
@@ -223,7 +240,7 @@ def replay(base, mb, big_event=0):
     cpu = c.cpu_s() - cpu0
     c.close()
     shutil.rmtree(home)
-    return size, largest, turns, elapsed, frames, wire, rss_before, rss, cpu
+    return size, on_disk, largest, turns, elapsed, frames, wire, rss_before, rss, cpu
 
 
 def fsync_ms(where):
@@ -290,8 +307,9 @@ def main():
               "this client and the turn appended + fsynced (step end, turn end) before the response")
         print(f"  fsync floor of this file system: {fsync_ms(base):.2f} ms per write+fsync of 200 bytes (median of 100); "
               "a turn costs one fsync, a session's first turn three more (file creation)")
-        places = [(base, fs_type(base))]
-        if os.path.isdir("/dev/shm"):
+        only_replay = os.environ.get("STORE_BENCH_ONLY") == "replay"  # a quick replay-only run
+        places = [(base, fs_type(base))] if not only_replay else []
+        if os.path.isdir("/dev/shm") and not only_replay:
             places.append((tempfile.mkdtemp(prefix="dsh-bench-store-", dir="/dev/shm"), "tmpfs, where fsync costs nothing: the server's own cost"))
         for where, kind in places:
             for sessions in (1, 8):
@@ -302,8 +320,14 @@ def main():
                 print(f"  [{kind}] {what}, conversations of <= 5 prompts (answers of 3..11 lines, {per:.0f} frames per "
                       f"round trip on average; sessions created up front): {rate:.0f}/s over {done} prompts, server CPU "
                       f"{cpu_ms:.2f} ms per round trip (target >= 2000/s single session)")
+                tag = "tmpfs" if where != base else "disk"
+                result(f"rt_{tag}_{'single' if sessions == 1 else 'parallel8'}_per_s", rate, "/s",
+                       note=f"{kind}; {per:.0f} frames per round trip")
+                result(f"rt_{tag}_{'single' if sessions == 1 else 'parallel8'}_cpu_ms", cpu_ms, "ms")
             if where != base:
                 shutil.rmtree(where, ignore_errors=True)
+        if only_replay:
+            return replay_section(base)
         home = os.path.join(base, "rt-long")
         os.makedirs(home)
         rates = long_conversation(home)
@@ -315,16 +339,43 @@ def main():
         print(f"  new process, no index cache file (full sweep, i.e. rebuild): {nocache:.0f} ms (target <= 2000 ms); "
               f"new process, index file present (cold, median of 5 processes): {cold:.1f} ms (target <= 100 ms); same process again (warm, "
               f"median of 20): {warm:.2f} ms (target <= 5 ms)")
-        print("replay = session/load of a raw log to this client (request -> response, every frame read and split, not "
-              "parsed); server peak RSS = VmHWM after the load")
-        for mb, big in sorted({(10, 0), (REPLAY_MB, 0)}) + [(10, 20_000_000)]:
-            size, largest, turns, elapsed, frames, wire, rss0, rss, cpu = replay(base, mb, big)
-            print(f"  {size / 1e6:.0f} MB log ({turns} turns, largest event {largest / 1024:.1f} KiB{' (one big user message)' if big else ''}): {size / 1e6 / elapsed:.0f} MB/s "
-                  f"of log ({elapsed:.2f} s, {frames} frames, {wire / 1e6:.0f} MB on the wire; server CPU {cpu:.2f} s = "
-                  f"{size / 1e6 / max(cpu, 1e-3):.0f} MB per CPU second); server peak RSS "
-                  f"{rss:.1f} MB (after initialize {rss0:.1f} MB) (target >= 100 MB/s, memory bounded by the largest event)")
+        result("list_rebuild_ms", nocache, "ms")
+        result("list_cold_ms", cold, "ms")
+        result("list_warm_ms", warm, "ms")
+        replay_section(base)
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def replay_section(base):
+    print("replay = session/load of a raw log to this client (request -> response, every frame read and split, not "
+          "parsed); server peak RSS = VmHWM after the load")
+    try:
+        zstd = Zstd()
+    except (OSError, AttributeError):
+        zstd = None
+        print("  (zstd replay skipped: libzstd not loadable)")
+    runs = [(mb, 0, None) for mb in sorted({10, REPLAY_MB})] + [(10, 20_000_000, None)]
+    if zstd:
+        runs.append((REPLAY_MB, 0, zstd))
+    for mb, big, z in runs:
+        size, on_disk, largest, turns, elapsed, frames, wire, rss0, rss, cpu = replay(base, mb, big, z)
+        kind = "zstd (one frame per turn)" if z else "raw"
+        print(f"  {size / 1e6:.0f} MB {kind} log ({on_disk / 1e6:.0f} MB on disk, {turns} turns, largest event "
+              f"{largest / 1024:.1f} KiB{' (one big user message)' if big else ''}): {size / 1e6 / elapsed:.0f} MB/s "
+              f"of log ({elapsed:.2f} s, {frames} frames, {wire / 1e6:.0f} MB on the wire; server CPU {cpu:.2f} s = "
+              f"{size / 1e6 / max(cpu, 1e-3):.0f} MB per CPU second); server peak RSS "
+              f"{rss:.1f} MB (after initialize {rss0:.1f} MB) (target >= 150 MB/s; peak <= 2 x largest event + 32 MiB)")
+        if mb == REPLAY_MB and not big:
+            enc = "zstd" if z else "raw"
+            result(f"replay_{enc}_mbps", size / 1e6 / elapsed, "MB/s",
+                   note=f"{size / 1e6:.0f} MB; server CPU {size / 1e6 / max(cpu, 1e-3):.0f} MB per CPU s")
+            result(f"replay_{enc}_rss_mb", rss, "MB", limit=2 * largest / 1048576 + 32)
+        if big:
+            result("replay_big_event_rss_mb", rss, "MB", limit=2 * largest / 1048576 + 32,
+                   note=f"{size / 1e6:.0f} MB raw log with one {largest / 1e6:.0f} MB event")
+    if zstd:
+        zstd.close()
 
 
 if __name__ == "__main__":

@@ -33,6 +33,9 @@ struct HandlerContext {
   std::function<boost::asio::awaitable<bool>(std::string key, std::vector<std::string> frames)> send_frames;
   /// Whether the provider has the key it needs (set by the host; null = no key ever needed).
   ProviderAuth* auth = nullptr;
+  /// As notify, for a session/update frame already serialised for the session `key` (hot paths
+  /// that write text chunks without JSON trees); null = serialise and use notify instead.
+  std::function<void(const std::string& key, std::string frame)> notify_frame;
 };
 
 } // namespace acp::handlers

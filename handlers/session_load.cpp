@@ -4,6 +4,7 @@
 #include "handlers/replay.hpp"
 #include "handlers/slash_commands.hpp"
 #include "handlers/text_chunks.hpp"
+#include "handlers/text_frames.hpp"
 #include "protocol/jsonrpc.hpp"
 #include "protocol/methods.hpp"
 #include "protocol/wire.hpp"
@@ -30,7 +31,7 @@ constexpr std::size_t kBatchBytes = 256u << 10;
 // client stopped reading) the replay stops.
 class ReplaySink {
 public:
-  ReplaySink(HandlerContext& ctx, std::string id) : ctx_(ctx), id_(std::move(id)) {}
+  ReplaySink(HandlerContext& ctx, std::string id) : ctx_(ctx), id_(id), text_frames_(std::move(id)) {}
 
   void operator()(boost::json::object&& event_in) {
     {
@@ -41,8 +42,12 @@ public:
     }
     for (auto& u : translated_) {
       for_each_split(std::move(u), [&](protocol::SessionUpdate&& piece) {
-        protocol::SessionNotification note{id_, std::move(piece), std::nullopt};
-        batch_.push_back(jsonrpc::serialize_notification(methods::session_update, wire::encode(note)));
+        if (auto text = text_frames_.frame(piece)) {
+          batch_.push_back(std::move(*text));
+        } else {
+          protocol::SessionNotification note{id_, std::move(piece), std::nullopt};
+          batch_.push_back(jsonrpc::serialize_notification(methods::session_update, wire::encode(note)));
+        }
         batch_bytes_ += batch_.back().size();
         if (!streaming_ && batch_bytes_ >= kHoldBackBytes) streaming_ = true;
         if (streaming_ && batch_bytes_ >= kBatchBytes) hand_over();
@@ -71,6 +76,7 @@ private:
   HandlerContext& ctx_;
   std::string id_;
   Replayer replayer_;
+  TextChunkFrames text_frames_;  ///< text chunks, most of a replay, without JSON trees
   std::vector<protocol::SessionUpdate> translated_;
   std::vector<std::string> batch_;
   std::size_t batch_bytes_ = 0;

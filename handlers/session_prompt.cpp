@@ -5,6 +5,7 @@
 #include "handlers/reference_card.hpp"
 #include "handlers/slash_commands.hpp"
 #include "handlers/text_chunks.hpp"
+#include "handlers/text_frames.hpp"
 #include "protocol/jsonrpc.hpp"
 
 namespace acp::handlers {
@@ -24,7 +25,7 @@ protocol::StopReason to_stop_reason(llm::StopKind kind) {
 // What the turn reports becomes session/update notifications.
 class UpdateSender final : public engine::TurnObserver {
 public:
-  UpdateSender(HandlerContext& ctx, std::string session_id) : ctx_(ctx), id_(std::move(session_id)) {}
+  UpdateSender(HandlerContext& ctx, std::string session_id) : ctx_(ctx), id_(session_id), frames_(std::move(session_id)) {}
 
   void references(std::int64_t snapshot_seq, const boost::json::object& source) override {
     // The card comes before any model output; the snapshot text itself never reaches the client.
@@ -48,10 +49,14 @@ public:
 
 private:
   void send(protocol::SessionUpdate update) {
+    if (ctx_.notify_frame) {
+      if (auto frame = frames_.frame(update)) return ctx_.notify_frame(id_, std::move(*frame));
+    }
     ctx_.notify(protocol::SessionNotification{id_, std::move(update), std::nullopt});
   }
   HandlerContext& ctx_;
   std::string id_;
+  TextChunkFrames frames_;  ///< most of a turn's frames are text deltas: written without JSON trees
 };
 
 } // namespace

@@ -70,7 +70,9 @@ struct Connection::Impl {
                 },
                 [this](std::string key, std::vector<std::string> frames) {
                   return outbox.send(std::move(key), std::move(frames));
-                }} {
+                },
+                nullptr,
+                [this](const std::string& key, std::string frame) { outbox.push(key, std::move(frame)); }} {
     handlers::bind_all(router);
     outbox.on_broken([this] { stop("the client stopped reading its output"); });
   }

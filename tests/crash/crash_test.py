@@ -46,6 +46,8 @@ def zstd_frames(data):
         start = pos
         try:
             if data[pos:pos + 4] != ZSTD_MAGIC:
+                if len(data) - pos < 4 and ZSTD_MAGIC.startswith(data[pos:]):
+                    raise IndexError  # EOF inside the magic: a torn frame like any other
                 raise ValueError(f"bad magic at {pos}")
             fhd = data[pos + 4]
             pos += 5

@@ -181,3 +181,41 @@ BOOST_AUTO_TEST_CASE(serialisation_matches_json_stringify) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+#include "handlers/text_frames.hpp"
+#include "protocol/methods.hpp"
+
+BOOST_AUTO_TEST_SUITE(text_chunk_frames)
+
+// The direct text-chunk frames must be the bytes the general path writes, for every kind of text.
+BOOST_AUTO_TEST_CASE(identical_to_the_general_path) {
+  using namespace acp::protocol;
+  const std::string id = "sess \"quoted\" dsh-text-placeholder-7f3a";
+  acp::handlers::TextChunkFrames frames(id);
+  std::string all_bytes;
+  for (int c = 1; c < 256; ++c) all_bytes += static_cast<char>(c);
+  const std::vector<std::string> texts{"", "hello", "quote \" backslash \\ newline \n tab \t", "naïve ✓ 😀",
+                                       std::string(100000, 'x') + "\x01\x1f", all_bytes,
+                                       "dsh-text-placeholder-7f3a"};
+  for (const auto& text : texts) {
+    TextContent block{text, std::nullopt, std::nullopt};
+    for (SessionUpdate u : {SessionUpdate{UserMessageChunk{block, {}, {}}}, SessionUpdate{AgentMessageChunk{block, {}, {}}},
+                            SessionUpdate{AgentThoughtChunk{block, {}, {}}}}) {
+      auto fast = frames.frame(u);
+      BOOST_REQUIRE(fast);
+      SessionNotification note{id, u, std::nullopt};
+      BOOST_TEST(*fast == acp::jsonrpc::serialize_notification(methods::session_update, acp::wire::encode(note)));
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(other_updates_take_the_general_path) {
+  using namespace acp::protocol;
+  acp::handlers::TextChunkFrames frames("s");
+  BOOST_TEST(!frames.frame(SessionUpdate{Plan{}}));
+  BOOST_TEST(!frames.frame(SessionUpdate{AgentMessageChunk{TextContent{"t", std::nullopt, std::nullopt}, std::string("m1"), {}}}));
+  BOOST_TEST(!frames.frame(SessionUpdate{AgentMessageChunk{TextContent{"t", std::nullopt, boost::json::object{{"k", 1}}}, {}, {}}}));
+  BOOST_TEST(!frames.frame(SessionUpdate{SessionInfoUpdate{}}));
+}
+
+BOOST_AUTO_TEST_SUITE_END()

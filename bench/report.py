@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""Reads the BENCH-RESULT lines the benchmark programs printed (bench/run collects them in a file) and
+prints one table: every figure of contracts §6 and issue 11, what it includes, its target, the measured
+value and pass/miss. A figure whose program did not run or did not report shows "not measured".
+Usage: report.py RESULTS_FILE [--markdown]
+"""
+import json
+import sys
+
+LE, GE, REPORT = "<=", ">=", "report"
+
+# (key, figure, includes, comparison, target, unit). The keys are the `figure` names the programs emit.
+CATALOGUE = [
+    ("spawn_initialize_ms", "spawn -> initialize answered", "process start to response, --provider echo, median of 50 (acp_bench.py)", LE, 10, "ms"),
+    ("peak_rss_mb", "peak RSS", "VmHWM after initialize + session/new + one echo prompt (acp_bench.py)", LE, 10, "MB"),
+    ("rt_disk_single_per_s", "prompt round trips, 1 session", "sequential, echo 0 ms, fsync on the temp dir's file system, conversations of <= 5 prompts, every update read (store_bench.py)", GE, 2000, "/s"),
+    ("rt_disk_single_cpu_ms", "server CPU per prompt round trip", "/proc utime+stime of the server over the 1-session run / prompts (store_bench.py)", LE, 0.15, "ms"),
+    ("rt_disk_parallel8_per_s", "prompt round trips, 8 sessions", "8 sessions in parallel on one connection, fsync on (store_bench.py)", REPORT, None, "/s"),
+    ("rt_tmpfs_single_per_s", "prompt round trips, 1 session, tmpfs", "as above on /dev/shm, where fsync is free: the server's own cost (store_bench.py)", REPORT, None, "/s"),
+    ("rt_tmpfs_single_cpu_ms", "server CPU per round trip, tmpfs", "as above on /dev/shm (store_bench.py)", LE, 0.15, "ms"),
+    ("rt_growing_single_per_s", "prompt round trips, one growing conversation", "one session, 3 s, echo answer grows with the conversation (acp_bench.py)", REPORT, None, "/s"),
+    ("prepare_mem_64k_ms", "prepare (in memory), 64k messages", "projection + retention + serialisation of one in-memory source, 200-byte messages, min of 7 (bench_prepare)", LE, 10, "ms"),
+    ("prepare_mem_growth_exponent", "prepare (in memory), growth exponent", "log-log least-squares slope of time over N = 1k..1M (bench_prepare)", LE, 1.1, ""),
+    ("list_warm_ms", "session/list warm", "10k stored sessions, same process again, request -> page (store_bench.py)", LE, 5, "ms"),
+    ("list_cold_ms", "session/list cold", "10k stored sessions, new process, index file present (store_bench.py)", LE, 100, "ms"),
+    ("list_rebuild_ms", "session/list rebuild", "10k stored sessions, new process, no index file (store_bench.py)", LE, 2000, "ms"),
+    ("lib_list_warm_raw_ms", "candidate index warm (library)", "10k raw logs, list page, index in memory (bench_store)", LE, 5, "ms"),
+    ("lib_list_cold_raw_ms", "candidate index cold (library)", "10k raw logs, new store object, index file present (bench_store)", LE, 100, "ms"),
+    ("lib_list_rebuild_raw_ms", "candidate index rebuild (library)", "10k raw logs, forget the index, re-read every log (bench_store)", LE, 2000, "ms"),
+    ("replay_raw_mbps", "replay, 100 MB raw", "session/load request -> response, client process reading every frame (store_bench.py)", GE, 150, "MB/s"),
+    ("replay_zstd_mbps", "replay, 100 MB zstd", "as above, zstd log of one frame per turn; MB/s of plaintext (store_bench.py)", GE, 150, "MB/s"),
+    ("replay_raw_rss_mb", "replay peak RSS, raw", "server VmHWM after the 100 MB raw load; target 2 x largest event + 32 MiB", LE, "limit", "MB"),
+    ("replay_zstd_rss_mb", "replay peak RSS, zstd", "server VmHWM after the 100 MB zstd load; target 2 x largest event + 32 MiB", LE, "limit", "MB"),
+    ("replay_big_event_rss_mb", "replay peak RSS, one 20 MB event", "10 MB raw log holding one 20 MB user message", LE, "limit", "MB"),
+]
+for enc, target in (("raw", 200), ("zstd", 150)):
+    for mb in (1, 10, 200):
+        CATALOGUE.append((f"prepare_e2e_{enc}_{mb}mb_mbps", f"prepare end to end, {mb} MB {enc}",
+                          "read + decompress + fold + project + retain + serialise from a stored log, fresh process, min of runs (bench_prepare_e2e)",
+                          GE, target, "MB/s"))
+    CATALOGUE.append((f"prepare_e2e_{enc}_200mb_peak_mb", f"prepare end to end, 200 MB {enc}: peak memory",
+                      "VmHWM - VmRSS before the prepare (bench_prepare_e2e)", LE, 64, "MB"))
+CATALOGUE += [
+    ("isolation_raw_median_ms", "isolation, raw", "4th session's prompt round trip while 2 sessions prepare 200 MB references and a 3rd replays 100 MB to a 10 MB/s reader, median (isolation_bench.py)", LE, 20, "ms"),
+    ("isolation_zstd_median_ms", "isolation, zstd", "as above on a zstd store (isolation_bench.py)", LE, 20, "ms"),
+    ("compaction_raw_ms", "compaction, raw", "condensing a 10,000-message session on the echo model, model time excluded (bench_compaction)", REPORT, None, "ms"),
+    ("compaction_zstd_ms", "compaction, zstd", "as above on a zstd store (bench_compaction)", REPORT, None, "ms"),
+    ("provider_added_latency_ms", "provider added latency", "first SSE byte written -> first agent_message_chunk read, loopback (provider_e2e_bench.py)", LE, 1, "ms"),
+    ("peer_codex_acp_initialize_ratio", "codex-acp spawn -> initialize", "ratio to ours, same run, median of 10 (peers_bench.py)", REPORT, None, "x"),
+    ("peer_codex_acp_rss_ratio", "codex-acp RSS after initialize", "ratio to ours, process tree (peers_bench.py)", REPORT, None, "x"),
+    ("peer_claude_code_acp_initialize_ratio", "claude-code-acp spawn -> initialize", "ratio to ours, same run, median of 10 (peers_bench.py)", REPORT, None, "x"),
+    ("peer_claude_code_acp_rss_ratio", "claude-code-acp RSS after initialize", "ratio to ours, process tree (peers_bench.py)", REPORT, None, "x"),
+]
+
+
+def fmt(v):
+    if v is None:
+        return "-"
+    if abs(v) >= 100:
+        return f"{v:.0f}"
+    if abs(v) >= 10:
+        return f"{v:.1f}"
+    return f"{v:.2f}" if abs(v) >= 0.1 else f"{v:.3f}"
+
+
+def rows(results):
+    out = []
+    for key, figure, includes, op, target, unit in CATALOGUE:
+        r = results.get(key)
+        limit = r.get("limit") if r and target == "limit" else target
+        if op == REPORT:
+            target_text = "report"
+        elif limit is None:
+            target_text = f"{op} 2 x largest + 32 MiB"
+        else:
+            target_text = f"{op} {fmt(limit)} {unit}".strip()
+        if r is None:
+            measured, verdict = "not measured", "-"
+        else:
+            v = r["value"]
+            measured = (">= " if r.get("lower_bound") else "") + f"{fmt(v)} {unit}".strip()
+            if r.get("note"):
+                measured += f" ({r['note']})"
+            if op == REPORT or limit is None:
+                verdict = "report"
+            else:
+                ok = v <= limit if op == LE else v >= limit
+                if r.get("lower_bound") and op == LE:
+                    ok = False
+                verdict = "pass" if ok else "MISS"
+        out.append((figure, includes, target_text, measured, verdict))
+    return out
+
+
+def main():
+    results = {}
+    skipped = []
+    with open(sys.argv[1]) as f:
+        for line in f:
+            if line.startswith("BENCH-RESULT "):
+                r = json.loads(line[len("BENCH-RESULT "):])
+                if r["figure"] == "peers_skipped":
+                    skipped.append(r.get("note", ""))
+                results[r["figure"]] = r  # a figure reported twice: the last one
+    table = rows(results)
+    if "--markdown" in sys.argv:
+        print("| figure | includes | target | measured | result |")
+        print("|---|---|---|---|---|")
+        for row in table:
+            print("| " + " | ".join(c.replace("|", "\\|") for c in row) + " |")
+    else:
+        print("summary (contracts §6 and issue 11): figure, target, result, measured; then what the figure includes")
+        w = max(len(r[0]) for r in table)
+        t = max(len(r[2]) for r in table)
+        for figure, includes, target, measured, verdict in table:
+            print(f"  {figure:<{w}}  {target:<{t}}  {verdict:<6}  {measured}")
+            print(f"      includes: {includes}")
+    if skipped:
+        print(f"peers skipped: {'; '.join(skipped)}")
+    misses = [r[0] for r in table if r[4] == "MISS"]
+    print(f"{sum(1 for r in table if r[4] == 'pass')} pass, {len(misses)} miss"
+          + (f" ({'; '.join(misses)})" if misses else "")
+          + f", {sum(1 for r in table if r[3] == 'not measured')} not measured")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,77 @@
+#include "handlers/text_frames.hpp"
+
+#include "protocol/jsonrpc.hpp"
+#include "protocol/methods.hpp"
+#include "protocol/wire.hpp"
+
+#include <boost/json/serializer.hpp>
+
+namespace acp::handlers {
+
+using namespace protocol;
+
+namespace {
+
+// Stands for the text while the template is serialised; plain ASCII, so it is written as is.
+constexpr std::string_view kPlaceholder = "dsh-text-placeholder-7f3a";
+
+template <class Chunk>
+const TextContent* plain_text(const Chunk& c) {
+  if (c.messageId || c._meta) return nullptr;
+  const auto* t = std::get_if<TextContent>(&c.content);
+  return t && !t->annotations && !t->_meta ? t : nullptr;
+}
+
+SessionUpdate with_text(std::size_t kind, std::string text) {
+  TextContent block{std::move(text), std::nullopt, std::nullopt};
+  switch (kind) {
+    case 0: return UserMessageChunk{std::move(block), {}, {}};
+    case 1: return AgentMessageChunk{std::move(block), {}, {}};
+    default: return AgentThoughtChunk{std::move(block), {}, {}};
+  }
+}
+
+} // namespace
+
+const TextChunkFrames::Template& TextChunkFrames::template_for(std::size_t kind) {
+  Template& t = templates_[kind];
+  if (t.ready) return t;
+  SessionNotification note{session_id_, with_text(kind, std::string(kPlaceholder)), std::nullopt};
+  std::string whole = jsonrpc::serialize_notification(methods::session_update, wire::encode(note));
+  // The text is serialised after the session id, so the last occurrence is the text's.
+  const std::string quoted = "\"" + std::string(kPlaceholder) + "\"";
+  const std::size_t at = whole.rfind(quoted);
+  t.prefix = whole.substr(0, at);
+  t.suffix = whole.substr(at + quoted.size());
+  t.ready = true;
+  return t;
+}
+
+std::optional<std::string> TextChunkFrames::frame(const SessionUpdate& update) {
+  static_assert(std::is_same_v<std::variant_alternative_t<0, SessionUpdate>, UserMessageChunk> &&
+                std::is_same_v<std::variant_alternative_t<1, SessionUpdate>, AgentMessageChunk> &&
+                std::is_same_v<std::variant_alternative_t<2, SessionUpdate>, AgentThoughtChunk>);
+  const TextContent* text = nullptr;
+  if (const auto* u = std::get_if<UserMessageChunk>(&update)) text = plain_text(*u);
+  else if (const auto* a = std::get_if<AgentMessageChunk>(&update)) text = plain_text(*a);
+  else if (const auto* r = std::get_if<AgentThoughtChunk>(&update)) text = plain_text(*r);
+  if (!text) return std::nullopt;
+  const Template& t = template_for(update.index());
+  if (t.prefix.size() + t.suffix.size() == 0) return std::nullopt;  // placeholder not found: general path
+
+  std::string out;
+  out.reserve(t.prefix.size() + text->text.size() + text->text.size() / 8 + 16 + t.suffix.size());
+  out += t.prefix;
+  boost::json::serializer sr;
+  sr.reset(boost::json::string_view(text->text.data(), text->text.size()));
+  while (!sr.done()) {
+    const std::size_t used = out.size();
+    const std::size_t room = text->text.size() + 64;
+    out.resize(used + room);
+    out.resize(used + sr.read(out.data() + used, room).size());
+  }
+  out += t.suffix;
+  return out;
+}
+
+} // namespace acp::handlers
