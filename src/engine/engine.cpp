@@ -484,7 +484,8 @@ asio::awaitable<CompactResult> Engine::run_compaction(const std::shared_ptr<Sess
                                asio::bind_cancellation_slot(turn->signal.slot(), asio::use_awaitable));
     completion = co_await std::move(call);
   } catch (const std::exception& e) {
-    error = e.what();
+    // A failure must never be taken for success: the text streamed so far is a cut-off summary.
+    error = *e.what() ? e.what() : "the summary request failed";
   }
   json::array blocks = summary_blocks(text);
   if (turn->cancel_requested || completion.stop == llm::StopKind::cancelled) {

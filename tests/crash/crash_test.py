@@ -16,14 +16,20 @@
    slow echo summary and the process is killed at a random moment. The committed prefix must fold
    (harness-compat §2.1) to the surface before the compaction or to the one after it (a
    checkpoint replacing the oldest nodes, the rest unchanged), never anything between; the log
-   then loads, replays every prompt, takes one more prompt and is strictly valid.
+   then loads, replays every prompt, takes one more prompt and is strictly valid. The same for
+   automatic compaction: a session of four long prompts is reopened with a small --context-window
+   so that the next prompt compacts before its answer, echo is slowed per word, and the process is
+   killed at a random moment (before, inside or after the compaction); the killed turn's own user
+   message and answer may follow the surface. One more prompt then leaves a completed compaction.
 
-Usage: crash_test.py DSH_ACP_BIN [--runs N] [--cuts N] [--compactions N] [--seed S]. The seed is printed.
+Usage: crash_test.py DSH_ACP_BIN [--runs N] [--cuts N] [--compactions N] [--auto-compactions N] [--seed S].
+The seed is printed.
 """
 import argparse
 import json
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -416,6 +422,41 @@ def fold(events, where):
     return nodes
 
 
+def compaction_state(before, events, where, new_nodes):
+    """Checks that the committed prefix `events` folds to the surface `before` or to it after one
+    compaction (a checkpoint replacing its oldest nodes, the rest unchanged), never anything
+    between. With `new_nodes`, nodes the killed turn appended after `before` (its user message,
+    its answer) may follow. Returns "before" or "after"."""
+    after = fold(events, where)
+    last = max(before)
+
+    def is_checkpoint(n):
+        d = events[n]
+        return d["type"] == "user/message" and d["data"].get("source") == {"kind": "plugin", "plugin": "compact"}
+
+    def check_new(nodes):
+        assert new_nodes or not nodes, f"{where}: nodes appended to the surface: {before} -> {after}"
+        for n in nodes:
+            assert n > last and not is_checkpoint(n), f"{where}: the surface is neither before nor after the compaction: {before} -> {after}"
+
+    if after[:len(before)] == before:
+        check_new(after[len(before):])
+        return "before"
+    cp = events[after[0]]
+    assert cp["seq"] > last and is_checkpoint(cp["seq"]), \
+        f"{where}: the surface is neither before nor after the compaction: {before} -> {after}"
+    seqs = cp["sourceEventSeqs"]
+    assert events[seqs[0]]["type"] == "compact/start" and events[seqs[1]]["type"] == "compact/summary", f"{where}: {seqs}"
+    shadowed = seqs[2:]
+    m = len(shadowed)
+    assert m >= 1 and before[:m] == shadowed, f"{where}: checkpoint names {seqs}, surface before {before}"
+    assert cp["surfaceOp"] == {"op": "replace", "start": shadowed[0], "end": shadowed[-1]}, f"{where}: {cp['surfaceOp']}"
+    kept = before[m:]
+    assert after[1:1 + len(kept)] == kept, f"{where}: the kept nodes changed: {before} -> {after}"
+    check_new(after[1 + len(kept):])
+    return "after"
+
+
 def compact_kill_run(binary, rng, base, k, stats):
     compression = "zstd" if k % 2 == 0 else "none"
     home = os.path.join(base, f"compact-{k}")
@@ -441,19 +482,10 @@ def compact_kill_run(binary, rng, base, k, stats):
         c.kill9()
     _h, events = lenient_check(path)
     where = f"compaction kill {k} ({compression})"
-    after = fold(events, where)
-    if after == before:
-        stats["before"] += 1
+    state = compaction_state(before, events, where, new_nodes=False)
+    stats[state] += 1
+    if state == "before":
         stats["started"] += 1 if any(e["type"] == "compact/start" for e in events) else 0
-    else:
-        cp = events[after[0]]
-        assert cp["type"] == "user/message" and cp["data"]["source"] == {"kind": "plugin", "plugin": "compact"}, \
-            f"{where}: the surface is neither before nor after the compaction: {before} -> {after}"
-        rest = after[1:]
-        assert before[len(before) - len(rest):] == rest, f"{where}: the kept nodes changed: {before} -> {after}"
-        shadowed = before[:len(before) - len(rest)]
-        assert cp["sourceEventSeqs"][2:] == shadowed, f"{where}: checkpoint names {cp['sourceEventSeqs']}, shadowed {shadowed}"
-        stats["after"] += 1
     # Every log loads, replays every prompt, takes one more prompt and is strictly valid.
     c = Client(binary, home, args, store=store)
     try:
@@ -471,12 +503,96 @@ def compact_kill_run(binary, rng, base, k, stats):
     fold(events, where)
 
 
+ECHO_LINE = re.compile(r"^\[\d+\] \w+ (\d+) bytes", re.M)
+
+
+def tokens(n_bytes):
+    """One message's estimate (llm/token_estimate.hpp, README "Token estimate")."""
+    return -(-n_bytes // 3) + 4
+
+
+def auto_compact_kill_run(binary, rng, base, k, stats):
+    """A session of four long prompts is reopened with a context window that the fifth prompt's
+    request exceeds (above compact-at, below the window), so that prompt compacts automatically
+    before its answer; echo is slowed per word and the process killed at a random moment."""
+    compression = "zstd" if k % 2 == 0 else "none"
+    home = os.path.join(base, f"auto-{k}")
+    os.makedirs(home)
+    store = os.path.join(home, "sessions")
+    args = ["--store-compression", compression]
+    prompts = [f"auto-r{k}-{i}: {'words to fill the context ' * 24}" for i in range(4)]
+    c = Client(binary, home, args, store=store)
+    try:
+        c.initialize()
+        sid = c.ok("session/new", {"cwd": home, "mcpServers": []})["sessionId"]
+        for p in prompts:
+            seen = len(c.updates(sid, "agent_message_chunk"))
+            assert c.ok("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": p}]})["stopReason"] == "end_turn"
+            answer = "".join(u["content"]["text"] for u in c.updates(sid, "agent_message_chunk")[seen:])
+    finally:
+        assert c.close() == 0
+    # The next request: the last one (echo lists its message sizes), the answer, the new prompt.
+    last = f"auto-r{k}-4"
+    estimate = 3 + sum(tokens(int(b)) for b in ECHO_LINE.findall(answer))
+    estimate += tokens(len(answer.encode())) + tokens(len(last.encode()))
+    # The threshold is compact-at 0.8 of (window - window/8) = 0.7 window = 0.875 estimate: the
+    # request is above it and under the window, and the compacted one fits easily.
+    window = estimate * 5 // 4
+    [path] = log_files(store)
+    _h, events = lenient_check(path)
+    before = fold(events, path)
+    written = len(events)
+    delay = rng.choice([1, 2, 3])
+    c = Client(binary, home, args + ["--context-window", str(window), "--echo-delay-ms", str(delay)], store=store)
+    try:
+        c.initialize()
+        c.ok("session/load", {"sessionId": sid, "cwd": home, "mcpServers": []})
+        c.send("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": last}]})
+        # The summary streams about 80 words, the answer about 130: most kills land in the summary.
+        deadline = time.monotonic() + rng.uniform(0, 0.15 * delay)
+        while time.monotonic() < deadline:
+            c.pump(deadline - time.monotonic())
+    finally:
+        c.kill9()
+    _h, events = lenient_check(path)
+    where = f"automatic compaction kill {k} ({compression}, window {window})"
+    state = compaction_state(before, events, where, new_nodes=True)
+    types = [e["type"] for e in events[written:]]
+    if state == "after":
+        stats["after"] += 1
+        stats["answered"] += 1 if "turn/end" in types else 0
+    elif "compact/start" in types:
+        stats["inside"] += 1
+    else:
+        stats["before"] += 1
+    # Every log loads, replays every prompt, takes one more prompt (compacting if it did not) and is
+    # strictly valid; the log then holds a completed automatic compaction.
+    c = Client(binary, home, args + ["--context-window", str(window)], store=store)
+    try:
+        c.initialize()
+        r = c.call("session/load", {"sessionId": sid, "cwd": home, "mcpServers": []})
+        assert "error" not in r, f"{where}: session/load failed: {r.get('error')}"
+        replay = replayed_user_text(c, sid)
+        for p in prompts:
+            assert p.split(":")[0] in replay, f"{where}: prompt {p[:20]!r} not replayed"
+        r = c.ok("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "after the kill"}]})
+        assert r["stopReason"] == "end_turn", r
+    finally:
+        assert c.close() == 0
+    _h, events, _turns = strict_check(path)
+    surface = fold(events, where)
+    cp = events[surface[0]]
+    assert cp["type"] == "user/message" and cp["data"]["source"] == {"kind": "plugin", "plugin": "compact"}, \
+        f"{where}: no automatic compaction after one more prompt: {surface}"
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("binary")
     ap.add_argument("--runs", type=int, default=int(os.environ.get("CRASH_RUNS", "60")))
     ap.add_argument("--cuts", type=int, default=int(os.environ.get("CRASH_CUTS", "40")))
     ap.add_argument("--compactions", type=int, default=int(os.environ.get("CRASH_COMPACTIONS", "12")))
+    ap.add_argument("--auto-compactions", type=int, default=int(os.environ.get("CRASH_AUTO_COMPACTIONS", "12")))
     ap.add_argument("--seed", type=int, default=int(os.environ.get("CRASH_SEED", random.randrange(1 << 32))))
     a = ap.parse_args()
     print(f"crash test: seed {a.seed} (rerun with --seed {a.seed}), {a.runs} kill runs, {a.cuts} cut logs", flush=True)
@@ -522,6 +638,13 @@ def main():
         print(f"phase 4: {a.compactions} processes killed during /compact: {cstats['before']} surfaces as before "
               f"({cstats['started']} of them with compact/start written), {cstats['after']} as after, none between; "
               f"every log loads, replays and is strictly valid after one more prompt ({time.monotonic() - t0:.1f} s)", flush=True)
+        astats = {"before": 0, "inside": 0, "after": 0, "answered": 0}
+        for k in range(a.auto_compactions):
+            auto_compact_kill_run(a.binary, rng, base, k, astats)
+        print(f"phase 4 (automatic): {a.auto_compactions} processes killed while a prompt compacted automatically: "
+              f"{astats['before']} before compact/start, {astats['inside']} inside the compaction (surface as before), "
+              f"{astats['after']} after it ({astats['answered']} of them with the turn answered), none between; every log "
+              f"loads, replays, compacts and is strictly valid after one more prompt ({time.monotonic() - t0:.1f} s)", flush=True)
         passed += 1
     except AssertionError as e:
         failed += 1

@@ -130,6 +130,16 @@ BOOST_FIXTURE_TEST_CASE(failure_and_cancel_leave_the_surface_unchanged, CompactF
   BOOST_TEST(without_time(all[all.size() - 2]) == R"({"type":"compact/end","seq":37,"data":{"turn":4,"error":"summariser down"}})");
   BOOST_TEST(store::fold_surface(all) == surface);
   provider.summary_error = false;
+  // A failure after part of the summary streamed is a failure too, even without a message.
+  provider.summary_cut = true;
+  failed = compact();
+  BOOST_TEST((failed.kind == engine::CompactResult::Kind::failed));
+  BOOST_TEST(failed.message == "the summary request failed");
+  all = log();
+  BOOST_TEST((types({all.end() - 4, all.end()}) ==
+              std::vector<std::string>{"turn/start", "compact/start", "compact/end", "turn/end"}));
+  BOOST_TEST(store::fold_surface(all) == surface);
+  provider.summary_cut = false;
 
   provider.hang_summary = true;
   std::optional<engine::CompactResult> cancelled;
@@ -144,7 +154,7 @@ BOOST_FIXTURE_TEST_CASE(failure_and_cancel_leave_the_surface_unchanged, CompactF
   BOOST_REQUIRE(cancelled);
   BOOST_TEST((cancelled->kind == engine::CompactResult::Kind::cancelled));
   all = log();
-  BOOST_TEST(without_time(all[all.size() - 2]) == R"({"type":"compact/end","seq":41,"data":{"turn":5,"error":"cancelled"}})");
+  BOOST_TEST(without_time(all[all.size() - 2]) == R"({"type":"compact/end","seq":45,"data":{"turn":6,"error":"cancelled"}})");
   BOOST_TEST(json::serialize(all.back().at("data").at("reason")) == R"({"kind":"aborted"})");
   BOOST_TEST(store::fold_surface(all) == surface);
   BOOST_TEST(recorder.compactions.empty());

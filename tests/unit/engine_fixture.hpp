@@ -20,6 +20,7 @@
 
 #include <filesystem>
 #include <random>
+#include <stdexcept>
 
 namespace engine_fixture {
 
@@ -41,6 +42,10 @@ public:
     c.model = request.model;
     const bool summary = request.purpose == llm::Purpose::summary;
     if (summary && summary_error) throw llm::ProviderError("PROVIDER_UNAVAILABLE", "summariser down", 503);
+    if (summary && summary_cut) {
+      sink(llm::Delta{llm::DeltaKind::text, summary_text});
+      throw std::runtime_error("");  // a failure after part of the summary, with no message
+    }
     if (!summary && too_long > 0) {
       --too_long;
       throw llm::ProviderError("PROVIDER_BAD_REQUEST", "This model's maximum context length is 1000 tokens", 400);
@@ -64,6 +69,7 @@ public:
   std::vector<llm::Request> requests;
   std::string summary_text = "## Goal\n- fake summary\n## Next steps\n- none";
   bool summary_error = false;   ///< summary requests fail (503)
+  bool summary_cut = false;     ///< summary requests stream the text, then throw without a message
   bool hang_summary = false;    ///< summary requests wait until cancelled
   int too_long = 0;             ///< the next N answer requests fail "maximum context length" (400)
   std::vector<std::string> answer{"hello ", "there"};
