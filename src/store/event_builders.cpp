@@ -26,11 +26,8 @@ NewEvent delta(std::string_view kind, std::int64_t turn, std::int64_t step, std:
 }
 
 
-} // namespace
-
-NewEvent turn_start(std::int64_t turn) {
-  json::object source;
-  source["kind"] = "user";
+// A turn/start triggered by a message from `source` (key order as the harness writes it).
+NewEvent message_turn_start(std::int64_t turn, json::object source) {
   json::object trigger;
   trigger["kind"] = "message";
   trigger["source"] = std::move(source);
@@ -39,6 +36,10 @@ NewEvent turn_start(std::int64_t turn) {
   d["trigger"] = std::move(trigger);
   return {"turn/start", std::move(d), std::nullopt, std::nullopt, std::nullopt};
 }
+
+} // namespace
+
+NewEvent turn_start(std::int64_t turn) { return message_turn_start(turn, json::object{{"kind", "user"}}); }
 
 NewEvent user_message(std::string_view text) {
   json::object block;
@@ -105,16 +106,7 @@ NewEvent turn_end(std::int64_t turn, json::object r) {
 }
 
 NewEvent compact_turn_start(std::int64_t turn) {
-  json::object source;
-  source["kind"] = "plugin";
-  source["plugin"] = "compact";
-  json::object trigger;
-  trigger["kind"] = "message";
-  trigger["source"] = std::move(source);
-  json::object d;
-  d["turn"] = turn;
-  d["trigger"] = std::move(trigger);
-  return {"turn/start", std::move(d), std::nullopt, std::nullopt, std::nullopt};
+  return message_turn_start(turn, json::object{{"kind", "plugin"}, {"plugin", "compact"}});
 }
 
 const char* const kCompactPreamble =

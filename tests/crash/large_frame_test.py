@@ -26,7 +26,7 @@ import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from acp_client import Client  # noqa: E402
-from memory_bounds import GROWTH_FACTOR  # noqa: E402
+from memory_bounds import GROWTH_FACTOR, status  # noqa: E402
 
 MB = 1 << 20
 FRAME_BYTES = 50 * MB
@@ -53,14 +53,6 @@ class ChatServer(http.server.BaseHTTPRequestHandler):
 
     def log_message(self, *args):
         pass
-
-
-def status(pid, key):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith(key + ":"):
-                return int(line.split()[1]) * 1024
-    raise AssertionError(f"{key} missing from /proc/{pid}/status")
 
 
 def frame_of(template, size):

@@ -23,3 +23,12 @@ if ASAN:
 def growth_bound(megabytes):
     """A bound on RSS growth in bytes, written for the release build."""
     return megabytes * GROWTH_FACTOR << 20
+
+
+def status(pid, key):
+    """A /proc/PID/status figure in bytes (VmRSS, VmHWM)."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError(f"{key} missing from /proc/{pid}/status")

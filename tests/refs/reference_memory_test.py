@@ -22,21 +22,13 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "crash"))
 from acp_client import Client  # noqa: E402
-from memory_bounds import growth_bound  # noqa: E402
+from memory_bounds import growth_bound, status  # noqa: E402
 
 MB = 1 << 20
 SOURCE_ID = "big-source"
 MESSAGE_BYTES = 256 * 1024
 SOURCE_BYTES = 200 * MB
 BATCH = 4  # events per append batch (one zstd frame each): frames of ~1 MB
-
-
-def status(pid, key):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith(key + ":"):
-                return int(line.split()[1]) * 1024
-    raise AssertionError(f"{key} missing from /proc/{pid}/status")
 
 
 def reset_peak(pid):
