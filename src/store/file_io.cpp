@@ -48,22 +48,13 @@ UniqueFd open_nofollow(const std::string& path, int flags, mode_t mode) {
   return UniqueFd(fd);
 }
 
-std::string pread_some(int fd, std::uint64_t offset, std::size_t n, const std::string& path) {
-  std::string out;
-  pread_into(fd, offset, n, out, path);
-  return out;
-}
+namespace {
 
-void pread_into(int fd, std::uint64_t offset, std::size_t n, std::string& out, const std::string& path) {
-  // The buffer grows as bytes arrive: the log reader asks for 1 MiB at a time, and zero-filling
-  // that for every small log (and the final empty read) cost more than reading it. A reused buffer
-  // only zero-fills what grows beyond its previous size.
-  constexpr std::size_t kFirst = 64 * 1024;
-  out.resize(std::min(n, std::max(kFirst, out.size())));
+// Reads until `n` bytes or end of file; returns the count.
+std::size_t pread_full(int fd, std::uint64_t offset, char* out, std::size_t n, const std::string& path) {
   std::size_t got = 0;
   while (got < n) {
-    if (got == out.size()) out.resize(std::min(n, out.size() * 2));
-    ssize_t r = ::pread(fd, out.data() + got, out.size() - got, off_t(offset + got));
+    ssize_t r = ::pread(fd, out + got, n - got, off_t(offset + got));
     if (r < 0) {
       if (errno == EINTR) continue;
       throw_errno("read", path, errno);
@@ -71,7 +62,39 @@ void pread_into(int fd, std::uint64_t offset, std::size_t n, std::string& out, c
     if (r == 0) break;
     got += std::size_t(r);
   }
-  out.resize(got);
+  return got;
+}
+
+} // namespace
+
+std::string pread_some(int fd, std::uint64_t offset, std::size_t n, const std::string& path) {
+  std::string out(n, '\0');
+  out.resize(pread_full(fd, offset, out.data(), n, path));
+  return out;
+}
+
+std::string_view ReadBuffer::read(int fd, std::uint64_t offset, std::size_t n, std::uint64_t expected_end,
+                                  const std::string& path) {
+  // One byte past the expected end, so a file that grew is noticed without another read.
+  const std::uint64_t left = expected_end > offset ? expected_end - offset : 0;
+  const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(n, left + 1));
+  if (want > capacity_) {
+    // The file may grow while it is read: then later chunks take the full `n`.
+    const std::size_t size = std::max(want, std::min(n, capacity_ * 2));
+    data_ = std::make_unique_for_overwrite<char[]>(size);
+    capacity_ = size;
+  }
+  std::size_t got = pread_full(fd, offset, data_.get(), want, path);
+  if (got == want && want < n) {  // longer than expected: read on, up to n
+    if (n > capacity_) {
+      auto bigger = std::make_unique_for_overwrite<char[]>(n);
+      std::memcpy(bigger.get(), data_.get(), got);
+      data_ = std::move(bigger);
+      capacity_ = n;
+    }
+    got += pread_full(fd, offset + got, data_.get() + got, n - got, path);
+  }
+  return {data_.get(), got};
 }
 
 void write_all(int fd, std::string_view data, const std::string& path) {

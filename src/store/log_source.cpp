@@ -4,19 +4,32 @@
 #include "store/file_io.hpp"
 #include "store/zstd_frames.hpp"
 
+#include <sys/stat.h>
+
+#include <cerrno>
+
 
 namespace acp::store {
 namespace {
 
-constexpr std::size_t kReadChunk = 1 << 20;
+// Below the server's 1 MiB mmap threshold, so each read's buffer comes from (and returns to) the
+// heap instead of being mapped and faulted in afresh for every log read.
+constexpr std::size_t kReadChunk = 256u << 10;
+
+std::uint64_t size_when_opened(int fd, const std::string& path) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) throw_errno("stat", path, errno);
+  return static_cast<std::uint64_t>(st.st_size);
+}
 
 SourceTail read_raw(int fd, const std::string& path, const LineSink& sink) {
   SourceTail tail;
   std::string carry;  // bytes of a line that started in an earlier chunk
   std::uint64_t offset = 0;
-  std::string chunk;  // reused: one allocation for the whole file
+  const std::uint64_t expected_end = size_when_opened(fd, path);
+  ReadBuffer buffer;
   for (;;) {
-    pread_into(fd, offset, kReadChunk, chunk, path);
+    const std::string_view chunk = buffer.read(fd, offset, kReadChunk, expected_end, path);
     if (chunk.empty()) break;
     std::size_t pos = 0;
     for (;;) {
@@ -26,19 +39,19 @@ SourceTail read_raw(int fd, const std::string& path, const LineSink& sink) {
       line.number = ++tail.lines;
       line.file_end = offset + nl + 1;
       if (!carry.empty()) {
-        carry.append(chunk, pos, nl - pos);
+        carry.append(chunk.substr(pos, nl - pos));
         line.text = carry;
         line.storage = &carry;
         sink(line);
         carry.clear();
       } else {
-        line.text = std::string_view(chunk).substr(pos, nl - pos);
+        line.text = chunk.substr(pos, nl - pos);
         sink(line);
       }
       tail.complete_bytes = line.file_end;
       pos = nl + 1;
     }
-    carry.append(chunk, pos, std::string::npos);
+    carry.append(chunk.substr(pos));
     offset += chunk.size();
   }
   tail.file_size = offset;
@@ -54,15 +67,17 @@ SourceTail read_zstd(int fd, const std::string& path, const LineSink& sink) {
   std::uint64_t base = 0;
   std::size_t start = 0;      // current frame's index in buf
   bool eof = false;
+  const std::uint64_t expected_end = size_when_opened(fd, path);
+  ReadBuffer chunk;
   auto fill = [&] {
     if (start > 0 && start >= buf.size() / 2) {
       buf.erase(0, start);
       base += start;
       start = 0;
     }
-    std::string chunk = pread_some(fd, base + buf.size(), kReadChunk, path);
-    if (chunk.empty()) eof = true;
-    buf += chunk;
+    std::string_view got = chunk.read(fd, base + buf.size(), kReadChunk, expected_end, path);
+    if (got.empty()) eof = true;
+    buf += got;
   };
   std::string plain;
   bool first = true;

@@ -5,6 +5,8 @@
 #include "support/json_text.hpp"
 #include "store/errors.hpp"
 #include "store/event_builders.hpp"
+#include "store/file_io.hpp"
+#include "store/log_source.hpp"
 #include "store/layout.hpp"
 #include "store/records.hpp"
 
@@ -13,6 +15,7 @@
 
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -329,6 +332,50 @@ BOOST_AUTO_TEST_CASE(failed_append_rolls_back) {
   BOOST_TEST(WIFEXITED(status));
   BOOST_TEST(WEXITSTATUS(status) == 0);
   BOOST_TEST(read_file(path) == before);  // no half batch left behind
+}
+
+// The chunk buffer is sized by the file's size when opened; bytes appended while it is read, and
+// a file shorter than believed, must still come out exactly.
+BOOST_AUTO_TEST_CASE(read_buffer_follows_the_file_not_its_expected_size) {
+  TempDir dir;
+  const std::string path = dir / "bytes";
+  std::string bytes;
+  for (int i = 0; bytes.size() < 3'500'000; ++i) bytes += std::to_string(i) + ',';
+  write_file(path, bytes);
+  UniqueFd fd = open_nofollow(path, O_RDONLY);
+  BOOST_REQUIRE(fd);
+  for (std::uint64_t expected : {std::uint64_t(0), std::uint64_t(1000), std::uint64_t(bytes.size()),
+                                 std::uint64_t(bytes.size() * 2)}) {
+    ReadBuffer buffer;
+    std::string got;
+    for (;;) {
+      std::string_view chunk = buffer.read(fd.get(), got.size(), 1 << 20, expected, path);
+      if (chunk.empty()) break;
+      BOOST_TEST(chunk.size() <= std::size_t(1 << 20));
+      got.append(chunk);
+    }
+    BOOST_TEST(got.size() == bytes.size());
+    BOOST_TEST((got == bytes));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(raw_lines_appended_during_the_read_are_delivered) {
+  TempDir dir;
+  const std::string path = dir / "log.jsonl";
+  write_file(path, "line 1\nline 2\n");
+  UniqueFd fd = open_nofollow(path, O_RDONLY);
+  BOOST_REQUIRE(fd);
+  std::vector<std::string> lines;
+  SourceTail tail = read_log_lines(fd.get(), path, Encoding::none, [&](const PlainLine& l) {
+    lines.emplace_back(l.text);
+    if (l.number == 1) append_file(path, std::string(2'000'000, 'x') + "\nline 4\n");
+  });
+  BOOST_TEST_REQUIRE(lines.size() == 4u);
+  BOOST_TEST(lines[1] == "line 2");
+  BOOST_TEST(lines[2].size() == 2'000'000u);
+  BOOST_TEST(lines[3] == "line 4");
+  BOOST_TEST(tail.file_size == 14u + 2'000'008u);
+  BOOST_TEST(!tail.torn);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
