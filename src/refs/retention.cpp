@@ -2,6 +2,7 @@
 
 #include "refs/json_string.hpp"
 
+#include <algorithm>
 #include <queue>
 #include <stdexcept>
 #include <string_view>
@@ -148,55 +149,53 @@ std::optional<RetainedSource> retain(const SourceHeader& header, const std::vect
   // object is over budget. The original drops the first eligible item and re-measures each time. Its
   // total after dropping the first j eligible items is monotone in j, so the smallest j that fits is
   // found by walking back from the newest item: only kept items (plus one) are ever measured, and the
-  // dropped prefix costs O(1) per item.
-  std::vector<std::int64_t> item_size(n, -1);
+  // dropped prefix costs O(1) per item. Nothing here is O(items) in memory — only the kept items are
+  // recorded: per-item arrays over a million-message source were fresh memory on every prepare, and
+  // faulting it in cost more than the walk itself.
   auto measure = [&](std::size_t i) {
-    if (item_size[i] < 0)
-      item_size[i] = items[i].released() ? items[i].released_size : refs::item_size(items[i].role, items[i].text, counter);
-    return item_size[i];
+    return items[i].released() ? items[i].released_size : refs::item_size(items[i].role, items[i].text, counter);
   };
-  std::vector<std::size_t> eligible;  // non-checkpoint items other than the newest, oldest first
-  std::int64_t mandatory = 0;          // checkpoints and the newest item are never dropped in Phase 1
-  std::int64_t mandatory_count = 0;
+  auto mandatory_at = [&](std::size_t i) { return items[i].checkpoint || i + 1 == n; };
+  std::vector<Retained> retained;  // checkpoints and the newest item first, then kept eligible items
+  std::int64_t items_sum = 0;      // checkpoints and the newest item are never dropped in Phase 1
   for (std::size_t i = 0; i < n; ++i) {
-    if (items[i].checkpoint || i + 1 == n) {
-      mandatory += measure(i);
-      ++mandatory_count;
-    } else {
-      eligible.push_back(i);
-    }
+    if (!mandatory_at(i)) continue;
+    retained.push_back(Retained{i, std::nullopt, 0, measure(i)});
+    items_sum += retained.back().size;
   }
   auto total_of = [&](std::int64_t sum, std::int64_t count) { return fixed + sum + (count > 0 ? count - 1 : 0); };
-  std::size_t first_kept = eligible.size();  // eligible[first_kept..] survive
-  std::int64_t items_sum = mandatory;
-  std::int64_t count = mandatory_count;
+  std::int64_t count = static_cast<std::int64_t>(retained.size());
   // Keep eligible items from the newest backwards while the result still fits; when even the
-  // mandatory items do not fit, all eligible items go (the original's loop ends there too).
-  while (first_kept > 0) {
-    std::int64_t with = items_sum + measure(eligible[first_kept - 1]);
-    if (total_of(with, count + 1) > max_bytes) break;
-    items_sum = with;
+  // mandatory items do not fit, all eligible items go (the original's loop ends there too). Every
+  // eligible item at or before `dropped_through` is dropped.
+  std::size_t dropped_through = n;  // n: none dropped
+  for (std::size_t i = n > 1 ? n - 1 : 0; i-- > 0;) {
+    if (mandatory_at(i)) continue;
+    const std::int64_t size = measure(i);
+    if (total_of(items_sum + size, count + 1) > max_bytes) {
+      dropped_through = i;
+      break;
+    }
+    retained.push_back(Retained{i, std::nullopt, 0, size});
+    items_sum += size;
     ++count;
-    --first_kept;
   }
-  std::vector<char> dropped(n, 0);
   std::int64_t dropped_bytes = 0;
-  for (std::size_t k = 0; k < first_kept; ++k) {
-    dropped[eligible[k]] = 1;
-    const ProjectedItem& item = items[eligible[k]];
-    dropped_bytes += item.released() ? item.released_bytes : static_cast<std::int64_t>(item.text.size());
+  std::int64_t dropped_count = 0;
+  if (dropped_through < n) {
+    for (std::size_t i = 0; i <= dropped_through; ++i) {
+      if (mandatory_at(i)) continue;
+      ++dropped_count;
+      dropped_bytes += items[i].released() ? items[i].released_bytes : static_cast<std::int64_t>(items[i].text.size());
+    }
   }
-  stats.omitted_messages = static_cast<std::int64_t>(first_kept);
+  stats.omitted_messages = dropped_count;
   if (counter) counter->retention_steps += n;
   auto total = [&] { return total_of(items_sum, count); };
 
-  std::vector<Retained> retained;
-  retained.reserve(static_cast<std::size_t>(count));
-  for (std::size_t i = 0; i < n; ++i) {
-    if (dropped[i]) continue;
-    if (items[i].released()) throw std::logic_error("retention would keep an item whose text was released");
-    retained.push_back(Retained{i, std::nullopt, 0, item_size[i]});
-  }
+  std::sort(retained.begin(), retained.end(), [](const Retained& a, const Retained& b) { return a.index < b.index; });
+  for (const Retained& r : retained)
+    if (items[r.index].released()) throw std::logic_error("retention would keep an item whose text was released");
 
   auto current_text = [&](const Retained& r) -> std::string_view {
     return r.truncated ? std::string_view(*r.truncated) : items[r.index].text;
