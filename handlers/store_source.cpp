@@ -10,7 +10,8 @@ refs::ProjectedSource StoreSessionSource::read_projected(const std::string& sess
   // The log is streamed (checking `stop` per line) and folded as it goes; unknown ids surface as
   // SessionNotFound, whose message is the original's `session "<id>" not found`.
   auto stream = [&](const refs::EventSink& sink) {
-    store::StreamResult r = store_.get().read_events(session_id, sink, stop);
+    // Projection copies the texts it keeps; the events themselves die once folded.
+    store::StreamResult r = store_.get().read_events(session_id, sink, stop, store::EventLifetime::transient);
     return refs::StreamedLog{std::move(r.header), r.capturedThroughSeq};
   };
   return refs::project_log(stream, max_reference_bytes);

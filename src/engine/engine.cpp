@@ -179,10 +179,14 @@ asio::awaitable<std::pair<std::string, std::string>> Engine::read_log(const std:
   auto read = [this, id, &sink, &boundary] {
     std::pair<std::string, std::string> model;
     if (boundary) boundary();
-    services_.store.get().read_events(id, [&](json::object&& e) {
-      note_request_header(e, model.first, model.second);
-      if (sink) sink(std::move(e));
-    });
+    // The replay translates each event into updates and lets it go.
+    services_.store.get().read_events(
+        id,
+        [&](json::object&& e) {
+          note_request_header(e, model.first, model.second);
+          if (sink) sink(std::move(e));
+        },
+        {}, store::EventLifetime::transient);
     if (boundary) boundary();
     return model;
   };

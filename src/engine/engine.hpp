@@ -166,7 +166,8 @@ public:
   /// Finds a stored session for load/resume; checks its cwd against `cwd` (InvalidInput /cwd).
   boost::asio::awaitable<store::SessionHeader> find_stored(const std::string& id, const std::string& cwd);
   /// Streams a stored log's raw events to `sink` on the pool (replay; model restore); `boundary`,
-  /// when set, runs there before the first and after the last event. Returns the log's latest
+  /// when set, runs there before the first and after the last event. Events are transient (see
+  /// store::EventLifetime): the sink should let each go before it returns. Returns the log's latest
   /// request/header (provider, model), "" when none.
   boost::asio::awaitable<std::pair<std::string, std::string>> read_log(const std::string& id, const EventSink& sink,
                                                                       const std::function<void()>& boundary = {});

@@ -35,10 +35,17 @@ struct ScanResult {
 /// Called with every preserved event, in order, as soon as it is known to be preserved.
 using EventSink = std::function<void(boost::json::object&&)>;
 
+/// How long a sink keeps the events it is given.
+enum class EventLifetime {
+  kept,       ///< events (or copies of their parts) may live on: each owns its memory
+  transient,  ///< the sink is done with each event when it returns: a line's events share one
+              ///< arena (fewer allocations; anything kept still keeps its line's arena alive)
+};
+
 /// Scans the open log. Throws StoreCorrupt (file, 1-based line, reason). With a sink, events
 /// before a hard error may already have been delivered when the error is thrown. `stop` is
 /// checked before every line: once requested, ReadCancelled is thrown.
 ScanResult scan_log(int fd, const std::string& path, Encoding enc, const EventSink& sink = {},
-                    std::stop_token stop = {});
+                    std::stop_token stop = {}, EventLifetime lifetime = EventLifetime::kept);
 
 } // namespace acp::store

@@ -131,7 +131,8 @@ LogSnapshot SessionStore::read_log(const std::string& id) {
   return snap;
 }
 
-StreamResult SessionStore::read_events(const std::string& id, const EventSink& sink, std::stop_token stop) {
+StreamResult SessionStore::read_events(const std::string& id, const EventSink& sink, std::stop_token stop,
+                                       EventLifetime lifetime) {
   auto path = find_log(id);
   if (!path) throw SessionNotFound(id);
   UniqueFd fd = open_nofollow(*path, O_RDONLY);
@@ -143,7 +144,7 @@ StreamResult SessionStore::read_events(const std::string& id, const EventSink& s
       fd.get(), *path, encoding_, [&](json::object&& e) {
         if (sink) sink(std::move(e));
       },
-      std::move(stop));
+      std::move(stop), lifetime);
   check_identity(scan.header, id, *path);
   StreamResult r;
   r.path = *path;

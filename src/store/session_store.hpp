@@ -76,7 +76,8 @@ public:
   /// Streams every committed event to `sink` in order; memory is bounded by one read chunk or one
   /// zstd frame. A hard error found after some events were delivered is still thrown. `stop` is
   /// checked per line; once requested the read ends with ReadCancelled.
-  StreamResult read_events(const std::string& id, const EventSink& sink, std::stop_token stop = {});
+  StreamResult read_events(const std::string& id, const EventSink& sink, std::stop_token stop = {},
+                           EventLifetime lifetime = EventLifetime::kept);
   /// foldSurface over the log (harness-compat §2.2). Throws FoldError on an invalid surface.
   SurfaceSnapshot read_surface(const std::string& id);
   /// Latest session/title by log position, nullopt when none.

@@ -51,7 +51,14 @@ std::string run_decompress(std::string_view frame, std::string& out, bool& compl
   ZSTD_DCtx_reset(d, ZSTD_reset_session_only);
   ZSTD_inBuffer in{frame.data(), frame.size(), 0};
   complete = false;
+  // Output grows by a step zero-filled up front: a whole 128 KiB step for each small frame (the
+  // writer's frames are one turn, a few KiB) made memset a quarter of a zstd session/load's
+  // instructions. A frame that declares its size gets just that (+1, so the end is seen in one
+  // call); the declaration is untrusted, so never more than the library's step.
   std::size_t chunk = ZSTD_DStreamOutSize();
+  const unsigned long long declared = ZSTD_getFrameContentSize(frame.data(), frame.size());
+  if (declared != ZSTD_CONTENTSIZE_UNKNOWN && declared != ZSTD_CONTENTSIZE_ERROR && declared < chunk)
+    chunk = static_cast<std::size_t>(declared) + 1;
   for (;;) {
     std::size_t before = out.size();
     out.resize(before + chunk);

@@ -85,14 +85,15 @@ bool replace_unpaired_surrogate_escapes(std::string_view text, std::string& out)
   return replaced;
 }
 
-boost::json::value parse_json(std::string_view text, boost::system::error_code& ec, bool* replaced_surrogates) {
+boost::json::value parse_json(std::string_view text, boost::system::error_code& ec, bool* replaced_surrogates,
+                              boost::json::storage_ptr storage) {
   std::string repaired;
   bool replaced = replace_unpaired_surrogate_escapes(text, repaired);
   if (replaced_surrogates) *replaced_surrogates = replaced;
   // Clients may nest _meta deeply; 32 levels (the default) is too few to call malformed.
   boost::json::parse_options options;
   options.max_depth = 1024;
-  return boost::json::parse(replaced ? std::string_view(repaired) : text, ec, {}, options);
+  return boost::json::parse(replaced ? std::string_view(repaired) : text, ec, std::move(storage), options);
 }
 
 std::string to_json_text(const boost::json::value& v) { return boost::json::serialize(v); }

@@ -17,10 +17,11 @@ namespace acp::support {
 /// Returns true (and fills `out`) only when something was replaced; the text is otherwise untouched.
 bool replace_unpaired_surrogate_escapes(std::string_view text, std::string& out);
 
-/// Parses one JSON text (invalid UTF-8 is an error). `replaced_surrogates`, when given, is set to
-/// whether any unpaired surrogate escape had to be replaced.
+/// Parses one JSON text (invalid UTF-8 is an error) into `storage` (the default resource when
+/// null). `replaced_surrogates`, when given, is set to whether any unpaired surrogate escape had
+/// to be replaced.
 boost::json::value parse_json(std::string_view text, boost::system::error_code& ec,
-                              bool* replaced_surrogates = nullptr);
+                              bool* replaced_surrogates = nullptr, boost::json::storage_ptr storage = {});
 
 /// Serialises exactly like ECMAScript JSON.stringify for the values we store (no whitespace,
 /// lowercase \u00xx control escapes, insertion key order, `/` and U+2028 raw).
