@@ -40,11 +40,14 @@ public:
     send(compaction_card(report.checkpoint_seq, report.messages, report.summary));
   }
   void delta(const llm::Delta& delta) override {
-    for (std::string_view piece : split_utf8(delta.text)) {
+    std::string_view rest = delta.text;
+    do {  // an empty delta is one empty chunk, as split_utf8 gives it
+      const std::string_view piece = first_utf8_piece(rest);
+      rest.remove_prefix(piece.size());
       protocol::TextContent text{std::string(piece), std::nullopt, std::nullopt};
-      if (delta.kind == llm::DeltaKind::text) send(protocol::AgentMessageChunk{text, std::nullopt, std::nullopt});
-      else send(protocol::AgentThoughtChunk{text, std::nullopt, std::nullopt});
-    }
+      if (delta.kind == llm::DeltaKind::text) send(protocol::AgentMessageChunk{std::move(text), std::nullopt, std::nullopt});
+      else send(protocol::AgentThoughtChunk{std::move(text), std::nullopt, std::nullopt});
+    } while (!rest.empty());
   }
 
 private:

@@ -15,6 +15,8 @@ std::string_view first_piece(std::string_view text, std::size_t max) {
 
 } // namespace
 
+std::string_view first_utf8_piece(std::string_view text, std::size_t max) { return first_piece(text, max); }
+
 std::vector<std::string_view> split_utf8(std::string_view text, std::size_t max) {
   std::vector<std::string_view> out;
   do {

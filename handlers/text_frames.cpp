@@ -59,14 +59,18 @@ std::optional<std::string> TextChunkFrames::frame(const SessionUpdate& update) {
   const Template& t = template_for(update.index());
   if (t.prefix.size() + t.suffix.size() == 0) return std::nullopt;  // placeholder not found: general path
 
+  // One allocation for a frame of ordinary text: room for the text, its quotes and some escapes,
+  // and the suffix; the serializer writes into the reserved capacity.
+  const std::size_t n = text->text.size();
   std::string out;
-  out.reserve(t.prefix.size() + text->text.size() + text->text.size() / 8 + 16 + t.suffix.size());
+  out.reserve(t.prefix.size() + n + n / 8 + 64 + t.suffix.size());
   out += t.prefix;
   boost::json::serializer sr;
-  sr.reset(boost::json::string_view(text->text.data(), text->text.size()));
+  sr.reset(boost::json::string_view(text->text.data(), n));
   while (!sr.done()) {
     const std::size_t used = out.size();
-    const std::size_t room = text->text.size() + 64;
+    if (out.capacity() - used < 64 + t.suffix.size()) out.reserve(out.capacity() * 2);
+    const std::size_t room = out.capacity() - used - t.suffix.size();
     out.resize(used + room);
     out.resize(used + sr.read(out.data() + used, room).size());
   }

@@ -10,6 +10,7 @@ namespace {
 
 json::object turn_step(std::int64_t turn, std::int64_t step) {
   json::object d;
+  d.reserve(3);  // + a delta's chunk; sized up front, see event_record()
   d["turn"] = turn;
   d["step"] = step;
   return d;
@@ -17,6 +18,7 @@ json::object turn_step(std::int64_t turn, std::int64_t step) {
 
 NewEvent delta(std::string_view kind, std::int64_t turn, std::int64_t step, std::int64_t index, std::string_view text) {
   json::object chunk;
+  chunk.reserve(3);
   chunk["type"] = kind;
   chunk["index"] = index;
   chunk["text"] = text;
