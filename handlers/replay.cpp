@@ -87,7 +87,11 @@ void Replayer::on_event(const json::object& event, std::vector<SessionUpdate>& o
     if (kind == "text-delta") out.push_back(agent_text(std::move(text)));
     else if (kind == "reasoning-delta") out.push_back(AgentThoughtChunk{text_block(std::move(text)), {}, {}});
     else return;
-    steps_with_chunks_.insert({num(*data, "turn"), num(*data, "step")});
+    const std::pair<std::int64_t, std::int64_t> step{num(*data, "turn"), num(*data, "step")};
+    if (last_step_with_chunks_ != step) {
+      steps_with_chunks_.insert(step);
+      last_step_with_chunks_ = step;
+    }
   } else if (type == "assistant/message") {
     bool streamed = steps_with_chunks_.count({num(*data, "turn"), num(*data, "step")}) > 0;
     const auto* content = data->if_contains("content");

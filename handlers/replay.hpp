@@ -29,6 +29,7 @@ public:
 
 private:
   std::set<std::pair<std::int64_t, std::int64_t>> steps_with_chunks_;  ///< (turn, step) that streamed text
+  std::optional<std::pair<std::int64_t, std::int64_t>> last_step_with_chunks_;  ///< a step's chunks come in a run
   std::set<std::string> tool_calls_shown_;
   /// An injected reference snapshot waiting for its direct message: (seq, source record).
   std::optional<std::pair<std::int64_t, boost::json::object>> pending_card_;
