@@ -62,7 +62,8 @@ void Replayer::on_event(const json::object& event, std::vector<SessionUpdate>& o
     const json::object* source = object_at(*data, "source");
     if (!source) return;
     if (type == "user/message" && is_reference_source(*source)) {
-      pending_card_.emplace(num(event, "seq"), *source);
+      // Its own storage: not the snapshot line's arena, which holds the whole snapshot text.
+      pending_card_.emplace(num(event, "seq"), json::object(*source, json::storage_ptr()));
       return;
     }
     if (type == "user/message" && is_checkpoint_source(*source)) {

@@ -9,6 +9,7 @@
 #include <boost/json/monotonic_resource.hpp>
 
 #include <algorithm>
+#include <optional>
 
 namespace acp::store {
 
@@ -41,6 +42,12 @@ public:
 
   void line(const PlainLine& l) {
     if (l.number == 1) return header(l);
+    // The decoded events, moved-from or not, still hold their line's arena: let it go as soon as
+    // the line is handled, not when the next line has been parsed beside it.
+    struct Release {
+      std::vector<json::object>& decoded;
+      ~Release() { decoded.clear(); }
+    } release{decoded_};
     boost::system::error_code ec;
     // For a transient sink each line's events live in an arena of their own: the parse allocates
     // a few blocks instead of one node per member, and the event's death frees them at once
@@ -51,14 +58,17 @@ public:
     if (lifetime_ == EventLifetime::transient)
       storage = json::make_shared_resource<json::monotonic_resource>(
           std::min<std::size_t>(l.text.size() * 2 + 512, kArenaFirstBlock));
-    json::value v = support::parse_json(l.text, ec, nullptr, std::move(storage));
+    std::optional<json::value> v = support::parse_json(l.text, ec, nullptr, std::move(storage));
     if (l.storage && l.storage->capacity() >= kReleaseLineBytes) std::string().swap(*l.storage);
     decoded_.clear();
     std::string bad;
     bool decoded_ok = false;
+    LineDecode decoded = LineDecode::malformed;
+    if (!ec) decoded = decode_storage_line(std::move(*v), decoded_);
+    v.reset();  // moved-from, but still holding the arena
     if (ec) {
       bad = "unparsable line (" + ec.message() + ")";
-    } else if (decode_storage_line(std::move(v), decoded_) == LineDecode::malformed) {
+    } else if (decoded == LineDecode::malformed) {
       bad = "unparsable line (malformed record)";
     } else {
       decoded_ok = true;

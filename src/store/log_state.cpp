@@ -22,9 +22,11 @@ void LogState::observe(const json::object& event) {
   const json::object* data = object_at(event, "data");
   static const json::object empty;
   if (!data) data = &empty;
+  // Copies get storage of their own: an event may live in its line's arena (EventLifetime::
+  // transient), which a copy made with the event's storage would keep alive for the whole scan.
   auto get = [&](std::string_view k) -> json::value {
     auto v = data->if_contains(k);
-    return v ? *v : json::value();
+    return v ? json::value(*v, json::storage_ptr()) : json::value();
   };
   if (type == "turn/start") {
     open_turn_ = get("turn");

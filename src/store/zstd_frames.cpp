@@ -46,17 +46,18 @@ std::uint32_t le(std::string_view s, std::size_t at, std::size_t n) {
 
 // Streams `frame` through the decompressor; returns the libzstd error name or "" when the frame
 // ended cleanly. `complete` is set when libzstd reported the end of the frame.
-std::string run_decompress(std::string_view frame, std::string& out, bool& complete) {
+std::string run_decompress(std::string_view frame, std::string& out, bool& complete, bool sized_by_declaration) {
   ZSTD_DCtx* d = decompressor();
   ZSTD_DCtx_reset(d, ZSTD_reset_session_only);
   ZSTD_inBuffer in{frame.data(), frame.size(), 0};
   complete = false;
   // Output grows by a step zero-filled up front: a whole 128 KiB step for each small frame (the
   // writer's frames are one turn, a few KiB) made memset a quarter of a zstd session/load's
-  // instructions. A frame that declares its size gets just that (+1, so the end is seen in one
+  // instructions. A frame that declares its size may get just that (+1, so the end is seen in one
   // call); the declaration is untrusted, so never more than the library's step.
   std::size_t chunk = ZSTD_DStreamOutSize();
-  const unsigned long long declared = ZSTD_getFrameContentSize(frame.data(), frame.size());
+  const unsigned long long declared =
+      sized_by_declaration ? ZSTD_getFrameContentSize(frame.data(), frame.size()) : ZSTD_CONTENTSIZE_UNKNOWN;
   if (declared != ZSTD_CONTENTSIZE_UNKNOWN && declared != ZSTD_CONTENTSIZE_ERROR && declared < chunk)
     chunk = static_cast<std::size_t>(declared) + 1;
   for (;;) {
@@ -160,14 +161,20 @@ std::string compress_frame(std::string_view plain) {
 
 std::string decompress_frame(std::string_view frame, std::string& out) {
   bool complete = false;
-  std::string err = run_decompress(frame, out, complete);
+  const std::size_t before = out.size();
+  std::string err = run_decompress(frame, out, complete, true);
+  if (err.empty() && complete) return err;
+  // A frame that lies about its size (or is damaged) is decoded again the plain way, so what it
+  // yields and the error it reports never depend on the declaration.
+  out.resize(before);
+  err = run_decompress(frame, out, complete, false);
   if (err.empty() && !complete) err = "truncated frame";
   return err;
 }
 
 void decompress_partial(std::string_view frame, std::string& out) {
   bool complete = false;
-  (void)run_decompress(frame, out, complete);
+  (void)run_decompress(frame, out, complete, false);
 }
 
 } // namespace acp::store

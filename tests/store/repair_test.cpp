@@ -75,6 +75,40 @@ BOOST_AUTO_TEST_CASE(pending_calls_reset_at_step_end) {
   BOOST_TEST(closers[0].at("time").as_int64() == 7);
 }
 
+// Scans may parse each line into an arena of its own (EventLifetime::transient): what the state
+// keeps (open turn and step, pending calls, title) must own its memory, or a big line's arena
+// would live on for the rest of the scan.
+BOOST_AUTO_TEST_CASE(state_keeps_no_reference_to_an_events_arena) {
+  // A monotonic arena (final, so wrapped) that reports its destruction.
+  struct TrackedArena : boost::json::memory_resource {
+    explicit TrackedArena(std::shared_ptr<bool> a) : alive(std::move(a)) { *alive = true; }
+    ~TrackedArena() override { *alive = false; }
+    void* do_allocate(std::size_t n, std::size_t align) override { return arena.allocate(n, align); }
+    void do_deallocate(void* p, std::size_t n, std::size_t align) override { arena.deallocate(p, n, align); }
+    bool do_is_equal(const boost::json::memory_resource& other) const noexcept override { return this == &other; }
+    boost::json::monotonic_resource arena;
+    std::shared_ptr<bool> alive;
+  };
+  auto alive = std::make_shared<bool>(false);
+  LogState s;
+  for (const char* line :
+       {R"({"type":"turn/start","seq":0,"time":1,"data":{"turn":1}})",
+        R"({"type":"step/start","seq":1,"time":1,"data":{"turn":1,"step":1}})",
+        R"({"type":"assistant/message","seq":2,"time":1,"data":{"turn":1,"step":1,"content":[{"type":"tool-call","id":"x"}]}})",
+        R"({"type":"session/title","seq":3,"time":2,"data":{"title":"t","messageSeqs":[1],"source":{"kind":"fallback"}}})"}) {
+    {
+      boost::json::value v = boost::json::parse(line, boost::json::make_shared_resource<TrackedArena>(alive));
+      s.observe(v.as_object());
+      BOOST_TEST(*alive);
+    }
+    BOOST_TEST(!*alive, "the state keeps the arena of " << line);
+  }
+  auto closers = s.closers();  // still knows the open turn, step and call
+  BOOST_REQUIRE(closers.size() == 3u);
+  BOOST_TEST(closers[0].at("data").at("callId").as_string() == "x");
+  BOOST_TEST(s.title()->title == "t");
+}
+
 BOOST_AUTO_TEST_CASE(closed_logs_are_not_touched) {
   TempDir dir;
   const std::string path = dir.path() + "/root/" + bucket_name(std::string("/w")) + "/r.jsonl";

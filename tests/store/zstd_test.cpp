@@ -232,6 +232,36 @@ BOOST_AUTO_TEST_CASE(bad_magic_and_oversized_first_frame_are_corruption) {
   }
 }
 
+// The output buffer is sized by a frame's declared content size; a frame that lies about it must
+// yield exactly what it would without the declaration: an error naming the damage, not our buffer.
+BOOST_AUTO_TEST_CASE(declared_content_size_never_changes_what_a_frame_yields) {
+  std::string plain;
+  for (int i = 0; plain.size() < 200; ++i) plain += "word" + std::to_string(i % 7) + ' ';
+  plain.resize(200);
+  plain.back() = '\n';
+  const std::string frame = compress_frame(plain);
+  const auto fhd = static_cast<unsigned char>(frame[4]);
+  // Single segment, one-byte content size right after the descriptor, no dictionary id.
+  BOOST_REQUIRE((fhd >> 6) == 0);
+  BOOST_REQUIRE(((fhd >> 5) & 1) == 1);
+  BOOST_REQUIRE((fhd & 3) == 0);
+  BOOST_REQUIRE(static_cast<unsigned char>(frame[5]) == plain.size());
+  std::string out = "kept|";
+  BOOST_TEST(decompress_frame(frame, out).empty());
+  BOOST_TEST(out == "kept|" + plain);
+  for (int declared : {0, 1, 100, 199, 201, 255}) {
+    BOOST_TEST_CONTEXT("declared " << declared) {
+      std::string lying = frame;
+      lying[5] = static_cast<char>(declared);
+      std::string got = "kept|";
+      const std::string err = decompress_frame(lying, got);
+      BOOST_TEST(!err.empty());
+      BOOST_TEST(err.find("Destination buffer") == std::string::npos, err);
+      BOOST_TEST(got.rfind("kept|", 0) == 0u);
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(frame_scanner_rejects_reserved_bits_and_block_types) {
   std::string frame = compress_frame("hello\n");
   std::string reserved = frame;

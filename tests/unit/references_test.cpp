@@ -242,6 +242,36 @@ BOOST_AUTO_TEST_CASE(snapshot_text_is_never_a_user_chunk) {
   BOOST_TEST(updates[1].at("toolCallId").as_string() == "dsh-ref-0");
 }
 
+// Replays parse each line into an arena of its own (store::EventLifetime::transient); the card's
+// source must not keep the snapshot line's arena, which holds the whole snapshot text.
+BOOST_AUTO_TEST_CASE(pending_card_keeps_no_reference_to_the_snapshot_lines_arena) {
+  // A monotonic arena (final, so wrapped) that reports its destruction.
+  struct TrackedArena : json::memory_resource {
+    explicit TrackedArena(std::shared_ptr<bool> a) : alive(std::move(a)) { *alive = true; }
+    ~TrackedArena() override { *alive = false; }
+    void* do_allocate(std::size_t n, std::size_t align) override { return arena.allocate(n, align); }
+    void do_deallocate(void* p, std::size_t n, std::size_t align) override { arena.deallocate(p, n, align); }
+    bool do_is_equal(const json::memory_resource& other) const noexcept override { return this == &other; }
+    json::monotonic_resource arena;
+    std::shared_ptr<bool> alive;
+  };
+  auto alive = std::make_shared<bool>(false);
+  handlers::Replayer replayer;
+  std::vector<protocol::SessionUpdate> out;
+  {
+    json::value snapshot = json::parse(user_message(0, kSnapshotText, kSnapshotSource),
+                                       json::make_shared_resource<TrackedArena>(alive));
+    replayer.on_event(snapshot.as_object(), out);
+    BOOST_TEST(*alive);
+  }
+  BOOST_TEST(!*alive);
+  replayer.on_event(obj(user_message(1, "use @Alpha", R"({"kind":"user"})")), out);
+  std::vector<json::value> updates;
+  for (const auto& u : out) updates.push_back(wire::encode(u));
+  BOOST_TEST_REQUIRE(updates.size() == 2u);
+  BOOST_TEST(updates[1] == card_json(0, obj(kSnapshotSource)));
+}
+
 BOOST_AUTO_TEST_CASE(nothing_is_shown_until_the_direct_message_arrives) {
   // A snapshot alone (a log cut after it) shows neither its text nor a card.
   BOOST_TEST(replay({user_message(0, kSnapshotText, kSnapshotSource)}).empty());
