@@ -75,7 +75,8 @@ public:
   LogSnapshot read_log(const std::string& id);
   /// Streams every committed event to `sink` in order; memory is bounded by one read chunk or one
   /// zstd frame. A hard error found after some events were delivered is still thrown. `stop` is
-  /// checked per line; once requested the read ends with ReadCancelled.
+  /// checked per line; once requested the read ends with ReadCancelled. `lifetime`: whether the
+  /// sink keeps events (see EventLifetime).
   StreamResult read_events(const std::string& id, const EventSink& sink, std::stop_token stop = {},
                            EventLifetime lifetime = EventLifetime::kept);
   /// foldSurface over the log (harness-compat §2.2). Throws FoldError on an invalid surface.
