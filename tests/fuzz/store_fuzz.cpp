@@ -2,7 +2,8 @@
 // Each input is read three ways: as a raw JSONL log, as the bytes of a zstd log, and as plaintext
 // compressed into zstd frames (segments separated by 0x1E become frames; a final segment "\x1F<n>"
 // tears the last frame by n+1 bytes). Each read runs scan_log (read_log_lines underneath), the
-// surface fold over the preserved events and, when needs_repair(), repair_log in place.
+// surface fold over the preserved events and, when needs_repair(), repair_log in place; the scan is
+// repeated with transient events (EventLifetime::transient), which must change nothing.
 // Properties: a repaired log scans without corruption, needs no repair, and keeps every event the
 // repair reported.
 #include "fuzz_support.hpp"
@@ -42,17 +43,45 @@ private:
   int fd_;
 };
 
+// What a scan delivered and how it ended, to compare the two event lifetimes.
+struct Outcome {
+  std::vector<std::string> events;  // serialised
+  std::string corrupt;              // "line: reason", empty when the scan succeeded
+};
+
+Outcome scan_transient(int fd, const std::string& path, store::Encoding enc) {
+  Outcome out;
+  try {
+    store::scan_log(
+        fd, path, enc, [&](boost::json::object&& e) { out.events.push_back(boost::json::serialize(e)); }, {},
+        store::EventLifetime::transient);
+  } catch (const store::StoreCorrupt& e) {
+    out.corrupt = std::to_string(e.line()) + ": " + e.reason();
+  }
+  return out;
+}
+
 void read_log(std::string_view bytes, store::Encoding enc) {
   const std::string path = enc == store::Encoding::zstd ? "fuzz.jsonl.zstd" : "fuzz.jsonl";
   MemFile file(bytes);
   store::ScanResult scan;
   std::vector<boost::json::object> events;
+  Outcome kept;
   try {
-    scan = store::scan_log(file.fd(), path, enc, [&](boost::json::object&& e) { events.push_back(std::move(e)); });
+    scan = store::scan_log(file.fd(), path, enc, [&](boost::json::object&& e) {
+      kept.events.push_back(boost::json::serialize(e));
+      events.push_back(std::move(e));
+    });
   } catch (const store::StoreCorrupt& e) {
     if (e.line() < 1) dsh_fuzz::violated("StoreCorrupt without a 1-based line");
-    return;
+    kept.corrupt = std::to_string(e.line()) + ": " + e.reason();
   }
+  // Replays and references read with transient events (each line parsed into an arena of its own):
+  // the same events, in the same order, and the same verdict.
+  const Outcome transient = scan_transient(file.fd(), path, enc);
+  if (transient.corrupt != kept.corrupt) dsh_fuzz::violated("transient and kept scans disagree on corruption");
+  if (transient.events != kept.events) dsh_fuzz::violated("transient and kept scans delivered different events");
+  if (!kept.corrupt.empty()) return;
   if (std::int64_t(events.size()) != scan.state.count()) dsh_fuzz::violated("sink and state disagree on the event count");
   try {
     (void)store::fold_surface(events);
