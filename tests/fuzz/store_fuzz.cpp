@@ -14,6 +14,8 @@
 #include "store/repair.hpp"
 #include "store/zstd_frames.hpp"
 
+#include <boost/json/serialize.hpp>
+
 #include <sys/mman.h>
 #include <unistd.h>
 
