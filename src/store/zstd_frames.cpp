@@ -29,12 +29,14 @@ ZSTD_CCtx* compressor() {
   return cctx.get();
 }
 
+std::unique_ptr<ZSTD_DCtx, DCtxFree> new_decompressor() {
+  std::unique_ptr<ZSTD_DCtx, DCtxFree> d(ZSTD_createDCtx());
+  if (!d) throw StoreError("ZSTD_createDCtx failed");
+  return d;
+}
+
 ZSTD_DCtx* decompressor() {
-  thread_local std::unique_ptr<ZSTD_DCtx, DCtxFree> dctx = [] {
-    std::unique_ptr<ZSTD_DCtx, DCtxFree> d(ZSTD_createDCtx());
-    if (!d) throw StoreError("ZSTD_createDCtx failed");
-    return d;
-  }();
+  thread_local std::unique_ptr<ZSTD_DCtx, DCtxFree> dctx = new_decompressor();
   return dctx.get();
 }
 
@@ -46,8 +48,8 @@ std::uint32_t le(std::string_view s, std::size_t at, std::size_t n) {
 
 // Streams `frame` through the decompressor; returns the libzstd error name or "" when the frame
 // ended cleanly. `complete` is set when libzstd reported the end of the frame.
-std::string run_decompress(std::string_view frame, std::string& out, bool& complete, bool sized_by_declaration) {
-  ZSTD_DCtx* d = decompressor();
+std::string run_decompress(ZSTD_DCtx* d, std::string_view frame, std::string& out, bool& complete,
+                           bool sized_by_declaration) {
   ZSTD_DCtx_reset(d, ZSTD_reset_session_only);
   ZSTD_inBuffer in{frame.data(), frame.size(), 0};
   complete = false;
@@ -162,19 +164,22 @@ std::string compress_frame(std::string_view plain) {
 std::string decompress_frame(std::string_view frame, std::string& out) {
   bool complete = false;
   const std::size_t before = out.size();
-  std::string err = run_decompress(frame, out, complete, true);
+  std::string err = run_decompress(decompressor(), frame, out, complete, true);
   if (err.empty() && complete) return err;
-  // A frame that lies about its size (or is damaged) is decoded again the plain way, so what it
-  // yields and the error it reports never depend on the declaration.
+  // A frame that lies about its size or is damaged is decoded again the plain way by a fresh
+  // context: what it yields and the error it reports depend neither on the declaration nor on the
+  // frames this thread decoded before (libzstd's error for an oversized block depends on the
+  // internal buffers a reused context kept from earlier frames; found by the store fuzz target).
   out.resize(before);
-  err = run_decompress(frame, out, complete, false);
+  err = run_decompress(new_decompressor().get(), frame, out, complete, false);
   if (err.empty() && !complete) err = "truncated frame";
   return err;
 }
 
 void decompress_partial(std::string_view frame, std::string& out) {
+  // Torn frames (a crash's tail) are rare: a fresh context, so what is recovered has no history.
   bool complete = false;
-  (void)run_decompress(frame, out, complete, false);
+  (void)run_decompress(new_decompressor().get(), frame, out, complete, false);
 }
 
 } // namespace acp::store

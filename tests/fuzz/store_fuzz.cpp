@@ -81,7 +81,11 @@ void read_log(std::string_view bytes, store::Encoding enc) {
   // Replays and references read with transient events (each line parsed into an arena of its own):
   // the same events, in the same order, and the same verdict.
   const Outcome transient = scan_transient(file.fd(), path, enc);
-  if (transient.corrupt != kept.corrupt) dsh_fuzz::violated("transient and kept scans disagree on corruption");
+  if (transient.corrupt != kept.corrupt) {
+    std::fprintf(stderr, "kept: \"%s\" after %zu events\ntransient: \"%s\" after %zu events\n", kept.corrupt.c_str(),
+                 kept.events.size(), transient.corrupt.c_str(), transient.events.size());
+    dsh_fuzz::violated("transient and kept scans disagree on corruption");
+  }
   if (transient.events != kept.events) dsh_fuzz::violated("transient and kept scans delivered different events");
   if (!kept.corrupt.empty()) return;
   if (std::int64_t(events.size()) != scan.state.count()) dsh_fuzz::violated("sink and state disagree on the event count");

@@ -262,6 +262,36 @@ BOOST_AUTO_TEST_CASE(declared_content_size_never_changes_what_a_frame_yields) {
   }
 }
 
+// A damaged frame reports the same error whatever this thread decoded before (the store fuzz
+// target found "Data corruption detected" on one read and "Destination buffer is too small" on the
+// next: libzstd's answer for an oversized block depended on buffers a reused context kept).
+BOOST_AUTO_TEST_CASE(a_damaged_frames_error_does_not_depend_on_earlier_frames) {
+  // Magic, no content size, a 16 KiB window, one last RLE block claiming 822,988 bytes.
+  const std::string damaged("\x28\xb5\x2f\xfd\x00\x22\x63\x77\x64\x22", 10);
+  std::string big;
+  for (unsigned i = 0; big.size() < (4u << 20); ++i) big += "line " + std::to_string(i * 7919u % 100003u) + "\n";
+  const std::string big_frame = compress_frame(big);
+  std::vector<std::string> errors;
+  for (int round = 0; round < 3; ++round) {
+    if (round == 1) {
+      std::string plain;
+      BOOST_REQUIRE(decompress_frame(big_frame, plain).empty());
+    }
+    if (round == 2) {
+      std::string plain;
+      BOOST_REQUIRE(decompress_frame(compress_frame("x\n"), plain).empty());
+    }
+    std::string out;
+    errors.push_back(decompress_frame(damaged, out));
+    BOOST_TEST(!errors.back().empty());
+    std::string partial;
+    decompress_partial(damaged, partial);
+    BOOST_TEST(partial.empty());
+  }
+  BOOST_TEST(errors[1] == errors[0]);
+  BOOST_TEST(errors[2] == errors[0]);
+}
+
 BOOST_AUTO_TEST_CASE(frame_scanner_rejects_reserved_bits_and_block_types) {
   std::string frame = compress_frame("hello\n");
   std::string reserved = frame;
