@@ -75,6 +75,18 @@ BOOST_AUTO_TEST_CASE(openai_usage_with_cached_tokens_and_null_usage_ignored) {
   BOOST_TEST(!d.usage()->reasoning_tokens.has_value());
 }
 
+// Found by the sse fuzz target: 6.66667e21 as a count was converted to int64 unchecked (UB).
+BOOST_AUTO_TEST_CASE(counts_beyond_int64_are_no_counts) {
+  ChatStreamDecoder d;
+  decode(d, R"({"choices":[],"usage":{"prompt_tokens":6.66667e21,"completion_tokens":18446744073709551615,)"
+            R"("prompt_cache_hit_tokens":-1e300,"completion_tokens_details":{"reasoning_tokens":12.0}}})");
+  BOOST_REQUIRE(d.usage().has_value());
+  BOOST_TEST(d.usage()->input_tokens == 0);
+  BOOST_TEST(d.usage()->output_tokens == 0);
+  BOOST_TEST(!d.usage()->cached_input_tokens.has_value());
+  BOOST_TEST(d.usage()->reasoning_tokens.value_or(-1) == 12);
+}
+
 BOOST_AUTO_TEST_CASE(malformed_json_is_a_provider_unavailable_protocol_error) {
   ChatStreamDecoder d;
   try {

@@ -4,6 +4,8 @@
 
 #include <boost/json/value.hpp>
 
+#include <limits>
+
 namespace acp::llm {
 
 namespace {
@@ -21,10 +23,18 @@ std::optional<std::int64_t> int_at(const json::object& o, std::string_view key) 
     return std::nullopt;
   if (v->is_int64())
     return v->get_int64();
-  if (v->is_uint64())
-    return static_cast<std::int64_t>(v->get_uint64());
-  if (v->is_double())
-    return static_cast<std::int64_t>(v->get_double());
+  if (v->is_uint64()) {
+    const std::uint64_t u = v->get_uint64();
+    if (u > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) return std::nullopt;
+    return static_cast<std::int64_t>(u);
+  }
+  if (v->is_double()) {
+    // Checked before the conversion, which is undefined out of range (UBSan, sse fuzz target):
+    // a count that is not finite or beyond int64 is no count.
+    const double d = v->get_double();
+    if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0)) return std::nullopt;
+    return static_cast<std::int64_t>(d);
+  }
   return std::nullopt;
 }
 
