@@ -41,7 +41,7 @@ public:
   }
   void delta(const llm::Delta& delta) override {
     std::string_view rest = delta.text;
-    do {  // an empty delta is one empty chunk, as split_utf8 gives it
+    do {  // an empty delta is still one (empty) chunk
       const std::string_view piece = first_utf8_piece(rest);
       rest.remove_prefix(piece.size());
       protocol::TextContent text{std::string(piece), std::nullopt, std::nullopt};

@@ -2,28 +2,13 @@
 
 namespace acp::handlers {
 
-namespace {
-
 // The longest prefix of at most `max` bytes that does not end inside a UTF-8 sequence.
-std::string_view first_piece(std::string_view text, std::size_t max) {
+std::string_view first_utf8_piece(std::string_view text, std::size_t max) {
   if (text.size() <= max) return text;
   std::size_t cut = max;
   while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
   if (cut == 0) cut = max;  // not UTF-8 at all: cut anyway rather than loop
   return text.substr(0, cut);
-}
-
-} // namespace
-
-std::string_view first_utf8_piece(std::string_view text, std::size_t max) { return first_piece(text, max); }
-
-std::vector<std::string_view> split_utf8(std::string_view text, std::size_t max) {
-  std::vector<std::string_view> out;
-  do {
-    out.push_back(first_piece(text, max));
-    text.remove_prefix(out.back().size());
-  } while (!text.empty());
-  return out;
 }
 
 namespace {
@@ -38,7 +23,7 @@ template <class Chunk> bool split_chunk(protocol::SessionUpdate& update, const V
   const std::string whole = std::move(text->text);
   std::string_view rest = whole;
   while (!rest.empty()) {
-    std::string_view piece = first_piece(rest, kMaxChunkBytes);
+    std::string_view piece = first_utf8_piece(rest, kMaxChunkBytes);
     Chunk part = *chunk;
     std::get<protocol::TextContent>(part.content).text = std::string(piece);
     fn(std::move(part));

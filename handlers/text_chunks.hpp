@@ -13,10 +13,8 @@ namespace acp::handlers {
 
 inline constexpr std::size_t kMaxChunkBytes = 16 * 1024;
 
-/// `text` cut into pieces of at most `max` bytes, never inside a UTF-8 sequence (an empty text is
-/// one empty piece).
-std::vector<std::string_view> split_utf8(std::string_view text, std::size_t max = kMaxChunkBytes);
-/// The first of those pieces (for a loop that needs no vector: live deltas, one per frame).
+/// The first piece of `text` cut into pieces of at most `max` bytes, never inside a UTF-8 sequence;
+/// taking pieces until the text is used up splits it (an empty text is one empty piece).
 std::string_view first_utf8_piece(std::string_view text, std::size_t max = kMaxChunkBytes);
 
 /// Appends `update` to `out`; a user, agent or thought chunk with longer text becomes several.

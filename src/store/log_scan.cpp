@@ -60,7 +60,6 @@ public:
           std::min<std::size_t>(l.text.size() * 2 + 512, kArenaFirstBlock));
     std::optional<json::value> v = support::parse_json(l.text, ec, nullptr, std::move(storage));
     if (l.storage && l.storage->capacity() >= kReleaseLineBytes) std::string().swap(*l.storage);
-    decoded_.clear();
     std::string bad;
     bool decoded_ok = false;
     LineDecode decoded = LineDecode::malformed;
