@@ -63,6 +63,14 @@ public:
 };
 
 /// create() of an id that already has a log.
+/// The session may be read but not written: its root is read-only (a discovered harness root),
+/// or it is a flat-layout log found inside a 0.1 root (harness-0.1 §1.4).
+class SessionReadOnly : public StoreError {
+public:
+  SessionReadOnly(const std::string& id, const std::string& why)
+      : StoreError("session \"" + id + "\" is read-only: " + why) {}
+};
+
 class SessionExists : public StoreError {
 public:
   explicit SessionExists(const std::string& id) : StoreError("session \"" + id + "\" already exists") {}

@@ -36,7 +36,7 @@ std::int64_t realtime_ns() {
 bool is_bucket_name(std::string_view n) { return n == "_no-cwd" || n.rfind("cwd-", 0) == 0; }
 
 bool stat_at(int dfd, std::string_view name, struct stat& st) {
-  char buf[256];
+  char buf[512];
   if (name.size() >= sizeof buf) return false;
   name.copy(buf, name.size());
   buf[name.size()] = '\0';
@@ -45,8 +45,18 @@ bool stat_at(int dfd, std::string_view name, struct stat& st) {
 
 } // namespace
 
-ListingIndex::ListingIndex(std::string root, Encoding enc, std::string cache_file)
-    : root_(std::move(root)), enc_(enc), cache_file_(std::move(cache_file)) {}
+ListingIndex::ListingIndex(std::string root, Encoding enc, Generation gen, std::string cache_file)
+    : root_(std::move(root)), enc_(enc), gen_(gen), cache_file_(std::move(cache_file)) {}
+
+bool ListingIndex::placed(const SessionHeader& h, const std::string& bucket, const std::string& file) const {
+  try {
+    if (gen_ == Generation::flat) return bucket_name(h.cwd) == bucket && log_file_name(h.id, enc_) == file;
+    if (file.find('/') == std::string::npos) return log_file_name(h.id, enc_) == file;  // flat log in a 0.1 root
+    return project_dir_name(h.cwd) == bucket && log_entry_name(gen_, h.id, enc_) == file;
+  } catch (const StoreError&) {
+    return false;  // an id or cwd no path can be made of is nobody's log
+  }
+}
 
 void ListingIndex::start() {
   load_cache();
@@ -206,7 +216,8 @@ void ListingIndex::refresh_root(bool force) {
   std::vector<std::string> present;
   for_each_dir_entry(root_, [&](std::string_view n, int dfd) {
     struct stat bst {};
-    if (is_bucket_name(n) && stat_at(dfd, n, bst) && S_ISDIR(bst.st_mode)) present.emplace_back(n);  // symlinks skipped
+    if ((gen_ == Generation::project_dirs || is_bucket_name(n)) && stat_at(dfd, n, bst) && S_ISDIR(bst.st_mode))
+      present.emplace_back(n);  // symlinks skipped
   });
   std::sort(present.begin(), present.end());
   for (const auto& n : present) buckets_.try_emplace(n);
@@ -230,9 +241,17 @@ void ListingIndex::sweep_bucket(const std::string& name, Bucket& b) {
   const std::int64_t dir_mtime = mtime_ns(dst);  // taken before reading: later changes re-trigger
   const std::int64_t scanned_at = realtime_ns();
   const std::uint64_t gen = ++generation_;
-  for_each_dir_entry(dir, [&](std::string_view n, int dfd) {
-    if (!is_log_file_name(n, enc_)) return;
+  const std::string v01_log = "/" + v01_log_name(enc_);
+  for_each_dir_entry(dir, [&](std::string_view entry, int dfd) {
     struct stat st {};
+    std::string key;
+    std::string_view n = entry;
+    if (!is_log_file_name(entry, enc_)) {
+      // 0.1: a session directory holding its log; one without it is not a session (yet).
+      if (gen_ != Generation::project_dirs) return;
+      key = std::string(entry) + v01_log;
+      n = key;
+    }
     if (!stat_at(dfd, n, st) || !S_ISREG(st.st_mode)) return;  // symlinks are not followed
     auto it = b.files.find(n);
     if (it != b.files.end() && it->second.size == std::uint64_t(st.st_size) && it->second.mtime_ns == mtime_ns(st)) {
@@ -247,8 +266,7 @@ void ListingIndex::sweep_bucket(const std::string& name, Bucket& b) {
     e.mtime_ns = mtime_ns(st);
     e.seen = gen;
     // The harness's identity rule: a log whose header names another id/bucket is not that session.
-    if (s.header && bucket_name(s.header->cwd) == name &&
-        encode_segment(s.header->id) + std::string(log_suffix(enc_)) == file) {
+    if (s.header && placed(*s.header, name, file)) {
       SessionListing row;
       row.header = std::move(*s.header);
       row.title = std::move(s.title);

@@ -40,7 +40,7 @@ struct ListQuery {
 class ListingIndex {
 public:
   /// `cache_file` empty: memory only.
-  ListingIndex(std::string root, Encoding enc, std::string cache_file);
+  ListingIndex(std::string root, Encoding enc, Generation gen, std::string cache_file);
 
   /// Loads the cache file (if valid) and sweeps every bucket by (size, mtime).
   void start();
@@ -86,9 +86,12 @@ private:
   void refresh_root(bool force);
   void sweep_bucket(const std::string& name, Bucket& b);
   void ensure_sorted();
+  /// The harness's identity rule: the log's header derives the place it was found at.
+  bool placed(const SessionHeader& h, const std::string& bucket, const std::string& file) const;
 
   std::string root_;
   Encoding enc_;
+  Generation gen_;
   std::string cache_file_;
   std::int64_t root_mtime_ns_ = -1;
   bool root_racy_ = true;

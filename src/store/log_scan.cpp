@@ -3,6 +3,7 @@
 #include "support/json_text.hpp"
 #include "store/chunk_rows.hpp"
 #include "store/errors.hpp"
+#include "store/event_model.hpp"
 #include "store/log_source.hpp"
 #include "store/records.hpp"
 
@@ -98,8 +99,10 @@ public:
     }
     for (auto& e : decoded_) {
       if (auto why = legacy_reason(e); !why.empty()) throw StoreCorrupt(path_, l.number, why);
-      out_.state.observe(e);
+      // Repair writes recovered records back as they were, in their generation's shape.
       if (l.torn_frame) out_.recovered.push_back(e);
+      if (normalise_event(e)) note_unknown_event_type(string_at(e, "type"), path_);
+      out_.state.observe(e);
       if (sink_) sink_(std::move(e));
     }
     committed_end_ = l.file_end;
@@ -114,6 +117,8 @@ private:
     std::optional<SessionHeader> h;
     if (!ec) h = parse_header(v);
     if (!h) throw StoreCorrupt(path_, 1, "invalid session header");
+    if (has_retired_header_keys(v.as_object()))
+      throw StoreCorrupt(path_, 1, "session header uses retired policy baseline fields (sandboxMode/approvalPolicy)");
     if (h->version != kSessionFormatVersion)
       throw StoreCorrupt(path_, 1,
                          "unsupported session format version " + support::to_json_text(v.as_object().at("version")));

@@ -35,7 +35,9 @@ json::object header_record(const SessionHeader& h) {
   if (h.cwd) o["cwd"] = *h.cwd;
   if (h.parentSession) o["parentSession"] = *h.parentSession;
   if (h.seedLength) o["seedLength"] = *h.seedLength;
+  if (h.origin) o["origin"] = *h.origin;
   o["delegationDepth"] = h.delegationDepth;
+  if (h.agentPreset) o["agentPreset"] = *h.agentPreset;
   return o;
 }
 
@@ -79,7 +81,20 @@ std::optional<SessionHeader> parse_header(const json::value& v) {
     if (!si) return std::nullopt;
     h.seedLength = *si;
   }
+  // 0.1.1 additions (harness-0.1 §2): origin absent or "subagent", agentPreset absent or a string.
+  if (auto s = o->if_contains("origin")) {
+    if (!s->is_string() || s->get_string() != "subagent") return std::nullopt;
+    h.origin = std::string(s->get_string());
+  }
+  if (auto s = o->if_contains("agentPreset")) {
+    if (!s->is_string()) return std::nullopt;
+    h.agentPreset = std::string(s->get_string());
+  }
   return h;
+}
+
+bool has_retired_header_keys(const json::object& header) {
+  return header.contains("sandboxMode") || header.contains("approvalPolicy");
 }
 
 bool is_surface_type(std::string_view type) {

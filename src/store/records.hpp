@@ -29,6 +29,9 @@ boost::json::object header_record(const SessionHeader& h);
 /// header". The version is *not* checked here: callers report an unsupported version separately.
 std::optional<SessionHeader> parse_header(const boost::json::value& v);
 
+/// The header has an own `sandboxMode` or `approvalPolicy` key, which 0.1.1 refuses (harness-0.1 §2).
+bool has_retired_header_keys(const boost::json::object& header);
+
 /// user/message, assistant/message, tool/result, steering/message.
 bool is_surface_type(std::string_view type);
 

@@ -1,7 +1,9 @@
 #include "store/repair.hpp"
 
 #include "support/json_text.hpp"
+#include "store/event_model.hpp"
 #include "store/file_io.hpp"
+#include "store/records.hpp"
 #include "store/zstd_frames.hpp"
 
 #include <unistd.h>
@@ -14,21 +16,27 @@ namespace json = boost::json;
 
 bool needs_repair(const ScanResult& scan) { return scan.torn || scan.state.turn_open(); }
 
-LogState repair_log(int fd, const std::string& path, Encoding enc, const ScanResult& scan) {
+LogState repair_log(int fd, const std::string& path, Encoding enc, Generation gen, const ScanResult& scan) {
   std::uint64_t size = scan.file_size;
   if (scan.torn) {
     if (::ftruncate(fd, off_t(scan.committed_bytes)) != 0) throw_errno("truncate", path, errno);
     fsync_fd(fd, path);
     size = scan.committed_bytes;
   }
-  // One batch (one zstd frame) per group, as the harness appends them.
-  auto append = [&](const std::vector<json::object>& records) {
-    if (records.empty()) return;
+  auto lines_of = [&](const std::vector<json::object>& records, bool closers) {
     std::string lines;
     for (const auto& r : records) {
-      lines += support::to_json_text(r);
+      // Closers in the shape the log's generation writes them (harness-0.1 §5); recovered
+      // records are written back exactly as they were read.
+      std::optional<json::object> shaped;
+      if (closers && gen == Generation::project_dirs) shaped = to_v01_record(r, string_at(r, "type") == "tool/result");
+      lines += support::to_json_text(shaped ? *shaped : r);
       lines += '\n';
     }
+    return lines;
+  };
+  auto append = [&](const std::string& lines) {
+    if (lines.empty()) return;
     const std::string bytes = enc == Encoding::zstd ? compress_frame(lines) : lines;
     try {
       pwrite_all(fd, bytes, size, path);
@@ -39,10 +47,16 @@ LogState repair_log(int fd, const std::string& path, Encoding enc, const ScanRes
     size += bytes.size();
   };
   // Raw logs keep their preserved lines in place; a zstd torn frame is cut whole, so the complete
-  // records it still held are written again in a frame of their own.
-  if (enc == Encoding::zstd) append(scan.recovered);
+  // records it still held are written again: 45fc appends them and the closers as two batches,
+  // 0.1.1 as one (harness-0.1 §5).
   const std::vector<json::object> closers = scan.state.closers();
-  append(closers);
+  std::string recovered = enc == Encoding::zstd ? lines_of(scan.recovered, false) : std::string();
+  if (gen == Generation::project_dirs) {
+    append(recovered + lines_of(closers, true));
+  } else {
+    append(recovered);
+    append(lines_of(closers, true));
+  }
   fsync_fd(fd, path);
   LogState state = scan.state;
   for (const auto& c : closers) state.observe(c);

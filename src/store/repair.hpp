@@ -17,6 +17,6 @@ bool needs_repair(const ScanResult& scan);
 
 /// Repairs the open log `fd` in place and returns its state afterwards (the scan's state plus
 /// the closers). A failure while appending rolls back to the truncated length.
-LogState repair_log(int fd, const std::string& path, Encoding enc, const ScanResult& scan);
+LogState repair_log(int fd, const std::string& path, Encoding enc, Generation gen, const ScanResult& scan);
 
 } // namespace acp::store

@@ -26,6 +26,14 @@ bool is_bucket_name(std::string_view n) { return n == "_no-cwd" || n.rfind("cwd-
 
 Encoding other(Encoding e) { return e == Encoding::zstd ? Encoding::none : Encoding::zstd; }
 
+// The listing index keys a log by its bucket (the root's child) and the rest of its path.
+void set_index_key(KnownLog& log, const std::string& root) {
+  const std::string rel = log.path.substr(root.size() + 1);
+  const std::size_t slash = rel.find('/');
+  log.bucket = rel.substr(0, slash);
+  log.file = rel.substr(slash + 1);
+}
+
 // ".jsonl.zstd" also ends in neither ".jsonl"; classify a name as one encoding's log, if any.
 std::optional<Encoding> log_encoding_of(std::string_view name) {
   if (is_log_file_name(name, Encoding::zstd)) return Encoding::zstd;
@@ -40,15 +48,17 @@ SessionStore::SessionStore(StoreOptions options) : lock_timeout_(options.lock_ti
   root_ = std::filesystem::absolute(options.root).lexically_normal().string();
   while (root_.size() > 1 && root_.back() == '/') root_.pop_back();
   std::error_code ec;
-  if (!std::filesystem::exists(root_, ec)) {
+  read_only_ = options.read_only;
+  if (!std::filesystem::exists(root_, ec) && !read_only_) {
     if (!support::make_dirs(root_, 0700))
       throw StoreError("cannot create session store root " + root_ + ": " + std::strerror(errno));
   }
-  detect_encoding(options.encoding);
+  detect_layout(options);
   std::string cache_file;
   if (!options.cache_dir.empty())
-    cache_file = options.cache_dir + "/index-" + sha256_hex(root_).substr(0, 16) + ".json";
-  index_ = std::make_unique<ListingIndex>(root_, encoding_, cache_file);
+    cache_file = options.cache_dir + "/index-" + sha256_hex(root_ + "\n" + std::string(generation_name(generation_)))
+                                                     .substr(0, 16) + ".json";
+  index_ = std::make_unique<ListingIndex>(root_, encoding_, generation_, cache_file);
   index_->start();
 }
 
@@ -64,37 +74,99 @@ std::vector<std::string> SessionStore::bucket_dirs() const {
   std::vector<std::string> out;
   for_each_dir_entry(root_, [&](std::string_view n, int dfd) {
     struct stat st {};
-    if (is_bucket_name(n) && ::fstatat(dfd, std::string(n).c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-        S_ISDIR(st.st_mode))  // symlinked buckets are skipped
-      out.emplace_back(n);
+    // 0.1: every directory of the root is a project directory (harness-0.1 §1.4).
+    if ((generation_ == Generation::project_dirs || is_bucket_name(n)) &&
+        ::fstatat(dfd, std::string(n).c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
+      out.emplace_back(n);  // symlinked buckets are skipped
   });
   return out;
 }
 
-void SessionStore::detect_encoding(std::optional<Encoding> requested) {
-  bool seen[2] = {false, false};
-  for (const auto& b : bucket_dirs())
-    for_each_dir_entry(root_ + "/" + b, [&](std::string_view n, int) {
-      if (auto e = log_encoding_of(n)) seen[*e == Encoding::zstd ? 0 : 1] = true;
+void SessionStore::detect_layout(const StoreOptions& options) {
+  // What the root holds: flat logs (45fc) and session directories (0.1), of either encoding. The
+  // first file of each kind is kept to name it in an error.
+  std::string flat_log, dir_log, by_encoding[2];
+  for_each_dir_entry(root_, [&](std::string_view b, int rootfd) {
+    struct stat st {};
+    if (::fstatat(rootfd, std::string(b).c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode)) return;
+    const std::string bdir = root_ + "/" + std::string(b);
+    for_each_dir_entry(bdir, [&](std::string_view n, int bfd) {
+      struct stat est {};
+      if (::fstatat(bfd, std::string(n).c_str(), &est, AT_SYMLINK_NOFOLLOW) != 0) return;
+      const std::string path = bdir + "/" + std::string(n);
+      if (S_ISREG(est.st_mode)) {
+        if (auto e = log_encoding_of(n)) {
+          if (flat_log.empty()) flat_log = path;
+          if (by_encoding[*e == Encoding::zstd ? 0 : 1].empty()) by_encoding[*e == Encoding::zstd ? 0 : 1] = path;
+        }
+      } else if (S_ISDIR(est.st_mode)) {
+        for (Encoding e : {Encoding::zstd, Encoding::none}) {
+          const std::string log = path + "/" + v01_log_name(e);
+          struct stat lst {};
+          if (!lstat_path(log, lst) || !S_ISREG(lst.st_mode)) continue;
+          if (dir_log.empty()) dir_log = log;
+          if (by_encoding[e == Encoding::zstd ? 0 : 1].empty()) by_encoding[e == Encoding::zstd ? 0 : 1] = log;
+        }
+      }
     });
-  if (seen[0] && seen[1])
-    throw EncodingMismatch("incompatible artifact: session store root " + root_ + " holds both .jsonl and .jsonl.zstd logs");
+  });
+  if (!by_encoding[0].empty() && !by_encoding[1].empty())
+    throw EncodingMismatch("incompatible artifact: session store root " + root_ + " holds both encodings: " +
+                           by_encoding[0] + " and " + by_encoding[1]);
   std::optional<Encoding> existing;
-  if (seen[0]) existing = Encoding::zstd;
-  if (seen[1]) existing = Encoding::none;
-  if (existing && requested && *existing != *requested)
+  if (!by_encoding[0].empty()) existing = Encoding::zstd;
+  if (!by_encoding[1].empty()) existing = Encoding::none;
+  if (existing && options.encoding && *existing != *options.encoding)
     throw EncodingMismatch("session store root " + root_ + " uses compression '" +
                            std::string(encoding_name(*existing)) + "', not '" +
-                           std::string(encoding_name(*requested)) + "'");
-  encoding_ = existing ? *existing : requested.value_or(Encoding::zstd);
+                           std::string(encoding_name(*options.encoding)) + "'");
+  encoding_ = existing ? *existing : options.encoding.value_or(Encoding::zstd);
+
+  std::optional<Generation> held;
+  if (!dir_log.empty()) held = Generation::project_dirs;
+  else if (!flat_log.empty()) held = Generation::flat;
+  if (held && options.generation && *held != *options.generation)
+    throw EncodingMismatch("session store root " + root_ + " holds harness " +
+                           std::string(generation_name(*held)) + " logs (" + (dir_log.empty() ? flat_log : dir_log) +
+                           "), not the " + std::string(generation_name(*options.generation)) + " layout");
+  generation_ = held ? *held : options.generation.value_or(options.default_generation);
+  if (generation_ == Generation::project_dirs && !flat_log.empty())
+    log::warn("session store root " + root_ + " uses the harness 0.1 layout but holds flat logs (" + flat_log +
+              "): they are listed and read, never written");
 }
 
 std::string SessionStore::log_path(const SessionHeader& h) const {
-  return root_ + "/" + bucket_name(h.cwd) + "/" + log_file_name(h.id, encoding_);
+  return root_ + "/" + bucket_of(generation_, h.cwd) + "/" + log_entry_name(generation_, h.id, encoding_);
+}
+
+std::string SessionStore::read_only_reason(const std::string& path) const {
+  if (read_only_) return "its store root " + root_ + " is read-only (pass it with --store to write it)";
+  if (generation_ == Generation::project_dirs && path.size() > root_.size() &&
+      path.find('/', root_.size() + 1) == path.rfind('/'))
+    return "it is a flat-layout log inside the harness 0.1 root " + root_ + ", which 0.1.1 refuses to share";
+  return {};
+}
+
+std::string SessionStore::lock_path_of(const std::string& path, const std::string& id) const {
+  const std::string dir = path.substr(0, path.rfind('/'));
+  if (generation_ == Generation::project_dirs) return dir + "/" + std::string(kV01LockName);
+  return dir + "/" + lock_file_name(id);
+}
+
+void SessionStore::ensure_log_dirs(const std::string& path) {
+  ensure_root();
+  // root/bucket (45fc) or root/project/session (0.1): each new level is fsynced in its parent.
+  std::string dir = root_;
+  std::size_t at = root_.size() + 1;
+  for (std::size_t slash; (slash = path.find('/', at)) != std::string::npos; at = slash + 1) {
+    std::string next = path.substr(0, slash);
+    if (ensure_private_dir(next)) fsync_dir(dir);
+    dir = std::move(next);
+  }
 }
 
 std::optional<std::string> SessionStore::find_log(const std::string& id) {
-  const std::string file = log_file_name(id, encoding_);
+  const std::string entry = log_entry_name(generation_, id, encoding_);
   {
     std::lock_guard g(mu_);
     auto it = known_.find(id);
@@ -102,24 +174,39 @@ std::optional<std::string> SessionStore::find_log(const std::string& id) {
     if (it != known_.end() && it->second.on_disk && lstat_path(it->second.path, st) && S_ISREG(st.st_mode))
       return it->second.path;
   }
-  const std::string foreign = encode_segment(id) + std::string(log_suffix(other(encoding_)));
+  const std::string seg = encode_segment(id);
+  const std::string foreign_flat = seg + std::string(log_suffix(other(encoding_)));
+  const std::string own_flat = seg + std::string(log_suffix(encoding_));
   std::vector<std::string> found;
   for (const auto& b : bucket_dirs()) {
     struct stat st {};
-    std::string p = root_ + "/" + b + "/" + file;
-    if (lstat_path(p, st) && S_ISREG(st.st_mode)) found.push_back(p);  // symlinked logs are ignored
-    if (lstat_path(root_ + "/" + b + "/" + foreign, st))
-      throw EncodingMismatch("incompatible artifact " + root_ + "/" + b + "/" + foreign + " in a '" +
+    const std::string base = root_ + "/" + b + "/";
+    if (lstat_path(base + entry, st) && S_ISREG(st.st_mode)) found.push_back(base + entry);  // symlinks ignored
+    if (generation_ == Generation::project_dirs) {
+      // A flat log somebody left in a 0.1 root is still that session, read-only.
+      if (lstat_path(base + own_flat, st) && S_ISREG(st.st_mode)) found.push_back(base + own_flat);
+      const std::string foreign = base + seg + "/" + v01_log_name(other(encoding_));
+      if (lstat_path(foreign, st))
+        throw EncodingMismatch("incompatible artifact " + foreign + " in a '" +
+                               std::string(encoding_name(encoding_)) + "' session store");
+    }
+    if (lstat_path(base + foreign_flat, st))
+      throw EncodingMismatch("incompatible artifact " + base + foreign_flat + " in a '" +
                              std::string(encoding_name(encoding_)) + "' session store");
   }
   if (found.size() > 1)
-    throw StoreError("duplicate JSONL session id \"" + id + "\" appears in multiple cwd buckets");
+    throw StoreError("duplicate JSONL session id \"" + id + "\" appears in multiple " +
+                     (generation_ == Generation::flat ? "cwd buckets" : "project directories"));
   if (found.empty()) return std::nullopt;
   return found.front();
 }
 
 void SessionStore::check_identity(const SessionHeader& h, const std::string& id, const std::string& path) const {
-  if (h.id != id || log_path(h) != path)
+  bool placed = log_path(h) == path;
+  // A flat log inside a 0.1 root: its file name is the only place its id is spelled out.
+  if (!placed && generation_ == Generation::project_dirs)
+    placed = path.size() > root_.size() && path.substr(path.rfind('/') + 1) == log_file_name(h.id, encoding_);
+  if (h.id != id || !placed)
     throw StoreCorrupt(path, 1, "session header (id \"" + h.id + "\") does not match the log's location");
 }
 
@@ -254,9 +341,7 @@ KnownLog SessionStore::load_for_write(const std::string& id, const std::string& 
   KnownLog log;
   log.id = id;
   log.path = path;
-  log.file = path.substr(path.rfind('/') + 1);
-  std::string dir = path.substr(0, path.rfind('/'));
-  log.bucket = dir.substr(dir.rfind('/') + 1);
+  set_index_key(log, root_);
   log.header = scan.header;
   log.on_disk = true;
   log.ino = st.st_ino;
@@ -264,7 +349,7 @@ KnownLog SessionStore::load_for_write(const std::string& id, const std::string& 
 
   // Repair only under the lock (we hold it) and only because the tail is still torn or a turn
   // was left open by a writer that died.
-  log.state = needs_repair(scan) ? repair_log(fd.get(), path, encoding_, scan) : std::move(scan.state);
+  log.state = needs_repair(scan) ? repair_log(fd.get(), path, encoding_, generation_, scan) : std::move(scan.state);
   if (::fstat(fd.get(), &st) != 0) throw_errno("stat", path, errno);
   log.size = std::uint64_t(st.st_size);
   log.mtime_ns = mtime_ns(st);
@@ -274,8 +359,8 @@ KnownLog SessionStore::load_for_write(const std::string& id, const std::string& 
 SessionWriter SessionStore::open(const std::string& id) {
   auto path = find_log(id);
   if (!path) throw SessionNotFound(id);
-  std::string dir = path->substr(0, path->rfind('/'));
-  SessionLock lock = SessionLock::acquire(dir + "/" + lock_file_name(id), lock_timeout_, id);
+  if (auto why = read_only_reason(*path); !why.empty()) throw SessionReadOnly(id, why);
+  SessionLock lock = SessionLock::acquire(lock_path_of(*path, id), lock_timeout_, id);
   UniqueFd fd;
   KnownLog log = load_for_write(id, *path, fd);
   remember(log);
@@ -285,18 +370,18 @@ SessionWriter SessionStore::open(const std::string& id) {
 SessionWriter SessionStore::create(const SessionHeader& header) {
   if (header.cwd && !support::is_absolute_path(*header.cwd))
     throw StoreError("session cwd must be an absolute path: " + *header.cwd);
+  if (read_only_) throw SessionReadOnly(header.id, read_only_reason(root_ + "/"));
+  if (generation_ == Generation::project_dirs && header.cwd && header.cwd->empty())
+    throw StoreError("session cwd must not be empty in a harness 0.1 store");
   const std::string path = log_path(header);  // validates the id and its length
-  const std::string bucket = bucket_name(header.cwd);
-  const std::string dir = root_ + "/" + bucket;
-  ensure_root();
-  if (ensure_private_dir(dir)) fsync_dir(root_);
-  SessionLock lock = SessionLock::acquire(dir + "/" + lock_file_name(header.id), lock_timeout_, header.id);
+  // The lock lives in the log's directory (the 0.1 session directory), created now.
+  ensure_log_dirs(path);
+  SessionLock lock = SessionLock::acquire(lock_path_of(path, header.id), lock_timeout_, header.id);
   if (find_log(header.id)) throw SessionExists(header.id);
   KnownLog log;
   log.id = header.id;
-  log.bucket = bucket;
-  log.file = path.substr(path.rfind('/') + 1);
   log.path = path;
+  set_index_key(log, root_);
   log.header = header;
   log.header.version = kSessionFormatVersion;
   return SessionWriter(*this, std::move(lock), std::move(log), UniqueFd());
@@ -320,8 +405,9 @@ void SessionStore::ensure_root() {
 void SessionStore::delete_session(const std::string& id) {
   auto path = find_log(id);
   if (!path) throw SessionNotFound(id);
+  if (auto why = read_only_reason(*path); !why.empty()) throw SessionReadOnly(id, why);
   std::string dir = path->substr(0, path->rfind('/'));
-  std::string lock_path = dir + "/" + lock_file_name(id);
+  std::string lock_path = lock_path_of(*path, id);
   SessionLock lock = SessionLock::acquire(lock_path, lock_timeout_, id);
   if (::unlink(path->c_str()) != 0) {
     if (errno == ENOENT) throw SessionNotFound(id);
@@ -330,9 +416,14 @@ void SessionStore::delete_session(const std::string& id) {
   fsync_dir(dir);
   // Unlinked while held: a waiter that locked the old inode notices and retries (SessionLock).
   ::unlink(lock_path.c_str());
+  if (generation_ == Generation::project_dirs && ::rmdir(dir.c_str()) == 0)  // left when it holds anything else
+    fsync_dir(dir.substr(0, dir.rfind('/')));
+  KnownLog gone;
+  gone.path = *path;
+  set_index_key(gone, root_);
   std::lock_guard g(mu_);
   known_.erase(id);
-  index_->record_delete(dir.substr(dir.rfind('/') + 1), path->substr(path->rfind('/') + 1));
+  index_->record_delete(gone.bucket, gone.file);
 }
 
 } // namespace acp::store

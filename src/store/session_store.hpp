@@ -32,6 +32,10 @@ struct StoreOptions {
   std::optional<Encoding> encoding;      ///< requested; nullopt = the root's, or zstd for a new root
   std::string cache_dir;                 ///< listing index directory ($XDG_CACHE_HOME/dsh-acp); empty = memory only
   std::chrono::milliseconds lock_timeout{2000};
+  /// Requested layout; nullopt = the root's, or `default_generation` for a root that holds no log.
+  std::optional<Generation> generation;
+  Generation default_generation = Generation::flat;
+  bool read_only = false;                ///< list and read, never write (a discovered harness root)
 };
 
 /// All committed events of one log (inspect semantics: zstd records recovered from a torn final
@@ -60,6 +64,8 @@ public:
 
   const std::string& root() const noexcept { return root_; }
   Encoding encoding() const noexcept { return encoding_; }
+  Generation generation() const noexcept { return generation_; }
+  bool read_only() const noexcept { return read_only_; }
 
   /// Path the log of a session with this header has (whether or not it exists). Throws
   /// InvalidSessionId / IdTooLong.
@@ -116,8 +122,14 @@ public:
 
 private:
   friend class SessionWriter;
-  void detect_encoding(std::optional<Encoding> requested);
+  void detect_layout(const StoreOptions& options);
   std::vector<std::string> bucket_dirs() const;
+  /// Why the log at `path` must not be written, or "" when it may be.
+  std::string read_only_reason(const std::string& path) const;
+  /// The lock file guarding the log at `path`.
+  std::string lock_path_of(const std::string& path, const std::string& id) const;
+  /// Creates the directories the log at `path` lives in (0700), each made durable in its parent.
+  void ensure_log_dirs(const std::string& path);
   KnownLog load_for_write(const std::string& id, const std::string& path, UniqueFd& fd);
   void check_identity(const SessionHeader& h, const std::string& id, const std::string& path) const;
   void remember(const KnownLog& log);  // writer -> caches and index
@@ -125,6 +137,8 @@ private:
 
   std::string root_;
   Encoding encoding_ = Encoding::zstd;
+  Generation generation_ = Generation::flat;
+  bool read_only_ = false;
   std::chrono::milliseconds lock_timeout_;
   std::mutex mu_;
   std::unordered_map<std::string, KnownLog> known_;

@@ -20,6 +20,8 @@ struct SessionHeader {
   std::optional<std::string> parentSession;
   std::optional<std::int64_t> seedLength;
   std::int64_t delegationDepth = 0;
+  std::optional<std::string> origin;       ///< 0.1.1: "subagent" marks a subagent child
+  std::optional<std::string> agentPreset;  ///< 0.1.1: the preset the session was composed from
 };
 
 /// readSurface(): the folded current surface of one session (harness-compat §2.2).

@@ -2,6 +2,7 @@
 
 #include "support/json_text.hpp"
 #include "store/errors.hpp"
+#include "store/event_model.hpp"
 #include "store/records.hpp"
 #include "store/session_store.hpp"
 #include "store/zstd_frames.hpp"
@@ -46,6 +47,8 @@ std::vector<json::object> SessionWriter::append(std::vector<NewEvent> batch, boo
     if (surface && !e.surfaceOp) throw InvalidBatch("surface event type " + e.type + " requires surfaceOp");
     records.push_back(event_record(e.type, seq++, e.time.value_or(now_ms()), std::move(e.data), e.surfaceOp,
                                    e.sourceEventSeqs));
+    // 0.1 messages and compactions carry ids; the returned (normalised) records carry them too.
+    if (store_->generation() == Generation::project_dirs) assign_v01_ids(records.back(), compaction_id_);
   }
   write_bytes(records, sync);
   return records;
@@ -77,8 +80,7 @@ void SessionWriter::publish(const std::string& lines) {
   }
   const std::string dir = log_.path.substr(0, log_.path.rfind('/'));
   // The bucket (or the whole root) may have been removed since create(); new entries must be durable too.
-  store_->ensure_root();
-  if (ensure_private_dir(dir)) fsync_dir(dir.substr(0, dir.rfind('/')));
+  store_->ensure_log_dirs(log_.path);
   const std::string tmp = log_.path + "." + random_hex12() + ".tmp";
   {
     UniqueFd t = open_nofollow(tmp, O_WRONLY | O_CREAT | O_EXCL, 0600);
@@ -119,8 +121,11 @@ void SessionWriter::write_bytes(const std::vector<json::object>& records, bool s
   std::string lines;
   json::serializer sr;
   char buf[16384];
+  const bool v01 = store_->generation() == Generation::project_dirs;
   for (const auto& r : records) {
-    sr.reset(&r);
+    std::optional<json::object> shaped;
+    if (v01) shaped = to_v01_record(r);
+    sr.reset(shaped ? &*shaped : &r);
     while (!sr.done()) lines.append(sr.read(buf, sizeof buf));
     lines += '\n';
   }

@@ -77,6 +77,7 @@ private:
   KnownLog log_;
   UniqueFd fd_;
   bool unsynced_ = false;
+  std::string compaction_id_;  ///< 0.1: the open compaction's id (compact/start .. compact/end)
 };
 
 } // namespace acp::store

@@ -95,7 +95,7 @@ void read_log(std::string_view bytes, store::Encoding enc) {
   }
   if (!store::needs_repair(scan)) return;
 
-  store::LogState repaired = store::repair_log(file.fd(), path, enc, scan);
+  store::LogState repaired = store::repair_log(file.fd(), path, enc, store::Generation::flat, scan);
   store::ScanResult again;
   try {
     again = store::scan_log(file.fd(), path, enc);
