@@ -16,6 +16,7 @@
 #include "refs/service.hpp"
 #include "store/event_builders.hpp"
 #include "store/session_store.hpp"
+#include "store/store_set.hpp"
 #include "support/config.hpp"
 
 #include "bench_result.hpp"

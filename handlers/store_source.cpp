@@ -1,7 +1,7 @@
 #include "handlers/store_source.hpp"
 
 #include "refs/streaming_projection.hpp"
-#include "store/session_store.hpp"
+#include "store/store_set.hpp"
 
 namespace acp::handlers {
 

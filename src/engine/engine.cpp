@@ -10,6 +10,7 @@
 #include "store/event_builders.hpp"
 #include "store/records.hpp"
 #include "store/session_store.hpp"
+#include "store/store_set.hpp"
 #include "support/config.hpp"
 #include "support/log.hpp"
 #include "support/paths.hpp"
@@ -93,10 +94,16 @@ struct ChunkWrites {
 
 // ---- StoreHandle ----
 
-StoreHandle::StoreHandle(std::function<std::unique_ptr<store::SessionStore>()> open) : open_(std::move(open)) {}
+StoreHandle::StoreHandle(std::function<std::unique_ptr<store::StoreSet>()> open) : open_(std::move(open)) {}
+StoreHandle::StoreHandle(std::function<std::unique_ptr<store::SessionStore>()> open)
+    : open_([open = std::move(open)] {
+        std::vector<std::unique_ptr<store::SessionStore>> roots;
+        roots.push_back(open());
+        return std::make_unique<store::StoreSet>(std::move(roots));
+      }) {}
 StoreHandle::~StoreHandle() = default;
 
-store::SessionStore& StoreHandle::get() {
+store::StoreSet& StoreHandle::get() {
   std::call_once(once_, [this] { store_ = open_(); });
   return *store_;
 }
@@ -151,7 +158,7 @@ asio::awaitable<store::SessionHeader> Engine::find_stored(const std::string& id,
   require_absolute(cwd, "/cwd");
   auto lookup = [this, id, cwd]() -> std::optional<store::SessionHeader> {
     note_missing_cwd(cwd);
-    store::SessionStore& store = services_.store.get();
+    store::StoreSet& store = services_.store.get();
     if (!store.exists(id)) return std::nullopt;
     for (auto& listing : store.list_sessions())
       if (listing.header.id == id) return listing.header;

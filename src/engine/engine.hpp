@@ -49,6 +49,7 @@ struct Config;
 }
 namespace acp::store {
 class SessionStore;
+class StoreSet;
 struct ListQuery;
 }
 namespace acp::refs {
@@ -83,14 +84,17 @@ private:
 /// the answer to initialize). Thread-safe.
 class StoreHandle {
 public:
+  /// Every configured root (issue 15: several roots list and serve as one).
+  explicit StoreHandle(std::function<std::unique_ptr<store::StoreSet>()> open);
+  /// One root.
   explicit StoreHandle(std::function<std::unique_ptr<store::SessionStore>()> open);
   ~StoreHandle();
-  store::SessionStore& get();
+  store::StoreSet& get();
 
 private:
-  std::function<std::unique_ptr<store::SessionStore>()> open_;
+  std::function<std::unique_ptr<store::StoreSet>()> open_;
   std::once_flag once_;
-  std::unique_ptr<store::SessionStore> store_;
+  std::unique_ptr<store::StoreSet> store_;
 };
 
 /// A compaction that was written (the checkpoint is durable).

@@ -11,6 +11,8 @@
 #include "server/provider_setup.hpp"
 #include "store/errors.hpp"
 #include "store/session_store.hpp"
+#include "store/store_set.hpp"
+#include "support/paths.hpp"
 #include "support/config.hpp"
 #include "support/log.hpp"
 #include "transport/stdio_transport.hpp"
@@ -77,20 +79,39 @@ int main(int argc, char** argv) {
     system_prompt = ss.str();
   }
 
-  store::StoreOptions store_options;
-  store_options.root = config.store;
-  store_options.cache_dir = config.cache_dir;
-  if (config.store_compression == "zstd") store_options.encoding = store::Encoding::zstd;
-  if (config.store_compression == "none") store_options.encoding = store::Encoding::none;
-  engine::StoreHandle store([store_options] { return std::make_unique<store::SessionStore>(store_options); });
-  if (store_options.encoding) {
-    // An explicit encoding that contradicts the root is a start-up error (contracts §1).
+  // Every root of the listing: the configured ones, and the harness's own root when none was named
+  // and it exists (read-only then: README says how to make it writable). A root's layout and
+  // encoding are checked now, so a root that holds both encodings is a start-up error; the full
+  // open (the listing index sweep) waits for first use, so it never delays initialize.
+  std::vector<store::StoreOptions> roots;
+  auto add_root = [&](const std::string& path, bool read_only) {
+    store::StoreOptions o;
+    o.root = path;
+    o.cache_dir = config.cache_dir;
+    o.read_only = read_only;
+    if (config.store_compression == "zstd") o.encoding = store::Encoding::zstd;
+    if (config.store_compression == "none") o.encoding = store::Encoding::none;
+    o.generation = store::parse_generation(config.store_generation);
+    const bool harness_root = support::same_path(path, config.harness_store);
+    o.default_generation = harness_root ? store::Generation::project_dirs : store::Generation::flat;
+    roots.push_back(std::move(o));
+  };
+  for (const auto& root : config.stores) add_root(root, false);
+  if (!config.stores_configured && support::is_directory(config.harness_store) &&
+      !support::same_path(config.harness_store, config.store))
+    add_root(config.harness_store, true);
+  for (const auto& o : roots) {
     try {
-      store.get();
+      store::SessionStore::check_root(o);
     } catch (const store::StoreError& e) {
-      return fail_usage(std::string("--store ") + config.store + ": " + e.what());
+      return fail_usage(std::string("--store ") + o.root + ": " + e.what());
     }
   }
+  engine::StoreHandle store([roots] {
+    std::vector<std::unique_ptr<store::SessionStore>> open;
+    for (const auto& o : roots) open.push_back(std::make_unique<store::SessionStore>(o));
+    return std::make_unique<store::StoreSet>(std::move(open));
+  });
 
   int frames_fd = ::fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
   int input_fd = ::fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
@@ -100,8 +121,12 @@ int main(int argc, char** argv) {
   if (frames_fd < 0) return 1;
   std::signal(SIGPIPE, SIG_IGN);
 
-  log::info(std::string("dsh-acp ") + DSH_ACP_VERSION + " starting; provider " + config.provider + ", store " +
-            config.store + (config.config_file.empty() ? "" : ", config " + config.config_file));
+  log::info(std::string("dsh-acp ") + DSH_ACP_VERSION + " starting; provider " + config.provider + ", stores " +
+            [&] {
+              std::string list;
+              for (const auto& o : roots) list += (list.empty() ? "" : ", ") + o.root + (o.read_only ? " (read-only)" : "");
+              return list;
+            }() + (config.config_file.empty() ? "" : ", config " + config.config_file));
 
   boost::asio::io_context io{1};
   // Session strands and store work share this pool; a lock wait (up to 2 s) or a replay to a slow

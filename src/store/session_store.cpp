@@ -41,12 +41,17 @@ std::optional<Encoding> log_encoding_of(std::string_view name) {
   return std::nullopt;
 }
 
+std::string absolute_root(const std::string& root) {
+  std::string r = std::filesystem::absolute(root).lexically_normal().string();
+  while (r.size() > 1 && r.back() == '/') r.pop_back();
+  return r;
+}
+
 } // namespace
 
 SessionStore::SessionStore(StoreOptions options) : lock_timeout_(options.lock_timeout) {
   if (options.root.empty()) throw StoreError("session store root is empty");
-  root_ = std::filesystem::absolute(options.root).lexically_normal().string();
-  while (root_.size() > 1 && root_.back() == '/') root_.pop_back();
+  root_ = absolute_root(options.root);
   std::error_code ec;
   read_only_ = options.read_only;
   if (!std::filesystem::exists(root_, ec) && !read_only_) {
@@ -82,7 +87,15 @@ std::vector<std::string> SessionStore::bucket_dirs() const {
   return out;
 }
 
-void SessionStore::detect_layout(const StoreOptions& options) {
+namespace {
+
+struct DetectedLayout {
+  Encoding encoding;
+  Generation generation;
+  std::string flat_log;  ///< a flat log, when the root holds any
+};
+
+DetectedLayout detect_layout_of(const std::string& root_, const StoreOptions& options) {
   // What the root holds: flat logs (45fc) and session directories (0.1), of either encoding. The
   // first file of each kind is kept to name it in an error.
   std::string flat_log, dir_log, by_encoding[2];
@@ -120,7 +133,8 @@ void SessionStore::detect_layout(const StoreOptions& options) {
     throw EncodingMismatch("session store root " + root_ + " uses compression '" +
                            std::string(encoding_name(*existing)) + "', not '" +
                            std::string(encoding_name(*options.encoding)) + "'");
-  encoding_ = existing ? *existing : options.encoding.value_or(Encoding::zstd);
+  DetectedLayout out;
+  out.encoding = existing ? *existing : options.encoding.value_or(Encoding::zstd);
 
   std::optional<Generation> held;
   if (!dir_log.empty()) held = Generation::project_dirs;
@@ -129,7 +143,23 @@ void SessionStore::detect_layout(const StoreOptions& options) {
     throw EncodingMismatch("session store root " + root_ + " holds harness " +
                            std::string(generation_name(*held)) + " logs (" + (dir_log.empty() ? flat_log : dir_log) +
                            "), not the " + std::string(generation_name(*options.generation)) + " layout");
-  generation_ = held ? *held : options.generation.value_or(options.default_generation);
+  out.generation = held ? *held : options.generation.value_or(options.default_generation);
+  out.flat_log = flat_log;
+  return out;
+}
+
+} // namespace
+
+void SessionStore::check_root(const StoreOptions& options) {
+  if (options.root.empty()) throw StoreError("session store root is empty");
+  detect_layout_of(absolute_root(options.root), options);
+}
+
+void SessionStore::detect_layout(const StoreOptions& options) {
+  DetectedLayout d = detect_layout_of(root_, options);
+  encoding_ = d.encoding;
+  generation_ = d.generation;
+  const std::string& flat_log = d.flat_log;
   if (generation_ == Generation::project_dirs && !flat_log.empty())
     log::warn("session store root " + root_ + " uses the harness 0.1 layout but holds flat logs (" + flat_log +
               "): they are listed and read, never written");

@@ -58,6 +58,9 @@ public:
   /// Detects the root's encoding; throws EncodingMismatch when the root holds both encodings or
   /// the requested one contradicts it. Loads and sweeps the listing index.
   explicit SessionStore(StoreOptions options);
+  /// The layout and encoding checks of the constructor alone (no index, nothing created): throws
+  /// what opening the root would throw about them.
+  static void check_root(const StoreOptions& options);
   ~SessionStore();
   SessionStore(const SessionStore&) = delete;
   SessionStore& operator=(const SessionStore&) = delete;

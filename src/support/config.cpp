@@ -56,9 +56,13 @@ template <class Member> auto str_setter(Member Config::*member) {
 
 const std::vector<Option>& options() {
   static const std::vector<Option> table = {
-      {"store", Kind::path, "session store root", str_setter(&Config::store)},
+      {"store", Kind::path, "session store root (repeat for several; new sessions go to the first)",
+       str_setter(&Config::store)},
       {"store-compression", Kind::choice, "encoding of a new store root", str_setter(&Config::store_compression), 0, 0,
        {"zstd", "none"}},
+      {"store-generation", Kind::choice,
+       "layout of a new store root: the harness's 45fc or 0.1 (default: 0.1 for the harness's own root, else 45fc)",
+       str_setter(&Config::store_generation), 0, 0, {"45fc", "0.1"}},
       {"provider", Kind::choice, "model provider (default deepseek)", str_setter(&Config::provider), 0, 0, {"deepseek", "openai", "echo"}},
       {"model", Kind::string, "model name", str_setter(&Config::model)},
       {"base-url", Kind::string, "provider base URL", str_setter(&Config::base_url)},
@@ -197,6 +201,16 @@ std::map<std::string, std::string> read_config_file(const std::string& path, Con
   for (const auto& kv : doc.get_object()) {
     std::string key(kv.key());
     std::string origin = "config file " + path + ": key \"" + key + "\"";
+    if (key == "stores") {
+      if (!kv.value().is_array() || kv.value().get_array().empty())
+        throw ConfigError(origin + " must be a non-empty array of paths");
+      config.stores.clear();
+      for (const auto& root : kv.value().get_array()) {
+        if (!root.is_string() || root.get_string().empty()) throw ConfigError(origin + " entries must be non-empty strings");
+        config.stores.emplace_back(root.get_string());
+      }
+      continue;
+    }
     if (key == "models") {
       if (!kv.value().is_array()) throw ConfigError(origin + " must be an array of strings");
       config.models.clear();
@@ -267,6 +281,7 @@ Environment process_environment() {
 CliResult load_config(const std::vector<std::string>& args, const Environment& env) {
   CliResult result;
   std::map<std::string, std::string> from_flags;
+  std::vector<std::string> flag_stores;  // --store may be repeated
   std::optional<std::string> config_path;
 
   for (std::size_t i = 0; i < args.size(); ++i) {
@@ -302,6 +317,7 @@ CliResult load_config(const std::vector<std::string>& args, const Environment& e
       else value = args[++i];
     }
     from_flags[opt->flag] = validate(*opt, *value, "command line");
+    if (name == "store") flag_stores.push_back(from_flags[opt->flag]);
   }
 
   Config& config = result.config;
@@ -317,8 +333,19 @@ CliResult load_config(const std::vector<std::string>& args, const Environment& e
     else if (auto f = from_file.find(opt.flag); f != from_file.end()) opt.set(config, f->second);
   }
 
-  if (config.store.empty())
-    config.store = home.empty() ? xdg_dir(env, "XDG_DATA_HOME", ".local/share") + "/sessions" : home + "/sessions";
+  // Roots: every --store flag, else DSH_ACP_STORE, else the file's "stores" (or "store"), else ours.
+  if (!flag_stores.empty()) config.stores = flag_stores;
+  else if (!env_or(env, "DSH_ACP_STORE", "").empty()) config.stores = {config.store};
+  else if (config.stores.empty() && !config.store.empty()) config.stores = {config.store};
+  config.stores_configured = !config.stores.empty();
+  if (config.stores.empty())
+    config.stores = {home.empty() ? xdg_dir(env, "XDG_DATA_HOME", ".local/share") + "/sessions" : home + "/sessions"};
+  config.store = config.stores.front();
+  // The harness's own root (harness-0.1 §1.1): $DSH_HOME/sessions, else ~/.dsh/sessions.
+  std::string dsh_home = env_or(env, "DSH_HOME", "");
+  if (dsh_home.find_first_not_of(" \t\r\n") == std::string::npos) dsh_home = env_or(env, "HOME", "/tmp") + "/.dsh";
+  else if (dsh_home == "~" || dsh_home.rfind("~/", 0) == 0) dsh_home = env_or(env, "HOME", "/tmp") + dsh_home.substr(1);
+  config.harness_store = dsh_home + "/sessions";
   if (config.log_file.empty())
     config.log_file = home.empty() ? xdg_dir(env, "XDG_STATE_HOME", ".local/state") + "/dsh-acp.log" : home + "/dsh-acp.log";
   config.cache_dir = home.empty() ? xdg_dir(env, "XDG_CACHE_HOME", ".cache") : home + "/cache";

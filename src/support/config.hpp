@@ -17,8 +17,12 @@ namespace acp::support {
 
 struct Config {
   std::string config_file;        ///< the file that was read ("" if none existed)
-  std::string store;              ///< session store root
+  std::string store;              ///< the first session store root (where new sessions go)
+  std::vector<std::string> stores;  ///< every root, in order: --store (repeatable), DSH_ACP_STORE, "stores"/"store"
+  bool stores_configured = false;   ///< a root was named; else the default root (and a discovered harness root)
+  std::string harness_store;        ///< the harness's own root: $DSH_HOME/sessions, else ~/.dsh/sessions
   std::string store_compression;  ///< "zstd" | "none" | "" (keep the root's own, zstd for a new root)
+  std::string store_generation;   ///< "45fc" | "0.1" | "" (the root's own; 0.1 for harness_store, else 45fc)
   std::string cache_dir;          ///< listing index location ($XDG_CACHE_HOME/dsh-acp)
   std::string provider = "deepseek";
   std::string model;

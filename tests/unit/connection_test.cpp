@@ -7,6 +7,7 @@
 #include "server/connection.hpp"
 #include "store/event_builders.hpp"
 #include "store/session_store.hpp"
+#include "store/store_set.hpp"
 #include "support/config.hpp"
 #include "transport/memory_transport.hpp"
 #include "transport/outbox.hpp"

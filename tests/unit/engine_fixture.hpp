@@ -8,6 +8,7 @@
 #include "refs/service.hpp"
 #include "store/records.hpp"
 #include "store/session_store.hpp"
+#include "store/store_set.hpp"
 #include "support/config.hpp"
 
 #include <boost/asio/as_tuple.hpp>

@@ -71,9 +71,11 @@ export class Agent {
    */
   constructor({ args = [], env = {}, defaultPaths = false } = {}) {
     this.home = mkdtempSync(path.join(tmpdir(), 'dsh-acp-e2e-'));
-    this.storeDir = path.join(this.home, 'sessions');
+    // --store may be repeated (every root is listed): a test that names its own root gets only that one.
+    const ownStore = args.indexOf('--store');
+    this.storeDir = ownStore >= 0 ? args[ownStore + 1] : path.join(this.home, 'sessions');
     this.logFile = path.join(this.home, 'dsh-acp.log');
-    const paths = defaultPaths ? [] : ['--store', this.storeDir, '--log-file', this.logFile];
+    const paths = defaultPaths ? [] : [...(ownStore >= 0 ? [] : ['--store', this.storeDir]), '--log-file', this.logFile];
     this.args = ['--provider', 'echo', ...paths, ...args];
     this.frames = [];          // {frame, line, at} in arrival order
     this.violations = [];      // stdout lines that are not JSON-RPC frames
@@ -82,7 +84,8 @@ export class Agent {
     this.nextId = 1000;
     this.sdkReadable = null;   // controller for the SDK's input, when connected
     this.child = spawn(BIN, this.args, {
-      env: { ...process.env, DSH_ACP_HOME: this.home, ...env },
+      // DSH_HOME points into the test's home: a developer's own ~/.dsh/sessions is never listed.
+      env: { ...process.env, DSH_ACP_HOME: this.home, DSH_HOME: path.join(this.home, 'dsh'), ...env },
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     live.add(this);

@@ -1,0 +1,68 @@
+#include "store/store_set.hpp"
+
+#include "store/collation.hpp"
+#include "store/errors.hpp"
+
+#include <algorithm>
+#include <unordered_set>
+
+namespace acp::store {
+
+StoreSet::StoreSet(std::vector<std::unique_ptr<SessionStore>> roots) : roots_(std::move(roots)) {
+  if (roots_.empty()) throw StoreError("no session store root");
+}
+
+SessionStore* StoreSet::holder(const std::string& id) {
+  for (auto& r : roots_)
+    if (r->exists(id)) return r.get();
+  return nullptr;
+}
+
+SessionStore& StoreSet::holder_or_throw(const std::string& id) {
+  if (SessionStore* s = holder(id)) return *s;
+  throw SessionNotFound(id);
+}
+
+std::optional<std::string> StoreSet::find_log(const std::string& id) {
+  for (auto& r : roots_)
+    if (auto p = r->find_log(id)) return p;
+  return std::nullopt;
+}
+
+LogSnapshot StoreSet::read_log(const std::string& id) { return holder_or_throw(id).read_log(id); }
+
+StreamResult StoreSet::read_events(const std::string& id, const EventSink& sink, std::stop_token stop,
+                                   EventLifetime lifetime) {
+  return holder_or_throw(id).read_events(id, sink, std::move(stop), lifetime);
+}
+
+std::vector<SessionListing> StoreSet::list_sessions(const ListQuery& query) {
+  if (roots_.size() == 1) return roots_.front()->list_sessions(query);
+  // Each root's page is already in order and at most `limit` long: merge them and cut.
+  std::vector<SessionListing> rows;
+  std::unordered_set<std::string> seen;
+  for (auto& r : roots_)
+    for (auto& row : r->list_sessions(query))
+      if (seen.insert(row.header.id).second) rows.push_back(std::move(row));
+  std::stable_sort(rows.begin(), rows.end(), [](const SessionListing& a, const SessionListing& b) {
+    if (a.header.createdAt != b.header.createdAt) return a.header.createdAt > b.header.createdAt;
+    return compare_ids_en_us(a.header.id, b.header.id) < 0;
+  });
+  if (rows.size() > query.limit) rows.resize(query.limit);
+  return rows;
+}
+
+SessionWriter StoreSet::create(const SessionHeader& header) {
+  for (std::size_t i = 1; i < roots_.size(); ++i)
+    if (roots_[i]->exists(header.id)) throw SessionExists(header.id);
+  return primary().create(header);
+}
+
+SessionWriter StoreSet::open_or_create(const SessionHeader& header) {
+  if (SessionStore* s = holder(header.id)) return s->open(header.id);
+  return primary().create(header);
+}
+
+void StoreSet::delete_session(const std::string& id) { holder_or_throw(id).delete_session(id); }
+
+} // namespace acp::store

@@ -1,0 +1,45 @@
+// Several store roots seen as one (issue 15): `--store` given more than once, a discovered harness
+// root beside ours. Sessions of every root are listed together, newest first; an id is served by
+// the root that holds it; new sessions go to the first root. Roots may be of either generation and
+// encoding: each SessionStore keeps its own layout, and every reader gets the normalised model.
+#pragma once
+
+#include "store/session_store.hpp"
+
+#include <memory>
+#include <vector>
+
+namespace acp::store {
+
+class StoreSet {
+public:
+  /// `roots` non-empty; the first takes new sessions.
+  explicit StoreSet(std::vector<std::unique_ptr<SessionStore>> roots);
+
+  SessionStore& primary() { return *roots_.front(); }
+  const std::vector<std::unique_ptr<SessionStore>>& roots() const { return roots_; }
+
+  /// The root holding `id` (the first, when several do), nullptr when none.
+  SessionStore* holder(const std::string& id);
+  std::optional<std::string> find_log(const std::string& id);
+  bool exists(const std::string& id) { return holder(id) != nullptr; }
+
+  LogSnapshot read_log(const std::string& id);
+  StreamResult read_events(const std::string& id, const EventSink& sink, std::stop_token stop = {},
+                           EventLifetime lifetime = EventLifetime::kept);
+  /// Newest first over every root (ties by id in en-US collation); an id listed by two roots is
+  /// shown once, from the first.
+  std::vector<SessionListing> list_sessions(const ListQuery& query = {});
+
+  /// A new session in the first root; SessionExists when any root holds the id.
+  SessionWriter create(const SessionHeader& header);
+  /// open() in the root holding the id, else create(header).
+  SessionWriter open_or_create(const SessionHeader& header);
+  void delete_session(const std::string& id);
+
+private:
+  SessionStore& holder_or_throw(const std::string& id);
+  std::vector<std::unique_ptr<SessionStore>> roots_;
+};
+
+} // namespace acp::store
