@@ -29,6 +29,8 @@ jsonrpc::RpcError to_rpc_error(std::exception_ptr error) {
     return jsonrpc::log_corrupt(std::string("invalid session surface: ") + e.what());
   } catch (const store::SessionBusy&) {
     return jsonrpc::session_busy();
+  } catch (const store::SessionReadOnly& e) {
+    return jsonrpc::invalid_params("/sessionId", e.what());
   } catch (const store::InvalidSessionId& e) {
     return jsonrpc::invalid_params("/sessionId", e.what());
   } catch (const std::exception& e) {
