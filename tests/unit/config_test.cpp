@@ -152,7 +152,7 @@ BOOST_AUTO_TEST_CASE(the_config_schema_matches_the_options) {
     BOOST_TEST_CONTEXT(flag) { BOOST_TEST(props.contains(key)); }
     ++flags;
   }
-  BOOST_TEST(props.size() == flags + 3);  // + models, deepseekApiKey, openaiApiKey
+  BOOST_TEST(props.size() == flags + 4);  // + stores, models, deepseekApiKey, openaiApiKey
   // Every key accepts its documented default (or a sample) and integer keys their bounds.
   for (const auto& [key, spec_value] : props) {
     const auto& spec = spec_value.as_object();
@@ -178,6 +178,35 @@ BOOST_AUTO_TEST_CASE(the_config_schema_matches_the_options) {
       }
     }
   }
+}
+
+// Issue 15: several roots, and where the harness's own root is.
+BOOST_AUTO_TEST_CASE(store_roots_from_flags_environment_and_file) {
+  TempDir t;
+  Config c = load({"--store", "/a", "--store", "/b"}, {{"HOME", t.path}});
+  BOOST_TEST(c.stores == (std::vector<std::string>{"/a", "/b"}));
+  BOOST_TEST(c.store == "/a");
+  BOOST_TEST(c.stores_configured);
+  BOOST_TEST(c.harness_store == t.path + "/.dsh/sessions");
+  std::string file = t.write("c.json", R"({"stores": ["/x", "/y"], "storeGeneration": "0.1"})");
+  c = load({"--config", file}, {{"HOME", t.path}});
+  BOOST_TEST(c.stores == (std::vector<std::string>{"/x", "/y"}));
+  BOOST_TEST(c.store_generation == "0.1");
+  c = load({"--config", file}, {{"HOME", t.path}, {"DSH_ACP_STORE", "/env"}});
+  BOOST_TEST(c.stores == (std::vector<std::string>{"/env"}));
+  c = load({"--config", file, "--store", "/flag"}, {{"HOME", t.path}});
+  BOOST_TEST(c.stores == (std::vector<std::string>{"/flag"}));
+  c = load({}, {{"HOME", t.path}, {"DSH_HOME", "/opt/dsh"}});
+  BOOST_TEST(!c.stores_configured);
+  BOOST_TEST(c.stores == (std::vector<std::string>{t.path + "/.local/share/dsh-acp/sessions"}));
+  BOOST_TEST(c.harness_store == "/opt/dsh/sessions");
+  c = load({}, {{"HOME", t.path}, {"DSH_HOME", "  "}});
+  BOOST_TEST(c.harness_store == t.path + "/.dsh/sessions");
+  for (const char* bad : {R"({"stores": []})", R"({"stores": "/x"})", R"({"stores": [""]})", R"({"storeGeneration": "0.2"})"}) {
+    file = t.write("bad.json", bad);
+    BOOST_TEST_CONTEXT(bad) { BOOST_CHECK_THROW(load({"--config", file}, {{"HOME", t.path}}), ConfigError); }
+  }
+  BOOST_CHECK_THROW(load({"--store-generation", "1.0"}, {{"HOME", t.path}}), ConfigError);
 }
 
 BOOST_AUTO_TEST_CASE(help_and_version_are_actions) {
