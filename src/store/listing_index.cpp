@@ -6,6 +6,7 @@
 #include "store/file_io.hpp"
 #include "store/log_summary.hpp"
 #include "store/records.hpp"
+#include "support/log.hpp"
 
 #include <boost/json.hpp>
 
@@ -252,7 +253,14 @@ void ListingIndex::sweep_bucket(const std::string& name, Bucket& b) {
       key = std::string(entry) + v01_log;
       n = key;
     }
-    if (!stat_at(dfd, n, st) || !S_ISREG(st.st_mode)) return;  // symlinks are not followed
+    if (!stat_at(dfd, n, st) || !S_ISREG(st.st_mode)) {  // symlinks are not followed
+      struct stat dst {};
+      if (!key.empty() && stat_at(dfd, entry, dst) && S_ISDIR(dst.st_mode) && logged_empty_.size() < 1024 &&
+          logged_empty_.insert(dir + "/" + std::string(entry)).second)
+        log::info("session directory " + dir + "/" + std::string(entry) + " holds no " + v01_log.substr(1) +
+                  ": skipped");
+      return;
+    }
     auto it = b.files.find(n);
     if (it != b.files.end() && it->second.size == std::uint64_t(st.st_size) && it->second.mtime_ns == mtime_ns(st)) {
       it->second.seen = gen;

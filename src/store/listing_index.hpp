@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <set>
 #include <optional>
 #include <string>
 #include <utility>
@@ -101,6 +102,7 @@ private:
   bool dirty_ = false;
   std::uint64_t generation_ = 0;
   std::uint64_t files_read_ = 0;
+  std::set<std::string> logged_empty_;  ///< 0.1 session directories without a log, logged once (bounded)
 };
 
 } // namespace acp::store

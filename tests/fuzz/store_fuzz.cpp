@@ -1,5 +1,5 @@
 // Fuzz target `store`: the session log reader over a real file descriptor (a memfd).
-// Each input is read three ways: as a raw JSONL log, as the bytes of a zstd log, and as plaintext
+// Each input is read three ways (raw and framed zstd under both store generations): as a raw JSONL log, as the bytes of a zstd log, and as plaintext
 // compressed into zstd frames (segments separated by 0x1E become frames; a final segment "\x1F<n>"
 // tears the last frame by n+1 bytes). Each read runs scan_log (read_log_lines underneath), the
 // surface fold over the preserved events and, when needs_repair(), repair_log in place; the scan is
@@ -63,7 +63,7 @@ Outcome scan_transient(int fd, const std::string& path, store::Encoding enc) {
   return out;
 }
 
-void read_log(std::string_view bytes, store::Encoding enc) {
+void read_log(std::string_view bytes, store::Encoding enc, store::Generation gen) {
   const std::string path = enc == store::Encoding::zstd ? "fuzz.jsonl.zstd" : "fuzz.jsonl";
   MemFile file(bytes);
   store::ScanResult scan;
@@ -95,7 +95,7 @@ void read_log(std::string_view bytes, store::Encoding enc) {
   }
   if (!store::needs_repair(scan)) return;
 
-  store::LogState repaired = store::repair_log(file.fd(), path, enc, store::Generation::flat, scan);
+  store::LogState repaired = store::repair_log(file.fd(), path, enc, gen, scan);
   store::ScanResult again;
   try {
     again = store::scan_log(file.fd(), path, enc);
@@ -130,8 +130,12 @@ std::string compress_segments(std::string_view in) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::string_view in(reinterpret_cast<const char*>(data), size);
-  read_log(in, store::Encoding::none);
-  read_log(in, store::Encoding::zstd);
-  read_log(compress_segments(in), store::Encoding::zstd);
+  // Both generations read the same way (lines are normalised by shape); repair writes each one's closers.
+  read_log(in, store::Encoding::none, store::Generation::flat);
+  read_log(in, store::Encoding::none, store::Generation::project_dirs);
+  read_log(in, store::Encoding::zstd, store::Generation::flat);
+  const std::string frames = compress_segments(in);
+  read_log(frames, store::Encoding::zstd, store::Generation::flat);
+  read_log(frames, store::Encoding::zstd, store::Generation::project_dirs);
   return 0;
 }
