@@ -111,6 +111,10 @@ std::string project_dir_name(const std::optional<std::string>& cwd) {
   return "--" + project_key(*cwd) + "--";
 }
 
+bool is_bucket_dir_name(Generation g, std::string_view name) {
+  return g == Generation::project_dirs || name == "_no-cwd" || name.rfind("cwd-", 0) == 0;
+}
+
 std::string bucket_of(Generation g, const std::optional<std::string>& cwd) {
   return g == Generation::flat ? bucket_name(cwd) : project_dir_name(cwd);
 }

@@ -51,6 +51,10 @@ std::string project_dir_name(const std::optional<std::string>& cwd);
 /// project directory plus the session's own directory.
 std::string session_dir(Generation g, const std::optional<std::string>& cwd, std::string_view id);
 
+/// Whether a directory of the root holds sessions: "cwd-*" and "_no-cwd" (45fc); every directory
+/// (0.1, harness-0.1 §1.4).
+bool is_bucket_dir_name(Generation g, std::string_view name);
+
 /// The bucket (45fc) or project directory (0.1) of a cwd.
 std::string bucket_of(Generation g, const std::optional<std::string>& cwd);
 

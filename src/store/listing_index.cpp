@@ -34,8 +34,6 @@ std::int64_t realtime_ns() {
   return std::int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
-bool is_bucket_name(std::string_view n) { return n == "_no-cwd" || n.rfind("cwd-", 0) == 0; }
-
 bool stat_at(int dfd, std::string_view name, struct stat& st) {
   char buf[512];
   if (name.size() >= sizeof buf) return false;
@@ -217,7 +215,7 @@ void ListingIndex::refresh_root(bool force) {
   std::vector<std::string> present;
   for_each_dir_entry(root_, [&](std::string_view n, int dfd) {
     struct stat bst {};
-    if ((gen_ == Generation::project_dirs || is_bucket_name(n)) && stat_at(dfd, n, bst) && S_ISDIR(bst.st_mode))
+    if (is_bucket_dir_name(gen_, n) && stat_at(dfd, n, bst) && S_ISDIR(bst.st_mode))
       present.emplace_back(n);  // symlinks skipped
   });
   std::sort(present.begin(), present.end());

@@ -22,8 +22,6 @@ namespace json = boost::json;
 
 namespace {
 
-bool is_bucket_name(std::string_view n) { return n == "_no-cwd" || n.rfind("cwd-", 0) == 0; }
-
 Encoding other(Encoding e) { return e == Encoding::zstd ? Encoding::none : Encoding::zstd; }
 
 // The listing index keys a log by its bucket (the root's child) and the rest of its path.
@@ -80,7 +78,7 @@ std::vector<std::string> SessionStore::bucket_dirs() const {
   for_each_dir_entry(root_, [&](std::string_view n, int dfd) {
     struct stat st {};
     // 0.1: every directory of the root is a project directory (harness-0.1 §1.4).
-    if ((generation_ == Generation::project_dirs || is_bucket_name(n)) &&
+    if (is_bucket_dir_name(generation_, n) &&
         ::fstatat(dfd, std::string(n).c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
       out.emplace_back(n);  // symlinked buckets are skipped
   });
