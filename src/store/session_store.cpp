@@ -102,15 +102,18 @@ DetectedLayout detect_layout_of(const std::string& root_, const StoreOptions& op
     if (::fstatat(rootfd, std::string(b).c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode)) return;
     const std::string bdir = root_ + "/" + std::string(b);
     for_each_dir_entry(bdir, [&](std::string_view n, int bfd) {
-      struct stat est {};
-      if (::fstatat(bfd, std::string(n).c_str(), &est, AT_SYMLINK_NOFOLLOW) != 0) return;
+      // Names decide without a stat where they can: a root of 10k sessions is scanned at start-up.
+      const bool lock_or_tmp = n.size() > 5 && (n.substr(n.size() - 5) == ".lock" || n.substr(n.size() - 4) == ".tmp");
+      if (lock_or_tmp) return;
       const std::string path = bdir + "/" + std::string(n);
-      if (S_ISREG(est.st_mode)) {
-        if (auto e = log_encoding_of(n)) {
-          if (flat_log.empty()) flat_log = path;
-          if (by_encoding[*e == Encoding::zstd ? 0 : 1].empty()) by_encoding[*e == Encoding::zstd ? 0 : 1] = path;
-        }
-      } else if (S_ISDIR(est.st_mode)) {
+      struct stat est {};
+      if (auto e = log_encoding_of(n)) {
+        if (flat_log.empty()) flat_log = path;
+        if (by_encoding[*e == Encoding::zstd ? 0 : 1].empty()) by_encoding[*e == Encoding::zstd ? 0 : 1] = path;
+        return;
+      }
+      if (::fstatat(bfd, std::string(n).c_str(), &est, AT_SYMLINK_NOFOLLOW) != 0) return;
+      if (S_ISDIR(est.st_mode)) {
         for (Encoding e : {Encoding::zstd, Encoding::none}) {
           const std::string log = path + "/" + v01_log_name(e);
           struct stat lst {};
