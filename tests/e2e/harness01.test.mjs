@@ -79,6 +79,16 @@ for (const enc of ['raw', 'zstd']) {
     assert.ok(r01.some((u) => u.sessionUpdate === 'tool_call' && u.kind === 'think'), 'the compaction has its card');
     assert.ok(!JSON.stringify(r01).includes('not marked ignorable'), 'an unknown event is shown nowhere');
 
+    // Resumed (no replay) in a second process, a 0.1 session takes a prompt the same way.
+    const b = await start(t, s, [`v45-${enc}`, `v01-${enc}`]);
+    const from = b.agent.sdkUpdates.length;
+    await b.ctx.request(M.session.resume, { sessionId: '01-tools', cwd: s.cwd, mcpServers: [] });
+    assert.equal(updatesOf(b.agent, '01-tools', from).filter((u) => u.sessionUpdate !== 'available_commands_update' &&
+      u.sessionUpdate !== 'session_info_update').length, 0, 'resume replays nothing');
+    const resumed = await prompt(b, '01-tools', 'what is left?');
+    await b.ctx.request(M.session.resume, { sessionId: '45-tools', cwd: s.cwd, mcpServers: [] });
+    assert.deepEqual(echoLines(resumed.answer), echoLines((await prompt(b, '45-tools', 'what is left?')).answer));
+
     // The model receives the same conversation (the echo model lists it), in either root.
     const p01 = await prompt(a, '01-tools', 'what is left?');
     const p45 = await prompt(a, '45-tools', 'what is left?');
