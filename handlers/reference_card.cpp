@@ -86,7 +86,7 @@ protocol::ToolCall reference_card(std::int64_t snapshot_seq, const json::object&
   }
   card.title = "Referenced sessions \u00B7 " + labels;
   card.content = std::vector<protocol::ToolCallContent>{
-      protocol::ToolCallContent{protocol::TextContent{lines, std::nullopt, std::nullopt}}};
+      protocol::ToolContent{protocol::TextContent{lines, std::nullopt, std::nullopt}}};
   card.rawInput = json::object{{"references", std::move(raw_refs)}};
   card._meta = json::object{{"dsh-acp/sessionReference", source}};
   return card;

@@ -129,7 +129,7 @@ void Replayer::on_event(const json::object& event, std::vector<SessionUpdate>& o
                                                                                : ToolCallStatus::completed;
     if (const auto* content = data->if_contains("content")) {
       std::string text = engine::content_text(*content);
-      if (!text.empty()) update.content = std::vector<ToolCallContent>{ToolCallContent{text_block(std::move(text))}};
+      if (!text.empty()) update.content = std::vector<ToolCallContent>{ToolContent{text_block(std::move(text))}};
     }
     out.push_back(std::move(update));
   } else if (type == "compact/start" || type == "compact/summary") {
