@@ -7,6 +7,7 @@
 #include <boost/json.hpp>
 
 #include <cerrno>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <limits>
@@ -173,6 +174,21 @@ std::string xdg_dir(const Environment& env, const char* var, const char* home_re
   std::string base = env_or(env, var, "");
   if (!is_absolute_path(base)) base = env_or(env, "HOME", "/tmp") + "/" + home_relative;
   return base + "/dsh-acp";
+}
+
+// As the harness resolves it (harness-0.1.md §1.1): $DSH_HOME unless empty or blank, else ~/.dsh;
+// a leading `~` expanded, then made absolute and normal.
+std::string harness_home_dir(const Environment& env) {
+  std::string home = env_or(env, "HOME", "/tmp");
+  std::string dir = env_or(env, "DSH_HOME", "");
+  if (dir.find_first_not_of(" \t\n\r\f\v") == std::string::npos) dir = home + "/.dsh";
+  else if (dir == "~") dir = home;
+  else if (dir.rfind("~/", 0) == 0) dir = home + dir.substr(1);
+  std::error_code ec;
+  std::filesystem::path path = std::filesystem::absolute(dir, ec).lexically_normal();
+  std::string out = ec ? dir : path.string();
+  while (out.size() > 1 && out.back() == '/') out.pop_back();
+  return out;
 }
 
 std::string read_file(const std::string& path, bool& exists) {
@@ -349,6 +365,7 @@ CliResult load_config(const std::vector<std::string>& args, const Environment& e
   if (config.log_file.empty())
     config.log_file = home.empty() ? xdg_dir(env, "XDG_STATE_HOME", ".local/state") + "/dsh-acp.log" : home + "/dsh-acp.log";
   config.cache_dir = home.empty() ? xdg_dir(env, "XDG_CACHE_HOME", ".cache") : home + "/cache";
+  config.harness_home = harness_home_dir(env);
   if (config.provider == "deepseek") {
     if (config.model.empty()) config.model = kDeepSeekDefaultModel;
     if (config.base_url.empty()) config.base_url = kDeepSeekBaseUrl;
