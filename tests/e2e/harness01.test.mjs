@@ -75,6 +75,16 @@ for (const enc of ['raw', 'zstd']) {
     const results = r01.filter((u) => u.sessionUpdate === 'tool_call_update');
     assert.equal(results.find((u) => u.toolCallId === 'call-bash')?.status, 'failed');
     assert.equal(results.find((u) => u.toolCallId === 'call-edit')?.status, 'completed');
+    const card = (id) => r01.find((u) => u.sessionUpdate === 'tool_call' && u.toolCallId === id);
+    assert.equal(card('call-read').kind, 'read');
+    assert.equal(card('call-read').locations[0].path, path.join(s.cwd, 'src/config.ts'));
+    assert.equal(card('call-edit').kind, 'edit');
+    assert.equal(card('call-bash').kind, 'execute');
+    const diff = results.find((u) => u.toolCallId === 'call-edit').content.find((c) => c.type === 'diff');
+    assert.ok(diff && diff.oldText.includes('nmae') && diff.newText.includes('name'), JSON.stringify(diff));
+    const shown = JSON.stringify(r01);
+    assert.match(shown, /\[image screenshot\.png \(image\/png, 152 bytes\)\]/, 'a present image is a placeholder with name and size');
+    assert.match(shown, /\[image gone\.png \(image\/png, 4096 bytes\) — attachment missing\]/, 'a missing one says so');
     assert.ok(r01.some((u) => u.sessionUpdate === 'plan' && u.entries.length === 3), 'todo/write is a plan');
     assert.ok(r01.some((u) => u.sessionUpdate === 'tool_call' && u.kind === 'think'), 'the compaction has its card');
     assert.ok(!JSON.stringify(r01).includes('not marked ignorable'), 'an unknown event is shown nowhere');

@@ -183,7 +183,7 @@ def scenario_tools(cwd):
     log.add('hook/invoked', {'hook': 'agent/pre-step', 'plugin': 'golden'})
     log.add('hook/result', {'hook': 'agent/pre-step', 'plugin': 'golden', 'outcome': 'continue'})
     log.flush()
-    read_args = js({'path': 'src/config.ts'})
+    read_args = js({'file_path': 'src/config.ts'})
     c = stream(log, 1, 1, ['Looking ', 'at the ', 'config.'], ['Let me ', 'read ', 'it.'], ('call-read', 'read', read_args))
     log.flush()
     log.assistant(1, 1, [{'type': 'reasoning', 'text': 'Looking at the config.'}, text('Let me read it.'),
