@@ -35,6 +35,7 @@
 #include <string>
 #include <vector>
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 namespace fs = std::filesystem;
@@ -45,6 +46,13 @@ namespace {
 
 double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+// CPU time of this process (user + system), ms: what a loaded machine disturbs least.
+double cpu_ms() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  return double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1e3 + double(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e3;
 }
 
 double median(std::vector<double> v) {
@@ -224,13 +232,15 @@ void run_two_roots(int n, const std::string& base) {
     auto set = open();  // first start-up: no index files, a full sweep of both roots; then they are written
     for (auto& r : set.roots()) r->flush_index();
   }
-  std::vector<double> cold;
+  std::vector<double> cold, cold_cpu;
   std::size_t rows = 0, from_01 = 0;
   for (int r = 0; r < 5; ++r) {
     auto t0 = Clock::now();
+    const double c0 = cpu_ms();
     auto set = open();
     auto listed = set.list_sessions(page);
     cold.push_back(ms_since(t0));
+    cold_cpu.push_back(cpu_ms() - c0);
     rows = listed.size();
     from_01 = 0;
     for (std::size_t k = 0; k < std::min<std::size_t>(rows, 100); ++k) from_01 += (std::stoi(listed[k].header.id.substr(6)) % 2);
@@ -247,11 +257,12 @@ void run_two_roots(int n, const std::string& base) {
   std::printf("store index, %d sessions split over two roots (a 45fc raw root in 20 cwd buckets and a 0.1 zstd root in 20 "
               "project directories, alternating; written in %.0f ms), one StoreSet:\n", n, wrote);
   std::printf("  cold (two new store objects, index files present: load both + sweep every bucket and session "
-              "directory + first merged page of 100 rows, %zu of them from the 0.1 root), median of 5: %.1f ms "
-              "(target <= 100 ms)\n", from_01, median(cold));
+              "directory + first merged page of 100 rows, %zu of them from the 0.1 root), median of 5: %.1f ms, "
+              "CPU %.1f ms (target <= 100 ms)\n", from_01, median(cold), median(cold_cpu));
   std::printf("  warm merged session/list page (100 rows of %d, indexes in memory), median of 20: %.3f ms (target <= 5 ms)\n",
               n, median(warm));
-  bench::result("lib_list2_cold_ms", median(cold), "ms");
+  bench::result("lib_list2_cold_ms", median(cold), "ms",
+                "\"note\":\"CPU " + std::to_string(int(median(cold_cpu) + 0.5)) + " ms\"");
   bench::result("lib_list2_warm_ms", median(warm), "ms");
 }
 
