@@ -210,6 +210,7 @@ def write_log(store, target_bytes, session_id, cwd, big_event=0, zstd=None, gene
     t = 1_700_000_000_000
     largest = 0
     events_total = 0
+    unpacked = 0  # the same events one per line: what a packed log's plaintext stands for
     with open(path, "wb") as f:
         header = json.dumps({"type": "session", "version": 0, "id": session_id, "createdAt": t, "cwd": cwd,
                              "delegationDepth": 0}, separators=(",", ":")) + "\n"
@@ -262,19 +263,22 @@ def write_log(store, target_bytes, session_id, cwd, big_event=0, zstd=None, gene
             events_total += len(events)
             lines = [json.dumps(e, separators=(",", ":"), ensure_ascii=False) for e in (pack(events) if packed else events)]
             chunk = "\n".join(lines) + "\n"
+            unpacked += (sum(len(json.dumps(e, separators=(",", ":"), ensure_ascii=False).encode()) + 1 for e in events)
+                         if packed else len(chunk.encode()))
             largest = max(largest, max(len(l) for l in lines) + 1)
             f.write(enc(chunk))
             size += len(chunk)
-    return plain + size, os.path.getsize(path), largest, turn, events_total
+    return plain + size, os.path.getsize(path), largest, turn, events_total, plain + unpacked
 
 
 def replay(base, mb, big_event=0, zstd=None, generation="45fc", packed=False):
-    """Returns plaintext size, file size, largest event, turns, events, seconds, frames, wire bytes, RSS before/after, CPU s."""
+    """Returns plaintext size, file size, largest event, turns, events, unpacked plaintext size, seconds, frames, wire
+    bytes, RSS before/after, CPU s."""
     home = os.path.join(base, f"replay-{mb}-{big_event}-{bool(zstd)}-{generation}")
     store = os.path.join(home, "sessions")
     cwd = "/bench/replay"
-    size, on_disk, largest, turns, events = write_log(store, mb * 1_000_000, "replay-bench", cwd, big_event, zstd,
-                                                      generation, packed)
+    size, on_disk, largest, turns, events, unpacked = write_log(store, mb * 1_000_000, "replay-bench", cwd, big_event,
+                                                                zstd, generation, packed)
     c = Client(home)  # the root's generation and encoding are detected; no flag, so the store opens on first use
     c.call("initialize", {"protocolVersion": 1})
     rss_before = c.vmhwm_mb()
@@ -288,7 +292,7 @@ def replay(base, mb, big_event=0, zstd=None, generation="45fc", packed=False):
     cpu = c.cpu_s() - cpu0
     c.close()
     shutil.rmtree(home)
-    return size, on_disk, largest, turns, events, elapsed, frames, wire, rss_before, rss, cpu
+    return size, on_disk, largest, turns, events, unpacked, elapsed, frames, wire, rss_before, rss, cpu
 
 
 def fsync_ms(where):
@@ -505,18 +509,21 @@ def replay_section(base):
     for mb, big, z, gen, packed in runs:
         if only_gen and gen != only_gen:
             continue
-        size, on_disk, largest, turns, events, elapsed, frames, wire, rss0, rss, cpu = replay(base, mb, big, z, gen, packed)
+        size, on_disk, largest, turns, events, unpacked, elapsed, frames, wire, rss0, rss, cpu = replay(base, mb, big, z, gen, packed)
         kind = ("zstd (one frame per turn" + (", text deltas packed" if packed else "") + ")") if z else "raw"
+        # A packed log holds more conversation per MB: also say what the same events one per line weigh.
+        same = (f"; the same events one per line: {unpacked / 1e6:.0f} MB, {unpacked / 1e6 / elapsed:.0f} MB/s"
+                if packed else "")
         print(f"  {gen} {size / 1e6:.0f} MB {kind} log ({on_disk / 1e6:.0f} MB on disk, {turns} turns, {events} events, "
               f"largest line {largest / 1024:.1f} KiB{' (one big user message)' if big else ''}): "
               f"{size / 1e6 / elapsed:.0f} MB/s of log ({elapsed:.2f} s, {frames} frames, {wire / 1e6:.0f} MB on the "
-              f"wire; server CPU {cpu:.2f} s = {size / 1e6 / max(cpu, 1e-3):.0f} MB per CPU second); server peak RSS "
+              f"wire; server CPU {cpu:.2f} s = {size / 1e6 / max(cpu, 1e-3):.0f} MB per CPU second{same}); server peak RSS "
               f"{rss:.1f} MB (after initialize {rss0:.1f} MB) (target >= 150 MB/s; peak <= 2 x largest event + 32 MiB)")
         if mb == REPLAY_MB and not big:
             enc = ("v01_" if gen == "0.1" else "") + ("zstd" if z else "raw")
             result(f"replay_{enc}_mbps", size / 1e6 / elapsed, "MB/s",
                    note=f"{size / 1e6:.0f} MB, {events / 1e6:.2f} M events; server CPU "
-                        f"{size / 1e6 / max(cpu, 1e-3):.0f} MB per CPU s")
+                        f"{size / 1e6 / max(cpu, 1e-3):.0f} MB per CPU s{same}")
             result(f"replay_{enc}_rss_mb", rss, "MB", limit=2 * largest / 1048576 + 32)
         if big:
             result("replay_big_event_rss_mb", rss, "MB", limit=2 * largest / 1048576 + 32,
