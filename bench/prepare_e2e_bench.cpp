@@ -67,7 +67,8 @@ public:
   refs::ProjectedSource read_projected(const std::string& id, std::int64_t max_bytes, std::stop_token stop) override {
     return refs::project_log(
         [&](const refs::EventSink& sink) {
-          store::StreamResult r = store_.read_events(id, sink, stop);
+          // As the server's source (handlers/store_source.cpp): the events die once folded.
+          store::StreamResult r = store_.read_events(id, sink, stop, store::EventLifetime::transient);
           return refs::StreamedLog{std::move(r.header), r.capturedThroughSeq};
         },
         max_bytes);
