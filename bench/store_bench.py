@@ -286,7 +286,7 @@ def write_log(store, target_bytes, session_id, cwd, big_event=0, zstd=None, gene
 
 def replay(base, mb, big_event=0, zstd=None, generation="45fc", packed=False):
     """Returns plaintext size, file size, largest event, turns, events, unpacked plaintext size, seconds, frames, wire
-    bytes, RSS before/after, CPU s."""
+    bytes, RSS before/after, server CPU s, this client's CPU s."""
     home = os.path.join(base, f"replay-{mb}-{big_event}-{bool(zstd)}-{generation}")
     store = os.path.join(home, "sessions")
     cwd = "/bench/replay"
@@ -297,15 +297,17 @@ def replay(base, mb, big_event=0, zstd=None, generation="45fc", packed=False):
     rss_before = c.vmhwm_mb()
     frames0, bytes0 = c.frames_read, c.bytes_read
     cpu0 = c.cpu_s()
+    me0 = time.process_time()
     t0 = time.perf_counter()
     c.call("session/load", {"sessionId": "replay-bench", "cwd": cwd, "mcpServers": []})
     elapsed = time.perf_counter() - t0
+    client_cpu = time.process_time() - me0
     frames, wire = c.frames_read - frames0, c.bytes_read - bytes0
     rss = c.vmhwm_mb()
     cpu = c.cpu_s() - cpu0
     c.close()
     shutil.rmtree(home)
-    return size, on_disk, largest, turns, events, unpacked, elapsed, frames, wire, rss_before, rss, cpu
+    return size, on_disk, largest, turns, events, unpacked, elapsed, frames, wire, rss_before, rss, cpu, client_cpu
 
 
 def fsync_ms(where):
@@ -531,7 +533,8 @@ def replay_section(base):
     for mb, big, z, gen, packed in runs:
         if only_gen and gen != only_gen:
             continue
-        size, on_disk, largest, turns, events, unpacked, elapsed, frames, wire, rss0, rss, cpu = replay(base, mb, big, z, gen, packed)
+        size, on_disk, largest, turns, events, unpacked, elapsed, frames, wire, rss0, rss, cpu, client_cpu = replay(
+            base, mb, big, z, gen, packed)
         kind = ("zstd (one frame per turn" + (", text deltas packed" if packed else "") + ")") if z else "raw"
         # A packed log holds more conversation per MB: also say what the same events one per line weigh.
         same = (f"; the same events one per line: {unpacked / 1e6:.0f} MB, {unpacked / 1e6 / elapsed:.0f} MB/s"
@@ -539,13 +542,14 @@ def replay_section(base):
         print(f"  {gen} {size / 1e6:.0f} MB {kind} log ({on_disk / 1e6:.0f} MB on disk, {turns} turns, {events} events, "
               f"largest line {largest / 1024:.1f} KiB{' (one big user message)' if big else ''}): "
               f"{size / 1e6 / elapsed:.0f} MB/s of log ({elapsed:.2f} s, {frames} frames, {wire / 1e6:.0f} MB on the "
-              f"wire; server CPU {cpu:.2f} s = {size / 1e6 / max(cpu, 1e-3):.0f} MB per CPU second{same}); server peak RSS "
+              f"wire; server CPU {cpu:.2f} s = {size / 1e6 / max(cpu, 1e-3):.0f} MB per CPU second{same}; this client's "
+              f"CPU {client_cpu:.2f} s); server peak RSS "
               f"{rss:.1f} MB (after initialize {rss0:.1f} MB) (target >= 150 MB/s; peak <= 2 x largest event + 32 MiB)")
         if mb == REPLAY_MB and not big:
             enc = ("v01_" if gen == "0.1" else "") + ("zstd" if z else "raw")
             result(f"replay_{enc}_mbps", size / 1e6 / elapsed, "MB/s",
                    note=f"{size / 1e6:.0f} MB, {events / 1e6:.2f} M events; server CPU "
-                        f"{size / 1e6 / max(cpu, 1e-3):.0f} MB per CPU s{same}")
+                        f"{size / 1e6 / max(cpu, 1e-3):.0f} MB per CPU s, client CPU {client_cpu:.2f} s{same}")
             result(f"replay_{enc}_rss_mb", rss, "MB", limit=2 * largest / 1048576 + 32)
         if big:
             result("replay_big_event_rss_mb", rss, "MB", limit=2 * largest / 1048576 + 32,
