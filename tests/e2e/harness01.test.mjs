@@ -217,3 +217,18 @@ test('a discovered harness root is listed read-only; a newer format version is r
   assert.match(e.message, /version 1/);
   assert.deepEqual(readFileSync(v1), before);
 });
+
+test('the golden 0.1 logs are 0.1.1 logs: the harness\'s own reader accepts them (strict)', async (t) => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'dsh-acp-h01v-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  // Without the one event 0.1.1 refuses on purpose (an unknown type not marked ignorable).
+  execFileSync('python3', [GENERATOR, path.join(dir, 'stores'), path.join(dir, 'proj'), '--harness-valid']);
+  const check = path.join(here, '..', 'harness-check', 'check-root.mjs');
+  for (const [root, compression] of [['v01-raw', 'none'], ['v01-zstd', 'zstd']]) {
+    const out = execFileSync(process.execPath, [check, path.join(dir, 'stores', root), '--compression', compression,
+      '--copy', '--strict', '--expect', '2'], { encoding: 'utf8' });
+    const rows = out.trim().split('\n').map((l) => JSON.parse(l));
+    assert.deepEqual(rows.map((r) => [r.id, r.ok, r.migrated]).sort(), [['01-recall', true, 0], ['01-tools', true, 0]], out);
+    assert.equal(rows.find((r) => r.id === '01-tools').events, 136);
+  }
+});
