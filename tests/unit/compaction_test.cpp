@@ -278,6 +278,9 @@ BOOST_AUTO_TEST_CASE(token_estimate_bounds) {
   BOOST_TEST(llm::estimate_text_tokens(cjk) >= 100);
   // A request: each message plus 4, plus 3.
   BOOST_TEST(llm::estimate_request_tokens({{llm::Role::system, "abc"}, {llm::Role::user, "abcd"}}) == 3 + (1 + 4) + (2 + 4));
+  // Tool calls (id, name, arguments) and a tool message's call id count, plus 4 a call.
+  BOOST_TEST(llm::estimate_message_tokens({llm::Role::assistant, "", {{"id", "nm", "abcdef"}}}) == 4 + 4 + 4);
+  BOOST_TEST(llm::estimate_message_tokens({llm::Role::tool, "abc", {}, "xyz"}) == 2 + 4);
   // The answer reserve and the threshold.
   BOOST_TEST(llm::answer_reserve(1000) == 125);
   BOOST_TEST(llm::answer_reserve(1000000) == 8192);
