@@ -95,7 +95,8 @@ BOOST_FIXTURE_TEST_CASE(fold_after_compaction_is_checkpoint_plus_later_messages,
   compact();
   BOOST_TEST((store::fold_surface(log()) == std::vector<std::int64_t>{38, 14, 21, 25, 32}));
   prompt("four");
-  const std::string checkpoint = kPreamble + "\n\n<compacted-summary>\n## Goal\n- fake summary\n## Next steps\n- none\n</compacted-summary>";
+  // The checkpoint's three text blocks are joined with nothing, as the harness's adapters join them.
+  const std::string checkpoint = kPreamble + "\n\n<compacted-summary>## Goal\n- fake summary\n## Next steps\n- none</compacted-summary>";
   BOOST_TEST((texts(provider.requests.back()) ==
               std::vector<std::string>{"system /w", checkpoint, "two", "hello there", "three", "hello there", "four"}));
   // Another process derives the same request from the log.
