@@ -1,5 +1,6 @@
 #include "handlers/replay.hpp"
 
+#include "engine/conversation.hpp"
 #include "handlers/card_text.hpp"
 #include "handlers/compaction_card.hpp"
 #include "handlers/reference_card.hpp"
@@ -78,21 +79,8 @@ PlanEntryStatus plan_status(std::string_view s) {
 } // namespace
 
 std::string Replayer::display_text(const json::value& content) const {
-  std::string text;
-  const auto* blocks = content.if_array();
-  if (!blocks) return text;
-  bool first = true;
-  for (const auto& b : *blocks) {
-    const auto* block = b.if_object();
-    if (!block) continue;
-    std::string_view kind = string_at(*block, "type");
-    if (kind != "text" && kind != "image") continue;
-    if (!first) text += "\n";
-    if (kind == "text") text += string_at(*block, "text");
-    else text += image_placeholder(*block, places_.harness_home);
-    first = false;
-  }
-  return text;
+  return engine::join_content(content, "\n",
+                              [&](const json::object& block) { return image_placeholder(block, places_.harness_home); });
 }
 
 void Replayer::show_call(std::string id, std::string_view name, const json::value* arguments,

@@ -6,6 +6,7 @@
 #include <boost/json.hpp>
 
 #include <algorithm>
+#include <functional>
 #include <unordered_map>
 
 namespace acp::engine {
@@ -62,34 +63,28 @@ bool is_reference_snapshot(const json::object& data) {
 
 } // namespace
 
-std::string content_text(const json::value& content) {
+std::string join_content(const json::value& content, std::string_view separator,
+                         const std::function<std::string(const json::object&)>& image) {
   std::string text;
   const auto* blocks = content.if_array();
   if (!blocks) return text;
   bool first = true;
   for (const auto& b : *blocks) {
     const auto* block = b.if_object();
-    if (!block || string_at(*block, "type") != "text") continue;
-    if (!first) text += "\n";
-    text += string_at(*block, "text");
+    if (!block) continue;
+    std::string_view type = string_at(*block, "type");
+    if (type != "text" && !(type == "image" && image)) continue;
+    if (!first) text += separator;
+    if (type == "text") text += string_at(*block, "text");
+    else text += image(*block);
     first = false;
   }
   return text;
 }
 
-std::string request_text(const json::value& content) {
-  std::string text;
-  const auto* blocks = content.if_array();
-  if (!blocks) return text;
-  for (const auto& b : *blocks) {
-    const auto* block = b.if_object();
-    if (!block) continue;
-    std::string_view type = string_at(*block, "type");
-    if (type == "text") text += string_at(*block, "text");
-    else if (type == "image") text += image_placeholder(*block);
-  }
-  return text;
-}
+std::string content_text(const json::value& content) { return join_content(content, "\n"); }
+
+std::string request_text(const json::value& content) { return join_content(content, "", image_placeholder); }
 
 void Conversation::observe(const json::object& event) {
   const std::int64_t seq = next_seq_++;

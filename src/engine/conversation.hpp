@@ -29,6 +29,7 @@
 #include <boost/json/object.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <unordered_set>
@@ -73,6 +74,10 @@ private:
   std::int64_t last_turn_ = 0;
 };
 
+/// The blocks of a content array joined with `separator`: `text` blocks as they are, `image` blocks as
+/// `image(block)` when given (else left out like every other kind).
+std::string join_content(const boost::json::value& content, std::string_view separator,
+                         const std::function<std::string(const boost::json::object&)>& image = {});
 /// Text of the `text` blocks of a content array, joined with '\n' (replay, reference projection).
 std::string content_text(const boost::json::value& content);
 
