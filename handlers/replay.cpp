@@ -128,6 +128,28 @@ ToolCallUpdate Replayer::result_update(const json::object& data, std::string id)
   return update;
 }
 
+std::size_t Replayer::plain_chunk(const json::object& event, std::size_t max_bytes, std::string_view& text) {
+  // The same decisions as on_event's assistant/chunk branch, in the same order.
+  if (string_at(event, "type") != "assistant/chunk") return 0;
+  const json::object* data = object_at(event, "data");
+  if (!data) return 0;
+  const json::object* chunk = object_at(*data, "chunk");
+  if (!chunk) return 0;
+  std::string_view kind = string_at(*chunk, "type");
+  const std::size_t index = kind == "text-delta" ? 1 : kind == "reasoning-delta" ? 2 : 0;
+  if (index == 0) return 0;
+  std::string_view t = string_at(*chunk, "text");
+  if (t.empty() || t.size() > max_bytes) return 0;
+  after_direct_message_ = false;
+  const std::pair<std::int64_t, std::int64_t> step{num(*data, "turn"), num(*data, "step")};
+  if (last_step_with_chunks_ != step) {
+    steps_with_chunks_.insert(step);
+    last_step_with_chunks_ = step;
+  }
+  text = t;
+  return index;
+}
+
 void Replayer::on_event(const json::object& event, std::vector<SessionUpdate>& out) {
   const bool after_direct_message = std::exchange(after_direct_message_, false);
   std::string_view type = string_at(event, "type");
