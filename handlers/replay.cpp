@@ -116,6 +116,58 @@ ToolCallUpdate Replayer::result_update(const json::object& data, std::string id)
   return update;
 }
 
+namespace {
+
+// The member `key` of `o`, looked at first at position `hint`, where the writers put it: the same
+// as o.if_contains(key) (an object's keys are unique), without comparing the keys before it.
+const json::value* member(const json::object& o, std::size_t hint, std::string_view key) {
+  if (hint < o.size()) {
+    const json::key_value_pair& kv = o.begin()[hint];
+    if (kv.key() == key) return &kv.value();
+  }
+  return o.if_contains(key);
+}
+
+std::string_view string_member(const json::object& o, std::size_t hint, std::string_view key) {
+  const json::value* v = member(o, hint, key);
+  return v && v->is_string() ? std::string_view(v->get_string()) : std::string_view();
+}
+
+const json::object* object_member(const json::object& o, std::size_t hint, std::string_view key) {
+  const json::value* v = member(o, hint, key);
+  return v ? v->if_object() : nullptr;
+}
+
+std::int64_t num_member(const json::object& o, std::size_t hint, std::string_view key) {
+  const json::value* v = member(o, hint, key);
+  return v && v->is_int64() ? v->get_int64() : 0;
+}
+
+} // namespace
+
+std::size_t Replayer::plain_chunk(const json::object& event, std::size_t max_bytes, std::string_view& text) {
+  // The same decisions as on_event's assistant/chunk branch, in the same order. Positions as
+  // written: {type, seq, time, data{turn, step, chunk{type, index, text}}}.
+  if (string_member(event, 0, "type") != "assistant/chunk") return 0;
+  const json::object* data = object_member(event, 3, "data");
+  if (!data) return 0;
+  const json::object* chunk = object_member(*data, 2, "chunk");
+  if (!chunk) return 0;
+  std::string_view kind = string_member(*chunk, 0, "type");
+  const std::size_t index = kind == "text-delta" ? 1 : kind == "reasoning-delta" ? 2 : 0;
+  if (index == 0) return 0;
+  std::string_view t = string_member(*chunk, 2, "text");
+  if (t.empty() || t.size() > max_bytes) return 0;
+  after_direct_message_ = false;
+  const std::pair<std::int64_t, std::int64_t> step{num_member(*data, 0, "turn"), num_member(*data, 1, "step")};
+  if (last_step_with_chunks_ != step) {
+    steps_with_chunks_.insert(step);
+    last_step_with_chunks_ = step;
+  }
+  text = t;
+  return index;
+}
+
 void Replayer::on_event(const json::object& event, std::vector<SessionUpdate>& out) {
   const bool after_direct_message = std::exchange(after_direct_message_, false);
   std::string_view type = string_at(event, "type");

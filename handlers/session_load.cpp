@@ -35,7 +35,22 @@ public:
       : ctx_(ctx), id_(id), replayer_(std::move(places)), text_frames_(std::move(id)) {}
 
   void operator()(boost::json::object&& event_in) {
-    {
+    // Text and reasoning deltas short enough to need no split (most of a replay) are framed
+    // straight from the event's text: no update, no copy of the text. The frame is the one the
+    // general path below would write.
+    std::string_view text;
+    if (std::size_t kind = replayer_.plain_chunk(event_in, kMaxChunkBytes, text)) {
+      if (auto frame = text_frames_.frame_text(kind, text)) {
+        add(std::move(*frame));
+        return;
+      }
+      // No template (never for these kinds): the general path, as if on_event had made the update.
+      translated_.push_back(kind == 1 ? protocol::SessionUpdate(protocol::AgentMessageChunk{
+                                            protocol::TextContent{std::string(text), std::nullopt, std::nullopt}, {}, {}})
+                                      : protocol::SessionUpdate(protocol::AgentThoughtChunk{
+                                            protocol::TextContent{std::string(text), std::nullopt, std::nullopt}, {}, {}}));
+      event_in = boost::json::object();
+    } else {
       // The event dies once translated, before its frames are made: a big message is held twice
       // at most (the event and its update), never three or four times.
       boost::json::object event = std::move(event_in);
@@ -44,17 +59,21 @@ public:
     for (auto& u : translated_) {
       for_each_split(std::move(u), [&](protocol::SessionUpdate&& piece) {
         if (auto text = text_frames_.frame(piece)) {
-          batch_.push_back(std::move(*text));
+          add(std::move(*text));
         } else {
           protocol::SessionNotification note{id_, std::move(piece), std::nullopt};
-          batch_.push_back(jsonrpc::serialize_notification(methods::session_update, wire::encode(note)));
+          add(jsonrpc::serialize_notification(methods::session_update, wire::encode(note)));
         }
-        batch_bytes_ += batch_.back().size();
-        if (!streaming_ && batch_bytes_ >= kHoldBackBytes) streaming_ = true;
-        if (streaming_ && batch_bytes_ >= kBatchBytes) hand_over();
       });
     }
     translated_.clear();
+  }
+
+  void add(std::string frame) {
+    batch_.push_back(std::move(frame));
+    batch_bytes_ += batch_.back().size();
+    if (!streaming_ && batch_bytes_ >= kHoldBackBytes) streaming_ = true;
+    if (streaming_ && batch_bytes_ >= kBatchBytes) hand_over();
   }
 
   /// Hands the batch over (an empty one too: it answers whether frames are still wanted). Throws

@@ -56,17 +56,21 @@ std::optional<std::string> TextChunkFrames::frame(const SessionUpdate& update) {
   else if (const auto* a = std::get_if<AgentMessageChunk>(&update)) text = plain_text(*a);
   else if (const auto* r = std::get_if<AgentThoughtChunk>(&update)) text = plain_text(*r);
   if (!text) return std::nullopt;
-  const Template& t = template_for(update.index());
+  return frame_text(update.index(), text->text);
+}
+
+std::optional<std::string> TextChunkFrames::frame_text(std::size_t kind, std::string_view text) {
+  const Template& t = template_for(kind);
   if (t.prefix.size() + t.suffix.size() == 0) return std::nullopt;  // placeholder not found: general path
 
   // One allocation for a frame of ordinary text: room for the text, its quotes and some escapes,
   // and the suffix; the serializer writes into the reserved capacity.
-  const std::size_t n = text->text.size();
+  const std::size_t n = text.size();
   std::string out;
   out.reserve(t.prefix.size() + n + n / 8 + 64 + t.suffix.size());
   out += t.prefix;
   boost::json::serializer sr;
-  sr.reset(boost::json::string_view(text->text.data(), n));
+  sr.reset(boost::json::string_view(text.data(), n));
   while (!sr.done()) {
     const std::size_t used = out.size();
     if (out.capacity() - used < 64 + t.suffix.size()) out.reserve(out.capacity() * 2);

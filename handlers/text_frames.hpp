@@ -25,6 +25,9 @@ public:
   /// `update` is a user, agent or thought chunk of plain text (no annotations, _meta or messageId);
   /// nullopt for anything else.
   std::optional<std::string> frame(const protocol::SessionUpdate& update);
+  /// The same for a chunk of plain `text` of the kind `kind` (variant index: 0 user, 1 agent,
+  /// 2 thought), without building the update.
+  std::optional<std::string> frame_text(std::size_t kind, std::string_view text);
 
 private:
   struct Template {

@@ -129,12 +129,12 @@ bool is_known_event_type(std::string_view type) {
 }
 
 bool normalise_event(json::object& event) {
-  std::string_view type = string_at(event, "type");
-  json::object* data = object_in(event, "data");
+  std::string_view type = string_member(event, 0, "type");
   // The common lines (chunks, boundaries) are already normalised: decide on the type first.
   if (type == "assistant/chunk" || type == "turn/start" || type == "step/start" || type == "step/end" ||
       type == "user/message" || type == "tool/call")
     return false;
+  json::object* data = object_in(event, "data");
   if (data) {
     if (type == "assistant/message") normalise_assistant(*data);
     else if (type == "tool/result") normalise_tool_result(*data);

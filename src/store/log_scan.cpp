@@ -26,7 +26,7 @@ constexpr std::size_t kArenaFirstBlock = 64u << 10;
 
 // Reason a preserved event makes the whole log unreadable (formats the harness rejects on load).
 std::string legacy_reason(const json::object& e) {
-  auto type = string_at(e, "type");
+  auto type = string_member(e, 0, "type");
   if (type == "request/header-delta") return "legacy request/header-delta event is not supported";
   if (type == "mode/set") return "legacy mode/set event is not supported";
   if (type == "request/header") {
@@ -73,7 +73,7 @@ public:
     } else {
       decoded_ok = true;
       if (!suspended_) {
-        const json::value* seq = decoded_.front().if_contains("seq");
+        const json::value* seq = member_at(decoded_.front(), 1, "seq");
         auto seq_i = seq ? safe_int(*seq) : std::nullopt;
         if (!seq_i || *seq_i != out_.state.count())
           bad = "event seq " + (seq ? support::to_json_text(*seq) : std::string("(missing)")) +
@@ -82,7 +82,7 @@ public:
     }
     bool has_turn_end = false;
     if (decoded_ok)
-      for (const auto& e : decoded_) has_turn_end |= string_at(e, "type") == "turn/end";
+      for (const auto& e : decoded_) has_turn_end |= string_member(e, 0, "type") == "turn/end";
 
     if (!bad.empty()) {
       if (l.strict) throw StoreCorrupt(path_, l.number, bad);

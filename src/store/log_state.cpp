@@ -15,11 +15,11 @@ const char* const kToolNotStartedText =
 
 void LogState::observe(const json::object& event) {
   const std::int64_t seq = count_++;
-  if (auto t = event.if_contains("time")) {
+  if (auto t = member_at(event, 2, "time")) {
     if (auto ti = safe_int(*t)) last_time_ = *ti;
   }
-  auto type = string_at(event, "type");
-  const json::object* data = object_at(event, "data");
+  auto type = string_member(event, 0, "type");
+  const json::object* data = object_member(event, 3, "data");
   static const json::object empty;
   if (!data) data = &empty;
   // Copies get storage of their own: an event may live in its line's arena (EventLifetime::

@@ -52,4 +52,27 @@ std::string_view string_at(const boost::json::object& o, std::string_view key);
 /// The object at `key` of `o`, or nullptr.
 const boost::json::object* object_at(const boost::json::object& o, std::string_view key);
 
+/// o.if_contains(key), looked at first at position `hint`, where the writers put it (an event's
+/// `type` 0, `seq` 1, `time` 2, `data` 3): the same result (an object's keys are unique), without
+/// comparing the keys before it. For the per-event lookups of a scan.
+inline const boost::json::value* member_at(const boost::json::object& o, std::size_t hint, std::string_view key) {
+  if (hint < o.size()) {
+    const boost::json::key_value_pair& kv = o.begin()[hint];
+    if (kv.key() == key) return &kv.value();
+  }
+  return o.if_contains(key);
+}
+inline boost::json::value* member_at(boost::json::object& o, std::size_t hint, std::string_view key) {
+  return const_cast<boost::json::value*>(member_at(static_cast<const boost::json::object&>(o), hint, key));
+}
+/// string_at / object_at through member_at.
+inline std::string_view string_member(const boost::json::object& o, std::size_t hint, std::string_view key) {
+  const boost::json::value* v = member_at(o, hint, key);
+  return v && v->is_string() ? std::string_view(v->get_string()) : std::string_view();
+}
+inline const boost::json::object* object_member(const boost::json::object& o, std::size_t hint, std::string_view key) {
+  const boost::json::value* v = member_at(o, hint, key);
+  return v ? v->if_object() : nullptr;
+}
+
 } // namespace acp::store
