@@ -9,11 +9,22 @@
 // RSS (VmHWM) is its own: baseline is VmRSS before the prepare, and "after" is VmRSS once it
 // returned. MB/s is plaintext log bytes per second (the zstd file is smaller); the minimum of
 // several runs is the figure, as with the other benches on this shared machine.
+//
+// Each source exists in both store generations (issue 15): the 45fc root (flat layout, 45fc
+// shapes) and a 0.1 root holding the same turns in the 0.1 layout and 0.1.1 shapes (step/start
+// before the claimed user/message, ids on messages, the assistant/message envelope). The 0.1 raw
+// source is what our writer puts into a 0.1 root; the 0.1 zstd source packs each turn's text
+// deltas into one text-chunks row (harness-0.1 §3.5), as 0.1.1 writes by default, so a MB of it
+// holds more turns than a MB of the unpacked logs.
 #include "refs/service.hpp"
 #include "refs/streaming_projection.hpp"
 
 #include "store/event_builders.hpp"
+#include "store/event_model.hpp"
+#include "store/layout.hpp"
+#include "store/records.hpp"
 #include "store/session_store.hpp"
+#include "store/zstd_frames.hpp"
 
 #include "bench_result.hpp"
 
@@ -30,8 +41,10 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace json = boost::json;
@@ -54,7 +67,8 @@ public:
   refs::ProjectedSource read_projected(const std::string& id, std::int64_t max_bytes, std::stop_token stop) override {
     return refs::project_log(
         [&](const refs::EventSink& sink) {
-          store::StreamResult r = store_.read_events(id, sink, stop);
+          // As the server's source (handlers/store_source.cpp): the events die once folded.
+          store::StreamResult r = store_.read_events(id, sink, stop, store::EventLifetime::transient);
           return refs::StreamedLog{std::move(r.header), r.capturedThroughSeq};
         },
         max_bytes);
@@ -74,19 +88,29 @@ std::string words(std::mt19937& rng, std::size_t bytes) {
   return out;
 }
 
-// Writes prompt turns until the plaintext reaches `target` bytes; returns the plaintext size.
-std::uint64_t write_source(store::SessionStore& s, const std::string& id, std::uint64_t target) {
+/// Sees each appended batch; returns the plaintext bytes it wrote of it.
+using BatchSink = std::function<std::uint64_t(const std::vector<json::object>&)>;
+
+// Writes prompt turns until the plaintext reaches `target` bytes; returns the plaintext size. In a
+// 0.1 root the turn has 0.1.1's layout (step/start before the user/message). `on_batch` sees every
+// appended batch's records (normalised, with the ids the 0.1 writer gave them) and says how many
+// plaintext bytes it made of them; those count towards `target` instead.
+std::uint64_t write_source(store::SessionStore& s, const std::string& id, std::uint64_t target, std::int64_t& turns,
+                           const BatchSink& on_batch = {}) {
   std::mt19937 rng(42);
   store::SessionHeader h;
   h.id = id;
   h.cwd = "/bench";
   h.createdAt = 1700000000000;
   auto w = s.create(h);
+  const bool v01 = s.generation() == store::Generation::project_dirs;
   std::uint64_t written = 0;
   while (written < target) {
     const std::int64_t turn = w.last_turn() + 1;
-    std::vector<store::NewEvent> batch{store::events::turn_start(turn), store::events::user_message(words(rng, 1000)),
-                                       store::events::step_start(turn, 1)};
+    std::vector<store::NewEvent> batch{store::events::turn_start(turn)};
+    if (v01) batch.push_back(store::events::step_start(turn, 1));
+    batch.push_back(store::events::user_message(words(rng, 1000)));
+    if (!v01) batch.push_back(store::events::step_start(turn, 1));
     std::string answer;
     json::array chunks;
     for (int c = 0; c < 24; ++c) {
@@ -99,10 +123,116 @@ std::uint64_t write_source(store::SessionStore& s, const std::string& id, std::u
                                                      "echo", "echo-1", std::nullopt, chunks));
     batch.push_back(store::events::step_end(turn, 1));
     batch.push_back(store::events::turn_end(turn, store::events::reason("completed")));
-    for (const auto& record : w.append(std::move(batch))) written += json::serialize(record).size() + 1;
+    auto records = w.append(std::move(batch));
+    if (on_batch) {
+      written += on_batch(records);
+      continue;
+    }
+    for (const auto& record : records) {
+      auto shaped = v01 ? store::to_v01_record(record) : std::nullopt;
+      written += json::serialize(shaped ? *shaped : record).size() + 1;
+    }
   }
+  turns = w.last_turn();
   w.release();
   return written;
+}
+
+// The key a delta event packs under (harness-compat §1.6): its chunk kind, turn, step and index;
+// empty for any other event.
+std::string pack_key(const json::object& e) {
+  if (store::string_at(e, "type") != "assistant/chunk") return {};
+  const json::object* d = store::object_at(e, "data");
+  const json::object* c = d ? store::object_at(*d, "chunk") : nullptr;
+  if (!c) return {};
+  auto kind = store::string_at(*c, "type");
+  if (kind != "text-delta" && kind != "reasoning-delta") return {};
+  return std::string(kind) + "/" + json::serialize(d->at("turn")) + "/" + json::serialize(d->at("step")) + "/" +
+         json::serialize(c->at("index"));
+}
+
+// The lines of one append batch as 0.1.1 writes them with packChunks on: runs of >= 3 consecutive
+// deltas of one kind, turn, step and index become one text-chunks / reasoning-chunks row.
+std::string packed_lines(const std::vector<json::object>& events) {
+  std::string out;
+  for (std::size_t k = 0; k < events.size();) {
+    const std::string key = pack_key(events[k]);
+    std::size_t j = k;
+    while (!key.empty() && j + 1 < events.size() && pack_key(events[j + 1]) == key &&
+           events[j + 1].at("seq").to_number<std::int64_t>() == events[j].at("seq").to_number<std::int64_t>() + 1)
+      ++j;
+    if (key.empty() || j - k + 1 < 3) {
+      out += json::serialize(events[k]) + "\n";
+      ++k;
+      continue;
+    }
+    const json::object& d0 = events[k].at("data").as_object();
+    json::array dt, texts;
+    for (std::size_t m = k; m <= j; ++m) {
+      if (m > k) dt.push_back(events[m].at("time").to_number<std::int64_t>() - events[m - 1].at("time").to_number<std::int64_t>());
+      texts.push_back(events[m].at("data").at("chunk").at("text"));
+    }
+    const bool text = d0.at("chunk").at("type").as_string() == "text-delta";
+    json::object row{{"type", text ? "text-chunks" : "reasoning-chunks"},
+                     {"seq0", events[k].at("seq")},
+                     {"time0", events[k].at("time")},
+                     {"data", json::object{{"turn", d0.at("turn")},
+                                           {"step", d0.at("step")},
+                                           {"index", d0.at("chunk").at("index")},
+                                           {"dt", std::move(dt)},
+                                           {"texts", std::move(texts)}}}};
+    out += json::serialize(row) + "\n";
+    k = j + 1;
+  }
+  return out;
+}
+
+enum class Gen { v45fc, v01 };
+
+// Writes the source session of one figure into `root`; returns its plaintext size. A 0.1 zstd
+// source is written through a raw 0.1 store beside it (our writer never packs) and re-framed here
+// with its deltas packed, one frame per append batch, header frame first (harness-0.1 §7).
+std::uint64_t make_source(const std::string& root, Gen gen, store::Encoding enc, std::uint64_t target,
+                          std::int64_t& turns) {
+  if (gen == Gen::v45fc || enc == store::Encoding::none) {
+    store::StoreOptions o{root, enc, "", std::chrono::milliseconds(2000)};
+    if (gen == Gen::v01) o.generation = store::Generation::project_dirs;
+    store::SessionStore s(o);
+    return write_source(s, "source", target, turns);
+  }
+  const std::string scratch = root + "-unpacked";
+  store::SessionHeader h;
+  h.id = "source";
+  h.cwd = "/bench";
+  h.createdAt = 1700000000000;
+  const std::string dir = root + "/" + store::session_dir(store::Generation::project_dirs, h.cwd, h.id);
+  std::filesystem::create_directories(dir);
+  for (std::string d = dir; d.size() >= root.size(); d = d.substr(0, d.rfind('/')))
+    std::filesystem::permissions(d, std::filesystem::perms::owner_all, std::filesystem::perm_options::replace);
+  std::ofstream out(dir + "/" + store::v01_log_name(enc), std::ios::binary);
+  const std::string header = json::serialize(store::header_record(h)) + "\n";
+  out << store::compress_frame(header);
+  std::uint64_t plain = 0;  // event lines only, as write_source counts them
+  {
+    store::StoreOptions o{scratch, store::Encoding::none, "", std::chrono::milliseconds(2000)};
+    o.generation = store::Generation::project_dirs;
+    store::SessionStore s(o);
+    write_source(s, "source", target, turns, [&](const std::vector<json::object>& records) {
+      std::vector<json::object> shaped;
+      shaped.reserve(records.size());
+      for (const auto& r : records) {
+        auto v = store::to_v01_record(r);
+        shaped.push_back(v ? std::move(*v) : r);
+      }
+      const std::string lines = packed_lines(shaped);
+      plain += lines.size();
+      out << store::compress_frame(lines);
+      return std::uint64_t(lines.size());
+    });
+  }
+  std::filesystem::remove_all(scratch);
+  if (!out.flush()) std::exit(5);
+  return plain;
 }
 
 double cpu_ms() {
@@ -115,6 +245,7 @@ struct Figure {
   double ms = 0;
   double cpu = 0;  ///< CPU time of the process (all threads) during the prepare
   long baseline_kb = 0, peak_kb = 0, after_kb = 0;
+  std::int64_t original_messages = -1;  ///< what the snapshot says it projected (a check: 2 per turn)
 };
 
 // One prepare in a fresh child process; the child writes its figure to a pipe.
@@ -137,6 +268,8 @@ Figure measure(const std::string& root, store::Encoding enc) {
       f.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
       f.cpu = cpu_ms() - cpu0;
       if (!m.additional_context) std::exit(3);
+      const auto& refs_array = m.additional_context->source.at("references").as_array();
+      f.original_messages = refs_array.at(0).at("originalMessages").to_number<std::int64_t>();
       f.peak_kb = status_kb("VmHWM");
     }
     f.after_kb = status_kb("VmRSS");
@@ -155,56 +288,72 @@ Figure measure(const std::string& root, store::Encoding enc) {
 } // namespace
 
 int main(int argc, char** argv) {
-  // Optional arguments: the sizes in MB (default 1 10 200).
+  // Optional arguments: the sizes in MB (default 1 10 200), `--generation 45fc|0.1` (default both).
   std::vector<std::uint64_t> sizes;
-  for (int i = 1; i < argc; ++i) sizes.push_back(std::strtoull(argv[i], nullptr, 10));
+  std::vector<Gen> gens{Gen::v45fc, Gen::v01};
+  for (int i = 1; i < argc; ++i) {
+    if (std::string_view(argv[i]) == "--generation" && i + 1 < argc) {
+      gens = {std::string_view(argv[++i]) == "0.1" ? Gen::v01 : Gen::v45fc};
+      continue;
+    }
+    sizes.push_back(std::strtoull(argv[i], nullptr, 10));
+  }
   if (sizes.empty()) sizes = {1, 10, 200};
   std::printf("prepare (end to end from a stored log): SessionReferenceService::prepare() of one reference =\n"
               "stream + decompress + fold + project + retain (65536-byte budget) + serialise, store-backed source\n"
               "as in the server; harness-shaped turns (user ~1 KB, 24 chunks, assistant ~4 KB). Fresh process per\n"
               "run; MB/s over plaintext log bytes; peak = VmHWM - VmRSS before the prepare; after = VmRSS after it.\n"
+              "Sources in both generations: 45fc, and 0.1 (0.1 layout and 0.1.1 shapes; zstd with the 24 text\n"
+              "deltas of a turn packed into one text-chunks row, as 0.1.1 writes by default).\n"
               "Targets: >= 200 MB/s raw, >= 150 MB/s zstd, peak <= baseline + 64 MB at 200 MB.\n");
   double load[1] = {0};
   if (getloadavg(load, 1) == 1) std::printf("load average (1 min) at start: %.2f\n", load[0]);
   std::printf("MB/s is over wall time; cpu MB/s over the process's CPU time in the prepare, the figure a\n"
               "loaded machine disturbs least.\n");
-  std::printf("\n%-5s %8s %9s %6s %10s %9s %10s %9s %10s %10s\n", "enc", "MB", "file MB", "runs", "min ms", "MB/s",
-              "min cpu ms", "cpu MB/s", "peak +MB", "after +MB");
+  std::printf("\n%-4s %-5s %8s %9s %6s %10s %9s %10s %9s %10s %10s\n", "gen", "enc", "MB", "file MB", "runs", "min ms",
+              "MB/s", "min cpu ms", "cpu MB/s", "peak +MB", "after +MB");
   const std::string base = std::filesystem::temp_directory_path() / ("dsh-bench-prepare-" + std::to_string(::getpid()));
-  for (auto enc : {store::Encoding::none, store::Encoding::zstd}) {
-    for (std::uint64_t mb : sizes) {
-      const std::string root = base + "/" + std::string(store::encoding_name(enc)) + "-" + std::to_string(mb);
-      std::uint64_t plain = 0;
-      {
-        store::SessionStore s(store::StoreOptions{root, enc, "", std::chrono::milliseconds(2000)});
-        plain = write_source(s, "source", mb << 20);
+  for (Gen gen : gens) {
+    for (auto enc : {store::Encoding::none, store::Encoding::zstd}) {
+      for (std::uint64_t mb : sizes) {
+        const std::string gen_name = gen == Gen::v01 ? "0.1" : "45fc";
+        const std::string root = base + "/" + gen_name + "-" + std::string(store::encoding_name(enc)) + "-" + std::to_string(mb);
+        std::int64_t turns = 0;
+        const std::uint64_t plain = make_source(root, gen, enc, mb << 20, turns);
+        std::uint64_t file = 0;
+        for (const auto& e : std::filesystem::recursive_directory_iterator(root))
+          if (e.is_regular_file()) file += e.file_size();
+        const int runs = mb >= 200 ? 3 : 7;
+        std::vector<Figure> figures;
+        for (int r = 0; r < runs; ++r) figures.push_back(measure(root, enc));
+        auto best = *std::min_element(figures.begin(), figures.end(), [](auto& a, auto& b) { return a.ms < b.ms; });
+        // Every user and assistant message of every turn must have reached the projection.
+        for (const auto& f : figures)
+          if (f.original_messages != 2 * turns) {
+            std::fprintf(stderr, "bench_prepare_e2e: %s source of %lld turns projected %lld messages\n", root.c_str(),
+                         (long long)turns, (long long)f.original_messages);
+            return 1;
+          }
+        long peak = 0, after = 0;
+        for (const auto& f : figures) {
+          peak = std::max(peak, f.peak_kb - f.baseline_kb);
+          after = std::max(after, f.after_kb - f.baseline_kb);
+        }
+        double cpu = figures.front().cpu;
+        for (const auto& f : figures) cpu = std::min(cpu, f.cpu);
+        const double mb_plain = double(plain) / 1048576.0;
+        std::printf("%-4s %-5s %8.1f %9.1f %6d %10.1f %9.1f %10.1f %9.1f %10.1f %10.1f\n", gen_name.c_str(),
+                    std::string(store::encoding_name(enc)).c_str(), mb_plain, double(file) / 1048576.0, runs, best.ms,
+                    mb_plain / (best.ms / 1000.0), cpu, mb_plain / (cpu / 1000.0), double(peak) / 1024.0,
+                    double(after) / 1024.0);
+        const std::string key = "prepare_e2e_" + std::string(gen == Gen::v01 ? "v01_" : "") +
+                                std::string(enc == store::Encoding::zstd ? "zstd" : "raw") + "_" + std::to_string(mb) + "mb";
+        bench::result(key + "_mbps", mb_plain / (best.ms / 1000.0), "MB/s",
+                      "\"note\":\"cpu " + std::to_string(int(mb_plain / (cpu / 1000.0))) + " MB/s\"");
+        bench::result(key + "_peak_mb", double(peak) / 1024.0, "MB");
+        std::fflush(stdout);
+        std::filesystem::remove_all(root);
       }
-      std::uint64_t file = 0;
-      for (const auto& e : std::filesystem::recursive_directory_iterator(root))
-        if (e.is_regular_file()) file += e.file_size();
-      const int runs = mb >= 200 ? 3 : 7;
-      std::vector<Figure> figures;
-      for (int r = 0; r < runs; ++r) figures.push_back(measure(root, enc));
-      auto best = *std::min_element(figures.begin(), figures.end(), [](auto& a, auto& b) { return a.ms < b.ms; });
-      long peak = 0, after = 0;
-      for (const auto& f : figures) {
-        peak = std::max(peak, f.peak_kb - f.baseline_kb);
-        after = std::max(after, f.after_kb - f.baseline_kb);
-      }
-      double cpu = figures.front().cpu;
-      for (const auto& f : figures) cpu = std::min(cpu, f.cpu);
-      const double mb_plain = double(plain) / 1048576.0;
-      std::printf("%-5s %8.1f %9.1f %6d %10.1f %9.1f %10.1f %9.1f %10.1f %10.1f\n",
-                  std::string(store::encoding_name(enc)).c_str(), mb_plain, double(file) / 1048576.0, runs, best.ms,
-                  mb_plain / (best.ms / 1000.0), cpu, mb_plain / (cpu / 1000.0), double(peak) / 1024.0,
-                  double(after) / 1024.0);
-      const std::string key = "prepare_e2e_" + std::string(enc == store::Encoding::zstd ? "zstd" : "raw") + "_" +
-                              std::to_string(mb) + "mb";
-      bench::result(key + "_mbps", mb_plain / (best.ms / 1000.0), "MB/s",
-                    "\"note\":\"cpu " + std::to_string(int(mb_plain / (cpu / 1000.0))) + " MB/s\"");
-      bench::result(key + "_peak_mb", double(peak) / 1024.0, "MB");
-      std::fflush(stdout);
-      std::filesystem::remove_all(root);
     }
   }
   std::filesystem::remove_all(base);

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Reads the BENCH-RESULT lines the benchmark programs printed (bench/run collects them in a file) and
-prints one table: every figure of contracts §6 and issue 11, what it includes, its target, the measured
+prints one table: every figure of contracts §6 and issues 11 and 15, what it includes, its target, the measured
 value and pass/miss. A figure whose program did not run or did not report shows "not measured".
 Usage: report.py RESULTS_FILE [--markdown]
 """
@@ -27,19 +27,34 @@ CATALOGUE = [
     ("lib_list_warm_raw_ms", "candidate index warm (library)", "10k raw logs, list page, index in memory (bench_store)", LE, 5, "ms"),
     ("lib_list_cold_raw_ms", "candidate index cold (library)", "10k raw logs, new store object, index file present (bench_store)", LE, 100, "ms"),
     ("lib_list_rebuild_raw_ms", "candidate index rebuild (library)", "10k raw logs, forget the index, re-read every log (bench_store)", LE, 2000, "ms"),
-    ("replay_raw_mbps", "replay, 100 MB raw", "session/load request -> response, client process reading every frame (store_bench.py)", GE, 150, "MB/s"),
-    ("replay_zstd_mbps", "replay, 100 MB zstd", "as above, zstd log of one frame per turn; MB/s of plaintext (store_bench.py)", GE, 150, "MB/s"),
-    ("replay_raw_rss_mb", "replay peak RSS, raw", "server VmHWM after the 100 MB raw load; target 2 x largest event + 32 MiB", LE, "limit", "MB"),
-    ("replay_zstd_rss_mb", "replay peak RSS, zstd", "server VmHWM after the 100 MB zstd load; target 2 x largest event + 32 MiB", LE, "limit", "MB"),
+    ("list2_warm_ms", "session/list warm, two roots", "10k sessions split over --store A (45fc raw) and --store B (0.1 zstd), same process again, request -> page (store_bench.py)", LE, 5, "ms"),
+    ("list2_cold_ms", "session/list cold, two roots", "as above, new process, both index files present (store_bench.py)", LE, 100, "ms"),
+    ("list2_rebuild_ms", "session/list rebuild, two roots", "as above, new process, no index files (store_bench.py)", LE, 2000, "ms"),
+    ("lib_list2_warm_ms", "candidate index warm, two roots (library)", "10k logs split over a 45fc raw and a 0.1 zstd SessionStore in one StoreSet, list page (bench_store)", LE, 5, "ms"),
+    ("lib_list2_cold_ms", "candidate index cold, two roots (library)", "as above, new store objects, index files present (bench_store)", LE, 100, "ms"),
+    ("replay_raw_mbps", "replay, 100 MB raw (45fc)", "session/load request -> response, client process reading every frame (store_bench.py)", GE, 150, "MB/s"),
+    ("replay_zstd_mbps", "replay, 100 MB zstd (45fc)", "as above, zstd log of one frame per turn; MB/s of plaintext (store_bench.py)", GE, 150, "MB/s"),
+    ("replay_v01_raw_mbps", "replay, 100 MB raw (0.1)", "as above, the same conversation in the 0.1 layout and 0.1.1 shapes (store_bench.py)", GE, 150, "MB/s"),
+    ("replay_v01_zstd_mbps", "replay, 100 MB zstd (0.1)", "as above, zstd, text deltas packed into text-chunks rows as 0.1.1 writes by default; MB/s of plaintext (store_bench.py)", GE, 150, "MB/s"),
+    ("replay_raw_rss_mb", "replay peak RSS, raw (45fc)", "server VmHWM after the 100 MB raw load; target 2 x largest event + 32 MiB", LE, "limit", "MB"),
+    ("replay_zstd_rss_mb", "replay peak RSS, zstd (45fc)", "server VmHWM after the 100 MB zstd load; target 2 x largest event + 32 MiB", LE, "limit", "MB"),
+    ("replay_v01_raw_rss_mb", "replay peak RSS, raw (0.1)", "server VmHWM after the 100 MB 0.1 raw load; target 2 x largest event + 32 MiB", LE, "limit", "MB"),
+    ("replay_v01_zstd_rss_mb", "replay peak RSS, zstd (0.1)", "server VmHWM after the 100 MB 0.1 zstd load; target 2 x largest event + 32 MiB", LE, "limit", "MB"),
     ("replay_big_event_rss_mb", "replay peak RSS, one 20 MB event", "10 MB raw log holding one 20 MB user message", LE, "limit", "MB"),
 ]
-for enc, target in (("raw", 200), ("zstd", 150)):
-    for mb in (1, 10, 200):
-        CATALOGUE.append((f"prepare_e2e_{enc}_{mb}mb_mbps", f"prepare end to end, {mb} MB {enc}",
-                          "read + decompress + fold + project + retain + serialise from a stored log, fresh process, min of runs (bench_prepare_e2e)",
-                          GE, target, "MB/s"))
-    CATALOGUE.append((f"prepare_e2e_{enc}_200mb_peak_mb", f"prepare end to end, 200 MB {enc}: peak memory",
-                      "VmHWM - VmRSS before the prepare (bench_prepare_e2e)", LE, 64, "MB"))
+# Issue 15: >= 200 MB/s from either generation. The 45fc zstd figures keep contracts §6's 150; the 0.1
+# sources are held to the issue's 200 raw, and to 150 zstd like their 45fc twins.
+for gen, gen_key, gen_text in (("45fc", "", ""), ("0.1", "v01_", " (0.1)")):
+    for enc, target in (("raw", 200), ("zstd", 150)):
+        what = ("read + decompress + fold + project + retain + serialise from a stored log, fresh process, min of runs (bench_prepare_e2e)"
+                if not gen_key else
+                "as the 45fc figure, from the same turns in the 0.1 layout and 0.1.1 shapes" +
+                ("; zstd with text deltas packed into rows as 0.1.1 writes by default" if enc == "zstd" else "") + " (bench_prepare_e2e)")
+        for mb in (1, 10, 200):
+            CATALOGUE.append((f"prepare_e2e_{gen_key}{enc}_{mb}mb_mbps", f"prepare end to end, {mb} MB {enc}{gen_text}",
+                              what, GE, target, "MB/s"))
+        CATALOGUE.append((f"prepare_e2e_{gen_key}{enc}_200mb_peak_mb", f"prepare end to end, 200 MB {enc}{gen_text}: peak memory",
+                          "VmHWM - VmRSS before the prepare (bench_prepare_e2e)", LE, 64, "MB"))
 CATALOGUE += [
     ("isolation_raw_median_ms", "isolation, raw", "4th session's prompt round trip while 2 sessions prepare 200 MB references and a 3rd replays 100 MB to a 10 MB/s reader, median (isolation_bench.py)", LE, 20, "ms"),
     ("isolation_zstd_median_ms", "isolation, zstd", "as above on a zstd store (isolation_bench.py)", LE, 20, "ms"),
@@ -109,7 +124,7 @@ def main():
         for row in table:
             print("| " + " | ".join(c.replace("|", "\\|") for c in row) + " |")
     else:
-        print("summary (contracts §6 and issue 11): figure, target, result, measured; then what the figure includes")
+        print("summary (contracts §6, issues 11 and 15): figure, target, result, measured; then what the figure includes")
         w = max(len(r[0]) for r in table)
         t = max(len(r[2]) for r in table)
         for figure, includes, target, measured, verdict in table:

@@ -10,9 +10,16 @@
 //            sweep every bucket by size+mtime) plus the first session/list page (100 rows)
 //   warm     list_sessions() of the first page (100 of 10,000, cwd filter off) and a full
 //            visit of all 10,000 rows (what candidate search walks) on an index already in memory
+// Then the same 10,000 sessions split over two roots of both generations (issue 15): a 45fc raw
+// root and a 0.1 zstd root (0.1 layout, 0.1.1 shapes), sessions alternating between them, one
+// store::StoreSet over both as the server builds it for `--store A --store B`:
+//   cold     two new SessionStore objects (each loads its index file and sweeps its buckets or
+//            project and session directories) plus the first merged page
+//   warm     StoreSet::list_sessions() of the first page on indexes already in memory
 // Each figure is the median of several runs. Nothing here is asserted.
 #include "store/layout.hpp"
 #include "store/session_store.hpp"
+#include "store/store_set.hpp"
 
 #include "bench_result.hpp"
 
@@ -24,9 +31,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 namespace fs = std::filesystem;
@@ -37,6 +46,13 @@ namespace {
 
 double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+// CPU time of this process (user + system), ms: what a loaded machine disturbs least.
+double cpu_ms() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  return double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1e3 + double(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e3;
 }
 
 double median(std::vector<double> v) {
@@ -55,12 +71,51 @@ std::string frame(const std::string& plain) {
   return out;
 }
 
-void write_store(const std::string& root, Encoding enc, int n) {
+// Session i of the stores below: cwd, id, createdAt.
+std::string cwd_of(int i) { return "/home/user/project-" + std::to_string(i % 20); }
+std::string id_of(int i) { return "bench-" + std::to_string(1000000 + i); }
+
+// Creates `dir` and its missing parents below `root` with mode 0700.
+void make_dirs(const std::string& root, const std::string& dir) {
+  if (fs::exists(dir)) return;
+  fs::create_directories(dir);
+  for (std::string d = dir; d.size() > root.size(); d = d.substr(0, d.rfind('/')))
+    fs::permissions(d, fs::perms::owner_all, fs::perm_options::replace);
+}
+
+// The same small finished session in 0.1.1 shapes and the 0.1 layout (harness-0.1 §1.2, §3.4, §4.5).
+void write_v01_log(const std::string& root, Encoding enc, int i) {
+  const std::string cwd = cwd_of(i), id = id_of(i);
+  long long created = 1700000000000LL + i * 1000LL;
+  std::string ts = std::to_string(created + 10);
+  std::string header = "{\"type\":\"session\",\"version\":0,\"id\":\"" + id + "\",\"createdAt\":" +
+                       std::to_string(created) + ",\"cwd\":\"" + cwd + "\",\"delegationDepth\":0}\n";
+  std::string text = "please look at module " + std::to_string(i) + " and explain the failing test";
+  char mid[40];
+  std::snprintf(mid, sizeof mid, "%08x-0000-4000-8000-%012x", unsigned(i), 0u);
+  std::string turn =
+      "{\"type\":\"turn/start\",\"seq\":0,\"time\":" + ts + ",\"data\":{\"turn\":1}}\n"
+      "{\"type\":\"step/start\",\"seq\":1,\"time\":" + ts + ",\"data\":{\"turn\":1,\"step\":1}}\n"
+      "{\"type\":\"user/message\",\"seq\":2,\"time\":" + ts + ",\"data\":{\"content\":[{\"type\":\"text\",\"text\":\"" +
+      text + "\"}],\"source\":{\"kind\":\"user\"},\"role\":\"user\",\"id\":\"" + mid + "\"},\"surfaceOp\":\"append\"}\n"
+      "{\"type\":\"session/title\",\"seq\":3,\"time\":" + ts +
+      ",\"data\":{\"title\":\"please look at module " + std::to_string(i) +
+      "\",\"messageSeqs\":[2],\"source\":{\"kind\":\"fallback\"}}}\n"
+      "{\"type\":\"step/end\",\"seq\":4,\"time\":" + ts + ",\"data\":{\"turn\":1,\"step\":1}}\n"
+      "{\"type\":\"turn/end\",\"seq\":5,\"time\":" + ts + ",\"data\":{\"turn\":1,\"reason\":{\"kind\":\"completed\"}}}\n";
+  const std::string dir = root + "/" + acp::store::session_dir(acp::store::Generation::project_dirs, cwd, id);
+  make_dirs(root, dir);
+  std::ofstream f(dir + "/" + acp::store::v01_log_name(enc), std::ios::binary);
+  if (enc == Encoding::none) f << header << turn;
+  else f << frame(header) << frame(turn);
+}
+
+void write_store(const std::string& root, Encoding enc, int n, int first = 0, int step = 1) {
   fs::create_directories(root);
   fs::permissions(root, fs::perms::owner_all, fs::perm_options::replace);
-  for (int i = 0; i < n; ++i) {
-    std::string cwd = "/home/user/project-" + std::to_string(i % 20);
-    std::string id = "bench-" + std::to_string(1000000 + i);
+  for (int i = first; i < n; i += step) {
+    std::string cwd = cwd_of(i);
+    std::string id = id_of(i);
     long long created = 1700000000000LL + i * 1000LL;
     long long t = created + 10;
     std::string header = "{\"type\":\"session\",\"version\":0,\"id\":\"" + id + "\",\"createdAt\":" +
@@ -152,15 +207,83 @@ void run(Encoding enc, int n, const std::string& base) {
   bench::result("lib_list_warm_" + enc_name + "_ms", median(warm_page), "ms");
 }
 
+// The 10,000 sessions split over a 45fc raw root (even i) and a 0.1 zstd root (odd i), one
+// StoreSet over both as the server builds it for `--store A --store B`.
+void run_two_roots(int n, const std::string& base) {
+  const std::string a = base + "/two/sessions-45fc", b = base + "/two/sessions-01", cache = base + "/two/cache";
+  auto t_write = Clock::now();
+  write_store(a, Encoding::none, n, 0, 2);
+  fs::create_directories(b);
+  fs::permissions(b, fs::perms::owner_all, fs::perm_options::replace);
+  for (int i = 1; i < n; i += 2) write_v01_log(b, Encoding::zstd, i);
+  double wrote = ms_since(t_write);
+  auto open = [&] {
+    std::vector<std::unique_ptr<acp::store::SessionStore>> roots;
+    roots.push_back(std::make_unique<acp::store::SessionStore>(
+        acp::store::StoreOptions{a, Encoding::none, cache, std::chrono::milliseconds(2000)}));
+    roots.push_back(std::make_unique<acp::store::SessionStore>(
+        acp::store::StoreOptions{b, Encoding::zstd, cache, std::chrono::milliseconds(2000)}));
+    return acp::store::StoreSet(std::move(roots));
+  };
+  acp::store::ListQuery page;
+  page.with_cwd_only = true;
+  page.limit = 101;
+  {
+    auto set = open();  // first start-up: no index files, a full sweep of both roots; then they are written
+    for (auto& r : set.roots()) r->flush_index();
+  }
+  std::vector<double> cold, cold_cpu;
+  std::size_t rows = 0, from_01 = 0;
+  for (int r = 0; r < 5; ++r) {
+    auto t0 = Clock::now();
+    const double c0 = cpu_ms();
+    auto set = open();
+    auto listed = set.list_sessions(page);
+    cold.push_back(ms_since(t0));
+    cold_cpu.push_back(cpu_ms() - c0);
+    rows = listed.size();
+    from_01 = 0;
+    for (std::size_t k = 0; k < std::min<std::size_t>(rows, 100); ++k) from_01 += (std::stoi(listed[k].header.id.substr(6)) % 2);
+  }
+  auto set = open();
+  set.list_sessions(page);
+  std::vector<double> warm;
+  for (int r = 0; r < 20; ++r) {
+    auto t0 = Clock::now();
+    rows = set.list_sessions(page).size();
+    warm.push_back(ms_since(t0));
+  }
+  if (set.roots()[1]->generation() != acp::store::Generation::project_dirs) std::abort();
+  std::printf("store index, %d sessions split over two roots (a 45fc raw root in 20 cwd buckets and a 0.1 zstd root in 20 "
+              "project directories, alternating; written in %.0f ms), one StoreSet:\n", n, wrote);
+  std::printf("  cold (two new store objects, index files present: load both + sweep every bucket and session "
+              "directory + first merged page of 100 rows, %zu of them from the 0.1 root), median of 5: %.1f ms, "
+              "CPU %.1f ms (target <= 100 ms)\n", from_01, median(cold), median(cold_cpu));
+  std::printf("  warm merged session/list page (100 rows of %d, indexes in memory), median of 20: %.3f ms (target <= 5 ms)\n",
+              n, median(warm));
+  bench::result("lib_list2_cold_ms", median(cold), "ms",
+                "\"note\":\"CPU " + std::to_string(int(median(cold_cpu) + 0.5)) + " ms\"");
+  bench::result("lib_list2_warm_ms", median(warm), "ms");
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
-  int n = argc > 1 ? std::atoi(argv[1]) : 10000;
+  // bench_store [N] [--two-roots]: N sessions (10,000); --two-roots: only the two-root figures.
+  int n = 10000;
+  bool two_only = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--two-roots") two_only = true;
+    else n = std::atoi(argv[i]);
+  }
   std::string base = (fs::temp_directory_path() / ("dsh-bench-store-" + std::to_string(::getpid()))).string();
   fs::create_directories(base);
   std::printf("bench_store: listing index over stored sessions (store library, no ACP process)\n");
-  run(Encoding::zstd, n, base);
-  run(Encoding::none, n, base);
+  if (!two_only) {
+    run(Encoding::zstd, n, base);
+    run(Encoding::none, n, base);
+  }
+  run_two_roots(n, base);
   fs::remove_all(base);
   return 0;
 }

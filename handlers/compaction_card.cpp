@@ -29,7 +29,7 @@ protocol::ToolCall compaction_card(std::int64_t checkpoint_seq, std::size_t mess
   std::string lines = engine::first_lines(summary, kSummaryLines);
   if (!lines.empty())
     card.content = std::vector<protocol::ToolCallContent>{
-        protocol::ToolCallContent{protocol::TextContent{lines, std::nullopt, std::nullopt}}};
+        protocol::ToolContent{protocol::TextContent{lines, std::nullopt, std::nullopt}}};
   return card;
 }
 

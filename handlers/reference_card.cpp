@@ -1,5 +1,6 @@
 #include "handlers/reference_card.hpp"
 
+#include "handlers/card_text.hpp"
 #include "refs/uri.hpp"
 #include "store/records.hpp"
 
@@ -15,22 +16,6 @@ namespace {
 std::int64_t int_at(const json::object& o, std::string_view key) {
   const auto* v = o.if_contains(key);
   return v && v->is_int64() ? v->get_int64() : 0;
-}
-
-// Control characters (C0, DEL and C1, e.g. U+0085 NEL) would break the one-line title and content lines.
-std::string one_line(std::string_view label) {
-  std::string out;
-  for (std::size_t i = 0; i < label.size(); ++i) {
-    auto c = static_cast<unsigned char>(label[i]);
-    if (c == 0xC2 && i + 1 < label.size() && static_cast<unsigned char>(label[i + 1]) >= 0x80 &&
-        static_cast<unsigned char>(label[i + 1]) <= 0x9F) {
-      out.push_back(' ');  // U+0080–U+009F, two bytes in UTF-8
-      ++i;
-    } else {
-      out.push_back(c < 0x20 || c == 0x7F ? ' ' : label[i]);
-    }
-  }
-  return out;
 }
 
 // CodeCompanion cuts a tool title at its first colon.
@@ -86,7 +71,7 @@ protocol::ToolCall reference_card(std::int64_t snapshot_seq, const json::object&
   }
   card.title = "Referenced sessions \u00B7 " + labels;
   card.content = std::vector<protocol::ToolCallContent>{
-      protocol::ToolCallContent{protocol::TextContent{lines, std::nullopt, std::nullopt}}};
+      protocol::ToolContent{protocol::TextContent{lines, std::nullopt, std::nullopt}}};
   card.rawInput = json::object{{"references", std::move(raw_refs)}};
   // The record as harness-compat §5.8 defines it. A 0.1 root stores it with 0.1.1's form:"recall"
   // (harness-0.1 §6.2), which the live card (built before the record is written) never has: the

@@ -1,11 +1,16 @@
 #include "handlers/replay.hpp"
 
-#include "engine/conversation.hpp"
+#include "handlers/card_text.hpp"
 #include "handlers/compaction_card.hpp"
 #include "handlers/reference_card.hpp"
+#include "handlers/tool_card.hpp"
 #include "store/records.hpp"
 
 #include <boost/json.hpp>
+
+#include <sys/stat.h>
+
+#include <utility>
 
 namespace acp::handlers {
 
@@ -25,24 +30,43 @@ TextContent text_block(std::string text) { return TextContent{std::move(text), s
 
 SessionUpdate agent_text(std::string text) { return AgentMessageChunk{text_block(std::move(text)), {}, {}}; }
 
-json::value parse_arguments(const json::value* args) {
-  if (!args) return json::object{};
-  if (!args->is_string()) return *args;
-  boost::system::error_code ec;
-  json::value parsed = json::parse(args->get_string(), ec);
-  if (ec) return *args;  // models sometimes stream invalid JSON: show it as the string it is
-  return parsed;
+// `sha256:<64 lowercase hex>` → the hex; "" for anything else, so a log never names a path of its own.
+std::string_view attachment_hex(std::string_view id) {
+  constexpr std::string_view kPrefix = "sha256:";
+  if (id.size() != kPrefix.size() + 64 || id.substr(0, kPrefix.size()) != kPrefix) return {};
+  id.remove_prefix(kPrefix.size());
+  for (char c : id)
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return {};
+  return id;
 }
 
-// A generic card: harness tools have no ACP kind we could honestly claim.
-ToolCall tool_call_card(std::string id, std::string_view name, const json::value* arguments) {
-  ToolCall call;
-  call.toolCallId = std::move(id);
-  call.title = name.empty() ? std::string("tool") : std::string(name);
-  call.kind = ToolKind::other;
-  call.status = ToolCallStatus::in_progress;
-  if (arguments) call.rawInput = parse_arguments(arguments);
-  return call;
+bool is_file(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+// `[image <name> (<mediaType>, <N> bytes)]`: clients get no image bytes on replay (the attachment
+// store is the harness's), so the text says what was there, and whether the attachment still is.
+std::string image_placeholder(const json::object& block, const std::string& harness_home) {
+  const json::object* attachment = object_at(block, "attachment");
+  std::string out = "[image";
+  std::string details;
+  std::string_view hex;
+  if (attachment) {
+    if (std::string name = one_line(string_at(*attachment, "name")); !name.empty()) out += " " + name;
+    details = one_line(string_at(*attachment, "mediaType"));
+    const auto* bytes = attachment->if_contains("bytes");
+    if (auto n = bytes ? store::safe_int(*bytes) : std::nullopt; n && *n >= 0)
+      details += (details.empty() ? "" : ", ") + std::to_string(*n) + " bytes";
+    hex = attachment_hex(string_at(*attachment, "attachmentId"));
+  }
+  if (!details.empty()) out += " (" + details + ")";
+  // A stat on the replay's pool thread (session/load reads the log there, never on the connection's).
+  if (!harness_home.empty() &&
+      (hex.empty() ||
+       !is_file(harness_home + "/attachments/v1/objects/" + std::string(hex.substr(0, 2)) + "/" + std::string(hex))))
+    out += " \u2014 attachment missing";
+  return out + "]";
 }
 
 PlanEntryStatus plan_status(std::string_view s) {
@@ -53,7 +77,59 @@ PlanEntryStatus plan_status(std::string_view s) {
 
 } // namespace
 
+std::string Replayer::display_text(const json::value& content) const {
+  std::string text;
+  const auto* blocks = content.if_array();
+  if (!blocks) return text;
+  bool first = true;
+  for (const auto& b : *blocks) {
+    const auto* block = b.if_object();
+    if (!block) continue;
+    std::string_view kind = string_at(*block, "type");
+    if (kind != "text" && kind != "image") continue;
+    if (!first) text += "\n";
+    if (kind == "text") text += string_at(*block, "text");
+    else text += image_placeholder(*block, places_.harness_home);
+    first = false;
+  }
+  return text;
+}
+
+void Replayer::show_call(std::string id, std::string_view name, const json::value* arguments,
+                         std::vector<SessionUpdate>& out) {
+  if (id.empty() || !tool_calls_shown_.insert(id).second) return;
+  json::value args = parse_arguments(arguments);
+  if (changes_file(name)) pending_changes_.emplace(id, argument_diff(name, args, places_.cwd));
+  out.push_back(tool_call_card(std::move(id), name, std::move(args), places_.cwd));
+}
+
+ToolCallUpdate Replayer::result_update(const json::object& data, std::string id) {
+  ToolCallUpdate update;
+  const auto* is_error = data.if_contains("isError");
+  const bool failed = is_error && is_error->is_bool() && is_error->get_bool();
+  update.status = failed ? ToolCallStatus::failed : ToolCallStatus::completed;
+  std::vector<ToolCallContent> content;
+  if (auto pending = pending_changes_.find(id); pending != pending_changes_.end()) {
+    // A change shows as a diff only once it happened: the hunks the result records, else the
+    // change the arguments asked for.
+    if (!failed) {
+      std::vector<ToolDiff> diffs = result_diffs(data, places_.cwd);
+      if (diffs.empty() && pending->second) diffs.push_back(std::move(*pending->second));
+      for (auto& diff : diffs) content.emplace_back(std::move(diff));
+    }
+    pending_changes_.erase(pending);
+  }
+  if (const auto* result = data.if_contains("content")) {
+    std::string text = display_text(*result);
+    if (!text.empty()) content.emplace_back(ToolContent{text_block(std::move(text))});
+  }
+  if (!content.empty()) update.content = std::move(content);
+  update.toolCallId = std::move(id);
+  return update;
+}
+
 void Replayer::on_event(const json::object& event, std::vector<SessionUpdate>& out) {
+  const bool after_direct_message = std::exchange(after_direct_message_, false);
   std::string_view type = string_at(event, "type");
   const json::object* data = object_at(event, "data");
   if (!data) return;
@@ -62,6 +138,11 @@ void Replayer::on_event(const json::object& event, std::vector<SessionUpdate>& o
     const json::object* source = object_at(*data, "source");
     if (!source) return;
     if (type == "user/message" && is_reference_source(*source)) {
+      // The 0.1.1 harness writes the recall right after its direct message: the card goes there.
+      if (after_direct_message && string_at(*source, "form") == "recall") {
+        out.push_back(reference_card(num(event, "seq"), *source));
+        return;
+      }
       // Its own storage: not the snapshot line's arena, which holds the whole snapshot text.
       pending_card_.emplace(num(event, "seq"), json::object(*source, json::storage_ptr()));
       return;
@@ -72,13 +153,14 @@ void Replayer::on_event(const json::object& event, std::vector<SessionUpdate>& o
     }
     if (string_at(*source, "kind") != "user") return;  // injected context is never shown as user text
     if (const auto* content = data->if_contains("content")) {
-      std::string text = engine::content_text(*content);
+      std::string text = display_text(*content);
       if (!text.empty()) out.push_back(UserMessageChunk{text_block(std::move(text)), {}, {}});
     }
     if (pending_card_) {
       out.push_back(reference_card(pending_card_->first, pending_card_->second));
       pending_card_.reset();
     }
+    after_direct_message_ = true;
   } else if (type == "assistant/chunk") {
     const json::object* chunk = object_at(*data, "chunk");
     if (!chunk) return;
@@ -105,33 +187,26 @@ void Replayer::on_event(const json::object& event, std::vector<SessionUpdate>& o
         out.push_back(agent_text(std::string(string_at(*block, "text"))));
       } else if (kind == "reasoning" && !streamed && !string_at(*block, "text").empty()) {
         out.push_back(AgentThoughtChunk{text_block(std::string(string_at(*block, "text"))), {}, {}});
+      } else if (kind == "image") {
+        // Chunks never carry images: shown whether or not the step streamed.
+        out.push_back(agent_text("\n" + image_placeholder(*block, places_.harness_home) + "\n"));
       } else if (kind == "tool-call") {
-        std::string id(string_at(*block, "id"));
-        if (id.empty() || !tool_calls_shown_.insert(id).second) continue;
-        out.push_back(tool_call_card(std::move(id), string_at(*block, "name"), block->if_contains("arguments")));
+        show_call(std::string(string_at(*block, "id")), string_at(*block, "name"), block->if_contains("arguments"), out);
       }
     }
   } else if (type == "tool/call") {
-    std::string id(string_at(*data, "callId"));
-    if (id.empty() || !tool_calls_shown_.insert(id).second) return;
-    out.push_back(tool_call_card(std::move(id), string_at(*data, "name"), data->if_contains("arguments")));
+    show_call(std::string(string_at(*data, "callId")), string_at(*data, "name"), data->if_contains("arguments"), out);
   } else if (type == "tool/result") {
+    // A replacement (a prune's placeholder for old output) changes what the model is sent, not what
+    // happened: the card keeps the output it showed.
+    if (const auto* op = event.if_contains("surfaceOp"); op && op->is_object()) return;
     std::string id(string_at(*data, "callId"));
     if (id.empty()) return;
     if (tool_calls_shown_.insert(id).second) {
       // A result whose call was never shown still needs its card to attach to.
-      out.push_back(tool_call_card(id, {}, nullptr));
+      out.push_back(tool_call_card(id, {}, json::value(), places_.cwd));
     }
-    ToolCallUpdate update;
-    update.toolCallId = id;
-    const auto* is_error = data->if_contains("isError");
-    update.status = is_error && is_error->is_bool() && is_error->get_bool() ? ToolCallStatus::failed
-                                                                               : ToolCallStatus::completed;
-    if (const auto* content = data->if_contains("content")) {
-      std::string text = engine::content_text(*content);
-      if (!text.empty()) update.content = std::vector<ToolCallContent>{ToolCallContent{text_block(std::move(text))}};
-    }
-    out.push_back(std::move(update));
+    out.push_back(result_update(*data, std::move(id)));
   } else if (type == "compact/start" || type == "compact/summary") {
     compact_events_.insert(num(event, "seq"));
   } else if (type == "todo/write") {
@@ -161,6 +236,11 @@ void Replayer::on_event(const json::object& event, std::vector<SessionUpdate>& o
     } else if (kind == "interrupted") {
       out.push_back(agent_text("\n\n[The turn was interrupted before it finished.]"));
     }
+    // Calls and steps never span turns (repair closes a turn's calls before its turn/end).
+    steps_with_chunks_.clear();
+    last_step_with_chunks_.reset();
+    tool_calls_shown_.clear();
+    pending_changes_.clear();
   }
 }
 

@@ -1,20 +1,24 @@
 // The log → session/update translator used by session/load (acp-protocol.md §3 "session/load rule").
 //
-// Fed every raw event of a log in order, it yields what a client would have seen live: direct user
-// messages as user_message_chunk; assistant text and reasoning as agent_message_chunk /
-// agent_thought_chunk (from chunks, or from assistant/message for steps that have none); tool calls
-// and results as generic tool_call / tool_call_update cards; todo/write as plan; titles as
-// session_info_update; a failed or interrupted turn as a short agent message saying so. Injected
-// context (any user/message whose source is not the user) shows no user text; a reference snapshot
-// shows as its card right after the next direct message's user chunk; a compaction checkpoint as
-// the compaction card where it sits (shadowed events replay as they were). Stateful, bounded by
-// one turn's bookkeeping; pure (no I/O).
+// Fed every event of a log in order (the normalised shape, for either store generation), it yields
+// what a client would have seen live: direct user messages as user_message_chunk; assistant text and
+// reasoning as agent_message_chunk / agent_thought_chunk (from chunks, or from assistant/message for
+// steps that have none); images as a text placeholder naming the attachment; tool calls and results
+// as tool_call / tool_call_update cards (handlers/tool_card.hpp: kinds, titles, locations, diffs);
+// todo/write as plan; titles as session_info_update; a failed or interrupted turn as a short agent
+// message saying so. Injected context (any user/message whose source is not the user) shows no user
+// text; a reference snapshot shows as its card right after its direct message's user chunk (the
+// next direct message for a snapshot written before it, as 45fc and our writers do; the previous
+// one for a recall the 0.1.1 harness writes right after it); a compaction checkpoint as the
+// compaction card where it sits (shadowed events replay as they were, and so does a tool result a
+// prune replaced). Stateful, bounded by one turn's bookkeeping; its only I/O is a stat per image.
 #pragma once
 
 #include "protocol/types/updates.hpp"
 
 #include <boost/json/object.hpp>
 
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -22,17 +26,38 @@
 
 namespace acp::handlers {
 
+struct ReplayPlaces {
+  std::string cwd;           ///< the session's working directory: relative tool paths are joined to it
+  std::string harness_home;  ///< image attachments live under it; "" = not checked
+};
+
 class Replayer {
 public:
-  /// Appends the updates for one raw event to `out`.
+  Replayer() = default;
+  explicit Replayer(ReplayPlaces places) : places_(std::move(places)) {}
+
+  /// Appends the updates for one event to `out`.
   void on_event(const boost::json::object& event, std::vector<protocol::SessionUpdate>& out);
 
 private:
+  void show_call(std::string id, std::string_view name, const boost::json::value* arguments,
+                 std::vector<protocol::SessionUpdate>& out);
+  protocol::ToolCallUpdate result_update(const boost::json::object& data, std::string id);
+  std::string display_text(const boost::json::value& content) const;
+
+  ReplayPlaces places_;
+  // Per turn (cleared at turn/end, so a long log costs no more than its largest turn):
   std::set<std::pair<std::int64_t, std::int64_t>> steps_with_chunks_;  ///< (turn, step) that streamed text
   std::optional<std::pair<std::int64_t, std::int64_t>> last_step_with_chunks_;  ///< a step's chunks come in a run
   std::set<std::string> tool_calls_shown_;
+  /// write/edit calls waiting for their result, with the change their arguments ask for; erased
+  /// when the result arrives (the only arguments kept).
+  std::map<std::string, std::optional<protocol::ToolDiff>, std::less<>> pending_changes_;
+  // Across turns:
   /// An injected reference snapshot waiting for its direct message: (seq, source record).
   std::optional<std::pair<std::int64_t, boost::json::object>> pending_card_;
+  /// Whether the previous event was a direct user message (a 0.1.1 recall follows it at once).
+  bool after_direct_message_ = false;
   /// Seqs of compact/start and compact/summary events (not messages a checkpoint replaced).
   std::set<std::int64_t> compact_events_;
 };

@@ -31,7 +31,8 @@ constexpr std::size_t kBatchBytes = 256u << 10;
 // client stopped reading) the replay stops.
 class ReplaySink {
 public:
-  ReplaySink(HandlerContext& ctx, std::string id) : ctx_(ctx), id_(id), text_frames_(std::move(id)) {}
+  ReplaySink(HandlerContext& ctx, std::string id, ReplayPlaces places)
+      : ctx_(ctx), id_(id), replayer_(std::move(places)), text_frames_(std::move(id)) {}
 
   void operator()(boost::json::object&& event_in) {
     {
@@ -91,7 +92,7 @@ boost::asio::awaitable<protocol::LoadSessionResponse> session_load(HandlerContex
   store::SessionHeader header = co_await ctx.engine.find_stored(req.sessionId, req.cwd);
   // Frames are queued on the session's stream in order, and the answer below goes to the same
   // stream after all of them (the session/load rule: the whole history first, then the response).
-  auto sink = std::make_shared<ReplaySink>(ctx, req.sessionId);
+  auto sink = std::make_shared<ReplaySink>(ctx, req.sessionId, ReplayPlaces{header.cwd.value_or(""), ctx.config.harness_home});
   engine::EventSink replay = [sink](boost::json::object&& e) { (*sink)(std::move(e)); };
   // On the pool, before and after the log: a replay queued behind others may start after the
   // connection began closing; the last batch is in the outbox before the answer is queued.

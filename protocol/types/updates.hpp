@@ -37,11 +37,30 @@ BOOST_DESCRIBE_ENUM(ToolKind, read, edit, delete_, move, search, execute, think,
 enum class ToolCallStatus { pending, in_progress, completed, failed };
 BOOST_DESCRIBE_ENUM(ToolCallStatus, pending, in_progress, completed, failed)
 
-struct ToolCallContent {
+/// Tool output shown as a content block.
+struct ToolContent {
   static constexpr std::string_view kTagKey = "type", kTag = "content";
   ContentBlock content;
 };
-BOOST_DESCRIBE_STRUCT(ToolCallContent, (), (content))
+BOOST_DESCRIBE_STRUCT(ToolContent, (), (content))
+
+/// A file change; `path` absolute, no `oldText` for a new file.
+struct ToolDiff {
+  static constexpr std::string_view kTagKey = "type", kTag = "diff";
+  std::string path;
+  std::optional<std::string> oldText;
+  std::string newText;
+};
+BOOST_DESCRIBE_STRUCT(ToolDiff, (), (path, oldText, newText))
+
+using ToolCallContent = std::variant<ToolContent, ToolDiff>;
+
+/// A file the tool reads or changes (absolute path, 1-based line).
+struct ToolCallLocation {
+  std::string path;
+  std::optional<std::uint32_t> line;
+};
+BOOST_DESCRIBE_STRUCT(ToolCallLocation, (), (path, line))
 
 struct ToolCall {
   static constexpr std::string_view kTagKey = "sessionUpdate", kTag = "tool_call";
@@ -50,11 +69,12 @@ struct ToolCall {
   std::optional<ToolKind> kind;
   std::optional<ToolCallStatus> status;
   std::optional<std::vector<ToolCallContent>> content;
+  std::optional<std::vector<ToolCallLocation>> locations;
   std::optional<boost::json::value> rawInput;
   std::optional<boost::json::value> rawOutput;
   Meta _meta;
 };
-BOOST_DESCRIBE_STRUCT(ToolCall, (), (toolCallId, title, kind, status, content, rawInput, rawOutput, _meta))
+BOOST_DESCRIBE_STRUCT(ToolCall, (), (toolCallId, title, kind, status, content, locations, rawInput, rawOutput, _meta))
 
 struct ToolCallUpdate {
   static constexpr std::string_view kTagKey = "sessionUpdate", kTag = "tool_call_update";
@@ -63,11 +83,12 @@ struct ToolCallUpdate {
   std::optional<ToolKind> kind;
   std::optional<ToolCallStatus> status;
   std::optional<std::vector<ToolCallContent>> content;
+  std::optional<std::vector<ToolCallLocation>> locations;
   std::optional<boost::json::value> rawInput;
   std::optional<boost::json::value> rawOutput;
   Meta _meta;
 };
-BOOST_DESCRIBE_STRUCT(ToolCallUpdate, (), (toolCallId, title, kind, status, content, rawInput, rawOutput, _meta))
+BOOST_DESCRIBE_STRUCT(ToolCallUpdate, (), (toolCallId, title, kind, status, content, locations, rawInput, rawOutput, _meta))
 
 enum class PlanEntryPriority { high, medium, low };
 BOOST_DESCRIBE_ENUM(PlanEntryPriority, high, medium, low)

@@ -141,6 +141,11 @@ bool ensure_private_dir(const std::string& dir) {
 }
 
 bool for_each_dir_entry(const std::string& dir, const std::function<void(std::string_view name, int dirfd)>& fn) {
+  return for_each_dir_entry_typed(dir, [&](std::string_view n, int dfd, unsigned char) { fn(n, dfd); });
+}
+
+bool for_each_dir_entry_typed(const std::string& dir,
+                              const std::function<void(std::string_view name, int dirfd, unsigned char type)>& fn) {
   UniqueFd fd = open_nofollow(dir, O_RDONLY | O_DIRECTORY);
   if (!fd) return false;
   DIR* d = ::fdopendir(fd.get());
@@ -150,7 +155,7 @@ bool for_each_dir_entry(const std::string& dir, const std::function<void(std::st
   try {
     while (dirent* e = ::readdir(d)) {
       std::string_view n = e->d_name;
-      if (n != "." && n != "..") fn(n, dfd);
+      if (n != "." && n != "..") fn(n, dfd, e->d_type);
     }
   } catch (...) {
     ::closedir(d);

@@ -77,6 +77,11 @@ bool ensure_private_dir(const std::string& dir);
 /// Returns false when the directory cannot be opened. `dirfd` allows fstatat() without path walks.
 bool for_each_dir_entry(const std::string& dir, const std::function<void(std::string_view name, int dirfd)>& fn);
 
+/// The same, with the entry's type as readdir reports it (DT_REG, DT_DIR, DT_LNK, …; DT_UNKNOWN
+/// on file systems that do not fill d_type: the caller stats then).
+bool for_each_dir_entry_typed(const std::string& dir,
+                              const std::function<void(std::string_view name, int dirfd, unsigned char type)>& fn);
+
 /// lstat(); false when missing.
 bool lstat_path(const std::string& path, struct stat& st);
 

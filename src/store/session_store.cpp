@@ -8,6 +8,7 @@
 #include "support/log.hpp"
 #include "support/paths.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -93,33 +94,53 @@ struct DetectedLayout {
   std::string flat_log;  ///< a flat log, when the root holds any
 };
 
+// The entry's type: readdir's when it gave one, else lstat's. Symlinks are never followed.
+mode_t entry_type(int dfd, std::string_view name, unsigned char d_type) {
+  switch (d_type) {
+    case DT_REG: return S_IFREG;
+    case DT_DIR: return S_IFDIR;
+    case DT_UNKNOWN: break;
+    default: return 0;  // symlinks, sockets, …: neither a log nor a directory of logs
+  }
+  struct stat st {};
+  if (::fstatat(dfd, std::string(name).c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return 0;
+  return st.st_mode & S_IFMT;
+}
+
+// A regular file at `rel` below the directory `dfd` (no symlink followed at its last component).
+bool regular_file_at(int dfd, const std::string& rel, const std::string& dir) {
+  struct stat st {};
+  if (::fstatat(dfd, rel.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) return S_ISREG(st.st_mode);
+  if (errno == ENOENT || errno == ENOTDIR) return false;
+  throw_errno("stat", dir + "/" + rel, errno);
+}
+
 DetectedLayout detect_layout_of(const std::string& root_, const StoreOptions& options) {
   // What the root holds: flat logs (45fc) and session directories (0.1), of either encoding. The
-  // first file of each kind is kept to name it in an error.
+  // first file of each kind is kept to name it in an error. The walk costs one stat per session
+  // directory and none per flat log (readdir's d_type): once an encoding has been seen, only the
+  // other one is looked for, since further logs of a known encoding change nothing.
   std::string flat_log, dir_log, by_encoding[2];
-  for_each_dir_entry(root_, [&](std::string_view b, int rootfd) {
-    struct stat st {};
-    if (::fstatat(rootfd, std::string(b).c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode)) return;
+  for_each_dir_entry_typed(root_, [&](std::string_view b, int rootfd, unsigned char btype) {
+    if (entry_type(rootfd, b, btype) != S_IFDIR) return;
     const std::string bdir = root_ + "/" + std::string(b);
-    for_each_dir_entry(bdir, [&](std::string_view n, int bfd) {
-      // Names decide without a stat where they can: a root of 10k sessions is scanned at start-up.
-      const bool lock_or_tmp = n.size() > 5 && (n.substr(n.size() - 5) == ".lock" || n.substr(n.size() - 4) == ".tmp");
-      if (lock_or_tmp) return;
-      const std::string path = bdir + "/" + std::string(n);
-      struct stat est {};
-      if (auto e = log_encoding_of(n)) {
-        if (flat_log.empty()) flat_log = path;
-        if (by_encoding[*e == Encoding::zstd ? 0 : 1].empty()) by_encoding[*e == Encoding::zstd ? 0 : 1] = path;
-        return;
-      }
-      if (::fstatat(bfd, std::string(n).c_str(), &est, AT_SYMLINK_NOFOLLOW) != 0) return;
-      if (S_ISDIR(est.st_mode)) {
+    for_each_dir_entry_typed(bdir, [&](std::string_view n, int bfd, unsigned char type) {
+      const mode_t kind = entry_type(bfd, n, type);
+      if (kind == S_IFREG) {
+        if (auto e = log_encoding_of(n)) {
+          const std::string path = bdir + "/" + std::string(n);
+          if (flat_log.empty()) flat_log = path;
+          if (by_encoding[*e == Encoding::zstd ? 0 : 1].empty()) by_encoding[*e == Encoding::zstd ? 0 : 1] = path;
+        }
+      } else if (kind == S_IFDIR) {
         for (Encoding e : {Encoding::zstd, Encoding::none}) {
-          const std::string log = path + "/" + v01_log_name(e);
-          struct stat lst {};
-          if (!lstat_path(log, lst) || !S_ISREG(lst.st_mode)) continue;
+          std::string& first = by_encoding[e == Encoding::zstd ? 0 : 1];
+          if (!first.empty() && !dir_log.empty()) continue;  // known already: nothing new to learn
+          const std::string rel = std::string(n) + "/" + v01_log_name(e);
+          if (!regular_file_at(bfd, rel, bdir)) continue;
+          const std::string log = bdir + "/" + rel;
           if (dir_log.empty()) dir_log = log;
-          if (by_encoding[e == Encoding::zstd ? 0 : 1].empty()) by_encoding[e == Encoding::zstd ? 0 : 1] = log;
+          if (first.empty()) first = log;
         }
       }
     });

@@ -7,6 +7,7 @@
 #include <boost/json.hpp>
 
 #include <cerrno>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <limits>
@@ -175,6 +176,21 @@ std::string xdg_dir(const Environment& env, const char* var, const char* home_re
   return base + "/dsh-acp";
 }
 
+// As the harness resolves it (harness-0.1.md §1.1): $DSH_HOME unless empty or blank, else ~/.dsh;
+// a leading `~` expanded, then made absolute and normal.
+std::string harness_home_dir(const Environment& env) {
+  std::string home = env_or(env, "HOME", "/tmp");
+  std::string dir = env_or(env, "DSH_HOME", "");
+  if (dir.find_first_not_of(" \t\n\r\f\v") == std::string::npos) dir = home + "/.dsh";
+  else if (dir == "~") dir = home;
+  else if (dir.rfind("~/", 0) == 0) dir = home + dir.substr(1);
+  std::error_code ec;
+  std::filesystem::path path = std::filesystem::absolute(dir, ec).lexically_normal();
+  std::string out = ec ? dir : path.string();
+  while (out.size() > 1 && out.back() == '/') out.pop_back();
+  return out;
+}
+
 std::string read_file(const std::string& path, bool& exists) {
   std::ifstream in(path, std::ios::binary);
   exists = static_cast<bool>(in);
@@ -341,14 +357,11 @@ CliResult load_config(const std::vector<std::string>& args, const Environment& e
   if (config.stores.empty())
     config.stores = {home.empty() ? xdg_dir(env, "XDG_DATA_HOME", ".local/share") + "/sessions" : home + "/sessions"};
   config.store = config.stores.front();
-  // The harness's own root (harness-0.1 §1.1): $DSH_HOME/sessions, else ~/.dsh/sessions.
-  std::string dsh_home = env_or(env, "DSH_HOME", "");
-  if (dsh_home.find_first_not_of(" \t\r\n") == std::string::npos) dsh_home = env_or(env, "HOME", "/tmp") + "/.dsh";
-  else if (dsh_home == "~" || dsh_home.rfind("~/", 0) == 0) dsh_home = env_or(env, "HOME", "/tmp") + dsh_home.substr(1);
-  config.harness_store = dsh_home + "/sessions";
   if (config.log_file.empty())
     config.log_file = home.empty() ? xdg_dir(env, "XDG_STATE_HOME", ".local/state") + "/dsh-acp.log" : home + "/dsh-acp.log";
   config.cache_dir = home.empty() ? xdg_dir(env, "XDG_CACHE_HOME", ".cache") : home + "/cache";
+  config.harness_home = harness_home_dir(env);
+  config.harness_store = config.harness_home + "/sessions";  // the harness's own root (harness-0.1 §1.1)
   if (config.provider == "deepseek") {
     if (config.model.empty()) config.model = kDeepSeekDefaultModel;
     if (config.base_url.empty()) config.base_url = kDeepSeekBaseUrl;

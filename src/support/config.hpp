@@ -24,6 +24,7 @@ struct Config {
   std::string store_compression;  ///< "zstd" | "none" | "" (keep the root's own, zstd for a new root)
   std::string store_generation;   ///< "45fc" | "0.1" | "" (the root's own; 0.1 for harness_store, else 45fc)
   std::string cache_dir;          ///< listing index location ($XDG_CACHE_HOME/dsh-acp)
+  std::string harness_home;       ///< the harness's home ($DSH_HOME, else ~/.dsh): image attachments live there
   std::string provider = "deepseek";
   std::string model;
   std::string base_url;

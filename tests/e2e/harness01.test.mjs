@@ -78,6 +78,16 @@ for (const enc of ['raw', 'zstd']) {
     const results = r01.filter((u) => u.sessionUpdate === 'tool_call_update');
     assert.equal(results.find((u) => u.toolCallId === 'call-bash')?.status, 'failed');
     assert.equal(results.find((u) => u.toolCallId === 'call-edit')?.status, 'completed');
+    const card = (id) => r01.find((u) => u.sessionUpdate === 'tool_call' && u.toolCallId === id);
+    assert.equal(card('call-read').kind, 'read');
+    assert.equal(card('call-read').locations[0].path, path.join(s.cwd, 'src/config.ts'));
+    assert.equal(card('call-edit').kind, 'edit');
+    assert.equal(card('call-bash').kind, 'execute');
+    const diff = results.find((u) => u.toolCallId === 'call-edit').content.find((c) => c.type === 'diff');
+    assert.ok(diff && diff.oldText.includes('nmae') && diff.newText.includes('name'), JSON.stringify(diff));
+    const shown = JSON.stringify(r01);
+    assert.match(shown, /\[image screenshot\.png \(image\/png, 152 bytes\)\]/, 'a present image is a placeholder with name and size');
+    assert.match(shown, /\[image gone\.png \(image\/png, 4096 bytes\) — attachment missing\]/, 'a missing one says so');
     assert.ok(r01.some((u) => u.sessionUpdate === 'plan' && u.entries.length === 3), 'todo/write is a plan');
     assert.ok(r01.some((u) => u.sessionUpdate === 'tool_call' && u.kind === 'think'), 'the compaction has its card');
     assert.ok(!JSON.stringify(r01).includes('not marked ignorable'), 'an unknown event is shown nowhere');
@@ -209,4 +219,19 @@ test('a discovered harness root is listed read-only; a newer format version is r
     -32603, 'SESSION_LOG_CORRUPT');
   assert.match(e.message, /version 1/);
   assert.deepEqual(readFileSync(v1), before);
+});
+
+test('the golden 0.1 logs are 0.1.1 logs: the harness\'s own reader accepts them (strict)', async (t) => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'dsh-acp-h01v-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  // Without the one event 0.1.1 refuses on purpose (an unknown type not marked ignorable).
+  execFileSync('python3', [GENERATOR, path.join(dir, 'stores'), path.join(dir, 'proj'), '--harness-valid']);
+  const check = path.join(here, '..', 'harness-check', 'check-root.mjs');
+  for (const [root, compression] of [['v01-raw', 'none'], ['v01-zstd', 'zstd']]) {
+    const out = execFileSync(process.execPath, [check, path.join(dir, 'stores', root), '--compression', compression,
+      '--copy', '--strict', '--expect', '2'], { encoding: 'utf8' });
+    const rows = out.trim().split('\n').map((l) => JSON.parse(l));
+    assert.deepEqual(rows.map((r) => [r.id, r.ok, r.migrated]).sort(), [['01-recall', true, 0], ['01-tools', true, 0]], out);
+    assert.equal(rows.find((r) => r.id === '01-tools').events, 136);
+  }
 });

@@ -285,6 +285,19 @@ BOOST_AUTO_TEST_CASE(a_root_is_detected_from_what_it_holds) {
     BOOST_TEST(what.find("--p--/a/session.jsonl") != std::string::npos);
     BOOST_TEST(what.find("--p--/b/session.jsonl.zstd") != std::string::npos);
   }
+  // The walk stops looking for an encoding once it has seen one: a single log of the other one
+  // among many, in any directory order, and one session directory holding both, are still found.
+  for (const char* odd : {"root/--q--/k/session.jsonl", "root/--p--/c3/session.jsonl"}) {
+    TempDir many;
+    for (int i = 0; i < 6; ++i)
+      write_file(many / ("root/--p--/c" + std::to_string(i) + "/session.jsonl.zstd"),
+                 compress_frame(R"({"type":"session","version":0,"id":"c)" + std::to_string(i) +
+                                R"(","createdAt":1,"delegationDepth":0})" "\n"));
+    write_file(many / odd, R"({"type":"session","version":0,"id":"k","createdAt":1,"delegationDepth":0})" "\n");
+    StoreOptions mm;
+    mm.root = many / "root";
+    BOOST_CHECK_THROW(SessionStore::check_root(mm), EncodingMismatch);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(flat_logs_in_a_01_root_are_read_only_and_dirs_without_a_log_are_skipped) {

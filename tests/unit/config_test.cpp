@@ -50,6 +50,18 @@ BOOST_AUTO_TEST_CASE(dsh_acp_home_holds_everything) {
   BOOST_TEST(c.log_file == t.path + "/dsh-acp.log");
 }
 
+// Image attachments of harness sessions live in the harness's home, found as the harness finds it.
+BOOST_AUTO_TEST_CASE(harness_home_is_dsh_home_unless_blank_else_dot_dsh) {
+  BOOST_TEST(load({}, {{"HOME", "/home/u"}}).harness_home == "/home/u/.dsh");
+  BOOST_TEST(load({}, {{"HOME", "/home/u"}, {"DSH_HOME", " \t "}}).harness_home == "/home/u/.dsh");
+  BOOST_TEST(load({}, {{"HOME", "/home/u"}, {"DSH_HOME", "/opt/dsh/"}}).harness_home == "/opt/dsh");
+  BOOST_TEST(load({}, {{"HOME", "/home/u"}, {"DSH_HOME", "~/h/../dsh"}}).harness_home == "/home/u/dsh");
+  BOOST_TEST(load({}, {{"HOME", "/home/u"}, {"DSH_HOME", "~"}}).harness_home == "/home/u");
+  char cwd[4096];
+  BOOST_TEST_REQUIRE(::getcwd(cwd, sizeof cwd) != nullptr);
+  BOOST_TEST(load({}, {{"HOME", "/home/u"}, {"DSH_HOME", "rel"}}).harness_home == (std::string(cwd) == "/" ? "/rel" : std::string(cwd) + "/rel"));
+}
+
 BOOST_AUTO_TEST_CASE(flag_beats_environment_beats_file_beats_default) {
   TempDir t;
   t.write("config.json", R"({"echoDelayMs": 3, "maxReferences": 2, "candidateLimit": 7})");

@@ -57,6 +57,22 @@ BOOST_AUTO_TEST_CASE(keyword_enumerators_drop_their_trailing_underscore) {
   BOOST_TEST((*std::get<protocol::ToolCall>(back).kind == protocol::ToolKind::delete_));
 }
 
+// Tool call content is a tagged union (acp-protocol.md §5): content blocks and diffs, a new file's
+// diff without oldText; locations with an optional line.
+BOOST_AUTO_TEST_CASE(tool_call_content_is_content_or_diff_by_type) {
+  const std::string text =
+      R"({"sessionUpdate":"tool_call_update","toolCallId":"c","status":"completed","content":[)"
+      R"({"type":"diff","path":"/a","oldText":"x","newText":"y"},{"type":"diff","path":"/b","newText":"z"},)"
+      R"({"type":"content","content":{"type":"text","text":"ok"}}],"locations":[{"path":"/a","line":3},{"path":"/b"}]})";
+  auto update = std::get<protocol::ToolCallUpdate>(wire::decode<protocol::SessionUpdate>(parse(text)));
+  BOOST_TEST_REQUIRE(update.content->size() == 3u);
+  BOOST_TEST(*std::get<protocol::ToolDiff>((*update.content)[0]).oldText == "x");
+  BOOST_TEST(!std::get<protocol::ToolDiff>((*update.content)[1]).oldText.has_value());
+  BOOST_TEST(std::holds_alternative<protocol::ToolContent>((*update.content)[2]));
+  BOOST_TEST(*(*update.locations)[0].line == 3u);
+  BOOST_TEST(wire::encode(protocol::SessionUpdate{update}) == parse(text));
+}
+
 BOOST_AUTO_TEST_CASE(unknown_keys_are_ignored_and_null_optionals_read_as_absent) {
   auto req = wire::decode<protocol::NewSessionRequest>(parse(R"({"cwd":"/x","future":true,"additionalDirectories":null})"));
   BOOST_TEST(req.cwd == "/x");

@@ -8,11 +8,13 @@ The two logs of a scenario hold the same events at the same seqs, so whatever ds
 them (replay frames, the model's conversation, a reference snapshot) must be the same: that is the
 oracle the tests use, besides direct checks of the 0.1 shapes.
 
-    generate.py OUT_DIR CWD [--dsh-home DIR]
+    generate.py OUT_DIR CWD [--dsh-home DIR] [--harness-valid]
 
 writes OUT_DIR/{v01-raw,v01-zstd,v45-raw,v45-zstd}/ (four store roots; the zstd 0.1 root packs
 chunk runs into rows as 0.1.1's packChunks does) and, with --dsh-home, the attachment objects of the
 images (one present, one missing on purpose). Ids: "01-<scenario>" and "45-<scenario>".
+--harness-valid leaves out the one event 0.1.1 itself refuses (an unknown type not marked
+ignorable), so the 0.1 roots can be checked by the harness's own reader (tests/harness-check).
 Uses only the standard library and the `zstd` command.
 """
 import hashlib
@@ -161,6 +163,9 @@ def stream(log, turn, step, reasoning, answer, call=None):
     return log.chunks(turn, step, pieces)
 
 
+HARNESS_VALID = False
+
+
 def scenario_tools(cwd):
     """A harness 0.1.1 coding session: tools, images, a plan, every opaque plugin record, an aborted,
     a failed and a blocked turn, a pruned tool result and an idle compaction."""
@@ -183,7 +188,7 @@ def scenario_tools(cwd):
     log.add('hook/invoked', {'hook': 'agent/pre-step', 'plugin': 'golden'})
     log.add('hook/result', {'hook': 'agent/pre-step', 'plugin': 'golden', 'outcome': 'continue'})
     log.flush()
-    read_args = js({'path': 'src/config.ts'})
+    read_args = js({'file_path': 'src/config.ts'})
     c = stream(log, 1, 1, ['Looking ', 'at the ', 'config.'], ['Let me ', 'read ', 'it.'], ('call-read', 'read', read_args))
     log.flush()
     log.assistant(1, 1, [{'type': 'reasoning', 'text': 'Looking at the config.'}, text('Let me read it.'),
@@ -245,7 +250,8 @@ def scenario_tools(cwd):
                       ('web/deepseek-search-llm-request', {'query': 'typo'})]:
         log.add(typ, data)
     log.add('future/ignorable-thing', {'note': 'a newer harness wrote this'}, ignorable=True)
-    log.add('future/unknown-thing', {'note': 'not marked ignorable'})
+    if not HARNESS_VALID:
+        log.add('future/unknown-thing', {'note': 'not marked ignorable'})
     log.flush()
     # Turn 2: aborted by the user mid-stream.
     log.turn_start(2)
@@ -426,6 +432,8 @@ def main(argv):
         sys.exit(__doc__)
     out, cwd = argv[1], argv[2]
     dsh_home = argv[argv.index('--dsh-home') + 1] if '--dsh-home' in argv else None
+    global HARNESS_VALID
+    HARNESS_VALID = '--harness-valid' in argv
     for gen, prefix in (('v01', '01'), ('v45', '45')):
         for zstd in (False, True):
             root = os.path.join(out, '%s-%s' % (gen, 'zstd' if zstd else 'raw'))

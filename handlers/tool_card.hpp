@@ -1,0 +1,42 @@
+// Tool calls of the harness's own tools as an editor expects them (acp-protocol.md §5, §10). The
+// tool catalog of harness 0.1.1 (the same names in 45fc) gets an honest ACP kind, a readable title
+// and, for the file tools, the file as the card's location: read/read_image → read, write/edit →
+// edit, bash → execute, glob/grep → search; any other tool is an `other` card titled with its name.
+// A write or edit that succeeded shows its change as a diff. Pure: relative paths are joined to the
+// session's cwd, never looked up.
+#pragma once
+
+#include "protocol/types/updates.hpp"
+
+#include <boost/json/object.hpp>
+#include <boost/json/value.hpp>
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace acp::handlers {
+
+/// A call's arguments: the model's JSON string parsed; a string that is not JSON stays that string;
+/// none (nullptr) is null.
+boost::json::value parse_arguments(const boost::json::value* arguments);
+
+/// The card (in progress) of a call of `name` with parsed `arguments`; `rawInput` takes them
+/// unless they are null.
+protocol::ToolCall tool_call_card(std::string id, std::string_view name, boost::json::value arguments,
+                                  std::string_view cwd);
+
+/// Whether `name` is a tool that changes a file (write, edit): its success may show a diff.
+bool changes_file(std::string_view name);
+
+/// The change a write or edit asks for, from its arguments (edit: old_string → new_string; write: a
+/// file with `content`, no old text); nullopt for other tools and arguments without a file path.
+std::optional<protocol::ToolDiff> argument_diff(std::string_view name, const boost::json::value& arguments,
+                                                std::string_view cwd);
+
+/// The applied hunks a write/edit result records in `meta.diffs` ([{path, oldText|null, newText}],
+/// with context lines: better than the arguments); empty when it records none.
+std::vector<protocol::ToolDiff> result_diffs(const boost::json::object& result_data, std::string_view cwd);
+
+} // namespace acp::handlers
