@@ -37,7 +37,8 @@ std::optional<CompactionPlan> plan_compaction(const Conversation& conversation, 
     return std::nullopt;
   }
   // A reference snapshot belongs to the turn of the direct message that follows it.
-  while (cut > 0 && !surface[cut - 1].direct && !surface[cut - 1].checkpoint && surface[cut - 1].role == llm::Role::user &&
+  while (cut > 0 && !surface[cut - 1].direct && !surface[cut - 1].checkpoint &&
+         surface[cut - 1].message.role == llm::Role::user &&
          surface[cut - 1].turn != 0 && surface[cut - 1].turn == surface[cut].turn)
     --cut;
   CompactionPlan plan;
@@ -46,10 +47,10 @@ std::optional<CompactionPlan> plan_compaction(const Conversation& conversation, 
   for (std::size_t i = 0; i < cut; ++i) {
     const auto& e = surface[i];
     plan.shadowed_seqs.push_back(e.seq);
-    if (e.text.empty() || conversation.refused(e.turn)) continue;
-    std::int64_t tokens = llm::estimate_message_tokens({e.role, e.text});
+    if ((e.message.text.empty() && e.message.tool_calls.empty()) || conversation.refused(e.turn)) continue;
+    std::int64_t tokens = llm::estimate_message_tokens(e.message);
     plan.shadowed_tokens += tokens;
-    plan.bytes += e.text.size();
+    plan.bytes += llm::message_bytes(e.message);
     if (!e.checkpoint) new_tokens += tokens;
   }
   if (cut == 0 || new_tokens == 0) {
@@ -90,6 +91,8 @@ llm::Request summary_request(const Conversation& conversation, const CompactionP
       total -= llm::estimate_message_tokens(shadowed[keep_first + drop]);
       ++drop;
     }
+    // A tool message must follow its call: the answers of a dropped call go with it.
+    while (drop && keep_first + drop < shadowed.size() && shadowed[keep_first + drop].role == llm::Role::tool) ++drop;
     if (drop) shadowed.erase(shadowed.begin() + static_cast<std::ptrdiff_t>(keep_first),
                              shadowed.begin() + static_cast<std::ptrdiff_t>(keep_first + drop));
   }

@@ -27,7 +27,7 @@ struct CompactionPlan {
   std::size_t cut = 0;                 ///< surface entries [0, cut) are shadowed
   boost::json::array shadowed_seqs;    ///< their seqs, in surface order
   std::int64_t shadowed_tokens = 0;    ///< estimated tokens of their messages
-  std::size_t bytes = 0;               ///< UTF-8 bytes of their texts
+  std::size_t bytes = 0;               ///< UTF-8 bytes of their messages (llm::message_bytes)
   std::size_t messages() const noexcept { return shadowed_seqs.size(); }
   std::int64_t start_seq() const { return shadowed_seqs.front().as_int64(); }
   std::int64_t end_seq() const { return shadowed_seqs.back().as_int64(); }

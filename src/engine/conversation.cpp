@@ -6,6 +6,7 @@
 #include <boost/json.hpp>
 
 #include <algorithm>
+#include <unordered_map>
 
 namespace acp::engine {
 
@@ -15,33 +16,43 @@ using store::string_at;
 
 namespace {
 
-std::string assistant_text(const json::value& content) {
-  std::string text;
-  const auto* blocks = content.if_array();
-  if (!blocks) return text;
-  for (const auto& b : *blocks) {
-    const auto* block = b.if_object();
-    if (!block) continue;
-    std::string_view type = string_at(*block, "type");
-    std::string piece;
-    if (type == "text") piece = std::string(string_at(*block, "text"));
-    else if (type == "tool-call") {
-      const auto* args = block->if_contains("arguments");
-      std::string arguments = args && args->is_string() ? std::string(args->get_string())
-                              : args                    ? json::serialize(*args)
-                                                        : std::string();
-      piece = "[tool " + std::string(string_at(*block, "name")) + "] " + arguments;
-    }
-    if (piece.empty()) continue;
-    if (!text.empty()) text += "\n";
-    text += piece;
-  }
-  return text;
-}
+constexpr std::string_view kNoOutput = "(no output)";
 
 std::int64_t int_at(const json::object& o, std::string_view key) {
   const auto* v = o.if_contains(key);
-  return v && v->is_int64() ? v->get_int64() : 0;
+  return v ? store::safe_int(*v).value_or(0) : 0;
+}
+
+std::string image_placeholder(const json::object& block) {
+  std::vector<std::string> parts;
+  if (const json::object* a = object_at(block, "attachment")) {
+    std::string_view label = string_at(*a, "name");
+    if (label.empty()) label = string_at(*a, "attachmentId");
+    if (!label.empty()) parts.emplace_back(label);
+    if (std::string_view type = string_at(*a, "mediaType"); !type.empty()) parts.emplace_back(type);
+    if (const auto* bytes = a->if_contains("bytes"))
+      if (auto n = store::safe_int(*bytes)) parts.push_back(std::to_string(*n) + " bytes");
+  }
+  std::string out = "[image";
+  for (std::size_t i = 0; i < parts.size(); ++i) out += (i ? ", " : ": ") + parts[i];
+  return out + " omitted]";
+}
+
+// The tool-call blocks of an assistant message's content.
+std::vector<llm::ToolCall> tool_calls(const json::value& content) {
+  std::vector<llm::ToolCall> calls;
+  const auto* blocks = content.if_array();
+  if (!blocks) return calls;
+  for (const auto& b : *blocks) {
+    const auto* block = b.if_object();
+    if (!block || string_at(*block, "type") != "tool-call") continue;
+    const auto* args = block->if_contains("arguments");
+    calls.push_back({std::string(string_at(*block, "id")), std::string(string_at(*block, "name")),
+                     args && args->is_string() ? std::string(args->get_string())
+                     : args                    ? json::serialize(*args)
+                                               : std::string()});
+  }
+  return calls;
 }
 
 bool is_reference_snapshot(const json::object& data) {
@@ -62,6 +73,20 @@ std::string content_text(const json::value& content) {
     if (!first) text += "\n";
     text += string_at(*block, "text");
     first = false;
+  }
+  return text;
+}
+
+std::string request_text(const json::value& content) {
+  std::string text;
+  const auto* blocks = content.if_array();
+  if (!blocks) return text;
+  for (const auto& b : *blocks) {
+    const auto* block = b.if_object();
+    if (!block) continue;
+    std::string_view type = string_at(*block, "type");
+    if (type == "text") text += string_at(*block, "text");
+    else if (type == "image") text += image_placeholder(*block);
   }
   return text;
 }
@@ -89,22 +114,28 @@ void Conversation::observe(const json::object& event) {
   Entry entry;
   entry.seq = seq;
   entry.turn = open_turn_;
+  const json::value* content = data ? data->if_contains("content") : nullptr;
+  llm::Message& m = entry.message;
   if (type == "user/message" || type == "steering/message") {
-    entry.role = llm::Role::user;
+    m.role = llm::Role::user;
     if (data && !open_turn_ && is_reference_snapshot(*data)) entry.turn = last_turn_ + 1;
     if (const json::object* source = data ? object_at(*data, "source") : nullptr) {
       std::string_view kind = string_at(*source, "kind");
       entry.direct = type == "user/message" && kind == "user";
       entry.checkpoint = type == "user/message" && kind == "plugin" && string_at(*source, "plugin") == "compact";
     }
-    if (const auto* content = data ? data->if_contains("content") : nullptr) entry.text = content_text(*content);
+    if (content) m.text = request_text(*content);
   } else if (type == "assistant/message") {
-    entry.role = llm::Role::assistant;
-    if (const auto* content = data ? data->if_contains("content") : nullptr) entry.text = assistant_text(*content);
+    m.role = llm::Role::assistant;
+    if (content) {
+      m.text = request_text(*content);
+      m.tool_calls = tool_calls(*content);
+    }
   } else if (type == "tool/result") {
-    entry.role = llm::Role::assistant;
-    if (const auto* content = data ? data->if_contains("content") : nullptr)
-      entry.text = "[result] " + content_text(*content);
+    m.role = llm::Role::tool;
+    m.tool_call_id = data ? string_at(*data, "callId") : std::string_view();
+    if (content) m.text = request_text(*content);
+    if (m.text.empty()) m.text = kNoOutput;
   } else {
     return;  // not a surface event
   }
@@ -134,15 +165,42 @@ void Conversation::observe(const json::object& event) {
 std::vector<llm::Message> Conversation::messages() const { return messages(0, surface_.size()); }
 
 std::vector<llm::Message> Conversation::messages(std::size_t first, std::size_t last) const {
-  std::vector<llm::Message> out;
-  for (std::size_t i = first; i < last && i < surface_.size(); ++i) {
+  last = std::min(last, surface_.size());
+  auto left_out = [this](const Entry& e) { return e.turn && refused_turns_.count(e.turn); };
+  // Each call's answer: the first result for its id (taken at most once).
+  std::unordered_map<std::string_view, std::size_t> answer;
+  for (std::size_t i = first; i < last; ++i) {
     const Entry& e = surface_[i];
-    if (e.text.empty() || (e.turn && refused_turns_.count(e.turn))) continue;
-    if (e.role == llm::Role::assistant && !out.empty() && out.back().role == llm::Role::assistant) {
-      out.back().text += "\n" + e.text;
-      continue;
+    if (e.message.role == llm::Role::tool && !left_out(e)) answer.emplace(e.message.tool_call_id, i);
+  }
+  std::vector<llm::Message> out;
+  for (std::size_t i = first; i < last; ++i) {
+    const Entry& e = surface_[i];
+    const llm::Message& m = e.message;
+    // Tool messages go out right after their call, below.
+    if (left_out(e) || m.role == llm::Role::tool || (m.text.empty() && m.tool_calls.empty())) continue;
+    if (m.role == llm::Role::assistant && !out.empty() && out.back().role == llm::Role::assistant) {
+      llm::Message& merged = out.back();
+      if (!merged.text.empty() && !m.text.empty()) merged.text += "\n";
+      merged.text += m.text;
+      merged.tool_calls.insert(merged.tool_calls.end(), m.tool_calls.begin(), m.tool_calls.end());
+    } else {
+      out.push_back(m);
     }
-    out.push_back({e.role, e.text});
+    std::vector<std::size_t> answers;  // in surface order, as the harness sends them
+    std::vector<std::string_view> unanswered;
+    for (const auto& call : m.tool_calls) {
+      auto it = answer.find(call.id);
+      if (it != answer.end() && it->second > i) {
+        answers.push_back(it->second);
+        answer.erase(it);
+      } else {
+        unanswered.push_back(call.id);
+      }
+    }
+    std::sort(answers.begin(), answers.end());
+    for (std::size_t at : answers) out.push_back(surface_[at].message);
+    for (std::string_view id : unanswered) out.push_back({llm::Role::tool, std::string(kNoToolResult), {}, std::string(id)});
   }
   return out;
 }

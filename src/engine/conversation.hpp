@@ -1,16 +1,27 @@
 // The conversation a model request carries, derived from the session log in this one place.
 //
-// Fed every raw log event in seq order (events read back from disk and the records this process
-// appends alike), it keeps the current surface (harness-compat §2.1: appends, and replaces written
-// by compaction) as role-tagged texts, and knows which turn each surface message belongs to, so a
-// refused turn (turn/end error with code CONTENT_FILTER) drops out of every later request (ACP
+// Fed every normalised log event in seq order (events read back from disk and the records this
+// process appends alike), it keeps the current surface (harness-compat §2.1: appends, and replaces
+// written by compaction) as request messages, and knows which turn each surface message belongs to,
+// so a refused turn (turn/end error with code CONTENT_FILTER) drops out of every later request (ACP
 // `refusal`: the prompt and everything after it in that turn leave the context). An injected
 // reference snapshot written just before a turn/start belongs to that turn.
 //
-// Roles: user/steering messages (direct prompts, snapshots, compaction checkpoints) are user
-// messages, each on its own; assistant text, tool calls and tool results (`[tool name] args`,
-// `[result] text`: we offer the model no tools) merge into one assistant message, so roles alternate
-// except for the deliberate snapshot-then-prompt pair. Reasoning never goes back to the model.
+// Messages are what the harness's adapters send: user/steering messages (direct prompts, snapshots,
+// compaction checkpoints) are user messages, each on its own; an assistant/message is an assistant
+// message whose `tool-call` blocks are its tool_calls; a tool/result is a tool message answering its
+// callId ("(no output)" when it has no text, as the harness sends it). A message's text blocks are
+// joined with nothing (request_text(); replay and references keep content_text()'s '\n'), an image
+// is a text placeholder, reasoning never goes back to the model. Assistant messages that follow each
+// other (steps without calls between them) still merge, texts joined by '\n'.
+//
+// OpenAI's rule holds in every request: an assistant message's calls are answered by tool messages
+// right after it, before any other message. A call's answer is its first result later on the
+// surface, moved up to it; a call with no result on the surface (interrupted before a crash repair
+// wrote one, or its result shadowed by a compaction) is answered by kNoToolResult rather than
+// dropped, so the model's own message stays as it wrote it and the model learns the outcome is
+// unknown, as the harness's crash repair tells it. A result whose call is not on the surface, and a
+// second result for one call, are left out.
 #pragma once
 
 #include "llm/provider.hpp"
@@ -19,10 +30,14 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <unordered_set>
 #include <vector>
 
 namespace acp::engine {
+
+/// The answer given for a call whose result is not on the surface.
+inline constexpr std::string_view kNoToolResult = "(no result was recorded for this tool call)";
 
 class Conversation {
 public:
@@ -30,8 +45,7 @@ public:
   struct Entry {
     std::int64_t seq = 0;
     std::int64_t turn = 0;  ///< 0 = outside any turn
-    llm::Role role = llm::Role::user;
-    std::string text;
+    llm::Message message{llm::Role::user, {}};  ///< as sent, before calls are paired with their answers
     bool direct = false;      ///< a user/message from the user ({kind:"user"})
     bool checkpoint = false;  ///< a compaction checkpoint ({kind:"plugin",plugin:"compact"})
   };
@@ -43,7 +57,7 @@ public:
   std::int64_t next_seq() const noexcept { return next_seq_; }
   /// The messages of the current surface, refused turns left out.
   std::vector<llm::Message> messages() const;
-  /// The messages of surface entries [first, last), refused turns left out (same merging).
+  /// The messages of surface entries [first, last), refused turns left out (same pairing and merging).
   std::vector<llm::Message> messages(std::size_t first, std::size_t last) const;
   /// The current surface, in surface order.
   const std::vector<Entry>& surface() const noexcept { return surface_; }
@@ -59,7 +73,12 @@ private:
   std::int64_t last_turn_ = 0;
 };
 
-/// Text of the `text` blocks of a content array, joined with '\n'.
+/// Text of the `text` blocks of a content array, joined with '\n' (replay, reference projection).
 std::string content_text(const boost::json::value& content);
+
+/// A content array as a model request carries it: the `text` blocks joined with nothing, as the
+/// harness's adapters join them, and each `image` block replaced in place by
+/// `[image: <name, else attachmentId>, <mediaType>, <bytes> bytes omitted]` (parts it lacks left out).
+std::string request_text(const boost::json::value& content);
 
 } // namespace acp::engine

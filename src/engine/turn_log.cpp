@@ -31,9 +31,10 @@ json::object usage_object(const llm::Usage& u) {
   return o;
 }
 
-// The original's LlmFailure shape: finish reasons carry `failure`, never message/code directly.
+// The original's LlmFailure shape: finish reasons carry `failure`, never message/code directly. The
+// message is the harness's for an unmapped finish reason (`model stopped: <finish_reason>`).
 json::object refusal_failure() {
-  return json::object{{"message", "The model refused to answer (content filter)"}, {"code", kContentFilterCode}};
+  return json::object{{"message", "model stopped: content_filter"}, {"code", kContentFilterCode}};
 }
 
 } // namespace

@@ -20,15 +20,6 @@ namespace {
 constexpr std::size_t kPreviewChars = 48;
 constexpr long long kMaxEchoSleepMs = 60000;
 
-const char* role_name(Role r) {
-  switch (r) {
-  case Role::system: return "system";
-  case Role::user: return "user";
-  case Role::assistant: return "assistant";
-  }
-  return "?";
-}
-
 // Newlines shown as ⏎ so each request message stays on one line of the answer.
 std::string one_line(std::string_view text, std::size_t max_chars, bool& cut) {
   std::string out;
@@ -149,7 +140,7 @@ public:
       sink(Delta{DeltaKind::text, chunk});
     }
     std::int64_t input_bytes = 0;
-    for (const auto& m : request.messages) input_bytes += static_cast<std::int64_t>(m.text.size());
+    for (const auto& m : request.messages) input_bytes += static_cast<std::int64_t>(message_bytes(m));
     // Echo has no tokenizer: bytes stand in for tokens so usage is still recorded.
     done.usage = Usage{input_bytes, static_cast<std::int64_t>(answer.size()), std::nullopt, std::nullopt};
     done.stop = directives.stop;
@@ -169,7 +160,9 @@ std::string echo_answer(const Request& request) {
   const Message* last_user = nullptr;
   for (std::size_t i = 0; i < request.messages.size(); ++i) {
     const auto& m = request.messages[i];
-    out += "[" + std::to_string(i + 1) + "] " + role_name(m.role) + " " + std::to_string(m.text.size()) + " bytes";
+    out += "[" + std::to_string(i + 1) + "] ";
+    out += role_name(m.role);
+    out += " " + std::to_string(m.text.size()) + " bytes";
     if (m.role != Role::system) {
       bool cut = false;
       out += ": " + one_line(m.text, kPreviewChars, cut);
@@ -210,8 +203,9 @@ std::string echo_summary(const Request& request) {
     }
     const auto& m = request.messages[i];
     bool cut = false;
-    out += "\n- [" + std::to_string(n + 1) + "] " + role_name(m.role) + " " + std::to_string(m.text.size()) +
-           " bytes: " + one_line(m.text, kPreviewChars, cut);
+    out += "\n- [" + std::to_string(n + 1) + "] ";
+    out += role_name(m.role);
+    out += " " + std::to_string(m.text.size()) + " bytes: " + one_line(m.text, kPreviewChars, cut);
     if (cut) out += "\u2026";
   }
   return out;

@@ -18,7 +18,9 @@
 
 namespace acp::llm {
 
-/// The answer text for a request (pure; exposed for tests).
+/// The answer text for a request (pure; exposed for tests). A tool message is listed like any other
+/// (role `tool`); size and preview are of a message's text alone, so an assistant message with only
+/// tool calls reads `[i] assistant 0 bytes: ` (the calls are not shown; its tool messages follow).
 std::string echo_answer(const Request& request);
 
 /// The deterministic summary answering a Purpose::summary request (README "The echo model"):

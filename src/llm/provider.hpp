@@ -14,15 +14,38 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace acp::llm {
 
-enum class Role { system, user, assistant };
+enum class Role { system, user, assistant, tool };
 
+/// "system", "user", "assistant" or "tool" (the OpenAI names).
+constexpr std::string_view role_name(Role role) noexcept {
+  switch (role) {
+  case Role::system: return "system";
+  case Role::user: return "user";
+  case Role::assistant: return "assistant";
+  case Role::tool: return "tool";
+  }
+  return "user";
+}
+
+/// A call the model made, sent back with its assistant message.
+struct ToolCall {
+  std::string id;
+  std::string name;
+  std::string arguments;  ///< the model's raw JSON text, unchanged
+};
+
+/// One request message in OpenAI's shape: an assistant message may carry tool calls, and each call
+/// is answered by a tool message (tool_call_id) before the next user or assistant message.
 struct Message {
   Role role;
   std::string text;
+  std::vector<ToolCall> tool_calls = {};  ///< assistant only
+  std::string tool_call_id = {};          ///< tool only: the call this message answers
 };
 
 /// What a request is for: an answer to the user, or the summary of a compaction (the echo model

@@ -11,8 +11,16 @@ std::int64_t estimate_text_tokens(std::string_view text) {
   return (static_cast<std::int64_t>(text.size()) + kBytesPerToken - 1) / kBytesPerToken;
 }
 
+std::size_t message_bytes(const Message& message) {
+  std::size_t bytes = message.text.size() + message.tool_call_id.size();
+  for (const auto& call : message.tool_calls) bytes += call.id.size() + call.name.size() + call.arguments.size();
+  return bytes;
+}
+
 std::int64_t estimate_message_tokens(const Message& message) {
-  return estimate_text_tokens(message.text) + kMessageOverheadTokens;
+  const auto bytes = static_cast<std::int64_t>(message_bytes(message));
+  return (bytes + kBytesPerToken - 1) / kBytesPerToken + kMessageOverheadTokens +
+         kToolCallOverheadTokens * static_cast<std::int64_t>(message.tool_calls.size());
 }
 
 std::int64_t estimate_request_tokens(const std::vector<Message>& messages) {

@@ -1,10 +1,11 @@
 // How many tokens a request takes, without a tokenizer (we have none for any provider).
 //
-// Estimate: ceil(UTF-8 bytes / 3) per message text plus 4 tokens of per-message overhead (role and
-// separators), plus 3 for the request. BPE tokenizers average about 4 bytes per token on English and
-// code and about 3 bytes (one CJK character) or less per token elsewhere, so dividing by 3
-// over-counts English by about a third and stays near the truth for CJK: the estimate errs towards
-// compacting early rather than sending a request the provider refuses.
+// Estimate: ceil(UTF-8 bytes / 3) per message (its text, its tool calls' ids, names and arguments, the
+// id of the call a tool message answers) plus 4 tokens of per-message overhead (role and separators)
+// and 4 per tool call (its `type`/`function` wrapping), plus 3 for the request. BPE tokenizers average
+// about 4 bytes per token on English and code and about 3 bytes (one CJK character) or less per token
+// elsewhere, so dividing by 3 over-counts English by about a third and stays near the truth for CJK:
+// the estimate errs towards compacting early rather than sending a request the provider refuses.
 //
 // The answer needs room too: kAnswerReserve(window) tokens (an eighth of the window, at most 8192)
 // are kept free, and a request triggers compaction when its estimate exceeds
@@ -13,6 +14,7 @@
 
 #include "llm/provider.hpp"
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -22,12 +24,15 @@ namespace acp::llm {
 
 inline constexpr std::int64_t kBytesPerToken = 3;
 inline constexpr std::int64_t kMessageOverheadTokens = 4;
+inline constexpr std::int64_t kToolCallOverheadTokens = 4;
 inline constexpr std::int64_t kRequestOverheadTokens = 3;
 inline constexpr std::int64_t kMaxAnswerReserve = 8192;
 
 /// ceil(bytes / kBytesPerToken).
 std::int64_t estimate_text_tokens(std::string_view text);
-/// One message: its text plus kMessageOverheadTokens.
+/// UTF-8 bytes a message carries: text, tool calls (id, name, arguments), tool_call_id.
+std::size_t message_bytes(const Message& message);
+/// One message: its bytes plus kMessageOverheadTokens and kToolCallOverheadTokens per call.
 std::int64_t estimate_message_tokens(const Message& message);
 /// A whole request: every message plus kRequestOverheadTokens.
 std::int64_t estimate_request_tokens(const std::vector<Message>& messages);

@@ -71,7 +71,7 @@ test('a refused turn leaves every later request, also after session/load in a ne
   assert.equal(turn2.at(-1).data.reason.failure.code, 'CONTENT_FILTER');
   const finish = turn2.filter((e) => e.type === 'assistant/chunk' && e.data.chunk.type === 'finish');
   assert.equal(finish.length, 1);
-  assert.deepEqual(finish[0].data.chunk.reason, { kind: 'error', failure: { message: 'The model refused to answer (content filter)', code: 'CONTENT_FILTER' } });
+  assert.deepEqual(finish[0].data.chunk.reason, { kind: 'error', failure: { message: 'model stopped: content_filter', code: 'CONTENT_FILTER' } });
   const firstAnswer = ev.find((e) => e.type === 'assistant/message').data.content[0].text;
 
   const expected = (last) => (answer) => echoAnswer([

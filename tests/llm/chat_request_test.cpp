@@ -31,17 +31,47 @@ BOOST_AUTO_TEST_CASE(body_text_equals_the_serialized_object) {
   std::string big(100000, 'a');
   for (std::size_t i = 0; i < big.size(); i += 997) big[i] = i % 2 ? '"' : '\n';
   std::vector<Message> msgs{{Role::system, std::string("ctl \x01\x1f\x7f tab\t \\ / \u00e9\u20ac\U0001F600")},
-                            {Role::user, big}, {Role::assistant, ""}, {Role::user, std::string("nul\0end", 7)}};
+                            {Role::user, big}, {Role::assistant, ""}, {Role::user, std::string("nul\0end", 7)},
+                            {Role::assistant, "calling", {{"c\"1", "read", R"({"path":"a\nb"})"}, {"c2", "bash", big}}},
+                            {Role::tool, big, {}, "c\"1"}, {Role::tool, "", {}, "c2"}};
   for (std::string model : {"m\"1\\", ""}) {
     json::object body;
     if (!model.empty()) body["model"] = model;
     json::array arr;
-    for (const auto& m : msgs) arr.push_back(json::object{{"role", role_name(m.role)}, {"content", m.text}});
+    for (const auto& m : msgs) {
+      json::object o{{"role", role_name(m.role)}};
+      if (m.role == Role::tool) o["tool_call_id"] = m.tool_call_id;
+      o["content"] = m.text;
+      if (!m.tool_calls.empty()) {
+        json::array calls;
+        for (const auto& c : m.tool_calls)
+          calls.push_back(json::object{{"id", c.id}, {"type", "function"},
+                                       {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+        o["tool_calls"] = std::move(calls);
+      }
+      arr.push_back(std::move(o));
+    }
     body["messages"] = std::move(arr);
     body["stream"] = true;
     body["stream_options"] = json::object{{"include_usage", true}};
     BOOST_TEST(build_chat_request_body(model, msgs) == json::serialize(body));
   }
+}
+
+// As the harness sends them: content "" (never null) beside tool_calls, arguments the raw string, and
+// a tool message's tool_call_id ahead of its content.
+BOOST_AUTO_TEST_CASE(tool_calls_and_tool_messages_have_the_openai_shape) {
+  std::vector<Message> msgs{{Role::user, "go"},
+                            {Role::assistant, "", {{"call_1", "read", R"({"path":"x"})"}}},
+                            {Role::tool, "content of x", {}, "call_1"}};
+  BOOST_TEST(build_chat_request_body("", msgs) ==
+             R"({"messages":[{"role":"user","content":"go"},)"
+             R"({"role":"assistant","content":"","tool_calls":[{"id":"call_1","type":"function",)"
+             R"("function":{"name":"read","arguments":"{\"path\":\"x\"}"}}]},)"
+             R"({"role":"tool","tool_call_id":"call_1","content":"content of x"}],)"
+             R"("stream":true,"stream_options":{"include_usage":true}})");
+  // The merge for servers refusing consecutive user messages leaves them alone.
+  BOOST_TEST(merge_consecutive_user_messages(msgs)[1].tool_calls.size() == 1u);
 }
 
 BOOST_AUTO_TEST_CASE(empty_model_is_omitted) {

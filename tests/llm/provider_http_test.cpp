@@ -101,6 +101,31 @@ BOOST_FIXTURE_TEST_CASE(api_key_and_request_model_are_sent, Fixture) {
   BOOST_TEST(json::parse(reqs[0].body).at("model").as_string() == "other-model");
 }
 
+BOOST_FIXTURE_TEST_CASE(tool_calls_and_tool_messages_reach_the_server, Fixture) {
+  ScriptedServer server({answer("ok")});
+  auto provider = make_openai_provider(test_config(server), ioc.get_executor());
+  Request req{{{Role::system, "sys"},
+               {Role::user, "look"},
+               {Role::assistant, "Reading both.", {{"call_a", "read", R"({"path":"a"})"}, {"call_b", "read", "{}"}}},
+               {Role::tool, "A", {}, "call_a"},
+               {Role::tool, "(no output)", {}, "call_b"},
+               {Role::user, "and?"}},
+              ""};
+  auto r = run_stream(*provider, ioc, req);
+  BOOST_REQUIRE(r.completion.has_value());
+  auto reqs = server.requests();
+  BOOST_REQUIRE(reqs.size() == 1u);
+  const auto msgs = json::parse(reqs[0].body).at("messages").as_array();
+  BOOST_REQUIRE(msgs.size() == 6u);
+  BOOST_TEST(json::serialize(msgs[2]) ==
+             R"({"role":"assistant","content":"Reading both.","tool_calls":[)"
+             R"({"id":"call_a","type":"function","function":{"name":"read","arguments":"{\"path\":\"a\"}"}},)"
+             R"({"id":"call_b","type":"function","function":{"name":"read","arguments":"{}"}}]})");
+  BOOST_TEST(json::serialize(msgs[3]) == R"({"role":"tool","tool_call_id":"call_a","content":"A"})");
+  BOOST_TEST(json::serialize(msgs[4]) == R"j({"role":"tool","tool_call_id":"call_b","content":"(no output)"})j");
+  BOOST_TEST(msgs[5].at("role").as_string() == "user");
+}
+
 BOOST_FIXTURE_TEST_CASE(reasoning_then_content_in_order, Fixture) {
   ScriptedServer server({[](ServerConn& c) -> net::awaitable<void> {
     co_await c.start_sse();

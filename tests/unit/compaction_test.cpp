@@ -103,7 +103,8 @@ BOOST_FIXTURE_TEST_CASE(fold_after_compaction_is_checkpoint_plus_later_messages,
   compact();
   BOOST_TEST((store::fold_surface(log()) == std::vector<std::int64_t>{38, 14, 21, 25, 32}));
   prompt("four");
-  const std::string checkpoint = kPreamble + "\n\n<compacted-summary>\n## Goal\n- fake summary\n## Next steps\n- none\n</compacted-summary>";
+  // The checkpoint's three text blocks are joined with nothing, as the harness's adapters join them.
+  const std::string checkpoint = kPreamble + "\n\n<compacted-summary>## Goal\n- fake summary\n## Next steps\n- none</compacted-summary>";
   BOOST_TEST((texts(provider.requests.back()) ==
               std::vector<std::string>{"system /w", checkpoint, "two", "hello there", "three", "hello there", "four"}));
   // Another process derives the same request from the log.
@@ -286,6 +287,9 @@ BOOST_AUTO_TEST_CASE(token_estimate_bounds) {
   BOOST_TEST(llm::estimate_text_tokens(cjk) >= 100);
   // A request: each message plus 4, plus 3.
   BOOST_TEST(llm::estimate_request_tokens({{llm::Role::system, "abc"}, {llm::Role::user, "abcd"}}) == 3 + (1 + 4) + (2 + 4));
+  // Tool calls (id, name, arguments) and a tool message's call id count, plus 4 a call.
+  BOOST_TEST(llm::estimate_message_tokens({llm::Role::assistant, "", {{"id", "nm", "abcdef"}}}) == 4 + 4 + 4);
+  BOOST_TEST(llm::estimate_message_tokens({llm::Role::tool, "abc", {}, "xyz"}) == 2 + 4);
   // The answer reserve and the threshold.
   BOOST_TEST(llm::answer_reserve(1000) == 125);
   BOOST_TEST(llm::answer_reserve(1000000) == 8192);

@@ -23,6 +23,25 @@ BOOST_AUTO_TEST_CASE(answer_lists_every_message_as_contracts_section_3) {
              "last user message: use @Alpha");
 }
 
+// Sizes and previews are of the text: an assistant message with only tool calls is 0 bytes, and tool
+// messages are listed like any other.
+BOOST_AUTO_TEST_CASE(tool_messages_are_listed_and_calls_count_no_text) {
+  llm::Request r;
+  r.messages = {{llm::Role::system, "s"},
+                {llm::Role::user, "read it"},
+                {llm::Role::assistant, "", {{"c1", "read", R"({"path":"a"})"}}},
+                {llm::Role::tool, "line one\nline two", {}, "c1"},
+                {llm::Role::user, "thanks"}};
+  BOOST_TEST(llm::echo_answer(r) ==
+             "echo: received 5 messages\n"
+             "[1] system 1 bytes\n"
+             "[2] user 7 bytes: read it\n"
+             "[3] assistant 0 bytes: \n"
+             "[4] tool 17 bytes: line one\u23CEline two\n"
+             "[5] user 6 bytes: thanks\n"
+             "last user message: thanks");
+}
+
 BOOST_AUTO_TEST_CASE(sleep_directives_are_read_and_clamped_to_a_minute) {
   using std::chrono::milliseconds;
   BOOST_TEST(llm::echo_sleep("wait [[echo:sleep=250]] please").count() == 250);

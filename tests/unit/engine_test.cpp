@@ -104,13 +104,13 @@ BOOST_FIXTURE_TEST_CASE(refused_turn_leaves_later_requests_also_after_reload, Fi
   const auto& end = last_of(log, "turn/end");
   BOOST_TEST(json::serialize(end.at("data").at("reason")) ==
              (generation == store::Generation::flat
-                  ? R"j({"kind":"error","step":1,"failure":{"message":"The model refused to answer (content filter)","code":"CONTENT_FILTER"}})j"
-                  : R"j({"kind":"error","failure":{"message":"The model refused to answer (content filter)","code":"CONTENT_FILTER"}})j"));
+                  ? R"j({"kind":"error","step":1,"failure":{"message":"model stopped: content_filter","code":"CONTENT_FILTER"}})j"
+                  : R"j({"kind":"error","failure":{"message":"model stopped: content_filter","code":"CONTENT_FILTER"}})j"));
   BOOST_TEST(store::string_at(last_of(log, "assistant/message").at("data").at("content").as_array()[0].as_object(),
                               "text") == "hello there");
   const auto& finish = last_of(log, "assistant/chunk");
   BOOST_TEST(json::serialize(finish.at("data").at("chunk")) ==
-             R"j({"type":"finish","reason":{"kind":"error","failure":{"message":"The model refused to answer (content filter)","code":"CONTENT_FILTER"}}})j");
+             R"j({"type":"finish","reason":{"kind":"error","failure":{"message":"model stopped: content_filter","code":"CONTENT_FILTER"}}})j");
   provider.stop = llm::StopKind::end_turn;
   run(a->engine.prompt(session->id, {"next", {}}, r));
   auto texts = [&] {

@@ -1,23 +1,13 @@
 #include "llm/openai/chat_request.hpp"
 
+#include "llm/token_estimate.hpp"
+
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
 #include <boost/json/serialize.hpp>
 #include <boost/json/serializer.hpp>
 
 namespace acp::llm {
-
-std::string_view role_name(Role role) noexcept {
-  switch (role) {
-  case Role::system:
-    return "system";
-  case Role::user:
-    return "user";
-  case Role::assistant:
-    return "assistant";
-  }
-  return "user";
-}
 
 std::vector<Message> merge_consecutive_user_messages(const std::vector<Message>& messages) {
   std::vector<Message> out;
@@ -54,13 +44,16 @@ void append_json_string(std::string& out, std::string_view s) {
 } // namespace
 
 // Written directly into one string reserved for it, the same text as serializing the JSON object
-// {model?, messages: [{role, content}], max_tokens?, stream, stream_options}: conversations may be tens of
-// megabytes, so neither a JSON copy of them nor a growing buffer's reallocations are wanted.
+// {model?, messages: [{role, [tool_call_id], content, [tool_calls]}], max_tokens?, stream, stream_options}:
+// conversations may be tens of megabytes, so neither a JSON copy of them nor a growing buffer's
+// reallocations are wanted.
 std::string build_chat_request_body(std::string_view model, const std::vector<Message>& messages,
                                     std::optional<std::int64_t> max_tokens) {
   std::size_t estimate = 128 + model.size();
-  for (const auto& m : messages)
-    estimate += m.text.size() + m.text.size() / 16 + 40;  // a little room for escapes
+  for (const auto& m : messages) {
+    std::size_t bytes = message_bytes(m) + 64 * m.tool_calls.size();
+    estimate += bytes + bytes / 16 + 60;  // a little room for escapes
+  }
   std::string out;
   out.reserve(estimate);
   out += '{';
@@ -72,10 +65,30 @@ std::string build_chat_request_body(std::string_view model, const std::vector<Me
   out += "\"messages\":[";
   for (std::size_t i = 0; i < messages.size(); ++i) {
     if (i) out += ',';
+    const Message& m = messages[i];
     out += "{\"role\":\"";
-    out += role_name(messages[i].role);
-    out += "\",\"content\":";
-    append_json_string(out, messages[i].text);
+    out += role_name(m.role);
+    out += '"';
+    if (m.role == Role::tool) {
+      out += ",\"tool_call_id\":";
+      append_json_string(out, m.tool_call_id);
+    }
+    out += ",\"content\":";
+    append_json_string(out, m.text);
+    if (!m.tool_calls.empty()) {
+      out += ",\"tool_calls\":[";
+      for (std::size_t c = 0; c < m.tool_calls.size(); ++c) {
+        if (c) out += ',';
+        out += "{\"id\":";
+        append_json_string(out, m.tool_calls[c].id);
+        out += ",\"type\":\"function\",\"function\":{\"name\":";
+        append_json_string(out, m.tool_calls[c].name);
+        out += ",\"arguments\":";
+        append_json_string(out, m.tool_calls[c].arguments);
+        out += "}}";
+      }
+      out += ']';
+    }
     out += '}';
   }
   out += ']';

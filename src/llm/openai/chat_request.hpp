@@ -1,8 +1,9 @@
 // The JSON body of a streaming chat-completions request, and the consecutive-user-message merge.
 //
 // The body is the minimal OpenAI-compatible shape every server we target accepts: model, messages as
-// {role, content} strings, `stream: true` and `stream_options.include_usage` (so the last event carries
-// token usage). Request assembly deliberately keeps two consecutive user messages (contracts §5); some
+// {role, content} strings (an assistant message's calls in `tool_calls`, its content "" rather than
+// null when it has no text, as the harness sends it; a tool message as {role, tool_call_id, content}),
+// `stream: true` and `stream_options.include_usage` (so the last event carries token usage). Request assembly deliberately keeps two consecutive user messages (contracts §5); some
 // servers reject that with a 400, and the provider then retries with merge_consecutive_user_messages().
 // Pure: no I/O.
 #pragma once
@@ -15,9 +16,6 @@
 #include <vector>
 
 namespace acp::llm {
-
-/// "system", "user" or "assistant".
-std::string_view role_name(Role role) noexcept;
 
 /// Joins each run of consecutive user messages into one, texts separated by a blank line ("\n\n").
 /// Other messages are copied unchanged and the order is kept.
