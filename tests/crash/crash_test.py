@@ -37,7 +37,9 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
 from acp_client import Client  # noqa: E402
+import store_layout  # noqa: E402
 
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
@@ -100,7 +102,8 @@ def plaintext(path):
 
 
 def scan(text):
-    """Splits a plaintext log: (header, events, fragment). Raises on an unparsable complete line."""
+    """Splits a plaintext log: (header, events, fragment). Raises on an unparsable complete line.
+    Events are normalised (tests/tools/store_layout.py), so the checks read a log of either layout."""
     parts = text.split(b"\n")
     fragment = parts.pop()
     if not parts:
@@ -109,9 +112,10 @@ def scan(text):
     events = []
     for i, line in enumerate(parts[1:], start=1):
         try:
-            events.append(json.loads(line))
+            event = json.loads(line)
         except ValueError:
             raise AssertionError(f"line {i + 1} does not parse: {line[:200]!r}")
+        events.append(store_layout.normalise_event(event))
     return header, events, fragment
 
 
@@ -190,12 +194,7 @@ def scan_prefix(text):
 
 
 def log_files(store):
-    out = []
-    for root, _dirs, files in os.walk(store):
-        for n in files:
-            if n.endswith(".jsonl") or n.endswith(".jsonl.zstd"):
-                out.append(os.path.join(root, n))
-    return sorted(out)
+    return store_layout.log_files(store)
 
 
 def check_modes(store):
@@ -283,7 +282,7 @@ def kill_run(binary, rng, home, cwds, run, stats):
     finally:
         c.kill9()
     # Right after the kill: the committed prefix of each log this run wrote has contiguous seqs.
-    for f in [f for f in log_files(home.store) if any(sid in os.path.basename(f) for sid in active)]:
+    for f in [f for f in log_files(home.store) if store_layout.segment_of(f) in active]:
         text, ok = plaintext(f)
         stats["torn_after_kill"] += 1 if (not ok or not text.endswith(b"\n")) else 0
         _h, events = lenient_check(f)
@@ -368,10 +367,16 @@ def cut_run(binary, rng, base, source, cwd_of, k):
     cut = rng.randint(first, len(data))
     home = os.path.join(base, f"cut-{k}")
     store = os.path.join(home, "sessions")
-    rel = os.path.relpath(source, start=os.path.dirname(os.path.dirname(source)))
+    # The same place in a fresh store: bucket/<id>.jsonl[.zstd] (45fc) or project/<id>/session.jsonl[.zstd] (0.1).
+    rel = os.path.relpath(source, start=store_layout.store_root_of(source))
     target = os.path.join(store, rel)
     os.makedirs(os.path.dirname(target), mode=0o700)
-    os.chmod(store, 0o700)
+    d = os.path.dirname(target)
+    while True:
+        os.chmod(d, 0o700)
+        if d == store:
+            break
+        d = os.path.dirname(d)
     with open(target, "wb") as f:
         f.write(data[:cut])
     os.chmod(target, 0o600)

@@ -13,7 +13,6 @@
 
 Usage: shutdown_test.py DSH_ACP_BIN MODE. Figures are printed.
 """
-import hashlib
 import json
 import os
 import select
@@ -25,8 +24,10 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
 from acp_client import Client  # noqa: E402
 from memory_bounds import growth_bound  # noqa: E402
+import store_layout  # noqa: E402
 
 EXIT_BOUND = 10.0  # the promise is 2 s; 5x for a loaded machine
 
@@ -36,13 +37,9 @@ def fail(msg):
 
 
 def log_events(home, session_id):
-    root = os.path.join(home, "sessions")
-    for dirpath, _, files in os.walk(root):
-        for f in files:
-            if f == session_id + ".jsonl":
-                with open(os.path.join(dirpath, f), encoding="utf-8") as fh:
-                    return [json.loads(l) for l in fh.read().splitlines()[1:] if l.strip()]
-    return []
+    """The session's events, normalised (tests/tools/store_layout.py; either layout); [] before its log exists."""
+    path = store_layout.log_path(os.path.join(home, "sessions"), session_id)
+    return store_layout.read_log(path)[1:] if path else []
 
 
 def wait_for_turn_start(home, session_id, timeout=10.0):
@@ -191,18 +188,17 @@ def test_stalled(binary, home, how):
 
 
 def write_big_log(home, session_id, cwd, megabytes):
-    bucket = "cwd-" + hashlib.sha256(cwd.encode()).hexdigest()[:12]
-    path = os.path.join(home, "sessions", bucket)
-    os.makedirs(path, mode=0o700, exist_ok=True)
+    """A raw log of many answered turns, in the layout and shapes of the store (store_layout)."""
     seq, t = 0, 1783957884563
     piece = "z" * 200
-    with open(os.path.join(path, session_id + ".jsonl"), "w", encoding="utf-8") as f:
-        f.write(json.dumps({"type": "session", "version": 0, "id": session_id, "createdAt": t, "cwd": cwd,
-                            "delegationDepth": 0}) + "\n")
-
+    store = os.path.join(home, "sessions")
+    shaped = store_layout.event_writer(store_layout.generation_of(store))
+    header = {"type": "session", "version": 0, "id": session_id, "createdAt": t, "cwd": cwd, "delegationDepth": 0}
+    f, _path = store_layout.open_new_log(store, header)
+    with f:
         def ev(kind, data, **extra):
             nonlocal seq
-            rec = {"type": kind, "seq": seq, "time": t, "data": data, **extra}
+            rec = shaped({"type": kind, "seq": seq, "time": t, "data": data, **extra})
             seq += 1
             f.write(json.dumps(rec, separators=(",", ":")) + "\n")
 

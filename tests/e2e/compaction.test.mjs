@@ -184,7 +184,9 @@ test('a hand-built harness-shaped compacted log loads, replays its card and answ
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   writeFileSync(path.join(dir, `${encodeSegment(id)}.jsonl`), lines.map((l) => JSON.stringify(l) + '\n').join(''), { mode: 0o600 });
 
-  const a = await startIn(t, home, RAW);
+  // A 45fc log (compact/*, steering/message, the spec's example line) in a 45fc root: this test is
+  // about that generation, also when the suite runs with DSH_ACP_STORE_GENERATION=0.1.
+  const a = await startIn(t, home, [...RAW, '--store-generation', '45fc']);
   const from = a.agent.sdkUpdates.length;
   await a.ctx.request(M.session.load, { sessionId: id, cwd: home, mcpServers: [] });
   const replay = updatesOf(a.agent, id, from).filter((u) => u.sessionUpdate !== 'available_commands_update');

@@ -28,7 +28,10 @@ function makeStores(t) {
 
 async function start(t, s, roots, args = []) {
   const storeArgs = roots.flatMap((r) => ['--store', s.root(r)]);
-  const { agent, ctx } = startSdkAgent(t, { args: [...storeArgs, ...args], env: { DSH_HOME: s.dshHome } });
+  // The roots are generated before the server starts, in both layouts: each keeps the layout it
+  // holds, so no generation is asked for (DSH_ACP_STORE_GENERATION, when the suite runs with it,
+  // would refuse the roots of the other layout).
+  const { agent, ctx } = startSdkAgent(t, { args: [...storeArgs, ...args], env: { DSH_HOME: s.dshHome, DSH_ACP_STORE_GENERATION: '' } });
   await ctx.request(M.initialize, INIT_PARAMS);
   return { agent, ctx };
 }

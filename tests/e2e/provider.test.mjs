@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { INIT_PARAMS, startSdkAgent, acp, sleep } from './lib/agent.mjs';
 import { startFakeProvider, answer, httpError, startSse, chunkEvent, providerArgs, logEvents } from './lib/fake-provider.mjs';
+import { failureOf } from './lib/store.mjs';
 
 const M = acp.methods.agent;
 const NO_KEYS = { OPENAI_API_KEY: '', DEEPSEEK_API_KEY: '' };
@@ -134,8 +135,8 @@ for (const [status, code, headers] of [
     assert.equal(server.requests.length, 1, '--max-retries 0: no retry');
     const end = logEvents(agent.storeDir, sessionId).at(-1);
     assert.deepEqual(end.data.reason.kind, 'error');
-    assert.equal(end.data.reason.message, `scripted failure ${status}`);
-    assert.equal(end.data.reason.code, code);
+    assert.equal(failureOf(end.data.reason).message, `scripted failure ${status}`);
+    assert.equal(failureOf(end.data.reason).code, code);
     await agent.finish();
   });
 }
@@ -177,7 +178,7 @@ test('a failure after partial output: cut-off message, then the error answer; tu
   const end = logEvents(agent.storeDir, sessionId).at(-1);
   assert.equal(end.type, 'turn/end');
   assert.equal(end.data.reason.kind, 'error');
-  assert.equal(end.data.reason.message, 'Internal server error');
+  assert.equal(failureOf(end.data.reason).message, 'Internal server error');
   await agent.finish();
 });
 
@@ -255,7 +256,7 @@ test('keep-alive comments do not extend the idle timeout: PROVIDER_TIMEOUT after
   });
   const elapsed = performance.now() - started;
   assert.ok(elapsed >= 250 && elapsed < 1500, `timed out after ${Math.round(elapsed)} ms (idle 300 ms)`);
-  assert.equal(logEvents(agent.storeDir, sessionId).at(-1).data.reason.code, 'PROVIDER_TIMEOUT');
+  assert.equal(failureOf(logEvents(agent.storeDir, sessionId).at(-1).data.reason).code, 'PROVIDER_TIMEOUT');
   await agent.finish();
 });
 

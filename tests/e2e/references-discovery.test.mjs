@@ -8,7 +8,7 @@ import path from 'node:path';
 import Ajv2020 from 'ajv/dist/2020.js';
 import { REPO_ROOT } from './lib/agent.mjs';
 import {
-  M, text, uriOf, makeHome, startIn, RAW, logBytes, logPath, writeRawLog, rejectsWith, prompt, encodeSegment, bucketOf, events,
+  M, text, uriOf, makeHome, startIn, RAW, logBytes, logPath, writeRawLog, rejectsWith, prompt, events,
   snapshotData,
 } from './lib/refs.mjs';
 
@@ -172,7 +172,7 @@ test('/ref and /ref <query> answer with candidates and mentions, without a model
 
   // A session never prompted keeps its header-only log (session/new is durable) after /ref.
   const fresh = (await a.ctx.request(M.session.new, { cwd: cwdA, mcpServers: [] })).sessionId;
-  const freshLog = path.join(store, bucketOf(cwdA), `${encodeSegment(fresh)}.jsonl`);
+  const freshLog = logPath(store, fresh);
   const freshBefore = readFileSync(freshLog);
   const freshRef = await prompt(a, fresh, '/ref cand-a1');
   assert.match(freshRef.answer, /Alpha one/);

@@ -7,10 +7,11 @@ import assert from 'node:assert/strict';
 import { readlinkSync, readdirSync, mkdirSync, openSync, writeSync, closeSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { echoAnswer, systemBytes, sleep, startAgent } from './lib/agent.mjs';
+import { logPathFor } from './lib/store.mjs';
 import {
   M, text, uriOf, makeHome, startIn, RAW, logPath, logBytes, readLog, events, zstdFrameLines, rejectsWith, updatesOf,
-  prompt, echoLines, framesUntilResponse, snapshotData, bucketOf, encodeSegment, PROMPT_PREFIX, SOURCE_KEYS, REFERENCE_KEYS,
-  writeRawLog, appendEvents,
+  prompt, echoLines, framesUntilResponse, snapshotData, PROMPT_PREFIX, SOURCE_KEYS, REFERENCE_KEYS,
+  writeRawLog, appendEvents, generationOf,
 } from './lib/refs.mjs';
 
 /** The content line of a card for one source record entry (contracts §5). */
@@ -264,19 +265,23 @@ test('a small --max-reference-bytes truncates the snapshot and the card says wha
 
 // ---- cancel during preparation ---------------------------------------------------------------
 
-/** Writes a raw log of `n` user messages of `size` bytes each (a source that takes a while to read). */
+/**
+ * Writes a raw log of `n` user messages of `size` bytes each (a source that takes a while to read),
+ * in the layout and shapes of the root (a 0.1.1 user/message also has role and id).
+ */
 function writeBigSource(store, { id, cwd, n, size }) {
-  const dir = path.join(store, bucketOf(cwd));
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const file = path.join(dir, `${encodeSegment(id)}.jsonl`);
+  const v01 = generationOf(store) === '0.1';
+  const file = logPathFor(store, { id, cwd });
+  mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
   const fd = openSync(file, 'w', 0o600);
   writeSync(fd, JSON.stringify({ type: 'session', version: 0, id, createdAt: 1700000000000, cwd, delegationDepth: 0 }) + '\n');
   const body = 'x'.repeat(size);
   const prefix = '{"type":"user/message","seq":';
-  const suffix = `,"time":1700000000001,"data":{"content":[{"type":"text","text":"${body}"}],"source":{"kind":"user"}},"surfaceOp":"append"}\n`;
+  const data = `"data":{"content":[{"type":"text","text":"${body}"}],"source":{"kind":"user"}`;
+  const line = (i) => `${prefix}${i},"time":1700000000001,${data}${v01 ? `,"role":"user","id":"big-${i}"` : ''}},"surfaceOp":"append"}\n`;
   let chunk = '';
   for (let i = 0; i < n; i++) {
-    chunk += prefix + i + suffix;
+    chunk += line(i);
     if (chunk.length > (1 << 22)) { writeSync(fd, chunk); chunk = ''; }
   }
   writeSync(fd, chunk);

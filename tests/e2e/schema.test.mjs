@@ -10,7 +10,8 @@ import path from 'node:path';
 import Ajv2020 from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { startAgent } from './lib/agent.mjs';
-import { bucketOf, encodeSegment, makeHome } from './lib/refs.mjs';
+import { makeHome } from './lib/refs.mjs';
+import { writeLog } from './lib/store.mjs';
 
 const require = createRequire(import.meta.url);
 const schemaPath = require.resolve('@agentclientprotocol/sdk/schema/v1/schema.json');
@@ -85,7 +86,8 @@ test('every frame of a typical conversation matches the ACP v1 schema', async (t
 
 // session/load of a harness session with tools (issue 15): the cards, diffs, locations, plan and
 // image placeholders the replay builds are valid ACP too. The log is hand-written in the normalised
-// shape; DSH_HOME names the harness home whose attachment store holds one of the two images.
+// shape and stored in the layout and shapes of the run's store root (lib/store.mjs writeLog); DSH_HOME
+// names the harness home whose attachment store holds one of the two images.
 test('a replayed harness session with tools, a plan and images matches the ACP v1 schema', async (t) => {
   const home = makeHome(t);
   const harness = path.join(home, 'harness');
@@ -123,9 +125,7 @@ test('a replayed harness session with tools, a plan and images matches the ACP v
     { type: 'step/end', seq: 16, time, data: { turn: 1, step: 1 } },
     { type: 'turn/end', seq: 17, time, data: { turn: 1, reason: { kind: 'completed' } } },
   ];
-  const dir = path.join(agent.storeDir, bucketOf(cwd));
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  writeFileSync(path.join(dir, `${encodeSegment(id)}.jsonl`), lines.map((l) => JSON.stringify(l) + '\n').join(''), { mode: 0o600 });
+  writeLog(agent.storeDir, lines);
 
   await agent.call('initialize', { protocolVersion: 1 });
   const from = agent.frames.length;

@@ -6,8 +6,6 @@
 // `defaultPaths`, so the store is $DSH_ACP_HOME/sessions for every process of the test.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
 import {
   mkdtempSync, rmSync, readFileSync, writeFileSync, readdirSync, statSync, mkdirSync, copyFileSync, chmodSync, existsSync,
 } from 'node:fs';
@@ -15,6 +13,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import Ajv2020 from 'ajv/dist/2020.js';
 import { INIT_PARAMS, REPO_ROOT, startSdkAgent, acp, Agent } from './lib/agent.mjs';
+import { generationOf, isV01Log, logPath, logPathFor, readLog, readRawLog, writeLog } from './lib/store.mjs';
 
 const M = acp.methods.agent;
 
@@ -38,19 +37,6 @@ async function startIn(t, home, args = []) {
 
 const text = (s) => [{ type: 'text', text: s }];
 
-function encodeSegment(id) {
-  if (id === '.') return '~002E';
-  if (id === '..') return '~002E~002E';
-  let out = '';
-  for (let i = 0; i < id.length; i++) {
-    const c = id[i];
-    out += /[A-Za-z0-9._-]/.test(c) ? c : `~${id.charCodeAt(i).toString(16).toUpperCase().padStart(4, '0')}`;
-  }
-  return out;
-}
-
-const bucketOf = (cwd) => (cwd === undefined ? '_no-cwd' : `cwd-${createHash('sha256').update(cwd, 'utf8').digest('hex').slice(0, 12)}`);
-
 /** Every file under `dir` (relative paths). */
 function walk(dir, base = dir) {
   if (!existsSync(dir)) return [];
@@ -63,31 +49,13 @@ function walk(dir, base = dir) {
   return out;
 }
 
-function logFiles(store) {
-  return walk(store).filter((f) => f.endsWith('.jsonl') || f.endsWith('.jsonl.zstd')).map((f) => path.join(store, f));
-}
-
-function logPath(store, id) {
-  const name = encodeSegment(id);
-  const found = logFiles(store).filter((f) => path.basename(f) === `${name}.jsonl` || path.basename(f) === `${name}.jsonl.zstd`);
-  assert.equal(found.length, 1, `exactly one log for ${id}: ${found}`);
-  return found[0];
-}
-
-/** The log's lines as parsed JSON (zstd through the zstd CLI). */
-function readLog(file) {
-  const raw = file.endsWith('.zstd') ? execFileSync('zstd', ['-dcq', file]) : readFileSync(file);
-  const s = raw.toString('utf8');
-  assert.ok(s.endsWith('\n'), `${file}: last line not terminated`);
-  return s.slice(0, -1).split('\n').map((l) => JSON.parse(l));
-}
-
-/** Schema, seqs 0..n-1, and turns 1, 2, 3 … each closed. Returns the events. */
+/** Schema (each line as stored), seqs 0..n-1, and turns 1, 2, 3 … each closed. Returns the events, normalised (lib/store.mjs). */
 function checkLog(file) {
-  const [header, ...events] = readLog(file);
-  for (const [i, line] of [header, ...events].entries()) {
+  const stored = readRawLog(file);
+  for (const [i, line] of stored.entries()) {
     assert.ok(validateLine(line), `${file} line ${i + 1} fails the schema: ${ajv.errorsText(validateLine.errors)}\n${JSON.stringify(line).slice(0, 300)}`);
   }
+  const [header, ...events] = readLog(file);
   assert.equal(header.type, 'session');
   events.forEach((e, i) => assert.equal(e.seq, i, `${file}: seq ${e.seq} at event ${i}`));
   let open = null;
@@ -120,29 +88,36 @@ function checkModes(store) {
   }
 }
 
-/** Writes a small valid harness log (one completed turn with a fallback title) straight into a raw store. */
+/**
+ * Writes a small valid harness log (one completed turn with a fallback title) straight into a raw
+ * store, in the layout and shapes the root holds (lib/store.mjs writeLog).
+ */
 function writeRawLog(store, { id, cwd, createdAt, title, prompt = title, time = createdAt + 5 }) {
-  const dir = path.join(store, bucketOf(cwd));
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
   const header = { type: 'session', version: 0, id, createdAt, ...(cwd === undefined ? {} : { cwd }), delegationDepth: 0 };
-  const lines = [
+  return writeLog(store, [
     header,
     { type: 'turn/start', seq: 0, time, data: { turn: 1, trigger: { kind: 'message', source: { kind: 'user' } } } },
     { type: 'user/message', seq: 1, time, data: { content: text(prompt), source: { kind: 'user' } }, surfaceOp: 'append' },
     { type: 'session/title', seq: 2, time, data: { title, messageSeqs: [1], source: { kind: 'fallback' } } },
     { type: 'turn/end', seq: 3, time, data: { turn: 1, reason: { kind: 'completed' } } },
-  ];
-  const file = path.join(dir, `${encodeSegment(id)}.jsonl`);
-  writeFileSync(file, lines.map((l) => JSON.stringify(l) + '\n').join(''), { mode: 0o600 });
-  return file;
+  ]);
 }
 
+/**
+ * A harness fixture placed where the root's layout puts it: copied byte for byte into a 45fc root;
+ * into a 0.1 root with its events in 0.1.1's shapes (a header-only fixture is the same bytes).
+ */
 function placeFixture(store, name) {
   const src = path.join(REPO_ROOT, 'tests', 'data', 'fixtures', 'harness', name);
-  const header = JSON.parse(readFileSync(src, 'utf8').split('\n')[0]);
-  const dir = path.join(store, bucketOf(header.cwd));
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const target = path.join(dir, `${encodeSegment(header.id)}.jsonl`);
+  const lines = readFileSync(src, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  const header = lines[0];
+  const generation = generationOf(store);
+  if (generation === '0.1') {
+    writeLog(store, lines, { generation });
+    return header;
+  }
+  const target = logPathFor(store, header, { generation });
+  mkdirSync(path.dirname(target), { recursive: true, mode: 0o700 });
   copyFileSync(src, target);
   chmodSync(target, 0o600);
   return header;
@@ -517,10 +492,12 @@ test('sessions with hostile ids written by another program load, prompt and stay
   assert.deepEqual(listed, [...ids].sort());
   // The id equal to the escaped name of "." is a different session than ".".
   await a.ctx.request(M.session.delete, { sessionId: '~002E' });
-  assert.ok(existsSync(path.join(store, bucketOf(cwd), '~002E.jsonl')), '"." survives deleting "~002E"');
+  assert.ok(existsSync(logPathFor(store, { id: '.', cwd })), '"." survives deleting "~002E"');
   await a.agent.finish();
   const now = walk(home).filter((f) => !f.startsWith('cache/') && f !== 'dsh-acp.log' && !f.endsWith('.lock')).sort();
-  const expected = files.filter((f) => f !== `sessions/${bucketOf(cwd)}/~007E002E.jsonl`);
+  // Gone: the deleted session's log (and in a 0.1 root its session directory).
+  const deleted = path.relative(home, logPathFor(store, { id: '~002E', cwd }));
+  const expected = files.filter((f) => f !== deleted && !(isV01Log(deleted) && f === `${path.dirname(deleted)}/`));
   assert.deepEqual(now.filter((f) => !f.includes('.lock')), expected, 'no file but the logs themselves');
   for (const [i, id] of ids.slice(0, 4).entries()) {
     const { events, turns } = checkLog(logPath(store, id));

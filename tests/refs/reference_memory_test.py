@@ -21,8 +21,10 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "crash"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
 from acp_client import Client  # noqa: E402
 from memory_bounds import growth_bound, status  # noqa: E402
+import store_layout  # noqa: E402
 
 MB = 1 << 20
 SOURCE_ID = "big-source"
@@ -37,19 +39,27 @@ def reset_peak(pid):
 
 
 def write_source(store, encoding):
-    """The harness format (harness-compat §1.2-§1.7): header, then user/assistant message pairs."""
-    bucket = os.path.join(store, "_no-cwd")
-    os.makedirs(bucket, mode=0o700, exist_ok=True)
+    """The harness format (harness-compat §1.2-§1.7): header, then user/assistant message pairs. In
+    the layout the store takes (tests/tools/store_layout.py) and its shapes: 0.1.1 messages carry a
+    role and an id, the assistant's under data.message (harness-0.1 §3.4)."""
+    v01 = store_layout.generation_of(store) == "0.1"
+    log = store_layout.log_path_for(store, SOURCE_ID, None, encoding=encoding)
+    os.makedirs(os.path.dirname(log), mode=0o700, exist_ok=True)
+    os.chmod(store, 0o700)
     header = json.dumps({"type": "session", "version": 0, "id": SOURCE_ID, "createdAt": 1700000000000,
                          "delegationDepth": 0}, separators=(",", ":")) + "\n"
     filler = ("lorem ipsum dolor sit amet, <consectetur> adipiscing elit " * (MESSAGE_BYTES // 58 + 1))[:MESSAGE_BYTES]
     # Lines are formatted, not json.dumps'ed: the filler needs no escaping, and this keeps writing
     # 200 MB to a couple of seconds.
     user_line = ('{{"type":"user/message","seq":{seq},"time":{time},"data":{{"content":[{{"type":"text","text":'
-                 '"message {seq} ' + filler + '"}}],"source":{{"kind":"user"}}}},"surfaceOp":"append"}}')
-    assistant_line = ('{{"type":"assistant/message","seq":{seq},"time":{time},"data":{{"turn":{turn},"step":1,'
-                      '"content":[{{"type":"text","text":"message {seq} ' + filler + '"}}]}},'
-                      '"sourceEventSeqs":[{prev}],"surfaceOp":"append"}}')
+                 '"message {seq} ' + filler + '"}}],"source":{{"kind":"user"}}' +
+                 (',"role":"user","id":"message-{seq}"' if v01 else '') + '}},"surfaceOp":"append"}}')
+    content = '"content":[{{"type":"text","text":"message {seq} ' + filler + '"}}]'
+    if v01:
+        content = ('"message":{{"role":"assistant",' + content +
+                   ',"source":{{"kind":"model","provider":"echo","model":"echo"}},"id":"message-{seq}"}}')
+    assistant_line = ('{{"type":"assistant/message","seq":{seq},"time":{time},"data":{{"turn":{turn},"step":1,' +
+                      content + '}},"sourceEventSeqs":[{prev}],"surfaceOp":"append"}}')
     batches, batch, seq, total = [], [], 0, 0
     while total < SOURCE_BYTES:
         template = user_line if seq % 2 == 0 else assistant_line
@@ -63,7 +73,7 @@ def write_source(store, encoding):
     if batch:
         batches.append("\n".join(batch) + "\n")
     if encoding == "none":
-        with open(os.path.join(bucket, SOURCE_ID + ".jsonl"), "w") as f:
+        with open(log, "w") as f:
             f.write(header)
             for b in batches:
                 f.write(b)
@@ -77,7 +87,7 @@ def write_source(store, encoding):
             names.append(os.path.join(parts, f"{i:06d}"))
             with open(names[-1], "w") as f:
                 f.write(plain)
-        with open(os.path.join(bucket, SOURCE_ID + ".jsonl.zstd"), "wb") as out:
+        with open(log, "wb") as out:
             subprocess.run(["zstd", "-q", "-1", "-c", *names], stdout=out, check=True)
         shutil.rmtree(parts)
     return seq, total

@@ -16,14 +16,20 @@ it against the soak's ledger of prompts (soak.py writes it):
   (whole, or a subsequence with head/tail cuts when truncated), and every prompt answered in the
   source before the referencing prompt was sent is inside the snapshot.
 
+The store may be in either of the harness's layouts (45fc `cwd-<hash>/<id>.jsonl[.zstd]`, 0.1
+`--<projectKey>--/<id>/session.jsonl[.zstd]`); events are read in one normalised model (the 45fc
+shape) through tests/tools/store_layout.py, a test helper that mirrors the server's event model.
+
 Usage: check_logs.py STORE LEDGER.json   (exit 1 on any violation)
 """
-import hashlib
 import json
 import os
 import re
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+import store_layout  # noqa: E402
 
 ZSTD_MAGIC = 0xFD2FB528
 TOKEN = re.compile(r"TOK-\d{7}-K")
@@ -114,7 +120,10 @@ def read_log(path):
         if i == 0:
             log.header = rec
         else:
-            log.events.append(rec)
+            try:
+                log.events.append(store_layout.normalise_event(rec))
+            except AssertionError as e:
+                raise Violation(f"{path}: line {i + 1}: malformed 0.1.1 record: {e}")
     return log
 
 
@@ -144,9 +153,13 @@ def check_structure(log, root):
     if h.get("type") != "session" or h.get("version") != 0 or not isinstance(h.get("id"), str):
         raise Violation(f"{where}: line 1 is not a version-0 session header: {h}")
     rel = os.path.relpath(where, root).split(os.sep)
-    bucket = "cwd-" + hashlib.sha256(h["cwd"].encode()).hexdigest()[:12] if "cwd" in h else "_no-cwd"
-    name = rel[-1].rsplit(".jsonl", 1)[0]
-    if rel[0] != bucket or name.lower() != segment_encode(h["id"]).lower():
+    if store_layout.is_v01_log(where):  # --<projectKey(cwd)>--/<id>/session.jsonl[.zstd]
+        bucket = store_layout.project_dir(h.get("cwd"))
+        name = rel[1] if len(rel) == 3 else None
+    else:  # cwd-<sha256(cwd)[:12]>/<id>.jsonl[.zstd]
+        bucket = store_layout.bucket_name(h.get("cwd"))
+        name = rel[-1].rsplit(".jsonl", 1)[0] if len(rel) == 2 else None
+    if rel[0] != bucket or name is None or name.lower() != segment_encode(h["id"]).lower():
         raise Violation(f"{where}: header id {h['id']!r} / cwd {h.get('cwd')!r} do not match the path")
     nodes = []
     open_turn, last_turn = None, 0

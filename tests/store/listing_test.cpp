@@ -132,7 +132,7 @@ BOOST_AUTO_TEST_CASE(notices_files_created_behind_its_back) {
   BOOST_TEST(store->list_sessions().size() == 1u);
   // Another program drops a harness log into an existing bucket and one into a new bucket.
   const std::string id = install_fixture(dir, "multi-turn");
-  write_file(dir.path() + "/root/" + bucket_name(std::string("/p")) + "/foreign.jsonl",
+  write_file(store->log_path(make_header("foreign", "/p")),
              R"({"type":"session","version":0,"id":"foreign","createdAt":5,"cwd":"/p","delegationDepth":0})" "\n");
   auto l = store->list_sessions();
   BOOST_TEST(l.size() == 3u);
@@ -196,7 +196,7 @@ BOOST_AUTO_TEST_CASE(unlisted_logs_are_skipped) {
   auto store = open_store(dir, Encoding::none);
   make_session(*store, "good", 10);
   install_fixture(dir, "no-delegation-depth");  // not a valid header: harness list() skips it
-  write_file(dir.path() + "/root/_no-cwd/empty.jsonl", "");
+  write_file(store->log_path(make_header("empty", std::nullopt)), "");
   BOOST_TEST(ids(store->list_sessions()) == (std::vector<std::string>{"good"}), boost::test_tools::per_element());
 }
 

@@ -58,10 +58,7 @@ struct LockHolder {
   }
 };
 
-std::string lock_path_of(SessionStore& store, const std::string& id) {
-  std::string p = *store.find_log(id);
-  return p.substr(0, p.rfind('/')) + "/" + lock_file_name(id);
-}
+std::string lock_path_of(SessionStore& store, const std::string& id) { return lock_file_of(store, id); }
 
 } // namespace
 

@@ -40,19 +40,21 @@ BOOST_AUTO_TEST_CASE(ids_cannot_escape_the_root) {
       {"\xE6\x97\xA5\xE6\x9C\xAC/../x", "~65E5~672C~002F..~002Fx"}, {"~", "~007E"}, {"a\\b", "a~005Cb"},
       {"\xF0\x9F\x98\x80", "~D83D~DE00"},
   };
-  const std::string bucket = bucket_name(std::string("/work/project"));
+  const bool flat = store->generation() == Generation::flat;
+  const std::string bucket = bucket_of(store->generation(), std::string("/work/project"));
   for (const auto& [id, encoded] : cases) {
     BOOST_TEST_CONTEXT(id) {
       {
         auto w = store->create(make_header(id));
         write_turn(w, "x");
       }
-      const std::string expected = dir.path() + "/root/" + bucket + "/" + encoded + ".jsonl";
+      // <bucket>/<encoded>.jsonl (45fc) or <project>/<encoded>/session.jsonl (0.1).
+      const std::string expected = dir.path() + "/root/" + bucket + "/" + encoded + (flat ? ".jsonl" : "/session.jsonl");
       BOOST_TEST(*store->find_log(id) == expected);
       BOOST_TEST(store->read_log(id).header.id == id);
     }
   }
-  // Only the logs and their lock files exist, all inside the bucket.
+  // Only the logs and their lock files exist, all inside the bucket (project directory).
   auto files = files_under(dir / "root");
   BOOST_TEST(files.size() == cases.size() * 2);
   for (auto& f : files) BOOST_TEST(f.rfind(bucket + "/", 0) == 0u);
@@ -77,11 +79,19 @@ BOOST_AUTO_TEST_CASE(symlinks_are_not_followed_out_of_the_root) {
   write_file(secret, R"({"type":"session","version":0,"id":"evil","createdAt":1,"cwd":"/p","delegationDepth":0})" "\n");
   auto store = open_store(dir, Encoding::none);
   { auto w = store->create(make_header("ok", "/p")); write_turn(w, "x"); }
-  const std::string bucket = dir.path() + "/root/" + bucket_name(std::string("/p"));
+  const Generation g = store->generation();
+  // Where a log of id goes in this root's layout: <bucket>/<id>.jsonl, or <project>/<id>/session.jsonl.
+  auto log_of = [&](const std::string& id) { return store->log_path(make_header(id, "/p")); };
+  auto planted = [](const std::string& path) {
+    std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+    return path;
+  };
   // A symlinked log inside a real bucket, and a whole symlinked bucket.
-  BOOST_REQUIRE(::symlink(secret.c_str(), (bucket + "/evil.jsonl").c_str()) == 0);
-  BOOST_REQUIRE(::symlink(outside.path().c_str(), (dir.path() + "/root/cwd-000000000000").c_str()) == 0);
-  write_file(outside / "other.jsonl", R"({"type":"session","version":0,"id":"other","createdAt":1,"delegationDepth":0})" "\n");
+  BOOST_REQUIRE(::symlink(secret.c_str(), planted(log_of("evil")).c_str()) == 0);
+  const std::string foreign_bucket = g == Generation::flat ? "cwd-000000000000" : "--elsewhere--";
+  BOOST_REQUIRE(::symlink(outside.path().c_str(), (dir.path() + "/root/" + foreign_bucket).c_str()) == 0);
+  write_file(outside / log_entry_name(g, "other", Encoding::none),
+             R"({"type":"session","version":0,"id":"other","createdAt":1,"delegationDepth":0})" "\n");
   BOOST_TEST(!store->exists("evil"));
   BOOST_TEST(!store->exists("other"));
   BOOST_CHECK_THROW(store->read_log("evil"), SessionNotFound);
@@ -89,7 +99,7 @@ BOOST_AUTO_TEST_CASE(symlinks_are_not_followed_out_of_the_root) {
   auto again = open_store(dir, std::nullopt);
   BOOST_TEST(again->list_sessions().size() == 1u);
   // A symlink planted where a new session's log would go is not written through.
-  BOOST_REQUIRE(::symlink(secret.c_str(), (bucket + "/new.jsonl").c_str()) == 0);
+  BOOST_REQUIRE(::symlink(secret.c_str(), planted(log_of("new")).c_str()) == 0);
   const std::string before = read_file(secret);
   {
     auto w = store->create(make_header("fresh", "/p"));
@@ -111,11 +121,12 @@ BOOST_AUTO_TEST_CASE(files_are_0600_and_directories_0700) {
     { auto w = store->create(make_header("s")); write_turn(w, "x"); }
     store->flush_index();
     const std::string log = *store->find_log("s");
-    const std::string bucket = log.substr(0, log.rfind('/'));
+    const std::string bucket = log.substr(0, log.rfind('/'));  // the 0.1 session directory
     BOOST_TEST(file_mode(dir / "root") == 0700u);
     BOOST_TEST(file_mode(bucket) == 0700u);
+    if (store->generation() == Generation::project_dirs) BOOST_TEST(file_mode(bucket.substr(0, bucket.rfind('/'))) == 0700u);
     BOOST_TEST(file_mode(log) == 0600u);
-    BOOST_TEST(file_mode(bucket + "/" + lock_file_name("s")) == 0600u);
+    BOOST_TEST(file_mode(lock_file_of(*store, "s")) == 0600u);
     BOOST_TEST(file_mode(dir / "cache") == 0700u);
     // No temporary creation file is left behind.
     for (auto& e : fs::directory_iterator(bucket)) BOOST_TEST(e.path().extension() != ".tmp");

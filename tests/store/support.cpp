@@ -2,6 +2,7 @@
 
 #include "support/json_text.hpp"
 #include "store/event_builders.hpp"
+#include "store/event_model.hpp"
 #include "store/layout.hpp"
 
 #include <boost/json.hpp>
@@ -80,14 +81,47 @@ std::string fixture_path(const std::string& name) {
   return std::string(DSH_TEST_DATA) + "/fixtures/harness/" + name + ".session.jsonl";
 }
 
+Generation default_generation() {
+  const char* env = std::getenv("DSH_ACP_STORE_GENERATION");
+  return env && *env ? parse_generation(env).value_or(Generation::flat) : Generation::flat;
+}
+
 std::unique_ptr<SessionStore> open_store(const TempDir& dir, std::optional<Encoding> enc,
+                                         std::chrono::milliseconds lock_timeout) {
+  return open_store(dir, enc, default_generation(), lock_timeout);
+}
+
+std::unique_ptr<SessionStore> open_store(const TempDir& dir, std::optional<Encoding> enc, Generation new_root,
                                          std::chrono::milliseconds lock_timeout) {
   StoreOptions o;
   o.root = dir / "root";
   o.encoding = enc;
+  o.default_generation = new_root;
   o.cache_dir = dir / "cache";
   o.lock_timeout = lock_timeout;
   return std::make_unique<SessionStore>(o);
+}
+
+std::optional<Generation> held_generation(const std::string& root) {
+  std::error_code ec;
+  std::optional<Generation> held;
+  for (auto& b : fs::directory_iterator(root, ec)) {
+    if (!b.is_directory()) continue;
+    for (auto& e : fs::directory_iterator(b.path(), ec)) {
+      if (e.is_directory() && (path_exists(e.path().string() + "/session.jsonl") ||
+                               path_exists(e.path().string() + "/session.jsonl.zstd")))
+        return Generation::project_dirs;
+      const std::string n = e.path().filename().string();
+      if (e.is_regular_file() && (n.ends_with(".jsonl") || n.ends_with(".jsonl.zstd"))) held = Generation::flat;
+    }
+  }
+  return held;
+}
+
+std::string lock_file_of(SessionStore& store, const std::string& id) {
+  const std::string log = *store.find_log(id);
+  const std::string dir = log.substr(0, log.rfind('/'));
+  return dir + "/" + (store.generation() == Generation::project_dirs ? std::string(kV01LockName) : lock_file_name(id));
 }
 
 SessionHeader make_header(const std::string& id, std::optional<std::string> cwd, std::int64_t created_at) {
@@ -128,8 +162,20 @@ std::string install_fixture(const TempDir& dir, const std::string& name) {
   std::string id(o.at("id").as_string());
   std::optional<std::string> cwd;
   if (auto c = o.if_contains("cwd")) cwd = std::string(c->as_string());
-  std::string path = dir.path() + "/root/" + bucket_name(cwd) + "/" + encode_segment(id) + ".jsonl";
-  write_file(path, text);
+  if (held_generation(dir / "root") != Generation::project_dirs) {
+    // As the 45fc harness wrote it (a root without logs then is a 45fc root).
+    write_file(dir.path() + "/root/" + bucket_name(cwd) + "/" + encode_segment(id) + ".jsonl", text);
+    return id;
+  }
+  // A 0.1 root: the log another (0.1.1) harness would have written, in its layout and shapes.
+  std::string out = first + "\n", compaction_id;
+  for (const auto& line : split_lines(text.substr(first.size() + 1))) {
+    json::object e = json::parse(line).as_object();
+    assign_v01_ids(e, compaction_id);
+    auto shaped = to_v01_record(e);
+    out += acp::support::to_json_text(shaped ? json::value(std::move(*shaped)) : json::value(std::move(e))) + "\n";
+  }
+  write_file(dir.path() + "/root/" + session_dir(Generation::project_dirs, cwd, id) + "/" + v01_log_name(Encoding::none), out);
   return id;
 }
 

@@ -36,9 +36,24 @@ bool path_exists(const std::string& path);
 
 std::string fixture_path(const std::string& name);  // tests/data/fixtures/harness/<name>.session.jsonl
 
-/// A store over `<dir>/root` with its index in `<dir>/cache`.
+/// The layout a new root takes in these tests: DSH_ACP_STORE_GENERATION ("45fc" / "0.1") like the
+/// server, else 45fc. A root that already holds logs keeps its layout (e.g. after install_fixture).
+acp::store::Generation default_generation();
+
+/// A store over `<dir>/root` with its index in `<dir>/cache`; a new root takes default_generation().
 std::unique_ptr<acp::store::SessionStore> open_store(const TempDir& dir, std::optional<acp::store::Encoding> enc,
                                                      std::chrono::milliseconds lock_timeout = std::chrono::milliseconds(2000));
+/// The same with the layout a new root takes named: for the tests of a fact of one layout.
+std::unique_ptr<acp::store::SessionStore> open_store(const TempDir& dir, std::optional<acp::store::Encoding> enc,
+                                                     acp::store::Generation new_root,
+                                                     std::chrono::milliseconds lock_timeout = std::chrono::milliseconds(2000));
+
+/// The layout the logs under `root` are in, nullopt when it holds none.
+std::optional<acp::store::Generation> held_generation(const std::string& root);
+
+/// The lock file guarding the existing log of `id`: `<id>.lock` beside a 45fc log, `dsh-acp.lock`
+/// in a 0.1 session directory.
+std::string lock_file_of(acp::store::SessionStore& store, const std::string& id);
 
 acp::store::SessionHeader make_header(const std::string& id, std::optional<std::string> cwd = "/work/project",
                                       std::int64_t created_at = 1000);
@@ -47,7 +62,9 @@ acp::store::SessionHeader make_header(const std::string& id, std::optional<std::
 /// assistant/message, step/end, turn/end completed) with fixed times starting at `time`.
 void write_turn(acp::store::SessionWriter& w, const std::string& text, std::int64_t time = 5000);
 
-/// Copies a fixture into a new raw store under `dir` at the path its header dictates; returns the id.
+/// Copies a fixture into a raw store under `dir` at the path its header dictates; returns the id. As
+/// the 45fc harness wrote it, unless the root already holds 0.1 logs: then in the 0.1 layout and in
+/// 0.1.1's shapes (what a 0.1.1 harness would have written).
 std::string install_fixture(const TempDir& dir, const std::string& name);
 
 /// Decompresses a whole zstd log into plaintext (test oracle via libzstd's simple API).

@@ -12,8 +12,11 @@ response to request ID has arrived; "#sleep MS" pauses. "#args ..." adds server 
 as is (for malformed frames); "#rawhex HEX" sends those bytes. The server runs with a fresh temporary
 DSH_ACP_HOME; a folder NAME.store/ beside the transcript is copied in as its session store, and
 "#fixture PATH" (relative to tests/data) places a raw session log into that store where the harness
-layout puts it (bucket cwd-<sha256(cwd)[:12]>, segment-encoded file name). When the input
-is exhausted, stdin is closed (EOF) and the server must exit 0.
+layout puts it (bucket cwd-<sha256(cwd)[:12]>, segment-encoded file name). Those logs are the 45fc
+harness's own files, so a transcript with a seeded store runs with --store-generation 45fc (unless its
+#args name a generation): it stays a 45fc test when the suite runs with DSH_ACP_STORE_GENERATION=0.1,
+which would otherwise refuse to open a root holding 45fc logs. When the input is exhausted, stdin is
+closed (EOF) and the server must exit 0.
 
 OUT.jsonl holds the expected frames, in order, one JSON value per line ('#' comments allowed).
 Structural comparison; key order is ignored. Placeholders (JSON strings):
@@ -198,9 +201,13 @@ def main():
     store_seed = in_path[: -len(".in.jsonl")] + ".store"
     if os.path.isdir(store_seed):
         shutil.copytree(store_seed, os.path.join(home, "sessions"))
+    seeded = os.path.isdir(store_seed)
     for l in lines:
         if l.startswith("#fixture "):
             place_fixture(home, l.split(None, 1)[1].strip())
+            seeded = True
+    if seeded and not any(a.startswith("--store-generation") for a in extra):
+        extra += ["--store-generation", "45fc"]
     env = dict(os.environ, DSH_ACP_HOME=home)
     for key in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
         env.pop(key, None)

@@ -67,6 +67,10 @@ struct Fixture {
     store::StoreOptions options;
     options.root = config.store;
     options.cache_dir = config.cache_dir;
+    // The layout of a new root: DSH_ACP_STORE_GENERATION like the server (the config above is read
+    // from a fixed environment).
+    if (const char* g = std::getenv("DSH_ACP_STORE_GENERATION"); g && *g)
+      options.default_generation = store::parse_generation(g).value_or(store::Generation::flat);
     store = std::make_unique<engine::StoreHandle>([options] { return std::make_unique<store::SessionStore>(options); });
     references = std::make_unique<refs::SessionReferenceService>(std::make_shared<handlers::StoreSessionSource>(*store),
                                                                  refs::Config{});

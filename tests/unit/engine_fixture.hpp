@@ -19,6 +19,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
 
+#include <cstdlib>
 #include <filesystem>
 #include <random>
 #include <stdexcept>
@@ -100,6 +101,13 @@ struct Recorder final : engine::TurnObserver {
   std::string text;
 };
 
+// The layout a new store root takes in these tests: DSH_ACP_STORE_GENERATION like the server
+// (the suite runs once per layout), else 45fc.
+inline store::Generation test_store_generation() {
+  const char* env = std::getenv("DSH_ACP_STORE_GENERATION");
+  return env && *env ? store::parse_generation(env).value_or(store::Generation::flat) : store::Generation::flat;
+}
+
 inline std::string temp_root() {
   std::mt19937_64 rng(std::random_device{}());
   fs::path p = fs::temp_directory_path() / ("dsh-engine-" + std::to_string(rng()));
@@ -110,12 +118,13 @@ inline std::string temp_root() {
 // One "process": its own store handle, reference service and engine over a shared root.
 struct Process {
   Process(const std::string& root, support::Config& config, llm::Provider& provider, asio::io_context& io,
-          asio::thread_pool& pool)
-      : store([root] {
+          asio::thread_pool& pool, store::Generation generation)
+      : store([root, generation] {
           store::StoreOptions o;
           o.root = root + "/store";
           o.cache_dir = root + "/cache";
           o.encoding = store::Encoding::none;
+          o.default_generation = generation;
           return std::make_unique<store::SessionStore>(o);
         }),
         references(std::make_shared<handlers::StoreSessionSource>(store), refs::Config{}),
@@ -127,7 +136,9 @@ struct Process {
 };
 
 struct Fixture {
-  Fixture() : root(temp_root()), provider("fake") {
+  /// `generation`: the layout of the new store root (the run's, else pinned by a test of a 45fc fact).
+  explicit Fixture(store::Generation generation = test_store_generation())
+      : root(temp_root()), provider("fake"), generation(generation) {
     config.provider = "fake";
     config.model = "m1";
     config.models = {"m2"};
@@ -137,7 +148,7 @@ struct Fixture {
     std::error_code ec;
     fs::remove_all(root, ec);
   }
-  std::unique_ptr<Process> process() { return std::make_unique<Process>(root, config, provider, io, pool); }
+  std::unique_ptr<Process> process() { return std::make_unique<Process>(root, config, provider, io, pool, generation); }
 
   template <class T> T run(asio::awaitable<T> work) {
     std::optional<T> out;
@@ -161,9 +172,16 @@ struct Fixture {
 
   std::vector<json::object> events(Process& p, const std::string& id) { return p.store.get().read_log(id).events; }
 
+  /// A user-cancelled turn's reason as the root's layout stores it: 45fc {"kind":"aborted"}, 0.1.1
+  /// with its cause (harness-0.1 §4.4).
+  std::string aborted_reason() const {
+    return generation == store::Generation::flat ? R"({"kind":"aborted"})" : R"({"kind":"aborted","reason":{"kind":"user"}})";
+  }
+
   std::string root;
   support::Config config;
   FakeProvider provider;
+  store::Generation generation;
   asio::io_context io;
   asio::thread_pool pool{4};
 };

@@ -110,6 +110,15 @@ BOOST_AUTO_TEST_CASE(several_sources_join_labels_in_the_title_and_give_one_line_
   BOOST_TEST(card.at("_meta").at("dsh-acp/sessionReference") == source);
 }
 
+BOOST_AUTO_TEST_CASE(a_record_read_from_a_0_1_root_gives_the_same_card) {
+  // 0.1.1 stores the recall source with form:"recall" after its kind; the card (live or replayed)
+  // carries the record without it.
+  json::object source = source_of({ref_entry("s1", "Alpha", 7, false, 2, 2, 0, 0, 0)});
+  json::object stored{{"kind", "session-reference"}, {"form", "recall"}, {"version", 1}, {"references", source.at("references")}};
+  BOOST_TEST(card_json(12, stored) == card_json(12, source));
+  BOOST_TEST(card_json(12, stored).at("_meta").at("dsh-acp/sessionReference") == source);
+}
+
 BOOST_AUTO_TEST_CASE(labels_lose_control_characters_and_colons_in_the_title) {
   // C0 controls, DEL and C1 controls (U+0085 NEL, U+009F) become spaces; ':' becomes " -" in the
   // title only (a client cuts a tool title at its first colon). rawInput and _meta keep the label.

@@ -5,8 +5,7 @@
 
 import http from 'node:http';
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
-import path from 'node:path';
+import { logPath, readLog } from './store.mjs';
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -97,18 +96,8 @@ export function providerArgs(url, extra = []) {
     '--max-retries', '0', '--retry-base-ms', '1', ...extra];
 }
 
-/** Every event of the session's (uncompressed) log, parsed. */
+/** Every line of the session's log, parsed: the header, then the events in the normalised model (lib/store.mjs; either layout). */
 export function logEvents(storeDir, sessionId) {
-  const files = [];
-  const walk = (dir) => {
-    for (const name of readdirSync(dir)) {
-      const p = path.join(dir, name);
-      if (statSync(p).isDirectory()) walk(p);
-      else if (name.includes(sessionId) && name.endsWith('.jsonl')) files.push(p);
-    }
-  };
-  walk(storeDir);
-  assert.equal(files.length, 1, `one log for ${sessionId}: ${files}`);
-  return readFileSync(files[0], 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  return readLog(logPath(storeDir, sessionId));
 }
 

@@ -2,11 +2,11 @@
 // processes, reading and hand-writing session logs, zstd frames, URIs and the snapshot literal.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { mkdtempSync, rmSync, readFileSync, readdirSync, existsSync, mkdirSync, writeFileSync, appendFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { INIT_PARAMS, startSdkAgent, acp, Agent } from './agent.mjs';
+import { logPath, writeLog } from './store.mjs';
 
 export const M = acp.methods.agent;
 
@@ -50,47 +50,11 @@ export async function startIn(t, home, args = []) {
 
 export const RAW = ['--store-compression', 'none'];
 
-export function encodeSegment(id) {
-  if (id === '.') return '~002E';
-  if (id === '..') return '~002E~002E';
-  let out = '';
-  for (let i = 0; i < id.length; i++) {
-    const c = id[i];
-    out += /[A-Za-z0-9._-]/.test(c) ? c : `~${id.charCodeAt(i).toString(16).toUpperCase().padStart(4, '0')}`;
-  }
-  return out;
-}
-
-export const bucketOf = (cwd) => (cwd === undefined ? '_no-cwd' : `cwd-${createHash('sha256').update(cwd, 'utf8').digest('hex').slice(0, 12)}`);
-
-/** The log file of `id` in `store` (raw or zstd); asserts there is exactly one. */
-export function logPath(store, id) {
-  const name = encodeSegment(id);
-  const found = [];
-  if (existsSync(store)) {
-    for (const b of readdirSync(store)) {
-      for (const suffix of ['.jsonl', '.jsonl.zstd']) {
-        const p = path.join(store, b, name + suffix);
-        if (existsSync(p)) found.push(p);
-      }
-    }
-  }
-  assert.equal(found.length, 1, `exactly one log for ${id}: ${found}`);
-  return found[0];
-}
+// Store paths and logs of either layout: lib/store.mjs.
+export { encodeSegment, bucketOf, logPath, readLog, readRawLog, events, appendEvents, generationOf, logFiles } from './store.mjs';
 
 /** Bytes of a log file (for "nothing was written" checks). */
 export const logBytes = (store, id) => readFileSync(logPath(store, id));
-
-/** The log's lines as parsed JSON (zstd through the zstd CLI): [header, ...events]. */
-export function readLog(file) {
-  const raw = file.endsWith('.zstd') ? execFileSync('zstd', ['-dcq', file]) : readFileSync(file);
-  const s = raw.toString('utf8');
-  assert.ok(s.endsWith('\n'), `${file}: last line not terminated`);
-  return s.slice(0, -1).split('\n').map((l) => JSON.parse(l));
-}
-
-export const events = (store, id) => readLog(logPath(store, id)).slice(1);
 
 /**
  * The frames of a zstd file, as byte ranges, walked as harness-compat §1.7 describes (magic, frame
@@ -128,7 +92,7 @@ export function zstdFrames(buf) {
   return frames;
 }
 
-/** Each frame of a zstd log decompressed and split into parsed lines. */
+/** Each frame of a zstd log decompressed and split into parsed lines, as stored. */
 export function zstdFrameLines(file) {
   return zstdFrames(readFileSync(file)).map((f) => {
     const s = execFileSync('zstd', ['-dcq'], { input: f }).toString('utf8');
@@ -137,18 +101,11 @@ export function zstdFrameLines(file) {
   });
 }
 
-/** Appends events (objects) to a raw log, one line each. */
-export function appendEvents(file, list) {
-  appendFileSync(file, list.map((e) => JSON.stringify(e) + '\n').join(''));
-}
-
 /**
  * Writes a small raw harness log (one completed turn with a fallback title) straight into a raw
- * store; `title` null writes no title.
+ * store, in the layout and shapes the root holds (lib/store.mjs writeLog); `title` null writes no title.
  */
 export function writeRawLog(store, { id, cwd, createdAt, title, prompt = title ?? 'hello', time = createdAt + 5 }) {
-  const dir = path.join(store, bucketOf(cwd));
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
   const header = { type: 'session', version: 0, id, createdAt, ...(cwd === undefined ? {} : { cwd }), delegationDepth: 0 };
   const lines = [
     header,
@@ -157,9 +114,7 @@ export function writeRawLog(store, { id, cwd, createdAt, title, prompt = title ?
     ...(title === null ? [] : [{ type: 'session/title', seq: 2, time, data: { title, messageSeqs: [1], source: { kind: 'fallback' } } }]),
   ];
   lines.push({ type: 'turn/end', seq: lines.length - 1, time, data: { turn: 1, reason: { kind: 'completed' } } });
-  const file = path.join(dir, `${encodeSegment(id)}.jsonl`);
-  writeFileSync(file, lines.map((l) => JSON.stringify(l) + '\n').join(''), { mode: 0o600 });
-  return file;
+  return writeLog(store, lines);
 }
 
 /** Rejects with a JSON-RPC error of `code` (and, if given, data.code `dataCode`). Returns the error. */
