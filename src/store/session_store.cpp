@@ -161,10 +161,8 @@ DetectedLayout detect_layout_of(const std::string& root_, const StoreOptions& op
   std::optional<Generation> held;
   if (!dir_log.empty()) held = Generation::project_dirs;
   else if (!flat_log.empty()) held = Generation::flat;
-  if (held && options.generation && *held != *options.generation)
-    throw EncodingMismatch("session store root " + root_ + " holds harness " +
-                           std::string(generation_name(*held)) + " logs (" + (dir_log.empty() ? flat_log : dir_log) +
-                           "), not the " + std::string(generation_name(*options.generation)) + " layout");
+  // The requested generation is for roots that hold no log yet: a root keeps what it holds, so one
+  // --store-generation works beside roots of both generations (issue 15).
   out.generation = held ? *held : options.generation.value_or(options.default_generation);
   out.flat_log = flat_log;
   return out;
@@ -182,6 +180,10 @@ void SessionStore::detect_layout(const StoreOptions& options) {
   encoding_ = d.encoding;
   generation_ = d.generation;
   const std::string& flat_log = d.flat_log;
+  if (options.generation && *options.generation != generation_)
+    log::info("session store root " + root_ + " holds harness " + std::string(generation_name(generation_)) +
+              " logs: it keeps that layout (--store-generation " + std::string(generation_name(*options.generation)) +
+              " is for new roots)");
   if (generation_ == Generation::project_dirs && !flat_log.empty())
     log::warn("session store root " + root_ + " uses the harness 0.1 layout but holds flat logs (" + flat_log +
               "): they are listed and read, never written");
