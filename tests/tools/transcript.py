@@ -28,6 +28,7 @@ Structural comparison; key order is ignored. Placeholders (JSON strings):
 Every stdout line must be a JSON-RPC frame. UPDATE_TRANSCRIPTS=1 rewrites OUT.jsonl from the
 actual output, keeping existing placeholders where they still match.
 """
+import atexit
 import hashlib
 import json
 import os
@@ -38,6 +39,9 @@ import tempfile
 import subprocess
 import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from store_layout import encode_segment  # noqa: E402  (one implementation of the naming rules)
 
 UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
 TIME_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$")
@@ -105,20 +109,6 @@ def substitute(text, captures):
         value = captures[name]
         return json.dumps(value)[1:-1] if isinstance(value, str) else json.dumps(value)
     return re.sub(r"\{\{=([A-Za-z0-9_]+)\}\}", repl, text)
-
-
-def encode_segment(session_id):
-    if session_id == ".":
-        return "~002E"
-    if session_id == "..":
-        return "~002E~002E"
-    out = []
-    units = session_id.encode("utf-16-le", "surrogatepass")
-    for i in range(0, len(units), 2):
-        unit = int.from_bytes(units[i:i + 2], "little")
-        ch = chr(unit) if unit < 0xD800 or unit > 0xDFFF else ""
-        out.append(ch if ch and (ch.isascii() and (ch.isalnum() or ch in "._-")) else "~%04X" % unit)
-    return "".join(out)
 
 
 def place_fixture(home, relative):
@@ -198,6 +188,7 @@ def main():
     inputs = [l for l in lines if l.strip() and (not l.lstrip().startswith("#") or l.startswith(directives))]
     wanted = {}  # request id -> [(name, pointer)]
     home = tempfile.mkdtemp(prefix="dsh-transcript-")
+    atexit.register(shutil.rmtree, home, True)  # a failing transcript (SystemExit) leaves nothing behind
     store_seed = in_path[: -len(".in.jsonl")] + ".store"
     if os.path.isdir(store_seed):
         shutil.copytree(store_seed, os.path.join(home, "sessions"))

@@ -23,6 +23,9 @@ import os
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
+from store_layout import encode_segment, project_key  # noqa: E402  (one implementation of the naming rules)
+
 T0 = 1783352050748
 PREAMBLE = ('This is an automatically generated checkpoint condensing an earlier span of the conversation to free up '
             'context. Treat the captured context as established background and build on it without restating it. '
@@ -331,41 +334,6 @@ def scenario_recall(cwd, other_id):
 
 
 # ---- writing ----
-
-def project_key(cwd):
-    """harness-0.1 §1.3, per UTF-16 code unit."""
-    units = cwd.encode('utf-16-le')
-    out, run = [], False
-    for k in range(0, len(units), 2):
-        u = units[k] | (units[k + 1] << 8)
-        ch = chr(u) if u < 0xD800 or u > 0xDFFF else None
-        if ch in ('/', '\\', ':'):
-            if not run:
-                out.append('-')
-            run = True
-            continue
-        run = False
-        if ch is not None and (ch.isascii() and (ch.isalnum() or ch in '._-')):
-            out.append(ch)
-        else:
-            out.append('~%04X' % u)
-    key = ''.join(out).lstrip('-') or 'root'
-    return key[:251]
-
-
-def encode_segment(s):
-    if s == '.':
-        return '~002E'
-    if s == '..':
-        return '~002E~002E'
-    units = s.encode('utf-16-le')
-    out = []
-    for k in range(0, len(units), 2):
-        u = units[k] | (units[k + 1] << 8)
-        ch = chr(u) if u < 0xD800 or u > 0xDFFF else None
-        out.append(ch if ch is not None and ch.isascii() and (ch.isalnum() or ch in '._-') else '~%04X' % u)
-    return ''.join(out)
-
 
 def pack(events):
     """packChunks (harness-compat §1.6, harness-0.1 §3.5): runs of >= 3 text/reasoning deltas with the
