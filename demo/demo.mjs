@@ -35,7 +35,9 @@ function indent(text, prefix) {
 
 /** Starts the agent and connects the SDK client; prints every update as it arrives. */
 function startAgent(label) {
-  const child = spawn(BIN, ['--provider', 'echo'], { env: { ...process.env, DSH_ACP_HOME: home }, stdio: ['pipe', 'pipe', 'pipe'] });
+  // DSH_HOME inside the demo's home: a harness root of the user's own (~/.dsh/sessions) is not listed here.
+  const env = { ...process.env, DSH_ACP_HOME: home, DSH_HOME: path.join(home, 'dsh') };
+  const child = spawn(BIN, ['--provider', 'echo'], { env, stdio: ['pipe', 'pipe', 'pipe'] });
   child.stderr.on('data', (d) => process.stderr.write(d));
   let pending = '';
   let pendingKind = null;
