@@ -325,6 +325,31 @@ def fsync_ms(where):
     return samples[len(samples) // 2]
 
 
+def measure_listing(home, extra, check):
+    """session/list of a 10k-session store through real processes: the first without the index cache
+    file (rebuild), then 5 new processes with it (cold; their server CPU too), then 20 listings in
+    the last one (warm). `check` sees each cold page. Returns (rebuild, cold, warm, cold CPU) in ms."""
+    first, cold, warm, cold_cpu = [], [], [], []
+    for attempt in range(6):
+        c = Client(home, extra)
+        c.call("initialize", {"protocolVersion": 1})
+        cpu0 = c.cpu_ns()
+        t0 = time.perf_counter()
+        page = c.call("session/list", {})["result"]
+        (first if attempt == 0 else cold).append((time.perf_counter() - t0) * 1000)
+        if attempt:
+            cold_cpu.append((c.cpu_ns() - cpu0) / 1e6)
+        assert len(page["sessions"]) == 100, len(page["sessions"])
+        check(page)
+        if attempt == 5:
+            for _ in range(20):
+                t0 = time.perf_counter()
+                c.call("session/list", {})
+                warm.append((time.perf_counter() - t0) * 1000)
+        c.close()
+    return first[0], statistics.median(cold), statistics.median(warm), statistics.median(cold_cpu)
+
+
 def list_through_process(base, n=10_000):
     """session/list over n stored raw sessions through real processes: (no cache, cache present, warm)."""
     home = os.path.join(base, "list")
@@ -347,25 +372,9 @@ def list_through_process(base, n=10_000):
         ]
         with open(os.path.join(d, sid + ".jsonl"), "w") as f:
             f.write("".join(json.dumps(l, separators=(",", ":")) + "\n" for l in lines))
-    first, cold, warm, cold_cpu = [], [], [], []
-    for attempt in range(6):  # first without the index cache file, then 5 new processes with it
-        c = Client(home)
-        c.call("initialize", {"protocolVersion": 1})
-        cpu0 = c.cpu_ns()
-        t0 = time.perf_counter()
-        page = c.call("session/list", {})["result"]
-        (first if attempt == 0 else cold).append((time.perf_counter() - t0) * 1000)
-        if attempt:
-            cold_cpu.append((c.cpu_ns() - cpu0) / 1e6)
-        assert len(page["sessions"]) == 100
-        if attempt == 5:
-            for _ in range(20):
-                t0 = time.perf_counter()
-                c.call("session/list", {})
-                warm.append((time.perf_counter() - t0) * 1000)
-        c.close()
+    first, cold, warm, cold_cpu = measure_listing(home, (), lambda page: None)
     shutil.rmtree(home)
-    return first[0], statistics.median(cold), statistics.median(warm), statistics.median(cold_cpu)
+    return first, cold, warm, cold_cpu
 
 
 
@@ -424,30 +433,17 @@ def list_two_roots(base, n=10_000):
     if zstd:
         zstd.close()
     extra = ("--store", roots[0], "--store", roots[1])
-    first, cold, warm, cold_cpu = [], [], [], []
-    split = None
-    for attempt in range(6):  # first without the index cache files, then 5 new processes with them
-        c = Client(home, extra)
-        c.call("initialize", {"protocolVersion": 1})
-        cpu0 = c.cpu_ns()
-        t0 = time.perf_counter()
-        page = c.call("session/list", {})["result"]
-        (first if attempt == 0 else cold).append((time.perf_counter() - t0) * 1000)
-        if attempt:
-            cold_cpu.append((c.cpu_ns() - cpu0) / 1e6)
-        assert len(page["sessions"]) == 100, len(page["sessions"])
-        ids = [int(s["sessionId"].split("-")[1]) for s in page["sessions"]]
+    split = []
+
+    def check(page):
+        ids = [int(x["sessionId"].split("-")[1]) for x in page["sessions"]]
         assert ids == sorted(ids, reverse=True) and ids[0] == n - 1, ids[:5]
-        split = (sum(1 for i in ids if i % 2 == 0), sum(1 for i in ids if i % 2 == 1))
-        if attempt == 5:
-            for _ in range(20):
-                t0 = time.perf_counter()
-                c.call("session/list", {})
-                warm.append((time.perf_counter() - t0) * 1000)
-        c.close()
+        split[:] = [sum(1 for i in ids if i % 2 == 0), sum(1 for i in ids if i % 2 == 1)]
+
+    first, cold, warm, cold_cpu = measure_listing(home, extra, check)
+    split = tuple(split)
     shutil.rmtree(home)
-    return (first[0], statistics.median(cold), statistics.median(warm), statistics.median(cold_cpu), split,
-            "zstd" if zstd else "raw")
+    return first, cold, warm, cold_cpu, split, "zstd" if zstd else "raw"
 
 
 def main():
