@@ -446,6 +446,17 @@ def list_two_roots(base, n=10_000):
     return first, cold, warm, cold_cpu, split, "zstd" if zstd else "raw"
 
 
+def report_listing(key, what, nocache, cold, warm, cold_cpu):
+    """Prints one listing measurement (measure_listing's figures) and its BENCH-RESULT lines."""
+    print(what)
+    print(f"  new process, no index cache (rebuild): {nocache:.0f} ms (target <= 2000 ms); new process, index present "
+          f"(cold, median of 5 processes): {cold:.1f} ms, server CPU {cold_cpu:.1f} ms (target <= 100 ms); same process "
+          f"again (warm, median of 20): {warm:.2f} ms (target <= 5 ms)")
+    result(f"{key}_rebuild_ms", nocache, "ms")
+    result(f"{key}_cold_ms", cold, "ms", note=f"server CPU {cold_cpu:.0f} ms")
+    result(f"{key}_warm_ms", warm, "ms")
+
+
 def main():
     base = tempfile.mkdtemp(prefix="dsh-bench-store-")
     try:
@@ -482,27 +493,14 @@ def main():
             rates = long_conversation(home)
             print("  one long conversation, sequential (the echo answer lists every earlier message: prompt k streams "
                   "~4k+6 chunks): " + ", ".join(f"prompts {100 * i + 1}-{100 * i + 100}: {r:.0f}/s" for i, r in enumerate(rates)))
-        nocache, cold, warm, cold_cpu = list_through_process(base)
-        print("session/list through the ACP process over 10,000 stored raw sessions in 20 buckets (request -> first page "
-              "of 100 read, after initialize; includes JSON-RPC round trip):")
-        print(f"  new process, no index cache file (full sweep, i.e. rebuild): {nocache:.0f} ms (target <= 2000 ms); "
-              f"new process, index file present (cold, median of 5 processes): {cold:.1f} ms, server CPU {cold_cpu:.1f} ms "
-              f"(target <= 100 ms); same process again (warm, "
-              f"median of 20): {warm:.2f} ms (target <= 5 ms)")
-        result("list_rebuild_ms", nocache, "ms")
-        result("list_cold_ms", cold, "ms", note=f"server CPU {cold_cpu:.0f} ms")
-        result("list_warm_ms", warm, "ms")
+        report_listing("list", "session/list through the ACP process over 10,000 stored raw sessions in 20 buckets "
+                       "(request -> first page of 100 read, after initialize; includes JSON-RPC round trip):",
+                       *list_through_process(base))
         nocache, cold, warm, cold_cpu, split, enc = list_two_roots(base)
-        print("session/list through the ACP process over 10,000 sessions split over two roots and both generations "
-              f"(--store A --store B: A 45fc raw, 5,000 in 20 cwd buckets; B 0.1 {enc}, 5,000 in 20 project dirs; "
-              f"first page {split[0]} from A + {split[1]} from B; request -> first page of 100 read):")
-        print(f"  new process, no index cache files (rebuild): {nocache:.0f} ms (target <= 2000 ms); new process, index "
-              f"files present (cold, median of 5 processes): {cold:.1f} ms, server CPU {cold_cpu:.1f} ms (target <= 100 ms); "
-              f"same process again "
-              f"(warm, median of 20): {warm:.2f} ms (target <= 5 ms)")
-        result("list2_rebuild_ms", nocache, "ms")
-        result("list2_cold_ms", cold, "ms", note=f"server CPU {cold_cpu:.0f} ms")
-        result("list2_warm_ms", warm, "ms")
+        report_listing("list2", "session/list through the ACP process over 10,000 sessions split over two roots and both "
+                       f"generations (--store A --store B: A 45fc raw, 5,000 in 20 cwd buckets; B 0.1 {enc}, 5,000 in 20 "
+                       f"project dirs; first page {split[0]} from A + {split[1]} from B; request -> first page of 100 read):",
+                       nocache, cold, warm, cold_cpu)
         if not only:
             replay_section(base)
     finally:
