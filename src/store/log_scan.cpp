@@ -46,9 +46,13 @@ public:
     // The decoded events, moved-from or not, still hold their line's arena: let it go as soon as
     // the line is handled, not when the next line has been parsed beside it.
     struct Release {
-      std::vector<json::object>& decoded;
-      ~Release() { decoded.clear(); }
-    } release{decoded_};
+      Walker& w;
+      ~Release() {
+        w.kept_.clear();
+        w.transient_.clear();
+      }
+    } release{*this};
+    const bool transient = lifetime_ == EventLifetime::transient;
     boost::system::error_code ec;
     // For a transient sink each line's events live in an arena of their own: the parse allocates
     // a few blocks instead of one node per member, and the event's death frees them at once
@@ -56,7 +60,7 @@ public:
     // reference counted: whatever keeps an event, or a copy of part of one, keeps that line's arena
     // alive, never a dangling one. Sinks that keep events get exact-size nodes instead.
     json::storage_ptr storage;
-    if (lifetime_ == EventLifetime::transient)
+    if (transient)
       storage = json::make_shared_resource<json::monotonic_resource>(
           std::min<std::size_t>(l.text.size() * 2 + 512, kArenaFirstBlock));
     std::optional<json::value> v = support::parse_json(l.text, ec, nullptr, std::move(storage));
@@ -64,8 +68,10 @@ public:
     std::string bad;
     bool decoded_ok = false;
     LineDecode decoded = LineDecode::malformed;
-    if (!ec) decoded = decode_storage_line(std::move(*v), decoded_);
+    if (!ec) decoded = transient ? transient_.decode(std::move(*v)) : decode_storage_line(std::move(*v), kept_);
     v.reset();  // moved-from, but still holding the arena
+    const std::size_t count = transient ? transient_.size() : kept_.size();
+    auto event = [&](std::size_t k) -> json::object& { return transient ? transient_.event(k) : kept_[k]; };
     if (ec) {
       bad = "unparsable line (" + ec.message() + ")";
     } else if (decoded == LineDecode::malformed) {
@@ -73,16 +79,17 @@ public:
     } else {
       decoded_ok = true;
       if (!suspended_) {
-        const json::value* seq = member_at(decoded_.front(), 1, "seq");
+        const json::value* seq = member_at(event(0), 1, "seq");
         auto seq_i = seq ? safe_int(*seq) : std::nullopt;
         if (!seq_i || *seq_i != out_.state.count())
           bad = "event seq " + (seq ? support::to_json_text(*seq) : std::string("(missing)")) +
                 " is not contiguous; expected " + std::to_string(out_.state.count());
       }
     }
+    // A packed row holds chunks only.
     bool has_turn_end = false;
-    if (decoded_ok)
-      for (const auto& e : decoded_) has_turn_end |= string_member(e, 0, "type") == "turn/end";
+    if (decoded_ok && decoded != LineDecode::row)
+      for (std::size_t k = 0; k < count; ++k) has_turn_end |= string_member(event(k), 0, "type") == "turn/end";
 
     if (!bad.empty()) {
       if (l.strict) throw StoreCorrupt(path_, l.number, bad);
@@ -97,7 +104,8 @@ public:
       if (has_turn_end) throw StoreCorrupt(path_, bad_line_, bad_reason_);
       return;
     }
-    for (auto& e : decoded_) {
+    for (std::size_t k = 0; k < count; ++k) {
+      json::object& e = event(k);
       if (auto why = legacy_reason(e); !why.empty()) throw StoreCorrupt(path_, l.number, why);
       // Repair writes recovered records back as they were, in their generation's shape.
       if (l.torn_frame) out_.recovered.push_back(e);
@@ -130,7 +138,8 @@ private:
   const EventSink& sink_;
   ScanResult& out_;
   EventLifetime lifetime_;
-  std::vector<json::object> decoded_;
+  std::vector<json::object> kept_;  ///< a line's events for a sink that keeps them
+  StorageLineEvents transient_;      ///< a line's events for a transient sink
   bool suspended_ = false;
   std::int64_t bad_line_ = 0;
   std::string bad_reason_;

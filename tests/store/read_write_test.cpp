@@ -452,4 +452,45 @@ BOOST_AUTO_TEST_CASE(malformed_rows_are_unparsable_lines) {
   }
 }
 
+// A transient scan presents a row's members one at a time in one rewritten event: whatever the sink
+// does with it (reads it, moves it away, moves a part of it away), it sees what a scan that keeps
+// every event sees, in order, and the log's state is the same.
+BOOST_AUTO_TEST_CASE(transient_scan_gives_the_events_a_kept_scan_gives) {
+  TempDir dir;
+  const std::vector<std::string> lines = {
+      R"({"type":"turn/start","seq":0,"time":100,"data":{"turn":1}})",
+      R"({"type":"text-chunks","seq0":1,"time0":200,"data":{"turn":1,"step":1,"index":0,"dt":[5,7,0],"texts":["a","\u001b[1mb","","d"]}})",
+      R"({"type":"tool-call-chunks","seq0":5,"time0":300,"data":{"turn":1,"step":1,"index":1,"id":"c1","dt":[1,1],"args":["{","\"x\"","}"]}})",
+      R"({"type":"assistant/chunk","seq":8,"time":301,"data":{"turn":1,"step":1,"chunk":{"type":"text-delta","index":0,"text":"e"}}})",
+      R"({"type":"reasoning-chunks","seq0":9,"time0":400,"data":{"turn":1,"step":1,"index":2,"dt":[],"texts":["r"]}})",
+      R"({"type":"text-chunks","seq0":10,"time0":500,"data":{"turn":1,"step":2,"index":0,"dt":[1],"texts":["f","g"]}})",
+      R"({"type":"turn/end","seq":12,"time":600,"data":{"turn":1,"reason":{"kind":"completed"}}})",
+  };
+  auto kept = read_lines(dir, lines);
+  BOOST_REQUIRE(kept.size() == 13u);
+  auto store = open_store(dir, std::nullopt);
+  enum class Take { nothing, event, data, chunk, alternate };
+  for (Take take : {Take::nothing, Take::event, Take::data, Take::chunk, Take::alternate}) {
+    std::vector<std::string> seen;
+    std::vector<json::object> taken;
+    auto result = store->read_events(
+        "p",
+        [&](json::object&& e) {
+          seen.push_back(to_json_text(e));
+          Take t = take == Take::alternate ? (seen.size() % 3 == 0 ? Take::event : Take::nothing) : take;
+          if (t == Take::event) taken.push_back(std::move(e));
+          if (t == Take::data) taken.push_back(std::move(e["data"].as_object()));
+          if (t == Take::chunk) {
+            if (auto* d = e["data"].if_object(); d && d->contains("chunk")) taken.push_back(std::move((*d)["chunk"].as_object()));
+          }
+        },
+        {}, EventLifetime::transient);
+    BOOST_TEST_CONTEXT("take " << int(take)) {
+      BOOST_REQUIRE(seen.size() == kept.size());
+      for (std::size_t i = 0; i < kept.size(); ++i) BOOST_TEST(seen[i] == to_json_text(kept[i]));
+      BOOST_TEST(result.capturedThroughSeq.value_or(-1) == 12);
+    }
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
