@@ -1,0 +1,173 @@
+#include "tools/file_change.hpp"
+
+#include "tools/tool_failure.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <random>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace acp::tools {
+
+namespace {
+
+struct Fd {
+  int fd = -1;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+[[noreturn]] void fail(std::string_view what, std::string_view display_path, int err) {
+  throw ToolFailure("cannot " + std::string(what) + " \"" + std::string(display_path) + "\": " + std::strerror(err));
+}
+
+void write_all(int fd, std::string_view data, std::string_view display_path) {
+  while (!data.empty()) {
+    ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail("write", display_path, errno);
+    }
+    data.remove_prefix(std::size_t(n));
+  }
+}
+
+std::string parent_of(const std::string& path) {
+  auto slash = path.rfind('/');
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// Creates the missing directories above `path` (all inside a root: the path was confined).
+void make_parents(const std::string& path, std::string_view display_path) {
+  std::string dir = parent_of(path);
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) == 0) {
+    if (!S_ISDIR(st.st_mode)) throw ToolFailure("a parent of \"" + std::string(display_path) + "\" is not a directory");
+    return;
+  }
+  make_parents(dir, display_path);
+  if (::mkdir(dir.c_str(), 0777) != 0 && errno != EEXIST) fail("create the directory for", display_path, errno);
+}
+
+void replace_file(const std::string& path, std::string_view content, std::string_view display_path,
+                  std::optional<mode_t> mode) {
+  std::string dir = parent_of(path);
+  std::string name = path.substr(dir.size() == 1 ? 1 : dir.size() + 1);
+  std::random_device rd;
+  std::string tmp = dir + (dir == "/" ? "" : "/") + "." + name + ".dsh-acp-" + std::to_string(rd()) + ".tmp";
+  Fd out{::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode.value_or(0666))};
+  if (out.fd < 0) fail("write", display_path, errno);
+  try {
+    // umask applies to open's mode: an existing file keeps its own bits exactly.
+    if (mode && ::fchmod(out.fd, *mode) != 0) fail("write", display_path, errno);
+    write_all(out.fd, content, display_path);
+    if (::fsync(out.fd) != 0) fail("write", display_path, errno);
+    if (::rename(tmp.c_str(), path.c_str()) != 0) fail("write", display_path, errno);
+  } catch (...) {
+    ::unlink(tmp.c_str());
+    throw;
+  }
+  Fd d{::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
+  if (d.fd >= 0) ::fsync(d.fd);
+}
+
+} // namespace
+
+std::string apply_edit(std::string_view before, const EditRequest& edit, std::string_view display_path,
+                       std::size_t* replaced) {
+  if (edit.old_string.empty()) throw ToolFailure("old_string is empty; use write to create or replace a whole file");
+  if (edit.old_string == edit.new_string) throw ToolFailure("old_string and new_string are the same; nothing to change");
+  std::size_t count = 0;
+  for (std::size_t at = before.find(edit.old_string); at != std::string_view::npos;
+       at = before.find(edit.old_string, at + edit.old_string.size()))
+    ++count;
+  if (count == 0) throw ToolFailure("old_string was not found in \"" + std::string(display_path) + "\"; the file is unchanged");
+  if (count > 1 && !edit.replace_all)
+    throw ToolFailure("old_string appears " + std::to_string(count) + " times in \"" + std::string(display_path) +
+                      "\"; add surrounding lines to make it unique, or set replace_all; the file is unchanged");
+  std::string after;
+  after.reserve(before.size() + count * edit.new_string.size());
+  std::size_t from = 0;
+  for (std::size_t at = before.find(edit.old_string); at != std::string_view::npos;
+       at = before.find(edit.old_string, from)) {
+    after.append(before.substr(from, at - from));
+    after += edit.new_string;
+    from = at + edit.old_string.size();
+  }
+  after.append(before.substr(from));
+  if (replaced) *replaced = count;
+  return after;
+}
+
+std::string read_text_file(const std::string& path, std::string_view display_path) {
+  Fd in{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW)};
+  if (in.fd < 0) {
+    if (errno == ENOENT) throw ToolFailure("\"" + std::string(display_path) + "\" does not exist");
+    fail("read", display_path, errno);
+  }
+  struct stat st {};
+  if (::fstat(in.fd, &st) != 0) fail("read", display_path, errno);
+  if (!S_ISREG(st.st_mode)) throw ToolFailure("\"" + std::string(display_path) + "\" is not a regular file");
+  if (std::size_t(st.st_size) > kMaxEditableBytes)
+    throw ToolFailure("\"" + std::string(display_path) + "\" is larger than " + std::to_string(kMaxEditableBytes >> 20) +
+                      " MiB");
+  std::string text(std::size_t(st.st_size), '\0');
+  std::size_t got = 0;
+  for (;;) {
+    if (got == text.size()) text.resize(text.size() + 4096);  // grew since the stat
+    ssize_t n = ::read(in.fd, text.data() + got, text.size() - got);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail("read", display_path, errno);
+    }
+    if (n == 0) break;
+    got += std::size_t(n);
+    if (got > kMaxEditableBytes)
+      throw ToolFailure("\"" + std::string(display_path) + "\" is larger than " + std::to_string(kMaxEditableBytes >> 20) +
+                        " MiB");
+  }
+  text.resize(got);
+  if (text.find('\0') != std::string::npos) throw ToolFailure("\"" + std::string(display_path) + "\" is a binary file");
+  return text;
+}
+
+FileChange write_local(const Roots& roots, std::string_view path, std::string content) {
+  ResolvedPath target = roots.resolve(path);
+  std::string display = roots.display(target.path);
+  FileChange change;
+  change.path = target.path;
+  std::optional<mode_t> mode;
+  if (target.exists) {
+    struct stat st {};
+    if (::stat(target.path.c_str(), &st) != 0) fail("write", display, errno);
+    if (S_ISDIR(st.st_mode)) throw ToolFailure("\"" + display + "\" is a directory");
+    if (!S_ISREG(st.st_mode)) throw ToolFailure("\"" + display + "\" is not a regular file");
+    mode = st.st_mode & 07777;
+    change.before = read_text_file(target.path, display);
+  } else {
+    make_parents(target.path, display);
+  }
+  replace_file(target.path, content, display, mode);
+  change.after = std::move(content);
+  return change;
+}
+
+FileChange edit_local(const Roots& roots, std::string_view path, const EditRequest& edit) {
+  ResolvedPath target = roots.resolve(path);
+  std::string display = roots.display(target.path);
+  if (!target.exists) throw ToolFailure("\"" + display + "\" does not exist; use write to create it");
+  FileChange change;
+  change.path = target.path;
+  change.before = read_text_file(target.path, display);
+  change.after = apply_edit(*change.before, edit, display);
+  struct stat st {};
+  if (::stat(target.path.c_str(), &st) != 0) fail("edit", display, errno);
+  replace_file(target.path, change.after, display, st.st_mode & 07777);
+  return change;
+}
+
+} // namespace acp::tools

@@ -1,0 +1,46 @@
+// The `write` and `edit` tools' changes. apply_edit is the edit itself (used on text the editor gave
+// as well as on local files); the *_local functions carry a change out on the server's own file
+// system, for clients without fs capabilities. A file is replaced atomically (a temporary file in
+// its directory, fsynced, renamed over it, keeping its permission bits), so a crash leaves the old
+// or the new text, never a torn one.
+#pragma once
+
+#include "tools/roots.hpp"
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace acp::tools {
+
+/// Files above this are not read whole for an edit or a diff.
+inline constexpr std::size_t kMaxEditableBytes = 16u << 20;
+
+struct EditRequest {
+  std::string old_string;
+  std::string new_string;
+  bool replace_all = false;
+};
+
+/// `before` with the edit applied. Throws ToolFailure, naming `display_path`, when old_string is
+/// empty, absent, or (without replace_all) not unique; `replaced` gets the count.
+std::string apply_edit(std::string_view before, const EditRequest& edit, std::string_view display_path,
+                       std::size_t* replaced = nullptr);
+
+struct FileChange {
+  std::string path;                   ///< resolved
+  std::optional<std::string> before;  ///< nullopt: the file was created
+  std::string after;
+};
+
+/// A regular file's whole text (at most kMaxEditableBytes). Throws ToolFailure.
+std::string read_text_file(const std::string& path, std::string_view display_path);
+
+/// Writes `content` to `path` (resolved and confined), creating missing directories inside the roots.
+FileChange write_local(const Roots& roots, std::string_view path, std::string content);
+
+/// Applies `edit` to the file at `path` (resolved and confined). The file is untouched on failure.
+FileChange edit_local(const Roots& roots, std::string_view path, const EditRequest& edit);
+
+} // namespace acp::tools

@@ -1,0 +1,323 @@
+#include "tools/search.hpp"
+
+#include "tools/glob_pattern.hpp"
+#include "tools/tool_failure.hpp"
+
+#include <boost/regex.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <queue>
+#include <vector>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace acp::tools {
+
+namespace {
+
+// ---- .gitignore ------------------------------------------------------------------------------
+
+struct IgnoreRule {
+  GlobPattern pattern;
+  bool negate = false;
+  bool dir_only = false;
+};
+
+// The rules of one directory's .gitignore, chained to those of the directories above it.
+struct RuleSet {
+  std::shared_ptr<const RuleSet> parent;
+  std::string base;  ///< the directory holding the .gitignore (absolute)
+  std::vector<IgnoreRule> rules;
+};
+
+std::string read_small_file(const std::string& path, std::size_t max) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return {};
+  std::string out;
+  char buf[8192];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    out.append(buf, std::size_t(n));
+    if (out.size() > max) break;
+  }
+  ::close(fd);
+  return out;
+}
+
+std::shared_ptr<const RuleSet> with_gitignore(std::shared_ptr<const RuleSet> parent, const std::string& dir) {
+  std::string text = read_small_file(dir + "/.gitignore", 1u << 20);
+  if (text.empty()) return parent;
+  auto set = std::make_shared<RuleSet>();
+  set->parent = std::move(parent);
+  set->base = dir;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::string_view line(text.data() + start, end - start);
+    start = end + 1;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    while (!line.empty() && line.back() == ' ' && !(line.size() > 1 && line[line.size() - 2] == '\\')) line.remove_suffix(1);
+    if (line.empty() || line.front() == '#') continue;
+    IgnoreRule rule{GlobPattern("x"), false, false};
+    if (line.front() == '!') {
+      rule.negate = true;
+      line.remove_prefix(1);
+    }
+    if (!line.empty() && line.back() == '/') {
+      rule.dir_only = true;
+      line.remove_suffix(1);
+    }
+    if (line.empty()) continue;
+    try {
+      rule.pattern = GlobPattern(line);
+    } catch (const ToolFailure&) {
+      continue;  // a line git would not match either
+    }
+    set->rules.push_back(std::move(rule));
+  }
+  return set->rules.empty() ? set->parent : set;
+}
+
+// The last rule that matches decides, deeper .gitignore files after shallower ones.
+bool ignored(const RuleSet* set, const std::string& path, bool is_dir) {
+  for (; set; set = set->parent.get()) {
+    if (path.size() <= set->base.size()) continue;
+    std::string_view rel(path.data() + set->base.size() + 1, path.size() - set->base.size() - 1);
+    for (auto it = set->rules.rbegin(); it != set->rules.rend(); ++it) {
+      if (it->dir_only && !is_dir) continue;
+      if (it->pattern.matches(rel)) return !it->negate;
+    }
+  }
+  return false;
+}
+
+// ---- the walk ---------------------------------------------------------------------------------
+
+bool is_vcs_dir(std::string_view name) { return name == ".git" || name == ".hg" || name == ".svn"; }
+
+struct WalkStats {
+  std::size_t entries = 0;
+  bool bounded = false;  ///< stopped at max_entries_walked
+};
+
+// Calls `file(abs, stat)` for every file under `dir`, in no particular order, until it returns false.
+void walk(const Roots& roots, const std::string& dir, const SearchLimits& limits, std::stop_token stop, WalkStats& stats,
+          const std::function<bool(const std::string&, const struct stat&)>& file) {
+  // .gitignore files from the root holding `dir` down to it apply too.
+  std::shared_ptr<const RuleSet> rules;
+  for (const auto& root : roots.dirs()) {
+    const bool holds = root == "/" || (dir.compare(0, root.size(), root) == 0 &&
+                                       (dir.size() == root.size() || dir[root.size()] == '/'));
+    if (!holds) continue;
+    std::string at = root;
+    rules = with_gitignore(nullptr, at);
+    std::size_t pos = root.size() == 1 ? 1 : root.size() + 1;
+    while (pos < dir.size()) {
+      std::size_t slash = dir.find('/', pos);
+      if (slash == std::string::npos) slash = dir.size();
+      at = dir.substr(0, slash);
+      rules = with_gitignore(rules, at);
+      pos = slash + 1;
+    }
+    break;
+  }
+  struct Pending {
+    std::string path;
+    std::shared_ptr<const RuleSet> rules;
+  };
+  std::vector<Pending> stack{{dir, rules}};
+  while (!stack.empty()) {
+    if (stop.stop_requested()) throw ToolFailure("cancelled");
+    Pending d = std::move(stack.back());
+    stack.pop_back();
+    if (d.path != dir) d.rules = with_gitignore(d.rules, d.path);
+    DIR* handle = ::opendir(d.path.c_str());
+    if (!handle) continue;  // unreadable: skipped, as ripgrep does
+    std::unique_ptr<DIR, int (*)(DIR*)> close(handle, &::closedir);
+    while (dirent* e = ::readdir(handle)) {
+      std::string_view name = e->d_name;
+      if (name == "." || name == "..") continue;
+      if (++stats.entries > limits.max_entries_walked) {
+        stats.bounded = true;
+        return;
+      }
+      std::string path = d.path == "/" ? "/" + std::string(name) : d.path + "/" + std::string(name);
+      struct stat st {};
+      if (::lstat(path.c_str(), &st) != 0) continue;
+      if (S_ISLNK(st.st_mode)) continue;
+      if (S_ISDIR(st.st_mode)) {
+        if (is_vcs_dir(name) || ignored(d.rules.get(), path, true)) continue;
+        stack.push_back({std::move(path), d.rules});
+      } else if (S_ISREG(st.st_mode)) {
+        if (!ignored(d.rules.get(), path, false) && !file(path, st)) return;
+      }
+    }
+  }
+}
+
+ResolvedPath search_target(const Roots& roots, std::optional<std::string_view> path) {
+  ResolvedPath target = roots.resolve(path.value_or(roots.cwd()));
+  if (!target.exists) throw ToolFailure("\"" + std::string(path.value_or(roots.cwd())) + "\" does not exist");
+  return target;
+}
+
+std::string relative_to(const std::string& base, const std::string& path) {
+  if (path.size() > base.size() && path.compare(0, base.size(), base) == 0)
+    return path.substr(base == "/" ? 1 : base.size() + 1);
+  return path;
+}
+
+std::string walk_notice(const WalkStats& stats, const SearchLimits& limits) {
+  if (!stats.bounded) return {};
+  return "\n(The search stopped after " + std::to_string(limits.max_entries_walked) +
+         " entries; search a smaller directory for complete results.)";
+}
+
+} // namespace
+
+std::string glob_files(const Roots& roots, std::string_view pattern, std::optional<std::string_view> path,
+                       std::stop_token stop, const SearchLimits& limits) {
+  GlobPattern glob(pattern);
+  ResolvedPath target = search_target(roots, path);
+  struct stat st {};
+  if (::stat(target.path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    throw ToolFailure("\"" + roots.display(target.path) + "\" is not a directory");
+  struct Hit {
+    std::int64_t mtime_ns;
+    std::string path;
+  };
+  // Newest first; the heap keeps the oldest shown on top so the newest N survive in O(N) memory.
+  auto newer = [](const Hit& a, const Hit& b) {
+    return a.mtime_ns != b.mtime_ns ? a.mtime_ns > b.mtime_ns : a.path < b.path;
+  };
+  std::priority_queue<Hit, std::vector<Hit>, decltype(newer)> kept(newer);
+  std::size_t total = 0;
+  WalkStats stats;
+  walk(roots, target.path, limits, stop, stats, [&](const std::string& file, const struct stat& fst) {
+    if (!glob.matches(relative_to(target.path, file))) return true;
+    ++total;
+    kept.push({std::int64_t(fst.st_mtim.tv_sec) * 1000000000 + fst.st_mtim.tv_nsec, file});
+    if (kept.size() > limits.max_files_listed) kept.pop();
+    return true;
+  });
+  if (total == 0) return "No files found." + walk_notice(stats, limits);
+  std::vector<Hit> hits;
+  while (!kept.empty()) {
+    hits.push_back(kept.top());
+    kept.pop();
+  }
+  std::reverse(hits.begin(), hits.end());
+  std::string out;
+  for (const auto& h : hits) out += roots.display(h.path) + "\n";
+  out.pop_back();
+  if (total > hits.size())
+    out += "\n\n(Showing the " + std::to_string(hits.size()) + " most recently modified of " + std::to_string(total) +
+           " files; narrow the pattern or the path to see the others.)";
+  return out + walk_notice(stats, limits);
+}
+
+std::string grep_files(const Roots& roots, std::string_view pattern, std::optional<std::string_view> path,
+                       std::optional<std::string_view> include, std::stop_token stop, const SearchLimits& limits) {
+  if (pattern.empty()) throw ToolFailure("the pattern is empty");
+  boost::regex re;
+  try {
+    re.assign(pattern.begin(), pattern.end(), boost::regex::perl);
+  } catch (const boost::regex_error& e) {
+    throw ToolFailure("invalid regular expression: " + std::string(e.what()));
+  }
+  std::optional<GlobPattern> filter;
+  if (include) filter.emplace(*include);
+  ResolvedPath target = search_target(roots, path);
+  std::string out;
+  std::size_t matches = 0, skipped_large = 0;
+  bool capped = false;
+  auto search_file = [&](const std::string& file, const struct stat& st) {
+    if (filter && !filter->matches(relative_to(target.path, file))) return true;
+    if (std::size_t(st.st_size) > limits.max_file_bytes) {
+      ++skipped_large;
+      return true;
+    }
+    int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) return true;
+    std::unique_ptr<int, void (*)(int*)> close(&fd, [](int* f) { ::close(*f); });
+    std::string text(std::size_t(st.st_size), '\0');
+    std::size_t got = 0;
+    while (got < text.size()) {
+      ssize_t n = ::read(fd, text.data() + got, text.size() - got);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      got += std::size_t(n);
+    }
+    text.resize(got);
+    if (std::memchr(text.data(), '\0', std::min<std::size_t>(text.size(), 8192))) return true;  // binary
+    bool header = false;
+    std::size_t line_no = 0;
+    for (std::size_t start = 0; start <= text.size() && !capped;) {
+      std::size_t end = text.find('\n', start);
+      if (end == std::string::npos) end = text.size();
+      if (start == text.size() && end == start) break;
+      ++line_no;
+      std::string_view line(text.data() + start, end - start);
+      if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+      start = end + 1;
+      bool hit = false;
+      try {
+        hit = boost::regex_search(line.begin(), line.end(), re, boost::match_not_dot_newline);
+      } catch (const std::runtime_error& e) {
+        throw ToolFailure("the regular expression is too complex for " + roots.display(file) + ": " + e.what());
+      }
+      if (!hit) continue;
+      if (matches == limits.max_matches) {
+        capped = true;
+        break;
+      }
+      ++matches;
+      if (!header) {
+        if (!out.empty()) out += "\n";
+        out += roots.display(file) + "\n";
+        header = true;
+      }
+      std::string shown(line.substr(0, std::min(line.size(), limits.max_line_chars * 4)));
+      if (shown.size() > limits.max_line_chars) {
+        // Cut at a character boundary, never inside a UTF-8 sequence.
+        std::size_t cut = limits.max_line_chars;
+        while (cut > 0 && (static_cast<unsigned char>(shown[cut]) & 0xC0) == 0x80) --cut;
+        shown.resize(cut);
+        shown += "... (line truncated)";
+      }
+      out += "  " + std::to_string(line_no) + ": " + shown + "\n";
+    }
+    return !capped;
+  };
+  WalkStats stats;
+  struct stat st {};
+  if (::stat(target.path.c_str(), &st) != 0) throw ToolFailure("cannot search \"" + roots.display(target.path) + "\"");
+  if (S_ISREG(st.st_mode)) {
+    search_file(target.path, st);
+  } else if (S_ISDIR(st.st_mode)) {
+    walk(roots, target.path, limits, stop, stats, search_file);
+  } else {
+    throw ToolFailure("\"" + roots.display(target.path) + "\" is neither a file nor a directory");
+  }
+  if (matches == 0) out = "No matches.";
+  else out.pop_back();
+  if (capped)
+    out += "\n\n(Showing the first " + std::to_string(limits.max_matches) +
+           " matches; there are more. Narrow the pattern, the path or include.)";
+  if (skipped_large > 0)
+    out += "\n(" + std::to_string(skipped_large) + " file" + (skipped_large == 1 ? "" : "s") + " larger than " +
+           std::to_string(limits.max_file_bytes >> 20) + " MiB not searched.)";
+  return out + walk_notice(stats, limits);
+}
+
+} // namespace acp::tools

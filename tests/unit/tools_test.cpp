@@ -1,0 +1,322 @@
+// The tools' server-side parts on real files: confinement to the session's roots, the read window,
+// edits and atomic writes, glob patterns, and the glob and grep walks.
+#include "tools/catalog.hpp"
+#include "tools/file_change.hpp"
+#include "tools/glob_pattern.hpp"
+#include "tools/roots.hpp"
+#include "tools/search.hpp"
+#include "tools/text_window.hpp"
+#include "tools/tool_failure.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <sys/stat.h>
+#include <utime.h>
+
+namespace fs = std::filesystem;
+using namespace acp::tools;
+
+namespace {
+
+struct Scratch {
+  fs::path dir;
+  Scratch() {
+    std::string tmpl = (fs::temp_directory_path() / "dsh-tools-XXXXXX").string();
+    dir = ::mkdtemp(tmpl.data());
+    dir = fs::canonical(dir);
+    fs::create_directories(dir / "work");
+    fs::create_directories(dir / "outside");
+  }
+  ~Scratch() {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+  std::string work() const { return (dir / "work").string(); }
+  std::string outside() const { return (dir / "outside").string(); }
+};
+
+void put(const fs::path& p, const std::string& text) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p, std::ios::binary) << text;
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void set_mtime(const fs::path& p, long seconds) {
+  struct utimbuf t {seconds, seconds};
+  ::utime(p.c_str(), &t);
+}
+
+std::string failure_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const ToolFailure& e) {
+    return e.what();
+  }
+  return "(no failure)";
+}
+
+std::string window_of(std::string_view text, ReadRequest r = {}, std::size_t chunk = 0) {
+  TextWindow w(r);
+  if (chunk == 0) w.feed(text);
+  else
+    for (std::size_t i = 0; i < text.size(); i += chunk) w.feed(text.substr(i, chunk));
+  return w.finish("f.txt");
+}
+
+std::string content_of(const std::string& window) {
+  auto a = window.find("<content>\n") + 10;
+  return window.substr(a, window.rfind("\n</content>") - a);
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(tool_roots)
+
+BOOST_AUTO_TEST_CASE(paths_inside_resolve_and_escapes_are_refused) {
+  Scratch s;
+  put(fs::path(s.work()) / "src/a.cpp", "x");
+  put(fs::path(s.outside()) / "secret", "s");
+  Roots roots(s.work());
+  BOOST_TEST(roots.resolve("src/a.cpp").path == s.work() + "/src/a.cpp");
+  BOOST_TEST(roots.resolve("src/a.cpp").exists);
+  BOOST_TEST(roots.resolve("./src/../src/a.cpp").path == s.work() + "/src/a.cpp");
+  BOOST_TEST(roots.resolve(s.work() + "/src/a.cpp").path == s.work() + "/src/a.cpp");
+  auto fresh = roots.resolve("new/dir/file.txt");
+  BOOST_TEST(!fresh.exists);
+  BOOST_TEST(fresh.path == s.work() + "/new/dir/file.txt");
+  BOOST_TEST(roots.resolve(".").path == s.work());
+  for (std::string bad : {std::string("../outside/secret"), s.outside() + "/secret", std::string("/etc/passwd"),
+                          std::string("new/../../outside/x"), std::string("src/../../work2")})
+    BOOST_TEST(failure_of([&] { roots.resolve(bad); }).find("outside the session's directories") != std::string::npos,
+               bad);
+  BOOST_TEST(failure_of([&] { roots.resolve(""); }) == "the path is empty");
+  BOOST_TEST(failure_of([&] { roots.resolve(std::string("a\0b", 3)); }).find("NUL") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(symbolic_links_are_followed_before_the_check) {
+  Scratch s;
+  put(fs::path(s.outside()) / "secret", "s");
+  put(fs::path(s.work()) / "real.txt", "r");
+  fs::create_symlink(s.outside() + "/secret", s.work() + "/leak");
+  fs::create_directory_symlink(s.outside(), s.work() + "/out");
+  fs::create_symlink(s.work() + "/real.txt", s.work() + "/alias");
+  fs::create_symlink(s.outside() + "/missing", s.work() + "/dangling");
+  Roots roots(s.work());
+  BOOST_TEST(failure_of([&] { roots.resolve("leak"); }).find("outside") != std::string::npos);
+  BOOST_TEST(failure_of([&] { roots.resolve("out/secret"); }).find("outside") != std::string::npos);
+  BOOST_TEST(failure_of([&] { roots.resolve("out/new-file"); }).find("outside") != std::string::npos);
+  BOOST_TEST(failure_of([&] { roots.resolve("dangling"); }).find("symbolic link to a missing file") != std::string::npos);
+  BOOST_TEST(roots.resolve("alias").path == s.work() + "/real.txt");
+  // `..` after a link applies to the link's real parent, as the kernel does.
+  fs::create_directories(s.work() + "/deep/er");
+  fs::create_directory_symlink(s.work() + "/deep/er", s.work() + "/er-link");
+  BOOST_TEST(roots.resolve("er-link/..").path == s.work() + "/deep");
+}
+
+BOOST_AUTO_TEST_CASE(additional_directories_are_roots_too) {
+  Scratch s;
+  put(fs::path(s.outside()) / "lib.h", "l");
+  Roots roots(s.work(), {s.outside()});
+  BOOST_TEST(roots.resolve(s.outside() + "/lib.h").exists);
+  BOOST_TEST(roots.display(s.outside() + "/lib.h") == "lib.h");
+  BOOST_TEST(roots.display(s.work() + "/a/b") == "a/b");
+  BOOST_CHECK_THROW(Roots(s.work(), {"relative/dir"}), std::invalid_argument);
+  BOOST_CHECK_THROW(Roots(s.work(), {s.work() + "/missing"}), std::invalid_argument);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(tool_read_window)
+
+BOOST_AUTO_TEST_CASE(lines_are_numbered_with_the_harness_footers) {
+  BOOST_TEST(window_of("a\nb\nc\n") == "<path>f.txt</path>\n<type>file</type>\n<content>\n1: a\n2: b\n3: c\n\n"
+                                        "(End of file - total 3 lines)\n</content>");
+  BOOST_TEST(content_of(window_of("a\nb\nc", {2, 1})) == "2: b\n\n(Showing lines 2-2 of 3. Use offset=3 to continue.)");
+  BOOST_TEST(content_of(window_of("")) == "(End of file - total 0 lines)");
+  BOOST_TEST(content_of(window_of("x\r\ny\r\n")) == "1: x\n2: y\n\n(End of file - total 2 lines)");
+  BOOST_TEST(failure_of([] { window_of("a\nb\n", {5}); }) == "offset 5 is out of range for \"f.txt\" (2 lines)");
+}
+
+BOOST_AUTO_TEST_CASE(caps_cut_lines_and_windows_and_say_so) {
+  ReadRequest r;
+  r.max_line_chars = 3;
+  BOOST_TEST(content_of(window_of("abcdef\n", r)) == "1: abc... (line truncated to 3 chars)\n\n(End of file - total 1 lines)");
+  ReadRequest b;
+  b.max_bytes = 5;
+  BOOST_TEST(content_of(window_of("aa\nbb\ncc\n", b)) == "1: aa\n2: bb\n\n(Output capped. Showing lines 1-2. Use offset=3 to continue.)");
+}
+
+BOOST_AUTO_TEST_CASE(characters_survive_any_chunking_and_bad_bytes_show_as_replacements) {
+  const std::string text = "\xF0\x9F\x98\x80 smile\n\xC3\xA9t\xC3\xA9\n";
+  const std::string whole = window_of(text);
+  for (std::size_t chunk = 1; chunk < 6; ++chunk) BOOST_TEST(window_of(text, {}, chunk) == whole);
+  BOOST_TEST(content_of(window_of("a\xFF" "b\n")).substr(0, 9) == "1: a\xEF\xBF\xBD" "b\n");
+  ReadRequest r;
+  r.max_line_chars = 2;
+  BOOST_TEST(content_of(window_of("\xF0\x9F\x98\x80\xF0\x9F\x98\x80\xF0\x9F\x98\x80\n", r)).substr(0, 14) ==
+             "1: \xF0\x9F\x98\x80\xF0\x9F\x98\x80...");
+  BOOST_TEST(failure_of([] { window_of(std::string("PK\0\x03", 4)); }) == "this is a binary file, not text");
+}
+
+BOOST_AUTO_TEST_CASE(reading_a_file_checks_its_kind) {
+  Scratch s;
+  put(fs::path(s.work()) / "f.txt", "one\ntwo\n");
+  BOOST_TEST(content_of(read_file_window(s.work() + "/f.txt", "f.txt", {})) == "1: one\n2: two\n\n(End of file - total 2 lines)");
+  BOOST_TEST(failure_of([&] { read_file_window(s.work(), "work", {}); }).find("is a directory") != std::string::npos);
+  BOOST_TEST(failure_of([&] { read_file_window(s.work() + "/nope", "nope", {}); }) == "\"nope\" does not exist");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(tool_file_changes)
+
+BOOST_AUTO_TEST_CASE(an_edit_replaces_one_unique_literal) {
+  std::size_t n = 0;
+  BOOST_TEST(apply_edit("a.b a+b", {"a+b", "c", false}, "f", &n) == "a.b c");
+  BOOST_TEST(n == 1u);
+  BOOST_TEST(apply_edit("xx-xx", {"xx", "y", true}, "f", &n) == "y-y");
+  BOOST_TEST(n == 2u);
+  BOOST_TEST(failure_of([] { apply_edit("xx-xx", {"xx", "y", false}, "f"); }).find("appears 2 times") != std::string::npos);
+  BOOST_TEST(failure_of([] { apply_edit("abc", {"z", "y", false}, "f"); }).find("was not found") != std::string::npos);
+  BOOST_TEST(failure_of([] { apply_edit("abc", {"", "y", false}, "f"); }).find("old_string is empty") != std::string::npos);
+  // Overlapping candidates count as the matches a left-to-right replacement makes.
+  BOOST_TEST(apply_edit("aaa", {"aa", "b", true}, "f") == "ba");
+}
+
+BOOST_AUTO_TEST_CASE(writes_create_directories_keep_modes_and_stay_inside) {
+  Scratch s;
+  Roots roots(s.work());
+  auto created = write_local(roots, "deep/new/file.txt", "hello\n");
+  BOOST_TEST(!created.before.has_value());
+  BOOST_TEST(slurp(s.work() + "/deep/new/file.txt") == "hello\n");
+  put(fs::path(s.work()) / "run.sh", "old");
+  ::chmod((s.work() + "/run.sh").c_str(), 0751);
+  auto replaced = write_local(roots, "run.sh", "new");
+  BOOST_TEST(replaced.before.value_or("") == "old");
+  BOOST_TEST(slurp(s.work() + "/run.sh") == "new");
+  struct stat st {};
+  ::stat((s.work() + "/run.sh").c_str(), &st);
+  BOOST_TEST((st.st_mode & 07777) == 0751u);
+  fs::create_directory_symlink(s.outside(), s.work() + "/out");
+  BOOST_TEST(failure_of([&] { write_local(roots, "out/x.txt", "x"); }).find("outside") != std::string::npos);
+  BOOST_TEST(!fs::exists(s.outside() + "/x.txt"));
+  // No temporary file is left behind.
+  for (const auto& e : fs::directory_iterator(s.work())) BOOST_TEST(e.path().filename().string().find(".tmp") == std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(a_failed_edit_leaves_the_file_as_it_was) {
+  Scratch s;
+  Roots roots(s.work());
+  put(fs::path(s.work()) / "a.txt", "one two one");
+  BOOST_TEST(failure_of([&] { edit_local(roots, "a.txt", {"one", "1", false}); }).find("appears 2 times") != std::string::npos);
+  BOOST_TEST(slurp(s.work() + "/a.txt") == "one two one");
+  auto change = edit_local(roots, "a.txt", {"two", "2", false});
+  BOOST_TEST(change.before.value_or("") == "one two one");
+  BOOST_TEST(change.after == "one 2 one");
+  BOOST_TEST(slurp(s.work() + "/a.txt") == "one 2 one");
+  BOOST_TEST(failure_of([&] { edit_local(roots, "missing.txt", {"a", "b", false}); }).find("does not exist") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(tool_search)
+
+BOOST_AUTO_TEST_CASE(glob_patterns) {
+  BOOST_TEST(GlobPattern("*.cpp").matches("src/deep/a.cpp"));
+  BOOST_TEST(!GlobPattern("*.cpp").matches("src/a.hpp"));
+  BOOST_TEST(GlobPattern("src/*.cpp").matches("src/a.cpp"));
+  BOOST_TEST(!GlobPattern("src/*.cpp").matches("src/deep/a.cpp"));
+  BOOST_TEST(GlobPattern("src/**/*.cpp").matches("src/a.cpp"));
+  BOOST_TEST(GlobPattern("src/**/*.cpp").matches("src/x/y/a.cpp"));
+  BOOST_TEST(GlobPattern("**/test_*.{py,cpp}").matches("a/b/test_x.py"));
+  BOOST_TEST(!GlobPattern("**/test_*.{py,cpp}").matches("a/b/test_x.js"));
+  BOOST_TEST(GlobPattern("file[0-9].txt").matches("file7.txt"));
+  BOOST_TEST(!GlobPattern("file[!0-9].txt").matches("file7.txt"));
+  BOOST_TEST(GlobPattern("a\\*b").matches("a*b"));
+  BOOST_TEST(!GlobPattern("a\\*b").matches("axb"));
+  BOOST_TEST(GlobPattern("?.md").matches("x.md"));
+  BOOST_CHECK_THROW(GlobPattern("[abc"), ToolFailure);
+  BOOST_CHECK_THROW(GlobPattern("{a,b"), ToolFailure);
+  // Many stars and double stars stay fast (no exponential backtracking).
+  BOOST_TEST(!GlobPattern("**/**/**/**/**/**/**/**/*a*a*a*a*a*a*a*a*b").matches(std::string(40, 'x') + "/" + std::string(200, 'a')));
+}
+
+BOOST_AUTO_TEST_CASE(glob_lists_newest_first_honours_gitignore_and_caps) {
+  Scratch s;
+  fs::path w = s.work();
+  put(w / ".gitignore", "build/\n*.log\n!keep.log\n");
+  put(w / "src/a.cpp", "");
+  put(w / "src/b.cpp", "");
+  put(w / "src/.gitignore", "gen_*.cpp\n");
+  put(w / "src/gen_x.cpp", "");
+  put(w / "build/c.cpp", "");
+  put(w / "x.log", "");
+  put(w / "keep.log", "");
+  put(w / ".git/objects/d.cpp", "");
+  fs::create_symlink(s.outside(), w / "out");
+  put(fs::path(s.outside()) / "e.cpp", "");
+  set_mtime(w / "src/a.cpp", 1000);
+  set_mtime(w / "src/b.cpp", 2000);
+  Roots roots(s.work());
+  BOOST_TEST(glob_files(roots, "*.cpp", std::nullopt) == "src/b.cpp\nsrc/a.cpp");
+  BOOST_TEST(glob_files(roots, "*.log", std::nullopt) == "keep.log");
+  BOOST_TEST(glob_files(roots, "*.cpp", std::string_view("src")) == "src/b.cpp\nsrc/a.cpp");
+  BOOST_TEST(glob_files(roots, "*.rs", std::nullopt) == "No files found.");
+  // Searching inside an ignored directory, asked for by name, shows what is there.
+  BOOST_TEST(glob_files(roots, "*.cpp", std::string_view("build")) == "build/c.cpp");
+  SearchLimits one;
+  one.max_files_listed = 1;
+  BOOST_TEST(glob_files(roots, "*.cpp", std::nullopt, {}, one) ==
+             "src/b.cpp\n\n(Showing the 1 most recently modified of 2 files; narrow the pattern or the path to see the others.)");
+  BOOST_TEST(failure_of([&] { glob_files(roots, "*", std::string_view("../outside")); }).find("outside") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(grep_groups_matches_filters_and_caps) {
+  Scratch s;
+  fs::path w = s.work();
+  put(w / ".gitignore", "vendor/\n");
+  put(w / "src/a.cpp", "int main() {\n  return 0;\n}\n");
+  put(w / "src/b.py", "def main():\n    pass\n");
+  put(w / "vendor/c.cpp", "int main() {}\n");
+  put(w / "bin.dat", std::string("main\0main", 9));
+  Roots roots(s.work());
+  BOOST_TEST(grep_files(roots, "main", std::nullopt, std::string_view("*.cpp")) == "src/a.cpp\n  1: int main() {");
+  std::string both = grep_files(roots, "ma[i]n\\(", std::nullopt, std::nullopt);
+  BOOST_TEST(both.find("src/a.cpp\n  1: int main() {") != std::string::npos);
+  BOOST_TEST(both.find("src/b.py\n  1: def main():") != std::string::npos);
+  BOOST_TEST(both.find("vendor") == std::string::npos);
+  BOOST_TEST(both.find("bin.dat") == std::string::npos);
+  BOOST_TEST(grep_files(roots, "return", std::string_view("src/a.cpp"), std::nullopt) == "src/a.cpp\n  2:   return 0;");
+  BOOST_TEST(grep_files(roots, "absent", std::nullopt, std::nullopt) == "No matches.");
+  BOOST_TEST(failure_of([&] { grep_files(roots, "(unclosed", std::nullopt, std::nullopt); }).find("invalid regular expression") ==
+             0u);
+  SearchLimits one;
+  one.max_matches = 1;
+  BOOST_TEST(grep_files(roots, "main", std::nullopt, std::string_view("*.cpp"), {}, one) == "src/a.cpp\n  1: int main() {");
+  BOOST_TEST(grep_files(roots, ".", std::string_view("src/a.cpp"), std::nullopt, {}, one).find("(Showing the first 1 matches") !=
+             std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(the_catalog_names_the_harness_tools) {
+  std::vector<std::string> names;
+  for (const auto& t : builtin_tools()) names.push_back(t.name);
+  BOOST_TEST(names == (std::vector<std::string>{"read", "write", "edit", "bash", "glob", "grep", "todo_write"}),
+             boost::test_tools::per_element());
+  BOOST_TEST(find_builtin("edit")->changes_files);
+  BOOST_TEST(find_builtin("bash")->runs_commands);
+  BOOST_TEST(find_builtin("nope") == nullptr);
+  auto req = request_tools({find_builtin("read")});
+  BOOST_TEST(req.at(0).at("function").at("parameters").at("required").as_array().at(0).as_string() == "file_path");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
