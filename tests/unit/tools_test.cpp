@@ -1,6 +1,8 @@
 // The tools' server-side parts on real files: confinement to the session's roots, the read window,
 // edits and atomic writes, glob patterns, and the glob and grep walks.
 #include "tools/catalog.hpp"
+#include "tools/command.hpp"
+#include "tools/output_cap.hpp"
 #include "tools/file_change.hpp"
 #include "tools/glob_pattern.hpp"
 #include "tools/roots.hpp"
@@ -8,8 +10,14 @@
 #include "tools/text_window.hpp"
 #include "tools/tool_failure.hpp"
 
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -317,6 +325,135 @@ BOOST_AUTO_TEST_CASE(the_catalog_names_the_harness_tools) {
   BOOST_TEST(find_builtin("nope") == nullptr);
   auto req = request_tools({find_builtin("read")});
   BOOST_TEST(req.at(0).at("function").at("parameters").at("required").as_array().at(0).as_string() == "file_path");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(tool_commands)
+
+namespace {
+
+CommandOutcome run(CommandRequest r, std::optional<std::chrono::milliseconds> cancel_after = std::nullopt) {
+  boost::asio::io_context io;
+  boost::asio::cancellation_signal cancel;
+  boost::asio::steady_timer timer(io);
+  if (cancel_after) {
+    timer.expires_after(*cancel_after);
+    timer.async_wait([&](boost::system::error_code) { cancel.emit(boost::asio::cancellation_type::terminal); });
+  }
+  if (r.workdir.empty()) r.workdir = "/";
+  std::optional<CommandOutcome> outcome;
+  std::exception_ptr error;
+  boost::asio::co_spawn(io, run_command(std::move(r)),
+                        boost::asio::bind_cancellation_slot(cancel.slot(), [&](std::exception_ptr e, CommandOutcome o) {
+                          error = e;
+                          outcome = std::move(o);
+                          timer.cancel();
+                        }));
+  io.run();
+  if (error) std::rethrow_exception(error);
+  return *outcome;
+}
+
+// Killed: no /proc entry, a zombie, exiting (PF_EXITING), or a SIGKILL pending that it cannot
+// survive. (The kernel closes a killed process's files, which ends our pipe, a moment before it
+// shows as a zombie.)
+bool killed(long pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  if (!stat) return true;
+  std::string line;
+  std::getline(stat, line);
+  auto close = line.rfind(')');
+  if (close == std::string::npos) return true;
+  std::istringstream fields(line.substr(close + 2));
+  std::string state;
+  unsigned long ignored = 0, flags = 0;
+  fields >> state;
+  for (int i = 0; i < 5; ++i) fields >> ignored;  // ppid pgrp session tty_nr tpgid
+  fields >> flags;
+  if (state == "Z" || state == "X" || (flags & 0x4)) return true;
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  for (std::string l; std::getline(status, l);) {
+    if (l.rfind("ShdPnd:", 0) == 0 || l.rfind("SigPnd:", 0) == 0) {
+      if (std::stoull(l.substr(7), nullptr, 16) & (1ull << (SIGKILL - 1))) return true;
+    }
+  }
+  return false;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(output_exit_code_directory_and_stdin) {
+  auto r = run({"echo out; echo err >&2; exit 3"});
+  BOOST_TEST(r.output == "out\nerr\n");
+  BOOST_TEST(r.exit_code.value_or(-1) == 3);
+  BOOST_TEST(describe_outcome(r, kDefaultCommandTimeout) == "out\nerr\n[exit code: 3]");
+  Scratch s;
+  BOOST_TEST(run({"pwd", s.work()}).output == s.work() + "\n");
+  // stdin is /dev/null: cat ends at once.
+  auto cat = run({"cat; echo done"});
+  BOOST_TEST(cat.output == "done\n");
+  BOOST_TEST(describe_outcome(run({"true"}), kDefaultCommandTimeout) == "(no output)");
+}
+
+BOOST_AUTO_TEST_CASE(huge_output_keeps_its_head_and_tail) {
+  CommandRequest req{"printf 'HEAD'; head -c 1000000 /dev/zero | tr '\\0' a; printf 'TAIL'"};
+  req.max_output_bytes = 1000;
+  auto r = run(req);
+  BOOST_TEST(r.output_bytes == 1000008u);
+  BOOST_TEST(r.output.substr(0, 4) == "HEAD");
+  BOOST_TEST(r.output.substr(r.output.size() - 4) == "TAIL");
+  BOOST_TEST(r.output.find("[... 999008 bytes omitted ...]") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(a_timeout_kills_the_whole_group) {
+  CommandRequest req{"sleep 30 & echo $!; wait"};
+  req.timeout = std::chrono::milliseconds(300);
+  auto r = run(req);
+  BOOST_TEST(r.timed_out);
+  BOOST_TEST(describe_outcome(r, req.timeout).find("[timed out after 0 s: the command was killed]") != std::string::npos);
+  long child = std::stol(r.output);
+  BOOST_TEST(killed(child));
+  BOOST_TEST(killed(r.pid));
+}
+
+BOOST_AUTO_TEST_CASE(cancelling_the_call_kills_the_group) {
+  auto r = run({"sleep 30 & echo $!; wait"}, std::chrono::milliseconds(300));
+  BOOST_TEST(r.cancelled);
+  BOOST_TEST(!r.timed_out);
+  BOOST_TEST(killed(std::stol(r.output)));
+  BOOST_TEST(describe_outcome(r, kDefaultCommandTimeout).find("[cancelled") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(nothing_started_outlives_the_shell) {
+  // The shell exits at once; the sleep it left holds the pipe until the group is killed.
+  auto r = run({"sleep 30 & echo $!"});
+  BOOST_TEST(r.exit_code.value_or(-1) == 0);
+  BOOST_TEST(killed(std::stol(r.output)));
+}
+
+BOOST_AUTO_TEST_CASE(hidden_variables_are_not_passed_on) {
+  ::setenv("DSH_TOOLS_TEST_SECRET", "s3cret", 1);
+  CommandRequest req{"echo ${DSH_TOOLS_TEST_SECRET:-none}"};
+  BOOST_TEST(run(req).output == "s3cret\n");
+  req.hidden_env = {"DSH_TOOLS_TEST_SECRET"};
+  BOOST_TEST(run(req).output == "none\n");
+  ::unsetenv("DSH_TOOLS_TEST_SECRET");
+}
+
+BOOST_AUTO_TEST_CASE(the_output_cap_cuts_at_character_boundaries) {
+  OutputCap whole(10);
+  whole.append("abc");
+  whole.append("def");
+  BOOST_TEST(whole.text() == "abcdef");
+  OutputCap cap(8);
+  // 4-byte characters: the head's last and the tail's first are partial at any 4-byte budget split.
+  for (int i = 0; i < 10; ++i) cap.append("\xF0\x9F\x98\x80");
+  BOOST_TEST(cap.total_bytes() == 40u);
+  BOOST_TEST(cap.text() == "\xF0\x9F\x98\x80\n[... 32 bytes omitted ...]\n\xF0\x9F\x98\x80");
+  OutputCap odd(6);
+  odd.append("\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9");  // four 2-byte characters, 8 bytes
+  BOOST_TEST(odd.text() == "\xC3\xA9\n[... 4 bytes omitted ...]\n\xC3\xA9");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,210 @@
+#include "tools/command.hpp"
+
+#include "tools/output_cap.hpp"
+#include "tools/tool_failure.hpp"
+
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <array>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char** environ;
+
+namespace acp::tools {
+
+namespace asio = boost::asio;
+using namespace asio::experimental::awaitable_operators;
+
+namespace {
+
+// After the shell exits, output still in the pipe is read for at most this long (a process that
+// left the group could hold the pipe open forever).
+constexpr std::chrono::milliseconds kDrain{500};
+
+struct Fd {
+  int fd = -1;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+  int release() { return std::exchange(fd, -1); }
+};
+
+// The process group: killed and its leader reaped on every path out of run_command.
+struct Group {
+  pid_t pid = 0;
+  bool reaped = false;
+  int status = 0;
+  void kill() const {
+    if (!reaped) ::kill(-pid, SIGKILL);
+  }
+  // Non-blocking: true once the leader was reaped (its pidfd said it exited).
+  bool reap() {
+    if (reaped) return true;
+    pid_t r;
+    do r = ::waitpid(pid, &status, WNOHANG);
+    while (r < 0 && errno == EINTR);
+    reaped = r == pid;
+    return reaped;
+  }
+  ~Group() {
+    if (reaped || pid <= 0) return;
+    // Only on an abnormal path (an exception): the group is SIGKILLed, so this wait is short.
+    ::kill(-pid, SIGKILL);
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+  }
+};
+
+std::vector<std::string> child_environment(const std::vector<std::string>& hidden) {
+  std::vector<std::string> env;
+  for (char** e = environ; e && *e; ++e) {
+    std::string_view entry(*e);
+    std::string_view name = entry.substr(0, entry.find('='));
+    bool hide = false;
+    for (const auto& h : hidden) hide = hide || name == h;
+    if (!hide) env.emplace_back(entry);
+  }
+  return env;
+}
+
+asio::awaitable<void> read_output(asio::posix::stream_descriptor& out, OutputCap& cap) {
+  std::array<char, 16384> buf;
+  for (;;) {
+    boost::system::error_code ec;
+    std::size_t n = co_await out.async_read_some(asio::buffer(buf), asio::redirect_error(asio::use_awaitable, ec));
+    if (n > 0) cap.append(std::string_view(buf.data(), n));
+    if (ec) co_return;  // EOF (every writer closed) or an error: nothing more to read
+  }
+}
+
+asio::awaitable<void> wait_readable(asio::posix::stream_descriptor& fd) {
+  co_await fd.async_wait(asio::posix::stream_descriptor::wait_read, asio::use_awaitable);
+}
+
+asio::awaitable<void> sleep_for(std::chrono::milliseconds d) {
+  asio::steady_timer timer(co_await asio::this_coro::executor, d);
+  co_await timer.async_wait(asio::use_awaitable);
+}
+
+} // namespace
+
+asio::awaitable<CommandOutcome> run_command(CommandRequest request) {
+  auto ex = co_await asio::this_coro::executor;
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) throw ToolFailure(std::string("cannot start the command: ") + std::strerror(errno));
+  Fd read_end{pipe_fds[0]}, write_end{pipe_fds[1]};
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, write_end.fd, 1);
+  posix_spawn_file_actions_adddup2(&actions, write_end.fd, 2);
+  posix_spawn_file_actions_addchdir_np(&actions, request.workdir.c_str());
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setpgroup(&attr, 0);
+  sigset_t none, defaults;
+  sigemptyset(&none);
+  posix_spawnattr_setsigmask(&attr, &none);
+  // The server ignores SIGPIPE; a command's pipeline must not inherit that.
+  sigemptyset(&defaults);
+  for (int s : {SIGPIPE, SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGCHLD}) sigaddset(&defaults, s);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+
+  std::vector<std::string> env = child_environment(request.hidden_env);
+  std::vector<char*> envp;
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::string bash = "bash", dash_c = "-c";
+  std::array<char*, 4> argv{bash.data(), dash_c.data(), request.command.data(), nullptr};
+
+  pid_t pid = 0;
+  int err = ::posix_spawnp(&pid, "bash", &actions, &attr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  if (err != 0) throw ToolFailure(std::string("cannot start bash: ") + std::strerror(err));
+  Group group{pid};
+  ::close(write_end.release());
+
+  int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  if (pidfd < 0) throw ToolFailure(std::string("cannot watch the command (pidfd_open): ") + std::strerror(errno));
+  asio::posix::stream_descriptor exit_fd(ex, pidfd);
+  asio::posix::stream_descriptor out(ex, read_end.release());
+
+  CommandOutcome outcome;
+  outcome.pid = pid;
+  OutputCap cap(request.max_output_bytes);
+  bool exited = false;
+  try {
+    // Until the shell exits, the time is up, or the output ends; reading all the while.
+    const auto deadline = std::chrono::steady_clock::now() + request.timeout;
+    auto first = co_await (wait_readable(exit_fd) || sleep_for(request.timeout) || read_output(out, cap));
+    std::size_t which = first.index();
+    if (which == 2) {
+      // Its output closed while it runs: wait for the exit or the time limit.
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      auto second = co_await (wait_readable(exit_fd) || sleep_for(std::max(left, std::chrono::milliseconds(0))));
+      which = second.index();
+    }
+    exited = which == 0;
+    outcome.timed_out = which == 1;
+  } catch (const boost::system::system_error&) {
+    // The turn was cancelled: the awaited operations were aborted.
+    outcome.cancelled = true;
+  }
+  group.kill();
+  if (!exited) {
+    // Killed: its exit follows at once. Waited for on the executor, not cancellable any more.
+    co_await asio::this_coro::reset_cancellation_state();
+    co_await asio::this_coro::throw_if_cancelled(false);
+    boost::system::error_code ec;
+    co_await exit_fd.async_wait(asio::posix::stream_descriptor::wait_read, asio::redirect_error(asio::use_awaitable, ec));
+  }
+  group.reap();
+  if (!outcome.cancelled && out.is_open()) {
+    // What is still in the pipe, briefly.
+    co_await asio::this_coro::throw_if_cancelled(false);
+    try {
+      co_await (read_output(out, cap) || sleep_for(kDrain));
+    } catch (const boost::system::system_error&) {
+    }
+  }
+  if (group.reaped) {
+    if (WIFEXITED(group.status)) outcome.exit_code = WEXITSTATUS(group.status);
+    else if (WIFSIGNALED(group.status)) outcome.signal = WTERMSIG(group.status);
+  }
+  outcome.output = cap.text();
+  outcome.output_bytes = cap.total_bytes();
+  co_return outcome;
+}
+
+std::string describe_outcome(const CommandOutcome& outcome, std::chrono::milliseconds timeout) {
+  std::string text = outcome.output;
+  auto note = [&](const std::string& n) {
+    if (!text.empty() && text.back() != '\n') text += '\n';
+    text += n;
+  };
+  if (outcome.cancelled) note("[cancelled: the command was killed]");
+  else if (outcome.timed_out)
+    note("[timed out after " + std::to_string(timeout.count() / 1000) + " s: the command was killed]");
+  else if (outcome.exit_code && *outcome.exit_code != 0) note("[exit code: " + std::to_string(*outcome.exit_code) + "]");
+  else if (outcome.signal) note("[killed by signal " + std::to_string(*outcome.signal) + "]");
+  if (text.empty()) text = "(no output)";
+  return text;
+}
+
+} // namespace acp::tools
