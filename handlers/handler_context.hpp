@@ -10,6 +10,7 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
+#include <boost/json/value.hpp>
 
 #include <functional>
 #include <string>
@@ -36,6 +37,12 @@ struct HandlerContext {
   /// As notify, for a session/update frame already serialised for the session `key` (hot paths
   /// that write text chunks without JSON trees); null = serialise and use notify instead.
   std::function<void(const std::string& key, std::string frame)> notify_frame;
+  /// Sends a request to the client on the stream `key` and returns its result (fs/*, terminal/*,
+  /// session/request_permission). Throws protocol::ClientCallFailed (the client's error) or
+  /// protocol::ClientCallAborted (closing, too many waiting, or the caller was cancelled, which
+  /// withdraws the request). Null when there is no client to ask (in-process tests).
+  std::function<boost::asio::awaitable<boost::json::value>(std::string key, std::string method, boost::json::value params)>
+      call_client;
 };
 
 } // namespace acp::handlers

@@ -2,6 +2,8 @@
 
 #include <boost/json/serialize.hpp>
 
+#include <cstdint>
+
 namespace acp::jsonrpc {
 
 namespace json = boost::json;
@@ -81,8 +83,26 @@ Inbound classify(json::value frame) {
   const auto* id_value = obj->if_contains("id");
   // A response (result or error, no method) is never answered, whatever else is wrong with it:
   // answering a stray response could start an endless exchange with a peer that does the same.
-  if (!obj->contains("method") && (obj->contains("result") || obj->contains("error")))
-    return Response{id_value ? serialize(*id_value) : std::string()};
+  if (!obj->contains("method") && (obj->contains("result") || obj->contains("error"))) {
+    Response r;
+    r.id = id_value ? serialize(*id_value) : std::string();
+    if (id_value && id_value->is_int64()) r.number = id_value->get_int64();
+    if (auto* result = obj->if_contains("result")) {
+      r.result = std::move(*result);
+    } else {
+      const json::value& e = obj->at("error");
+      const json::object* eo = e.if_object();
+      const json::value* c = eo ? eo->if_contains("code") : nullptr;
+      const json::value* m = eo ? eo->if_contains("message") : nullptr;
+      std::optional<json::value> data;
+      if (const json::value* d = eo ? eo->if_contains("data") : nullptr) data = *d;
+      if (c && c->is_int64() && c->get_int64() >= INT32_MIN && c->get_int64() <= INT32_MAX && m && m->is_string())
+        r.error = RpcError(static_cast<int>(c->get_int64()), std::string(m->get_string()), std::move(data));
+      else
+        r.error = RpcError(code::internal_error, "malformed error answer: " + serialize(e));
+    }
+    return r;
+  }
 
   RequestId id = nullptr;
   if (id_value) {
@@ -123,6 +143,15 @@ std::string serialize_error(const RequestId& id, const RpcError& error) {
   obj["jsonrpc"] = "2.0";
   obj["id"] = id_to_json(id);
   obj["error"] = error.to_json();
+  return json::serialize(obj);
+}
+
+std::string serialize_request(std::int64_t id, std::string_view method, const json::value& params) {
+  json::object obj;
+  obj["jsonrpc"] = "2.0";
+  obj["id"] = id;
+  obj["method"] = method;
+  obj["params"] = params;
   return json::serialize(obj);
 }
 

@@ -73,8 +73,11 @@ struct Notification {
   std::string method;
   boost::json::value params;
 };
-struct Response {    ///< a reply to something we sent; ignored (we send no requests yet)
+struct Response {    ///< a reply to a request we sent (agent -> client)
   std::string id;    ///< JSON text of its id (empty when it has none), for the log
+  std::optional<std::int64_t> number;        ///< the id, when it is an integer (ours always are)
+  std::optional<boost::json::value> result;  ///< set when it holds `result`
+  std::optional<RpcError> error;             ///< set when it holds `error` (a malformed one reads as -32603)
 };
 struct Rejected {    ///< answer with `error`; `id` is null unless it could be read
   RequestId id;
@@ -88,5 +91,6 @@ Inbound classify(boost::json::value frame);
 std::string serialize_response(const RequestId& id, const boost::json::value& result);
 std::string serialize_error(const RequestId& id, const RpcError& error);
 std::string serialize_notification(std::string_view method, const boost::json::value& params);
+std::string serialize_request(std::int64_t id, std::string_view method, const boost::json::value& params);
 
 } // namespace acp::jsonrpc

@@ -1,5 +1,7 @@
 #include "server/connection.hpp"
 
+#include "server/client_calls.hpp"
+
 #include "engine/engine.hpp"
 #include "handlers/router.hpp"
 #include "support/json_text.hpp"
@@ -72,7 +74,11 @@ struct Connection::Impl {
                   return outbox.send(std::move(key), std::move(frames));
                 },
                 nullptr,
-                [this](const std::string& key, std::string frame) { outbox.push(key, std::move(frame)); }} {
+                [this](const std::string& key, std::string frame) { outbox.push(key, std::move(frame)); },
+                [this](std::string key, std::string method, json::value params) {
+                  return client_calls.call(std::move(key), std::move(method), std::move(params));
+                }},
+        client_calls(ex, [this](const std::string& key, std::string frame) { outbox.push(key, std::move(frame)); }) {
     handlers::bind_all(router);
     outbox.on_broken([this] { stop("the client stopped reading its output"); });
   }
@@ -88,6 +94,7 @@ struct Connection::Impl {
   std::map<std::string, std::string> running_prompts;  ///< JSON text of a running prompt's id -> its session
   handlers::Router router;
   handlers::HandlerContext context;
+  ClientCalls client_calls;  ///< requests of ours waiting for the client's answer
   bool initialized = false;
   bool stopping = false;  ///< stop(): read nothing more, dispatch nothing more
   bool deadline_armed = false;
@@ -127,6 +134,7 @@ struct Connection::Impl {
     log::warn("shutdown grace period over: dropping " + std::to_string(outbox.queued_bytes()) +
               " undelivered bytes and stopping producers");
     stopping = true;  // input not read by now is not served either
+    client_calls.close("the connection is closing");
     engine.cancel_all();
     transport.cancel_read();
     outbox.abort();
@@ -137,6 +145,7 @@ struct Connection::Impl {
     stopping = true;
     log::info(why + "; shutting down, cancelling " + std::to_string(engine.running_turns()) + " running turn(s)");
     arm_deadline();
+    client_calls.close("the connection is closing");
     engine.cancel_all();
     transport.cancel_read();
     outbox.release_reader();
@@ -227,9 +236,8 @@ struct Connection::Impl {
       co_return false;
     }
     if (auto* response = std::get_if<jsonrpc::Response>(&inbound)) {
-      // We send no requests, so no response can match one; answering it could start a loop.
-      log::info("ignoring a response frame (id " + (response->id.empty() ? std::string("absent") : response->id) +
-                "): it matches no request of ours");
+      // Never answered, matched or not: answering a stray response could start an endless exchange.
+      client_calls.complete(std::move(*response));
       co_return false;
     }
     if (auto* note = std::get_if<jsonrpc::Notification>(&inbound)) {
@@ -332,6 +340,8 @@ struct Connection::Impl {
 
   asio::awaitable<void> shutdown() {
     arm_deadline();
+    // No answer can arrive once input has ended.
+    client_calls.close("the client closed its input");
     if (!stopping) log::info("input closed; cancelling " + std::to_string(engine.running_turns()) + " running turn(s)");
     // A prompt dispatched just before may register its turn later: cancel again on every wake-up.
     // (Named predicates: GCC 12 mishandles temporaries of closure type across co_await.)

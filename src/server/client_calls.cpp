@@ -1,0 +1,74 @@
+#include "server/client_calls.hpp"
+
+#include "support/log.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/experimental/channel.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/json/object.hpp>
+
+#include <optional>
+
+namespace acp::server {
+
+namespace asio = boost::asio;
+namespace json = boost::json;
+
+struct ClientCalls::Pending {
+  explicit Pending(asio::any_io_executor ex) : wake(std::move(ex), 1) {}
+  asio::experimental::channel<void(boost::system::error_code)> wake;
+  std::optional<json::value> result;
+  std::optional<jsonrpc::RpcError> error;
+  std::string aborted;
+};
+
+ClientCalls::ClientCalls(asio::any_io_executor executor, Send send, std::size_t max_pending)
+    : executor_(std::move(executor)), send_(std::move(send)), max_pending_(max_pending) {}
+
+ClientCalls::~ClientCalls() { close("the connection is gone"); }
+
+asio::awaitable<json::value> ClientCalls::call(std::string key, std::string method, json::value params) {
+  if (!closed_.empty()) throw ClientCallAborted(closed_);
+  if (pending_.size() >= max_pending_)
+    throw ClientCallAborted(std::to_string(pending_.size()) + " requests to the client are waiting for answers");
+  const std::int64_t id = next_id_++;
+  auto pending = std::make_shared<Pending>(executor_);
+  pending_.emplace(id, pending);
+  send_(key, jsonrpc::serialize_request(id, method, params));
+  auto [ec] = co_await pending->wake.async_receive(asio::as_tuple(asio::use_awaitable));
+  if (pending->result) co_return std::move(*pending->result);
+  if (pending->error) throw ClientCallFailed(std::move(*pending->error));
+  if (!pending->aborted.empty()) throw ClientCallAborted(pending->aborted);
+  // Cancelled while waiting: withdraw the request (the client may still answer; that answer is
+  // then ignored as late).
+  pending_.erase(id);
+  if (closed_.empty()) send_(key, jsonrpc::serialize_notification("$/cancel_request", json::object{{"requestId", id}}));
+  throw ClientCallAborted(method + " was cancelled", true);
+}
+
+bool ClientCalls::complete(jsonrpc::Response&& response) {
+  auto it = response.number ? pending_.find(*response.number) : pending_.end();
+  if (it == pending_.end()) {
+    log::info("ignoring a response frame (id " + (response.id.empty() ? std::string("absent") : response.id) +
+              "): it matches no request of ours waiting for an answer");
+    return false;
+  }
+  auto pending = std::move(it->second);
+  pending_.erase(it);
+  if (response.result) pending->result = std::move(*response.result);
+  else pending->error = std::move(response.error).value_or(jsonrpc::RpcError());
+  pending->wake.try_send(boost::system::error_code());
+  return true;
+}
+
+void ClientCalls::close(const std::string& why) {
+  if (closed_.empty()) closed_ = why.empty() ? "the connection is closing" : why;
+  auto pending = std::move(pending_);
+  pending_.clear();
+  for (auto& [id, p] : pending) {
+    p->aborted = closed_;
+    p->wake.try_send(boost::system::error_code());
+  }
+}
+
+} // namespace acp::server
