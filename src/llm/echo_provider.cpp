@@ -7,6 +7,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/json/parser.hpp>
 
 #include <algorithm>
 #include <optional>
@@ -125,6 +126,23 @@ public:
       done.stop = StopKind::cancelled;
       co_return done;
     }
+    if (request.purpose == Purpose::answer) {
+      if (auto calls = echo_tool_calls(request); !calls.empty()) {
+        std::string names;
+        for (const auto& c : calls) names += (names.empty() ? "" : ", ") + c.name;
+        sink(Delta{DeltaKind::text, "echo: calling " + names});
+        for (std::size_t k = 0; k < calls.size(); ++k) {
+          // In two fragments, as servers stream them: id and name first, then the rest.
+          const std::string& args = calls[k].arguments;
+          std::size_t half = args.size() / 2;
+          Delta first{DeltaKind::tool_call, args.substr(0, half), k, calls[k].id, calls[k].name};
+          sink(first);
+          sink(Delta{DeltaKind::tool_call, args.substr(half), k, calls[k].id, calls[k].name});
+        }
+        done.tool_calls = std::move(calls);
+        co_return done;
+      }
+    }
     std::string answer = request.purpose == Purpose::summary ? echo_summary(request) : echo_answer(request);
     bool first = true;
     for (const auto& chunk : echo_chunks(answer)) {
@@ -209,6 +227,52 @@ std::string echo_summary(const Request& request) {
     if (cut) out += "\u2026";
   }
   return out;
+}
+
+std::vector<ToolCall> echo_tool_calls(const Request& request) {
+  std::vector<ToolCall> calls;
+  if (request.tools.empty()) return calls;
+  std::size_t last_user = request.messages.size();
+  std::size_t assistants = 0;
+  for (std::size_t i = 0; i < request.messages.size(); ++i) {
+    if (request.messages[i].role == Role::user) last_user = i;
+    if (request.messages[i].role == Role::assistant) ++assistants;
+  }
+  if (last_user == request.messages.size()) return calls;
+  for (std::size_t i = last_user + 1; i < request.messages.size(); ++i)
+    if (request.messages[i].role == Role::tool) return calls;  // the calls were made: answer now
+  std::string_view text = request.messages[last_user].text;
+  constexpr std::string_view kOpen = "[[echo:tool=";
+  for (std::size_t at = text.find(kOpen); at != std::string_view::npos; at = text.find(kOpen, at + 1)) {
+    std::string_view rest = text.substr(at + kOpen.size());
+    std::size_t name_end = rest.find_first_of(" ]");
+    if (name_end == 0 || name_end == std::string_view::npos) continue;
+    ToolCall call;
+    call.name = std::string(rest.substr(0, name_end));
+    rest.remove_prefix(name_end);
+    std::size_t args_start = rest.find_first_not_of(' ');
+    if (args_start == std::string_view::npos) continue;
+    rest.remove_prefix(args_start);
+    std::size_t args_len = 0;
+    if (!rest.starts_with("]]")) {
+      // One JSON value, wherever its strings put "]]"; else everything up to the first "]]".
+      boost::json::parser parser;
+      boost::system::error_code ec;
+      std::size_t used = parser.write_some(rest.data(), rest.size(), ec);
+      if (!ec) args_len = used;
+      else args_len = rest.find("]]");
+      if (args_len == std::string_view::npos) continue;
+    }
+    std::string_view args = rest.substr(0, args_len);
+    while (!args.empty() && args.back() == ' ') args.remove_suffix(1);
+    std::string_view after = rest.substr(args_len);
+    after.remove_prefix(std::min(after.size(), after.find_first_not_of(' ')));
+    if (!after.starts_with("]]")) continue;
+    call.arguments = args.empty() ? "{}" : std::string(args);
+    call.id = "echo_" + std::to_string(assistants) + "_" + std::to_string(calls.size());
+    calls.push_back(std::move(call));
+  }
+  return calls;
 }
 
 std::vector<std::string> echo_chunks(const std::string& answer) {

@@ -3,7 +3,11 @@
 // It answers with a description of the request it received, streamed one word at a time, so tests,
 // the demo and transcripts can see exactly which messages reached the model. Directives in the last
 // user message ([[echo:sleep=MS]] / [[sleep:MS]], [[echo:stop=max_tokens|refusal]]) make it slow or
-// end with another stop reason, for cancellation and stop-reason tests.
+// end with another stop reason, for cancellation and stop-reason tests. When tools are offered,
+// [[echo:tool=NAME {JSON arguments}]] (repeatable) makes it call them: a request whose last user
+// message holds such directives, with no tool result after it yet, is answered with those calls
+// (ids echo_<assistant messages so far>_<k>); the next request, carrying the results, gets the
+// usual answer, which lists them.
 #pragma once
 
 #include "llm/provider.hpp"
@@ -30,6 +34,12 @@ std::string echo_answer(const Request& request);
 std::string echo_summary(const Request& request);
 /// The wait a [[echo:sleep=MS]] or [[sleep:MS]] directive asks for (the first one in `text`), at most 60 s.
 std::chrono::milliseconds echo_sleep(std::string_view text);
+
+/// The calls a request's [[echo:tool=NAME {JSON}]] directives ask for (empty when none, when no tool
+/// is offered, or when results already follow the last user message). The arguments are the JSON
+/// text as written; a directive whose JSON does not parse is passed on as written (so tests can
+/// give the agent malformed arguments).
+std::vector<ToolCall> echo_tool_calls(const Request& request);
 
 /// Splits the answer into chunks that each end after a space (the last one may not).
 std::vector<std::string> echo_chunks(const std::string& answer);

@@ -48,6 +48,13 @@ struct Message {
   std::string tool_call_id = {};          ///< tool only: the call this message answers
 };
 
+/// A tool the model may call: an OpenAI function.
+struct ToolDefinition {
+  std::string name;
+  std::string description;
+  std::string parameters;  ///< its JSON Schema as JSON text (valid JSON: it is sent as it is)
+};
+
 /// What a request is for: an answer to the user, or the summary of a compaction (the echo model
 /// answers the latter with its deterministic summary).
 enum class Purpose { answer, summary };
@@ -57,13 +64,19 @@ struct Request {
   std::string model;  ///< may be empty for providers without models (echo)
   Purpose purpose = Purpose::answer;
   std::optional<std::int64_t> max_tokens;  ///< answer length limit sent to the provider, when set
+  std::vector<ToolDefinition> tools = {};  ///< offered to the model; none = it can only answer
 };
 
-enum class DeltaKind { text, reasoning };
+enum class DeltaKind { text, reasoning, tool_call };
 
 struct Delta {
   DeltaKind kind;
-  std::string text;
+  std::string text;  ///< tool_call: a fragment of the call's arguments (JSON text, streamed)
+  // tool_call only: which call of the answer (in order), and its id and name once known (the
+  // first fragment of a call carries them, later ones may not).
+  std::size_t call_index = 0;
+  std::string call_id = {};
+  std::string call_name = {};
 };
 
 struct Usage {
@@ -81,6 +94,9 @@ struct Completion {
   std::optional<Usage> usage;
   std::string provider;  ///< provenance written to assistant/message
   std::string model;
+  /// The calls the model made, in order, arguments whole: when any, the answer is not over (the
+  /// caller runs them and asks again); `stop` is then end_turn.
+  std::vector<ToolCall> tool_calls = {};
 };
 
 /// A provider failure with the stable code of contracts.md §2 (PROVIDER_*, or AUTH_REQUIRED for 401/403).

@@ -74,6 +74,21 @@ BOOST_AUTO_TEST_CASE(tool_calls_and_tool_messages_have_the_openai_shape) {
   BOOST_TEST(merge_consecutive_user_messages(msgs)[1].tool_calls.size() == 1u);
 }
 
+BOOST_AUTO_TEST_CASE(offered_tools_are_functions_with_their_schemas) {
+  std::vector<Message> msgs{{Role::user, "hi"}};
+  std::vector<ToolDefinition> tools{{"read", "Read \"a\" file", R"({"type":"object","properties":{"file_path":{"type":"string"}}})"},
+                                    {"noop", "", ""}};
+  auto v = json::parse(build_chat_request_body("m", msgs, std::nullopt, tools));
+  const auto& t = v.at("tools").as_array();
+  BOOST_REQUIRE(t.size() == 2u);
+  BOOST_TEST(t[0].at("type").as_string() == "function");
+  BOOST_TEST(t[0].at("function").at("name").as_string() == "read");
+  BOOST_TEST(t[0].at("function").at("description").as_string() == "Read \"a\" file");
+  BOOST_TEST(t[0].at("function").at("parameters").at("properties").at("file_path").at("type").as_string() == "string");
+  BOOST_TEST(t[1].at("function").at("parameters").at("type").as_string() == "object");
+  BOOST_TEST(!json::parse(build_chat_request_body("m", msgs)).as_object().contains("tools"));
+}
+
 BOOST_AUTO_TEST_CASE(empty_model_is_omitted) {
   auto v = json::parse(build_chat_request_body("", {{Role::user, "x"}}));
   BOOST_TEST(!v.as_object().contains("model"));

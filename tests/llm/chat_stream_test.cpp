@@ -111,4 +111,39 @@ BOOST_AUTO_TEST_CASE(error_object_inside_the_stream_keeps_its_message) {
   }
 }
 
+// OpenAI/DeepSeek stream a call as fragments: the first with id, type and name, then arguments in
+// pieces, all under one `index`; several calls interleave by index.
+BOOST_AUTO_TEST_CASE(tool_call_fragments_assemble_by_index) {
+  ChatStreamDecoder d;
+  auto a = decode(d, R"({"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"read","arguments":""}}]}}]})");
+  BOOST_REQUIRE(a.size() == 1u);
+  BOOST_TEST((a[0].kind == DeltaKind::tool_call));
+  BOOST_TEST(a[0].call_id == "call_1");
+  BOOST_TEST(a[0].call_name == "read");
+  decode(d, R"({"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"file_"}}]}}]})");
+  decode(d, R"({"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"id":"call_2","function":{"name":"grep","arguments":"{}"}}]}}]})");
+  auto b = decode(d, R"({"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"path\":\"a\"}"}}]}}]})");
+  BOOST_REQUIRE(b.size() == 1u);
+  BOOST_TEST(b[0].call_index == 0u);
+  BOOST_TEST(b[0].call_id == "call_1");  // known from the first fragment
+  BOOST_TEST(b[0].text == "path\":\"a\"}");
+  decode(d, R"({"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]})");
+  BOOST_TEST((d.stop() == StopKind::end_turn));
+  BOOST_REQUIRE(d.tool_calls().size() == 2u);
+  BOOST_TEST(d.tool_calls()[0].id == "call_1");
+  BOOST_TEST(d.tool_calls()[0].name == "read");
+  BOOST_TEST(d.tool_calls()[0].arguments == R"({"file_path":"a"})");
+  BOOST_TEST(d.tool_calls()[1].name == "grep");
+  BOOST_TEST(d.tool_calls()[1].arguments == "{}");
+}
+
+BOOST_AUTO_TEST_CASE(malformed_tool_calls_are_protocol_errors) {
+  for (std::string_view bad : {R"({"choices":[{"delta":{"tool_calls":{}}}]})", R"({"choices":[{"delta":{"tool_calls":[1]}}]})",
+                               R"({"choices":[{"delta":{"tool_calls":[{"index":-1}]}}]})",
+                               R"({"choices":[{"delta":{"tool_calls":[{"index":100000}]}}]})"}) {
+    ChatStreamDecoder d;
+    BOOST_CHECK_THROW(decode(d, bad), ProviderError);
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -126,6 +126,42 @@ BOOST_FIXTURE_TEST_CASE(tool_calls_and_tool_messages_reach_the_server, Fixture) 
   BOOST_TEST(msgs[5].at("role").as_string() == "user");
 }
 
+// A real server on loopback streams a call: the tools go out in the request, the fragments come
+// back as tool_call deltas and the completion holds the whole call. Calls of tools not offered are
+// dropped (a server's own), never handed to the caller to run.
+BOOST_FIXTURE_TEST_CASE(streamed_tool_calls_are_assembled_and_only_offered_tools_count, Fixture) {
+  auto script = [](ServerConn& c) -> net::awaitable<void> {
+    co_await c.start_sse();
+    co_await c.chunk(sse_chunk_event(R"({"role":"assistant","content":"Let me look."})"));
+    co_await c.chunk(sse_chunk_event(R"({"tool_calls":[{"index":0,"id":"call_x","type":"function","function":{"name":"read","arguments":"{\"file_path\""}}]})"));
+    co_await c.chunk(sse_chunk_event(R"({"tool_calls":[{"index":0,"function":{"arguments":":\"a.cpp\"}"}}]})"));
+    co_await c.chunk(sse_chunk_event("{}", "tool_calls"));
+    co_await c.chunk(kDone);
+    co_await c.end_chunks();
+  };
+  ScriptedServer server({script, script});
+  auto provider = make_openai_provider(test_config(server), ioc.get_executor());
+  Request req = simple_request();
+  req.tools = {{"read", "Read a file", R"({"type":"object","properties":{"file_path":{"type":"string"}},"required":["file_path"]})"}};
+  auto r = run_stream(*provider, ioc, req);
+  BOOST_REQUIRE(r.completion.has_value());
+  BOOST_TEST(r.text() == "Let me look.");
+  BOOST_REQUIRE(r.completion->tool_calls.size() == 1u);
+  BOOST_TEST(r.completion->tool_calls[0].id == "call_x");
+  BOOST_TEST(r.completion->tool_calls[0].name == "read");
+  BOOST_TEST(r.completion->tool_calls[0].arguments == R"({"file_path":"a.cpp"})");
+  BOOST_TEST(r.text(DeltaKind::tool_call) == R"({"file_path":"a.cpp"})");
+  auto body = json::parse(server.requests().at(0).body);
+  BOOST_TEST(body.at("tools").at(0).at("function").at("name").as_string() == "read");
+
+  auto plain = run_stream(*provider, ioc, simple_request());
+  BOOST_REQUIRE(plain.completion.has_value());
+  BOOST_TEST(plain.completion->tool_calls.empty());
+  BOOST_TEST(plain.text(DeltaKind::tool_call).empty());
+  BOOST_TEST(plain.text() == "Let me look.");
+  BOOST_TEST(!json::parse(server.requests().at(1).body).as_object().contains("tools"));
+}
+
 BOOST_FIXTURE_TEST_CASE(reasoning_then_content_in_order, Fixture) {
   ScriptedServer server({[](ServerConn& c) -> net::awaitable<void> {
     co_await c.start_sse();

@@ -93,6 +93,34 @@ BOOST_AUTO_TEST_CASE(chunks_end_after_each_space) {
   BOOST_TEST(chunks == expected, boost::test_tools::per_element());
 }
 
+BOOST_AUTO_TEST_CASE(tool_directives_become_calls_once_per_user_message) {
+  using namespace acp::llm;
+  Request req{{{Role::system, "sys"},
+               {Role::user, R"(go [[echo:tool=read {"file_path":"a]]b.txt"}]] then [[echo:tool=bash  {"command":"ls"} ]] and [[echo:tool=grep {bad]])"}},
+              ""};
+  BOOST_TEST(echo_tool_calls(req).empty());  // no tools offered
+  req.tools = {{"read", "", ""}};
+  auto calls = echo_tool_calls(req);
+  BOOST_REQUIRE(calls.size() == 3u);
+  BOOST_TEST(calls[0].id == "echo_0_0");
+  BOOST_TEST(calls[0].name == "read");
+  BOOST_TEST(calls[0].arguments == R"({"file_path":"a]]b.txt"})");
+  BOOST_TEST(calls[1].name == "bash");
+  BOOST_TEST(calls[1].arguments == R"({"command":"ls"})");
+  BOOST_TEST(calls[2].arguments == "{bad");  // malformed JSON passes through, for error-path tests
+  // Once results follow the user message, the model answers instead of calling again.
+  req.messages.push_back({Role::assistant, "", calls});
+  req.messages.push_back({Role::tool, "contents", {}, "echo_0_0"});
+  BOOST_TEST(echo_tool_calls(req).empty());
+  // A new user message with a directive: ids go on from the assistant messages so far.
+  req.messages.push_back({Role::assistant, "done"});
+  req.messages.push_back({Role::user, "[[echo:tool=read]]"});
+  auto next = echo_tool_calls(req);
+  BOOST_REQUIRE(next.size() == 1u);
+  BOOST_TEST(next[0].id == "echo_2_0");
+  BOOST_TEST(next[0].arguments == "{}");
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(prompt_text)

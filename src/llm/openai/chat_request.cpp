@@ -48,8 +48,9 @@ void append_json_string(std::string& out, std::string_view s) {
 // conversations may be tens of megabytes, so neither a JSON copy of them nor a growing buffer's
 // reallocations are wanted.
 std::string build_chat_request_body(std::string_view model, const std::vector<Message>& messages,
-                                    std::optional<std::int64_t> max_tokens) {
+                                    std::optional<std::int64_t> max_tokens, const std::vector<ToolDefinition>& tools) {
   std::size_t estimate = 128 + model.size();
+  for (const auto& t : tools) estimate += 64 + t.name.size() + t.description.size() * 2 + t.parameters.size();
   for (const auto& m : messages) {
     std::size_t bytes = message_bytes(m) + 64 * m.tool_calls.size();
     estimate += bytes + bytes / 16 + 60;  // a little room for escapes
@@ -92,6 +93,20 @@ std::string build_chat_request_body(std::string_view model, const std::vector<Me
     out += '}';
   }
   out += ']';
+  if (!tools.empty()) {
+    out += ",\"tools\":[";
+    for (std::size_t t = 0; t < tools.size(); ++t) {
+      if (t) out += ',';
+      out += "{\"type\":\"function\",\"function\":{\"name\":";
+      append_json_string(out, tools[t].name);
+      out += ",\"description\":";
+      append_json_string(out, tools[t].description);
+      out += ",\"parameters\":";
+      out += tools[t].parameters.empty() ? std::string_view("{\"type\":\"object\",\"properties\":{}}") : std::string_view(tools[t].parameters);
+      out += "}}";
+    }
+    out += ']';
+  }
   if (max_tokens) out += ",\"max_tokens\":" + std::to_string(*max_tokens);
   out += ",\"stream\":true,\"stream_options\":{\"include_usage\":true}}";
   return out;

@@ -119,6 +119,10 @@ void ChatStreamDecoder::on_data(std::string_view data, std::vector<Delta>& out) 
         append_text(*delta, "reasoning_content", DeltaKind::reasoning, out);
         append_text(*delta, "reasoning", DeltaKind::reasoning, out);
         append_text(*delta, "content", DeltaKind::text, out);
+        if (const auto* calls = find(*delta, "tool_calls"); calls && !calls->is_null()) {
+          if (!calls->is_array()) protocol_error("tool_calls is not an array", data);
+          on_tool_calls(calls->get_array(), data, out);
+        }
       }
       if (const auto* fr = find(choice, "finish_reason"); fr && fr->is_string()) {
         auto stop = map_finish_reason(fr->get_string());
@@ -132,6 +136,42 @@ void ChatStreamDecoder::on_data(std::string_view data, std::vector<Delta>& out) 
 
   if (const auto* u = object_at(chunk, "usage"))
     usage_ = read_usage(*u);
+}
+
+void ChatStreamDecoder::on_tool_calls(const json::array& calls, std::string_view data, std::vector<Delta>& out) {
+  for (const auto& c : calls) {
+    const auto* call = c.if_object();
+    if (!call) protocol_error("a tool call is not an object", data);
+    // `index` orders the calls; servers that omit it send one call per fragment run, in order.
+    std::size_t index = calls_.empty() ? 0 : calls_.size() - 1;
+    if (auto i = int_at(*call, "index")) {
+      if (*i < 0 || static_cast<std::size_t>(*i) >= kMaxToolCalls) protocol_error("tool call index out of range", data);
+      index = static_cast<std::size_t>(*i);
+    }
+    const json::object* function = object_at(*call, "function");
+    auto string_in = [](const json::object* o, std::string_view key) -> std::string_view {
+      const auto* v = o ? find(*o, key) : nullptr;
+      return v && v->is_string() ? std::string_view(v->get_string()) : std::string_view();
+    };
+    std::string_view id = string_in(call, "id");
+    std::string_view name = string_in(function, "name");
+    std::string_view arguments = string_in(function, "arguments");
+    // A call starts with its id (or, without an index, whenever a new id arrives).
+    if (index >= calls_.size() || (!call->contains("index") && !id.empty() && !calls_.empty() && calls_.back().id != id)) {
+      if (!call->contains("index")) index = calls_.size();
+      if (index >= kMaxToolCalls) protocol_error("more than " + std::to_string(kMaxToolCalls) + " tool calls", data);
+      if (index >= calls_.size()) calls_.resize(index + 1);
+    }
+    ToolCall& t = calls_[index];
+    if (!id.empty() && t.id.empty()) t.id = id;
+    if (!name.empty()) t.name += name;  // some servers stream the name in pieces too
+    t.arguments += arguments;
+    Delta d{DeltaKind::tool_call, std::string(arguments)};
+    d.call_index = index;
+    d.call_id = t.id;
+    d.call_name = t.name;
+    out.push_back(std::move(d));
+  }
 }
 
 } // namespace acp::llm

@@ -3,7 +3,8 @@
 // Each data event is a JSON `chat.completion.chunk`. `choices[0].delta.content` becomes a text delta;
 // `delta.reasoning_content` (DeepSeek) or `delta.reasoning` (vLLM) a reasoning delta. `finish_reason`
 // maps stop → end_turn, length → max_tokens, content_filter → refusal (anything else, e.g. tool_calls,
-// ends the turn normally). Usage arrives in a last chunk with empty `choices` when
+// ends the answer normally). `delta.tool_calls` fragments become tool_call deltas and are assembled
+// by their `index` into whole calls (at most kMaxToolCalls in one answer). Usage arrives in a last chunk with empty `choices` when
 // `stream_options.include_usage` was sent; cache hits are read from DeepSeek's `prompt_cache_hit_tokens`
 // or OpenAI's `prompt_tokens_details.cached_tokens`. Malformed JSON, or an `error` object inside the
 // stream, is a ProviderError (PROVIDER_UNAVAILABLE: a protocol failure, not the caller's bad request).
@@ -11,6 +12,8 @@
 #pragma once
 
 #include "llm/provider.hpp"
+
+#include <boost/json/array.hpp>
 
 #include <optional>
 #include <string_view>
@@ -29,8 +32,15 @@ public:
   const std::optional<Usage>& usage() const noexcept { return usage_; }
   /// The `model` the server reported (may differ from the one requested), empty until seen.
   const std::string& served_model() const noexcept { return served_model_; }
+  /// The calls assembled so far, in index order.
+  const std::vector<ToolCall>& tool_calls() const noexcept { return calls_; }
+
+  static constexpr std::size_t kMaxToolCalls = 128;
 
 private:
+  void on_tool_calls(const boost::json::array& calls, std::string_view data, std::vector<Delta>& out);
+
+  std::vector<ToolCall> calls_;
   std::optional<StopKind> stop_;
   std::optional<Usage> usage_;
   std::string served_model_;

@@ -90,8 +90,14 @@ public:
     co_await net::this_coro::throw_if_cancelled(false);
     std::exception_ptr error;
     Completion result;
+    // Calls of tools that were not offered (a server's own) are not the caller's to run.
+    if (request.tools.empty())
+      sink = [inner = std::move(sink)](const Delta& d) {
+        if (d.kind != DeltaKind::tool_call) inner(d);
+      };
     try {
       result = co_await stream_with_retries(request, sink);
+      if (request.tools.empty()) result.tool_calls.clear();
     } catch (...) {
       error = std::current_exception();
     }
@@ -113,8 +119,9 @@ private:
     // (Not one ?: expression: that would copy request.messages.)
     auto build = [&] {
       if (merged)
-        return build_chat_request_body(model, merge_consecutive_user_messages(request.messages), request.max_tokens);
-      return build_chat_request_body(model, request.messages, request.max_tokens);
+        return build_chat_request_body(model, merge_consecutive_user_messages(request.messages), request.max_tokens,
+                                       request.tools);
+      return build_chat_request_body(model, request.messages, request.max_tokens, request.tools);
     };
     std::string body = build();
     bool output_started = false;
@@ -413,7 +420,8 @@ private:
     }
     if (!done && !decoder.stop())
       co_return fail("PROVIDER_NETWORK", "the stream from " + where() + " ended before the answer was complete", true);
-    co_return Outcome{Completion{decoder.stop().value_or(StopKind::end_turn), decoder.usage(), config_.provider, model},
+    co_return Outcome{Completion{decoder.stop().value_or(StopKind::end_turn), decoder.usage(), config_.provider, model,
+                                 decoder.tool_calls()},
                       {}};
   }
 
