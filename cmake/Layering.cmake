@@ -14,7 +14,7 @@ set(DSH_LAYERS
   "src/refs         acp_refs         refs store support"
   "src/llm          acp_llm          llm support"
   "src/llm/openai   acp_llm_openai   llm support"
-  "src/transport    acp_transport    transport support"
+  "src/transport    acp_transport    transport protocol support"
   "src/tools        acp_tools        tools support"
   "src/engine       acp_engine       engine store refs llm support"
   "handlers         acp_handlers     handlers engine protocol support store refs llm"

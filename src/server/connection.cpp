@@ -1,6 +1,5 @@
 #include "server/connection.hpp"
 
-#include "server/client_calls.hpp"
 
 #include "engine/engine.hpp"
 #include "handlers/router.hpp"
@@ -9,6 +8,7 @@
 #include "support/log.hpp"
 #include "support/utf8.hpp"
 #include "transport/line_framer.hpp"
+#include "transport/outbound_calls.hpp"
 #include "transport/outbox.hpp"
 #include "transport/transport.hpp"
 
@@ -94,7 +94,7 @@ struct Connection::Impl {
   std::map<std::string, std::string> running_prompts;  ///< JSON text of a running prompt's id -> its session
   handlers::Router router;
   handlers::HandlerContext context;
-  ClientCalls client_calls;  ///< requests of ours waiting for the client's answer
+  transport::OutboundCalls client_calls;  ///< requests of ours waiting for the client's answer
   bool initialized = false;
   bool stopping = false;  ///< stop(): read nothing more, dispatch nothing more
   bool deadline_armed = false;

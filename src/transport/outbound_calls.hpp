@@ -1,8 +1,9 @@
-// Requests from the agent to the client (fs/*, terminal/*, session/request_permission): each gets
-// an integer id of ours, is queued on its session's stream, and its caller waits, on the
-// connection's executor, for the client's answer. Bounded (a client that never answers cannot make
-// the table grow); a caller cancelled while waiting (the turn's cancellation) withdraws its request
-// with `$/cancel_request`; when the connection closes every waiting caller is released.
+// Requests we send to a JSON-RPC peer and wait for: to the ACP client (fs/*, terminal/*,
+// session/request_permission) and to MCP servers (tools/list, tools/call). Each gets an integer id
+// of ours, its frame is handed to `send`, and its caller waits, on one executor, for the peer's
+// answer. Bounded (a peer that never answers cannot make the table grow); a caller cancelled while
+// waiting withdraws its request with the peer's cancel notification (ACP `$/cancel_request`, MCP
+// `notifications/cancelled`); close() releases every waiting caller.
 #pragma once
 
 #include "protocol/client_call.hpp"
@@ -18,20 +19,26 @@
 #include <memory>
 #include <string>
 
-namespace acp::server {
+namespace acp::transport {
 
 using protocol::ClientCallAborted;
 using protocol::ClientCallFailed;
 
-class ClientCalls {
+class OutboundCalls {
 public:
   /// Queues a frame on the stream `key` (never waits).
   using Send = std::function<void(const std::string& key, std::string frame)>;
+  /// The notification withdrawing request `id` (a whole frame).
+  using CancelFrame = std::function<std::string(std::int64_t id)>;
 
-  ClientCalls(boost::asio::any_io_executor executor, Send send, std::size_t max_pending = 256);
-  ~ClientCalls();
-  ClientCalls(const ClientCalls&) = delete;
-  ClientCalls& operator=(const ClientCalls&) = delete;
+  /// ACP's: `$/cancel_request {requestId}`.
+  static std::string acp_cancel_frame(std::int64_t id);
+
+  OutboundCalls(boost::asio::any_io_executor executor, Send send, CancelFrame cancel_frame = acp_cancel_frame,
+                std::size_t max_pending = 256);
+  ~OutboundCalls();
+  OutboundCalls(const OutboundCalls&) = delete;
+  OutboundCalls& operator=(const OutboundCalls&) = delete;
 
   /// Sends the request and returns the client's result. Throws ClientCallFailed, ClientCallAborted.
   /// Run it on the executor given above.
@@ -49,10 +56,11 @@ private:
   struct Pending;
   boost::asio::any_io_executor executor_;
   Send send_;
+  CancelFrame cancel_frame_;
   std::size_t max_pending_;
   std::int64_t next_id_ = 1;
   std::map<std::int64_t, std::shared_ptr<Pending>> pending_;
   std::string closed_;  ///< why calls fail at once; "" while open
 };
 
-} // namespace acp::server
+} // namespace acp::transport

@@ -1,4 +1,4 @@
-#include "server/client_calls.hpp"
+#include "transport/outbound_calls.hpp"
 
 #include "support/log.hpp"
 
@@ -9,12 +9,12 @@
 
 #include <optional>
 
-namespace acp::server {
+namespace acp::transport {
 
 namespace asio = boost::asio;
 namespace json = boost::json;
 
-struct ClientCalls::Pending {
+struct OutboundCalls::Pending {
   explicit Pending(asio::any_io_executor ex) : wake(std::move(ex), 1) {}
   asio::experimental::channel<void(boost::system::error_code)> wake;
   std::optional<json::value> result;
@@ -22,15 +22,20 @@ struct ClientCalls::Pending {
   std::string aborted;
 };
 
-ClientCalls::ClientCalls(asio::any_io_executor executor, Send send, std::size_t max_pending)
-    : executor_(std::move(executor)), send_(std::move(send)), max_pending_(max_pending) {}
+std::string OutboundCalls::acp_cancel_frame(std::int64_t id) {
+  return jsonrpc::serialize_notification("$/cancel_request", json::object{{"requestId", id}});
+}
 
-ClientCalls::~ClientCalls() { close("the connection is gone"); }
+OutboundCalls::OutboundCalls(asio::any_io_executor executor, Send send, CancelFrame cancel_frame, std::size_t max_pending)
+    : executor_(std::move(executor)), send_(std::move(send)), cancel_frame_(std::move(cancel_frame)),
+      max_pending_(max_pending) {}
 
-asio::awaitable<json::value> ClientCalls::call(std::string key, std::string method, json::value params) {
+OutboundCalls::~OutboundCalls() { close("the connection is gone"); }
+
+asio::awaitable<json::value> OutboundCalls::call(std::string key, std::string method, json::value params) {
   if (!closed_.empty()) throw ClientCallAborted(closed_);
   if (pending_.size() >= max_pending_)
-    throw ClientCallAborted(std::to_string(pending_.size()) + " requests to the client are waiting for answers");
+    throw ClientCallAborted(std::to_string(pending_.size()) + " requests to the peer are waiting for answers");
   const std::int64_t id = next_id_++;
   auto pending = std::make_shared<Pending>(executor_);
   pending_.emplace(id, pending);
@@ -42,11 +47,11 @@ asio::awaitable<json::value> ClientCalls::call(std::string key, std::string meth
   // Cancelled while waiting: withdraw the request (the client may still answer; that answer is
   // then ignored as late).
   pending_.erase(id);
-  if (closed_.empty()) send_(key, jsonrpc::serialize_notification("$/cancel_request", json::object{{"requestId", id}}));
+  if (closed_.empty()) send_(key, cancel_frame_(id));
   throw ClientCallAborted(method + " was cancelled", true);
 }
 
-bool ClientCalls::complete(jsonrpc::Response&& response) {
+bool OutboundCalls::complete(jsonrpc::Response&& response) {
   auto it = response.number ? pending_.find(*response.number) : pending_.end();
   if (it == pending_.end()) {
     log::info("ignoring a response frame (id " + (response.id.empty() ? std::string("absent") : response.id) +
@@ -61,7 +66,7 @@ bool ClientCalls::complete(jsonrpc::Response&& response) {
   return true;
 }
 
-void ClientCalls::close(const std::string& why) {
+void OutboundCalls::close(const std::string& why) {
   if (closed_.empty()) closed_ = why.empty() ? "the connection is closing" : why;
   auto pending = std::move(pending_);
   pending_.clear();
@@ -71,4 +76,4 @@ void ClientCalls::close(const std::string& why) {
   }
 }
 
-} // namespace acp::server
+} // namespace acp::transport

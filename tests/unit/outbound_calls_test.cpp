@@ -1,6 +1,6 @@
-// Requests from the agent to the client: ids, answers, errors, cancellation (withdrawn with
+// Requests to a peer (the ACP client here): ids, answers, errors, cancellation (withdrawn with
 // $/cancel_request), the bound, and release of every waiting caller when the connection closes.
-#include "server/client_calls.hpp"
+#include "transport/outbound_calls.hpp"
 
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
@@ -28,9 +28,9 @@ struct Sent {
 struct Rig {
   asio::io_context io;
   std::vector<Sent> sent;
-  server::ClientCalls calls{io.get_executor(), [this](const std::string& key, std::string frame) {
-                              sent.push_back({key, json::parse(frame)});
-                            }, 2};
+  transport::OutboundCalls calls{io.get_executor(),
+                                 [this](const std::string& key, std::string frame) { sent.push_back({key, json::parse(frame)}); },
+                                 transport::OutboundCalls::acp_cancel_frame, 2};
 
   // Starts a call; its outcome lands in `result` / `failure`.
   struct Outcome {
@@ -74,7 +74,7 @@ const E* failure_as(const std::exception_ptr& p, std::optional<E>& holder) {
 
 } // namespace
 
-BOOST_AUTO_TEST_SUITE(client_calls)
+BOOST_AUTO_TEST_SUITE(outbound_calls)
 
 BOOST_AUTO_TEST_CASE(a_call_is_sent_on_its_stream_and_returns_the_answer) {
   Rig rig;
@@ -142,7 +142,7 @@ BOOST_AUTO_TEST_CASE(waiting_calls_are_bounded_and_released_on_close) {
   std::optional<protocol::ClientCallAborted> refused;
   BOOST_REQUIRE(c->done);
   BOOST_REQUIRE(failure_as(c->failure, refused));
-  BOOST_TEST(std::string(refused->what()).find("2 requests to the client are waiting") != std::string::npos);
+  BOOST_TEST(std::string(refused->what()).find("2 requests to the peer are waiting") != std::string::npos);
   rig.calls.close("the client closed its input");
   rig.settle();
   for (auto& out : {a, b}) {
