@@ -1,5 +1,6 @@
 #include "tools/command.hpp"
 
+#include "support/child_process.hpp"
 #include "tools/output_cap.hpp"
 #include "tools/tool_failure.hpp"
 
@@ -15,13 +16,9 @@
 #include <csignal>
 #include <cstring>
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
-#include <unistd.h>
+#include <system_error>
 
-extern char** environ;
+#include <sys/wait.h>
 
 namespace acp::tools {
 
@@ -33,14 +30,6 @@ namespace {
 // After the shell exits, output still in the pipe is read for at most this long (a process that
 // left the group could hold the pipe open forever).
 constexpr std::chrono::milliseconds kDrain{500};
-
-struct Fd {
-  int fd = -1;
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-  int release() { return std::exchange(fd, -1); }
-};
 
 // The process group: killed and its leader reaped on every path out of run_command.
 struct Group {
@@ -68,18 +57,6 @@ struct Group {
   }
 };
 
-std::vector<std::string> child_environment(const std::vector<std::string>& hidden) {
-  std::vector<std::string> env;
-  for (char** e = environ; e && *e; ++e) {
-    std::string_view entry(*e);
-    std::string_view name = entry.substr(0, entry.find('='));
-    bool hide = false;
-    for (const auto& h : hidden) hide = hide || name == h;
-    if (!hide) env.emplace_back(entry);
-  }
-  return env;
-}
-
 asio::awaitable<void> read_output(asio::posix::stream_descriptor& out, OutputCap& cap) {
   std::array<char, 16384> buf;
   for (;;) {
@@ -103,47 +80,20 @@ asio::awaitable<void> sleep_for(std::chrono::milliseconds d) {
 
 asio::awaitable<CommandOutcome> run_command(CommandRequest request) {
   auto ex = co_await asio::this_coro::executor;
-  int pipe_fds[2];
-  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) throw ToolFailure(std::string("cannot start the command: ") + std::strerror(errno));
-  Fd read_end{pipe_fds[0]}, write_end{pipe_fds[1]};
-
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, write_end.fd, 1);
-  posix_spawn_file_actions_adddup2(&actions, write_end.fd, 2);
-  posix_spawn_file_actions_addchdir_np(&actions, request.workdir.c_str());
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  posix_spawnattr_setpgroup(&attr, 0);
-  sigset_t none, defaults;
-  sigemptyset(&none);
-  posix_spawnattr_setsigmask(&attr, &none);
-  // The server ignores SIGPIPE; a command's pipeline must not inherit that.
-  sigemptyset(&defaults);
-  for (int s : {SIGPIPE, SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGCHLD}) sigaddset(&defaults, s);
-  posix_spawnattr_setsigdefault(&attr, &defaults);
-
-  std::vector<std::string> env = child_environment(request.hidden_env);
-  std::vector<char*> envp;
-  for (auto& e : env) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  std::string bash = "bash", dash_c = "-c";
-  std::array<char*, 4> argv{bash.data(), dash_c.data(), request.command.data(), nullptr};
-
-  pid_t pid = 0;
-  int err = ::posix_spawnp(&pid, "bash", &actions, &attr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
-  if (err != 0) throw ToolFailure(std::string("cannot start bash: ") + std::strerror(err));
+  support::SpawnSpec spec;
+  spec.argv = {"bash", "-c", request.command};
+  spec.cwd = request.workdir;
+  spec.env = support::child_environment(request.hidden_env);
+  support::SpawnedProcess child;
+  try {
+    child = support::spawn_process(spec);
+  } catch (const std::system_error& e) {
+    throw ToolFailure(std::string("cannot start the command: ") + e.what());
+  }
+  const pid_t pid = child.pid;
   Group group{pid};
-  ::close(write_end.release());
-
-  int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
-  if (pidfd < 0) throw ToolFailure(std::string("cannot watch the command (pidfd_open): ") + std::strerror(errno));
-  asio::posix::stream_descriptor exit_fd(ex, pidfd);
-  asio::posix::stream_descriptor out(ex, read_end.release());
+  asio::posix::stream_descriptor exit_fd(ex, child.pidfd);
+  asio::posix::stream_descriptor out(ex, child.stdout_fd);
 
   CommandOutcome outcome;
   outcome.pid = pid;
