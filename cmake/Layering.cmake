@@ -16,6 +16,7 @@ set(DSH_LAYERS
   "src/llm/openai   acp_llm_openai   llm support"
   "src/transport    acp_transport    transport protocol support"
   "src/tools        acp_tools        tools support"
+  "src/mcp          acp_mcp          mcp transport protocol support"
   "src/engine       acp_engine       engine store refs llm support"
   "handlers         acp_handlers     handlers engine protocol support store refs llm"
   "src/server       acp_server       server handlers engine protocol transport support store refs llm"

@@ -1,0 +1,414 @@
+#include "mcp/server.hpp"
+
+#include "protocol/client_call.hpp"
+#include "protocol/jsonrpc.hpp"
+#include "support/child_process.hpp"
+#include "support/json_text.hpp"
+#include "support/log.hpp"
+#include "transport/line_framer.hpp"
+#include "transport/outbound_calls.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/experimental/channel.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/json/array.hpp>
+#include <boost/json/serialize.hpp>
+
+#include <algorithm>
+#include <array>
+#include <csignal>
+#include <system_error>
+
+#include <sys/wait.h>
+
+namespace acp::mcp {
+
+namespace asio = boost::asio;
+namespace json = boost::json;
+using namespace asio::experimental::awaitable_operators;
+using asio::posix::stream_descriptor;
+
+namespace {
+
+constexpr std::size_t kMaxFrameBytes = 16u << 20;  // one answer of a tool; bigger ones break the server
+constexpr std::size_t kStderrTail = 4096;
+constexpr std::size_t kMaxWaiting = 256;
+constexpr std::size_t kMaxToolPages = 100;
+constexpr std::size_t kMaxIgnoredLines = 20;  // non-JSON stdout lines logged before staying quiet
+constexpr std::chrono::milliseconds kStopStep{400};  // stdin closed, then SIGTERM, then SIGKILL
+
+asio::awaitable<void> sleep_for(std::chrono::milliseconds d) {
+  asio::steady_timer t(co_await asio::this_coro::executor, d);
+  co_await t.async_wait(asio::use_awaitable);
+}
+
+// An operation's outcome, exception included, as a value: `a || b` waits for the first operation
+// that *succeeds*, so a call that fails must not look like one that is still running.
+asio::awaitable<std::pair<std::exception_ptr, json::value>> outcome_of(asio::awaitable<json::value> op) {
+  try {
+    co_return std::pair<std::exception_ptr, json::value>{nullptr, co_await std::move(op)};
+  } catch (...) {
+    co_return std::pair<std::exception_ptr, json::value>{std::current_exception(), json::value()};
+  }
+}
+
+// The answer, or ServerFailure `late` when `limit` passes first.
+asio::awaitable<json::value> within(asio::awaitable<json::value> op, std::chrono::milliseconds limit, std::string late) {
+  auto r = co_await (outcome_of(std::move(op)) || sleep_for(limit));
+  if (r.index() == 1) throw ServerFailure(late);
+  auto& [error, value] = std::get<0>(r);
+  if (error) std::rethrow_exception(error);
+  co_return std::move(value);
+}
+
+std::string string_or(const json::object& o, std::string_view key, std::string fallback = {}) {
+  const auto* v = o.if_contains(key);
+  return v && v->is_string() ? std::string(v->get_string()) : fallback;
+}
+
+} // namespace
+
+struct Server::State : std::enable_shared_from_this<State> {
+  State(asio::any_io_executor ex, ServerSpec s, support::SpawnedProcess p)
+      : executor(ex), spec(std::move(s)), pid(p.pid), in(ex, p.stdin_fd), out(ex, p.stdout_fd), err(ex, p.stderr_fd),
+        exit_fd(ex, p.pidfd), eof_grace(ex), writes(ex, 2 * kMaxWaiting + 16), pump_done(ex, 1),
+        calls(ex, [this](const std::string&, std::string frame) { queue(std::move(frame)); },
+              [](std::int64_t id) {
+                return jsonrpc::serialize_notification(
+                    "notifications/cancelled", json::object{{"requestId", id}, {"reason", "cancelled by the user"}});
+              },
+              kMaxWaiting),
+        framer(kMaxFrameBytes) {}
+
+  asio::any_io_executor executor;
+  ServerSpec spec;
+  pid_t pid;
+  stream_descriptor in, out, err, exit_fd;
+  asio::steady_timer eof_grace;  ///< after stdout's EOF, the wait for the exit that explains it
+  asio::experimental::channel<void(boost::system::error_code, std::string)> writes;
+  asio::experimental::channel<void(boost::system::error_code)> pump_done;
+  transport::OutboundCalls calls;
+  transport::LineFramer framer;
+  std::string stderr_tail;
+  std::vector<Tool> tools;
+  std::string version;
+  bool running = true;
+  bool pump_finished = false;
+  bool reaped = false;
+  int status = 0;
+  std::size_t ignored_lines = 0;
+  std::string failure;  ///< why it is not running, once it is not
+
+  std::string describe(const std::string& what) const {
+    std::string m = "MCP server \"" + spec.name + "\" " + what;
+    std::string tail = stderr_tail;
+    while (!tail.empty() && (tail.back() == '\n' || tail.back() == '\r')) tail.pop_back();
+    if (!tail.empty()) m += "; its stderr ends with: " + tail;
+    return m;
+  }
+
+  void queue(std::string frame) {
+    frame += '\n';
+    if (!writes.try_send(boost::system::error_code(), std::move(frame))) fail("could not keep up with our requests");
+  }
+
+  // The server is unusable: its calls fail, its group is killed (the tasks then see EOF and end).
+  void fail(const std::string& why) {
+    if (!running) return;
+    running = false;
+    eof_grace.cancel();
+    failure = describe(why);
+    log::warn(failure);
+    tools.clear();
+    calls.close(failure);
+    writes.close();
+    if (!reaped) ::kill(-pid, SIGKILL);
+  }
+
+  void append_stderr(std::string_view bytes) {
+    stderr_tail.append(bytes);
+    if (stderr_tail.size() > kStderrTail) stderr_tail.erase(0, stderr_tail.size() - kStderrTail);
+  }
+
+  void on_frame(std::string text) {
+    boost::system::error_code ec;
+    json::value frame = support::parse_json(text, ec);
+    if (ec || !frame.is_object()) {
+      // Servers that print to stdout break the protocol; their lines are logged, not fatal.
+      if (++ignored_lines <= kMaxIgnoredLines)
+        log::warn("MCP server \"" + spec.name + "\" wrote a line that is not JSON-RPC on stdout: " + text.substr(0, 200));
+      return;
+    }
+    jsonrpc::Inbound inbound = jsonrpc::classify(std::move(frame));
+    if (auto* response = std::get_if<jsonrpc::Response>(&inbound)) {
+      calls.complete(std::move(*response));
+    } else if (auto* request = std::get_if<jsonrpc::Request>(&inbound)) {
+      // We offer no client capabilities: ping is the only request a server may send us.
+      if (request->method == "ping") queue(jsonrpc::serialize_response(request->id, json::object{}));
+      else queue(jsonrpc::serialize_error(request->id, jsonrpc::method_not_found(request->method)));
+    } else if (auto* note = std::get_if<jsonrpc::Notification>(&inbound)) {
+      if (note->method == "notifications/message") log::info("MCP server \"" + spec.name + "\": " + support::to_json_text(note->params));
+    } else if (auto* rejected = std::get_if<jsonrpc::Rejected>(&inbound)) {
+      log::warn("MCP server \"" + spec.name + "\" sent an invalid frame: " + rejected->error.message());
+    }
+  }
+
+  asio::awaitable<void> read_stdout() {
+    std::array<char, 16384> buf;
+    std::vector<transport::FramerEvent> events;
+    for (;;) {
+      boost::system::error_code ec;
+      std::size_t n = co_await out.async_read_some(asio::buffer(buf), asio::redirect_error(asio::use_awaitable, ec));
+      framer.feed(std::string_view(buf.data(), n), events);
+      for (auto& e : events) {
+        if (auto* f = std::get_if<transport::Frame>(&e)) on_frame(std::move(f->text));
+        else fail("sent a message larger than " + std::to_string(kMaxFrameBytes >> 20) + " MiB");
+      }
+      events.clear();
+      if (ec) break;
+    }
+    // Its exit, which usually follows, says more (a status, a signal); a server that closes
+    // stdout and stays is failed after a moment.
+    if (running) {
+      eof_grace.expires_after(kStopStep);
+      boost::system::error_code ignored;
+      co_await eof_grace.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+    }
+    fail("closed its stdout");
+  }
+
+  asio::awaitable<void> read_stderr() {
+    std::array<char, 4096> buf;
+    for (;;) {
+      boost::system::error_code ec;
+      std::size_t n = co_await err.async_read_some(asio::buffer(buf), asio::redirect_error(asio::use_awaitable, ec));
+      append_stderr(std::string_view(buf.data(), n));
+      if (ec) co_return;
+    }
+  }
+
+  asio::awaitable<void> write_stdin() {
+    for (;;) {
+      auto [ec, frame] = co_await writes.async_receive(asio::as_tuple(asio::use_awaitable));
+      if (ec) break;  // closed: stop() or a failure
+      boost::system::error_code wec;
+      co_await asio::async_write(in, asio::buffer(frame), asio::redirect_error(asio::use_awaitable, wec));
+      if (wec) {
+        fail("stopped reading its stdin (" + wec.message() + ")");
+        break;
+      }
+    }
+    boost::system::error_code ignored;
+    in.close(ignored);  // EOF on its stdin: a well-behaved server exits
+  }
+
+  asio::awaitable<void> watch_exit() {
+    boost::system::error_code ec;
+    co_await exit_fd.async_wait(stream_descriptor::wait_read, asio::redirect_error(asio::use_awaitable, ec));
+    if (ec) co_return;
+    while (::waitpid(pid, &status, WNOHANG) < 0 && errno == EINTR) {
+    }
+    reaped = true;
+    std::string how = WIFEXITED(status) ? "exited with status " + std::to_string(WEXITSTATUS(status))
+                      : WIFSIGNALED(status) ? "was killed by signal " + std::to_string(WTERMSIG(status))
+                                            : "ended";
+    // Whatever it started goes with it (and lets go of the pipes).
+    ::kill(-pid, SIGKILL);
+    fail(how);
+  }
+
+  asio::awaitable<void> pump() {
+    co_await (read_stdout() && read_stderr() && write_stdin() && watch_exit());
+  }
+
+  void kill_now() {
+    if (!reaped) ::kill(-pid, SIGKILL);
+  }
+};
+
+Server::Server(std::shared_ptr<State> state) : state_(std::move(state)) {}
+
+Server::~Server() {
+  if (state_ && !state_->pump_finished) {
+    state_->running = false;
+    state_->calls.close("MCP server \"" + state_->spec.name + "\" was stopped");
+    state_->writes.close();
+    state_->kill_now();
+  }
+}
+
+const std::string& Server::name() const { return state_->spec.name; }
+const std::string& Server::protocol_version() const { return state_->version; }
+const std::vector<Tool>& Server::tools() const { return state_->tools; }
+bool Server::running() const { return state_->running; }
+std::string Server::stderr_tail() const { return state_->stderr_tail; }
+long Server::pid() const { return state_->pid; }
+
+asio::awaitable<std::unique_ptr<Server>> Server::start(asio::any_io_executor executor, ServerSpec spec) {
+  support::SpawnSpec s;
+  s.argv.push_back(spec.command);
+  s.argv.insert(s.argv.end(), spec.args.begin(), spec.args.end());
+  s.cwd = spec.cwd;
+  s.env = support::child_environment(spec.hidden_env, spec.env);
+  s.stdin_pipe = true;
+  s.stderr_pipe = true;
+  support::SpawnedProcess p;
+  try {
+    p = support::spawn_process(s);
+  } catch (const std::system_error& e) {
+    throw ServerFailure("MCP server \"" + spec.name + "\" could not be started: " + e.what());
+  }
+  auto state = std::make_shared<State>(executor, std::move(spec), p);
+  asio::co_spawn(executor, state->pump(), [state](std::exception_ptr) {
+    state->pump_finished = true;
+    state->pump_done.try_send(boost::system::error_code());
+  });
+  std::unique_ptr<Server> server(new Server(state));
+
+  std::string failure;
+  try {
+    json::object init{{"protocolVersion", kProtocolVersions[0]},
+                      {"capabilities", json::object{}},
+                      {"clientInfo", json::object{{"name", "dsh-acp"}, {"version", "0.1"}}}};
+    json::value result = co_await within(state->calls.call("", "initialize", std::move(init)), state->spec.start_timeout,
+                                         state->describe("did not answer initialize in time"));
+    const json::object* r = result.if_object();
+    std::string version = r ? string_or(*r, "protocolVersion") : "";
+    bool known = false;
+    for (const char* v : kProtocolVersions) known = known || version == v;
+    if (!known) throw ServerFailure(state->describe("speaks MCP protocol version \"" + version + "\", which dsh-acp does not"));
+    state->version = version;
+    state->queue(jsonrpc::serialize_notification("notifications/initialized", json::object{}));
+    std::string cursor;
+    for (std::size_t page = 0; page < kMaxToolPages; ++page) {
+      json::object params;
+      if (!cursor.empty()) params["cursor"] = cursor;
+      json::value list = co_await within(state->calls.call("", "tools/list", std::move(params)), state->spec.start_timeout,
+                                         state->describe("did not answer tools/list in time"));
+      const json::object* lo = list.if_object();
+      const json::array* tools = lo && lo->contains("tools") ? lo->at("tools").if_array() : nullptr;
+      if (!tools) throw ServerFailure(state->describe("answered tools/list without a tools array"));
+      for (const auto& t : *tools) {
+        const json::object* to = t.if_object();
+        std::string name = to ? string_or(*to, "name") : "";
+        if (name.empty()) continue;
+        const json::value* schema = to->if_contains("inputSchema");
+        state->tools.push_back(Tool{name, string_or(*to, "description"),
+                                    schema && schema->is_object() ? json::serialize(*schema)
+                                                                  : std::string(R"({"type":"object"})")});
+      }
+      cursor = string_or(*lo, "nextCursor");
+      if (cursor.empty()) break;
+    }
+  } catch (const ServerFailure& e) {
+    failure = e.what();
+  } catch (const protocol::ClientCallFailed& e) {
+    failure = state->describe("refused to start: " + e.error().message());
+  } catch (const protocol::ClientCallAborted& e) {
+    failure = state->running ? state->describe(e.what()) : state->failure;
+  }
+  if (!failure.empty()) {
+    state->fail("could not be started");
+    co_await server->stop();
+    throw ServerFailure(failure);
+  }
+  co_return server;
+}
+
+asio::awaitable<CallResult> Server::call_tool(std::string tool, json::object arguments) {
+  auto state = state_;
+  if (!state->running) throw ServerFailure(state->failure);
+  // Built before the co_await: GCC 12 cannot keep an initializer list's array in a coroutine frame.
+  json::object params;
+  params["name"] = tool;
+  params["arguments"] = std::move(arguments);
+  try {
+    json::value result = co_await state->calls.call("", "tools/call", std::move(params));
+    const json::object* r = result.if_object();
+    if (!r) co_return CallResult{"MCP server \"" + state->spec.name + "\" answered tools/call with " + json::serialize(result), true};
+    co_return result_text(*r);
+  } catch (const protocol::ClientCallFailed& e) {
+    // A protocol error (an unknown tool, bad arguments): the model reads it and can try again.
+    co_return CallResult{"MCP error " + std::to_string(e.error().code()) + ": " + e.error().message(), true};
+  } catch (const protocol::ClientCallAborted& e) {
+    if (e.cancelled()) throw;
+    throw ServerFailure(state->running ? e.what() : state->failure);
+  }
+}
+
+asio::awaitable<void> Server::stop() {
+  auto state = state_;
+  if (state->pump_finished) co_return;
+  // Cancellation of the caller must not cut the stop short: it is what makes the group go away.
+  co_await asio::this_coro::reset_cancellation_state();
+  co_await asio::this_coro::throw_if_cancelled(false);
+  state->running = false;
+  if (state->failure.empty()) state->failure = "MCP server \"" + state->spec.name + "\" was stopped";
+  state->calls.close(state->failure);
+  state->writes.close();  // its stdin is closed once the writer sees this
+  for (int signal : {0, SIGTERM, SIGKILL}) {
+    if (signal && !state->reaped) ::kill(-state->pid, signal);
+    try {
+      auto r = co_await (state->pump_done.async_receive(asio::use_awaitable) || sleep_for(kStopStep));
+      if (r.index() == 0) co_return;
+    } catch (const boost::system::system_error&) {
+    }
+    if (state->pump_finished) co_return;
+  }
+  // Killed, yet the pipes stay open (something left the group holding them): stop reading.
+  boost::system::error_code ignored;
+  state->out.cancel(ignored);
+  state->err.cancel(ignored);
+  state->exit_fd.cancel(ignored);
+  if (!state->pump_finished) co_await state->pump_done.async_receive(asio::as_tuple(asio::use_awaitable));
+}
+
+CallResult result_text(const json::object& result) {
+  CallResult out;
+  if (const auto* e = result.if_contains("isError"); e && e->is_bool()) out.is_error = e->get_bool();
+  const json::array* content = result.contains("content") ? result.at("content").if_array() : nullptr;
+  std::string text;
+  auto add = [&](const std::string& piece) {
+    if (!text.empty()) text += '\n';
+    text += piece;
+  };
+  if (content) {
+    for (const auto& b : *content) {
+      const json::object* block = b.if_object();
+      if (!block) continue;
+      std::string type = string_or(*block, "type");
+      if (type == "text") {
+        add(string_or(*block, "text"));
+      } else if (type == "image" || type == "audio") {
+        std::string data = string_or(*block, "data");
+        std::size_t padding = data.ends_with("==") ? 2 : data.ends_with("=") ? 1 : 0;
+        std::size_t bytes = data.size() / 4 * 3 - std::min(padding, data.size() / 4 * 3);
+        add("[" + type + " " + string_or(*block, "mimeType", "of unknown type") + ", about " + std::to_string(bytes) +
+            " bytes, not shown]");
+      } else if (type == "resource") {
+        const json::object* res = block->contains("resource") ? block->at("resource").if_object() : nullptr;
+        if (res && res->contains("text")) add(string_or(*res, "text"));
+        else add("[resource " + (res ? string_or(*res, "uri") : std::string()) + "]");
+      } else if (type == "resource_link") {
+        add("[resource link " + string_or(*block, "uri") +
+            (block->contains("name") ? " (" + string_or(*block, "name") + ")" : std::string()) + "]");
+      } else {
+        add("[" + (type.empty() ? std::string("unknown") : type) + " content, not shown]");
+      }
+    }
+  }
+  if (text.empty()) {
+    if (const auto* structured = result.if_contains("structuredContent")) text = json::serialize(*structured);
+  }
+  out.text = std::move(text);
+  return out;
+}
+
+} // namespace acp::mcp

@@ -1,0 +1,205 @@
+// MCP servers of a session: a real server built with the official MCP TypeScript SDK
+// (tests/e2e/lib/mcp-test-server.mjs, Node) and a fake that misbehaves on purpose
+// (tests/tools/mcp_fake_server.py): tools listed and called, results as text, cancellation,
+// crashes, refusal to start, and a stop that leaves no process behind.
+#include "mcp/server.hpp"
+#include "protocol/client_call.hpp"
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/json/parse.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+
+namespace asio = boost::asio;
+namespace json = boost::json;
+using namespace acp;
+
+namespace {
+
+// Runs one coroutine to its end on a fresh io_context; `cancel_after` cancels it.
+template <class T>
+T run(asio::io_context& io, asio::awaitable<T> task, std::optional<std::chrono::milliseconds> cancel_after = {}) {
+  asio::cancellation_signal cancel;
+  asio::steady_timer timer(io);
+  if (cancel_after) {
+    timer.expires_after(*cancel_after);
+    timer.async_wait([&](boost::system::error_code ec) {
+      if (!ec) cancel.emit(asio::cancellation_type::terminal);
+    });
+  }
+  std::optional<T> out;
+  std::exception_ptr error;
+  asio::co_spawn(io, std::move(task), asio::bind_cancellation_slot(cancel.slot(), [&](std::exception_ptr e, T v) {
+                   error = e;
+                   if (!e) out = std::move(v);
+                   timer.cancel();
+                 }));
+  io.restart();
+  while (!out && !error) io.run_one();
+  if (error) std::rethrow_exception(error);
+  return std::move(*out);
+}
+
+void stop(asio::io_context& io, mcp::Server& server) {
+  run(io, [](mcp::Server& s) -> asio::awaitable<int> {
+    co_await s.stop();
+    co_return 0;
+  }(server));
+}
+
+mcp::ServerSpec sdk_server() {
+  mcp::ServerSpec spec;
+  spec.name = "test";
+  spec.command = "node";
+  spec.args = {DSH_TEST_MCP_SERVER};
+  spec.cwd = std::filesystem::temp_directory_path().string();
+  return spec;
+}
+
+mcp::ServerSpec fake_server(const std::string& mode) {
+  mcp::ServerSpec spec;
+  spec.name = "fake";
+  spec.command = "python3";
+  spec.args = {DSH_TEST_MCP_FAKE, mode};
+  spec.start_timeout = std::chrono::milliseconds(500);
+  return spec;
+}
+
+mcp::CallResult call(asio::io_context& io, mcp::Server& s, std::string tool, json::object args,
+                     std::optional<std::chrono::milliseconds> cancel_after = {}) {
+  return run(io, s.call_tool(std::move(tool), std::move(args)), cancel_after);
+}
+
+std::string start_failure(asio::io_context& io, mcp::ServerSpec spec) {
+  try {
+    run(io, mcp::Server::start(io.get_executor(), std::move(spec)));
+  } catch (const mcp::ServerFailure& e) {
+    return e.what();
+  }
+  return "(started)";
+}
+
+// Gone: no /proc entry, or a zombie.
+bool gone(long pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  if (!stat) return true;
+  std::string line;
+  std::getline(stat, line);
+  auto close = line.rfind(')');
+  return close != std::string::npos && line[close + 2] == 'Z';
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(mcp_servers)
+
+BOOST_AUTO_TEST_CASE(tools_of_a_real_server_are_listed_and_called) {
+  asio::io_context io;
+  ::setenv("DSH_MCP_TEST_HIDDEN", "secret", 1);
+  auto spec = sdk_server();
+  spec.hidden_env = {"DSH_MCP_TEST_HIDDEN"};
+  spec.env = {{"DSH_MCP_TEST_GIVEN", "given"}};
+  auto server = run(io, mcp::Server::start(io.get_executor(), spec));
+  BOOST_TEST(server->protocol_version() == mcp::kProtocolVersions[0]);
+  std::vector<std::string> names;
+  for (const auto& t : server->tools()) names.push_back(t.name);
+  for (std::string want : {"echo", "add", "slow", "picture", "fail", "crash", "env", "cwd"})
+    BOOST_TEST((std::find(names.begin(), names.end(), want) != names.end()), want);
+  BOOST_TEST(server->tools().front().input_schema.find("\"properties\"") != std::string::npos);
+
+  BOOST_TEST(call(io, *server, "echo", {{"text", "hi"}}).text == "echo: hi");
+  BOOST_TEST(call(io, *server, "add", {{"a", 2}, {"b", 3}}).text == "5");
+  auto picture = call(io, *server, "picture", {});
+  BOOST_TEST(picture.text == "a pixel:\n[image image/png, about 70 bytes, not shown]");
+  auto failed = call(io, *server, "fail", {});
+  BOOST_TEST(failed.is_error);
+  BOOST_TEST(failed.text == "it failed");
+  auto wrong = call(io, *server, "add", {{"a", "two"}});
+  BOOST_TEST(wrong.is_error);
+  auto unknown = call(io, *server, "nope", {});
+  BOOST_TEST(unknown.is_error);
+  BOOST_TEST(call(io, *server, "env", {{"name", "DSH_MCP_TEST_HIDDEN"}}).text == "(unset)");
+  BOOST_TEST(call(io, *server, "env", {{"name", "DSH_MCP_TEST_GIVEN"}}).text == "given");
+  BOOST_TEST(call(io, *server, "cwd", {}).text == spec.cwd);
+  long pid = server->pid();
+  stop(io, *server);
+  BOOST_TEST(!server->running());
+  BOOST_TEST(gone(pid));
+  ::unsetenv("DSH_MCP_TEST_HIDDEN");
+}
+
+BOOST_AUTO_TEST_CASE(a_cancelled_call_is_withdrawn_and_the_server_stays) {
+  asio::io_context io;
+  auto server = run(io, mcp::Server::start(io.get_executor(), sdk_server()));
+  bool cancelled = false;
+  try {
+    call(io, *server, "slow", {{"ms", 30000}}, std::chrono::milliseconds(200));
+  } catch (const protocol::ClientCallAborted& e) {
+    cancelled = e.cancelled();
+  }
+  BOOST_TEST(cancelled);
+  BOOST_TEST(server->running());
+  // The server heard notifications/cancelled (its handler saw the abort) and still answers.
+  BOOST_TEST(call(io, *server, "echo", {{"text", "still here"}}).text == "echo: still here");
+  BOOST_TEST(server->stderr_tail().find("slow: cancelled") != std::string::npos);
+  stop(io, *server);
+}
+
+BOOST_AUTO_TEST_CASE(a_crash_fails_the_call_in_flight_and_withdraws_the_tools) {
+  asio::io_context io;
+  auto server = run(io, mcp::Server::start(io.get_executor(), sdk_server()));
+  std::string why;
+  try {
+    call(io, *server, "crash", {});
+  } catch (const mcp::ServerFailure& e) {
+    why = e.what();
+  }
+  BOOST_TEST(why.find("MCP server \"test\"") == 0u);
+  BOOST_TEST(why.find("exited with status 3") != std::string::npos, why);
+  BOOST_TEST(why.find("crashing now") != std::string::npos, why);
+  BOOST_TEST(!server->running());
+  BOOST_TEST(server->tools().empty());
+  BOOST_CHECK_THROW(call(io, *server, "echo", {{"text", "x"}}), mcp::ServerFailure);
+  stop(io, *server);
+}
+
+BOOST_AUTO_TEST_CASE(servers_that_cannot_serve_are_refused_with_a_reason) {
+  asio::io_context io;
+  std::string silent = start_failure(io, fake_server("silent"));
+  BOOST_TEST(silent.find("did not answer initialize in time") != std::string::npos, silent);
+  std::string version = start_failure(io, fake_server("badversion"));
+  BOOST_TEST(version.find("\"1999-01-01\"") != std::string::npos, version);
+  std::string dies = start_failure(io, fake_server("dies"));
+  BOOST_TEST(dies.find("exited with status 7") != std::string::npos, dies);
+  BOOST_TEST(dies.find("fatal: no configuration found") != std::string::npos, dies);
+  auto missing = fake_server("silent");
+  missing.command = "/nonexistent/mcp-server";
+  BOOST_TEST(start_failure(io, missing).find("could not be started") != std::string::npos);
+  // Lines on stdout that are not JSON-RPC are logged and skipped, not fatal.
+  auto noisy = run(io, mcp::Server::start(io.get_executor(), fake_server("noisy")));
+  BOOST_TEST(call(io, *noisy, "ok", {}).text == "fine");
+  stop(io, *noisy);
+}
+
+BOOST_AUTO_TEST_CASE(results_read_as_text) {
+  auto r = mcp::result_text(json::parse(R"({"content":[{"type":"text","text":"a"},
+      {"type":"resource","resource":{"uri":"file:///x","text":"inside"}},
+      {"type":"resource","resource":{"uri":"file:///bin","blob":"AAAA"}},
+      {"type":"resource_link","uri":"file:///y","name":"y"},
+      {"type":"audio","data":"AAAA","mimeType":"audio/wav"},
+      {"type":"hologram"}],"isError":true})").as_object());
+  BOOST_TEST(r.is_error);
+  BOOST_TEST(r.text == "a\ninside\n[resource file:///bin]\n[resource link file:///y (y)]\n[audio audio/wav, about 3 bytes, not shown]\n"
+                       "[hologram content, not shown]");
+  BOOST_TEST(mcp::result_text(json::parse(R"({"content":[],"structuredContent":{"n":1}})").as_object()).text == R"({"n":1})");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
