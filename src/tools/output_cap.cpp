@@ -1,14 +1,10 @@
 #include "tools/output_cap.hpp"
 
+#include "support/utf8.hpp"
+
 #include <algorithm>
 
 namespace acp::tools {
-
-namespace {
-
-bool continuation(char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; }
-
-} // namespace
 
 OutputCap::OutputCap(std::size_t max_bytes) : head_max_(max_bytes / 2), tail_max_(max_bytes - max_bytes / 2) {}
 
@@ -40,17 +36,15 @@ void OutputCap::append(std::string_view bytes) {
 std::string OutputCap::text() const {
   std::string tail = tail_.substr(tail_start_) + tail_.substr(0, tail_start_);
   if (total_ <= head_max_ + tail_max_) return head_ + tail;
-  // Cut where characters begin: the head drops a partial last character, the tail a partial first.
+  // Cut where characters begin: the head drops a character the budget cut short, the tail the
+  // remnant bytes of one.
   std::size_t head_end = head_.size();
-  std::size_t back = head_end;
-  while (back > 0 && head_end - back < 4 && continuation(head_[back - 1])) --back;
-  if (back > 0 && head_end - back < 4) {
-    unsigned char lead = static_cast<unsigned char>(head_[back - 1]);
-    std::size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
-    if (need > head_end - back + 1) head_end = back - 1;
+  if (head_end > 0) {
+    std::size_t lead = support::utf8_floor(head_, head_end - 1);
+    if (!support::decode_utf8(head_, lead).valid) head_end = lead;
   }
   std::size_t tail_begin = 0;
-  while (tail_begin < tail.size() && tail_begin < 3 && continuation(tail[tail_begin])) ++tail_begin;
+  while (tail_begin < tail.size() && tail_begin < 3 && !support::decode_utf8(tail, tail_begin).valid) ++tail_begin;
   const std::size_t omitted = total_ - head_end - (tail.size() - tail_begin);
   return head_.substr(0, head_end) + "\n[... " + std::to_string(omitted) + " bytes omitted ...]\n" + tail.substr(tail_begin);
 }

@@ -1,5 +1,6 @@
 #include "tools/search.hpp"
 
+#include "support/utf8.hpp"
 #include "tools/glob_pattern.hpp"
 #include "tools/tool_failure.hpp"
 
@@ -290,9 +291,7 @@ std::string grep_files(const Roots& roots, std::string_view pattern, std::option
       std::string shown(line.substr(0, std::min(line.size(), limits.max_line_chars * 4)));
       if (shown.size() > limits.max_line_chars) {
         // Cut at a character boundary, never inside a UTF-8 sequence.
-        std::size_t cut = limits.max_line_chars;
-        while (cut > 0 && (static_cast<unsigned char>(shown[cut]) & 0xC0) == 0x80) --cut;
-        shown.resize(cut);
+        shown.resize(support::utf8_floor(shown, limits.max_line_chars));
         shown += "... (line truncated)";
       }
       out += "  " + std::to_string(line_no) + ": " + shown + "\n";
