@@ -17,7 +17,7 @@ set(DSH_LAYERS
   "src/transport    acp_transport    transport protocol support"
   "src/tools        acp_tools        tools support"
   "src/mcp          acp_mcp          mcp transport protocol support"
-  "src/engine       acp_engine       engine store refs llm support"
+  "src/engine       acp_engine       engine store refs llm tools mcp support"
   "handlers         acp_handlers     handlers engine protocol support store refs llm"
   "src/server       acp_server       server handlers engine protocol transport support store refs llm"
 )

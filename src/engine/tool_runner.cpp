@@ -1,0 +1,382 @@
+#include "engine/tool_runner.hpp"
+
+#include "engine/offload.hpp"
+#include "support/json_number.hpp"
+#include "support/json_text.hpp"
+#include "tools/command.hpp"
+#include "tools/file_change.hpp"
+#include "tools/output_cap.hpp"
+#include "tools/search.hpp"
+#include "tools/text_window.hpp"
+#include "tools/tool_failure.hpp"
+
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/json/object.hpp>
+
+#include <set>
+
+namespace acp::engine {
+
+namespace asio = boost::asio;
+namespace json = boost::json;
+using namespace asio::experimental::awaitable_operators;
+using tools::ToolFailure;
+
+namespace {
+
+json::object parse_arguments(const std::string& text) {
+  if (text.empty()) return {};
+  boost::system::error_code ec;
+  json::value v = support::parse_json(text, ec);
+  if (ec) throw ToolFailure("the arguments are not valid JSON (" + ec.message() + ")");
+  if (!v.is_object()) throw ToolFailure("the arguments must be a JSON object");
+  return std::move(v.as_object());
+}
+
+const json::value* member(const json::object& o, std::string_view key) {
+  const json::value* v = o.if_contains(key);
+  return v && !v->is_null() ? v : nullptr;
+}
+
+std::string required_string(const json::object& o, std::string_view key) {
+  const json::value* v = member(o, key);
+  if (!v) throw ToolFailure("`" + std::string(key) + "` is required");
+  if (!v->is_string()) throw ToolFailure("`" + std::string(key) + "` must be a string");
+  return std::string(v->get_string());
+}
+
+std::optional<std::string> optional_string(const json::object& o, std::string_view key) {
+  const json::value* v = member(o, key);
+  if (!v) return std::nullopt;
+  if (!v->is_string()) throw ToolFailure("`" + std::string(key) + "` must be a string");
+  return std::string(v->get_string());
+}
+
+std::optional<std::int64_t> optional_integer(const json::object& o, std::string_view key, std::int64_t min,
+                                             std::int64_t max) {
+  const json::value* v = member(o, key);
+  if (!v) return std::nullopt;
+  auto n = support::json_integer(*v, min, max);
+  if (!n)
+    throw ToolFailure("`" + std::string(key) + "` must be an integer from " + std::to_string(min) + " to " +
+                      std::to_string(max));
+  return n;
+}
+
+bool optional_bool(const json::object& o, std::string_view key) {
+  const json::value* v = member(o, key);
+  if (!v) return false;
+  if (!v->is_bool()) throw ToolFailure("`" + std::string(key) + "` must be true or false");
+  return v->get_bool();
+}
+
+std::string capped(std::string text, std::size_t max) {
+  if (text.size() <= max) return text;
+  tools::OutputCap cap(max);
+  cap.append(text);
+  return cap.text();
+}
+
+asio::awaitable<void> sleep_for(std::chrono::milliseconds d) {
+  asio::steady_timer t(co_await asio::this_coro::executor, d);
+  co_await t.async_wait(asio::use_awaitable);
+}
+
+// `a || b` waits for the first operation that succeeds: a failing call must show as finished.
+asio::awaitable<std::pair<std::exception_ptr, json::value>> outcome_of(asio::awaitable<json::value> op) {
+  try {
+    co_return std::pair<std::exception_ptr, json::value>{nullptr, co_await std::move(op)};
+  } catch (...) {
+    co_return std::pair<std::exception_ptr, json::value>{std::current_exception(), json::value()};
+  }
+}
+
+// Blocking file work on the pool; its result or its ToolFailure comes back here.
+template <class F> asio::awaitable<std::invoke_result_t<F&>> on_pool(const asio::any_io_executor& pool, F& work) {
+  auto result = co_await offload(pool, work);
+  co_return std::move(*result);
+}
+
+// Request params, built outside coroutines: GCC 12 cannot keep an initializer list's array in a
+// coroutine frame ("array used as initializer").
+json::object path_params(const std::string& session, const std::string& path) {
+  return json::object{{"sessionId", session}, {"path", path}};
+}
+
+json::object write_params(const std::string& session, const std::string& path, const std::string& content) {
+  return json::object{{"sessionId", session}, {"path", path}, {"content", content}};
+}
+
+json::object terminal_params(const std::string& session, const std::string& command, const std::string& cwd,
+                             std::size_t limit) {
+  return json::object{{"sessionId", session},
+                      {"command", "bash"},
+                      {"args", json::array{"-c", command}},
+                      {"cwd", cwd},
+                      {"outputByteLimit", limit}};
+}
+
+json::object terminal_ref(const std::string& session, const std::string& id) {
+  return json::object{{"sessionId", session}, {"terminalId", id}};
+}
+
+} // namespace
+
+json::array checked_todos(const json::object& args) {
+  const json::value* todos = member(args, "todos");
+  if (!todos || !todos->is_array()) throw ToolFailure("invalid todos: `todos` must be an array");
+  json::array out;
+  std::set<std::string, std::less<>> seen;
+  for (const auto& t : todos->get_array()) {
+    const json::object* todo = t.if_object();
+    if (!todo) throw ToolFailure("invalid todo: each todo must be an object with `content` and `status`");
+    const json::value* content = todo->if_contains("content");
+    if (!content || !content->is_string() || content->get_string().empty())
+      throw ToolFailure("invalid todo: `content` must be a non-empty string");
+    const json::value* status = todo->if_contains("status");
+    std::string_view s = status && status->is_string() ? std::string_view(status->get_string()) : std::string_view();
+    if (s != "pending" && s != "in_progress" && s != "completed")
+      throw ToolFailure("invalid todo: `status` must be pending, in_progress or completed");
+    if (!seen.emplace(content->get_string()).second)
+      throw ToolFailure("invalid todos: duplicate content \"" + std::string(content->get_string()) + "\"");
+    out.push_back(json::object{{"content", content->get_string()}, {"status", s}});
+  }
+  return out;
+}
+
+std::string todo_summary(const json::array& todos) {
+  int pending = 0, in_progress = 0, completed = 0;
+  for (const auto& t : todos) {
+    std::string_view s = t.at("status").as_string();
+    (s == "pending" ? pending : s == "in_progress" ? in_progress : completed)++;
+  }
+  return "Updated todo list: " + std::to_string(pending) + " pending, " + std::to_string(in_progress) + " in progress, " +
+         std::to_string(completed) + " completed.";
+}
+
+ToolRunner::ToolRunner(std::string session_id, tools::Roots roots, EditorAccess editor, asio::any_io_executor blocking,
+                       ToolLimits limits, std::vector<std::string> hidden_env)
+    : session_id_(std::move(session_id)), roots_(std::move(roots)), editor_(std::move(editor)),
+      blocking_(std::move(blocking)), limits_(limits), hidden_env_(std::move(hidden_env)) {}
+
+asio::awaitable<ToolOutcome> ToolRunner::run(std::string name, std::string arguments) {
+  ToolOutcome out;
+  std::string failure;
+  bool cancelled = false;
+  try {
+    json::object args = parse_arguments(arguments);
+    if (name == "read") out = co_await read(args);
+    else if (name == "write") out = co_await write(args);
+    else if (name == "edit") out = co_await edit(args);
+    else if (name == "bash") out = co_await bash(args);
+    else if (name == "glob" || name == "grep") out = co_await search(name, args);
+    else if (name == "todo_write") {
+      out.todos = checked_todos(args);
+      out.text = todo_summary(*out.todos);
+    } else {
+      failure = "there is no tool named \"" + name + "\"";
+    }
+  } catch (const ToolFailure& e) {
+    failure = e.what();
+  } catch (const EditorCallError& e) {
+    cancelled = e.cancelled();
+    failure = cancelled ? "cancelled" : std::string("the editor refused: ") + e.what();
+  }
+  if (!failure.empty()) {
+    out = ToolOutcome{};
+    out.is_error = true;
+    out.cancelled = cancelled;
+    out.text = "Error: " + failure;
+  }
+  out.text = capped(std::move(out.text), limits_.max_result_bytes);
+  co_return out;
+}
+
+asio::awaitable<std::optional<std::string>> ToolRunner::editor_text(const std::string& path) {
+  // The editor's view of the file (unsaved changes included); nullopt when it has no such file.
+  try {
+    json::object params = path_params(session_id_, path);
+    json::value r = co_await editor_.call("fs/read_text_file", std::move(params));
+    const json::object* o = r.if_object();
+    const json::value* content = o ? o->if_contains("content") : nullptr;
+    if (!content || !content->is_string()) throw ToolFailure("the editor answered fs/read_text_file without content");
+    co_return std::string(content->get_string());
+  } catch (const EditorCallError& e) {
+    if (e.cancelled()) throw;
+    co_return std::nullopt;
+  }
+}
+
+asio::awaitable<ToolOutcome> ToolRunner::read(const json::object& args) {
+  std::string path = required_string(args, "file_path");
+  tools::ReadRequest request;
+  request.offset = optional_integer(args, "offset", 1, support::kMaxSafeInteger).value_or(1);
+  request.limit = std::min<std::int64_t>(optional_integer(args, "limit", 1, support::kMaxSafeInteger).value_or(2000), 2000);
+  auto resolve = [&] { return roots_.resolve(path); };
+  tools::ResolvedPath target = co_await on_pool(blocking_, resolve);
+  std::string display = roots_.display(target.path);
+  ToolOutcome out;
+  if (editor_.read_text_file && editor_.call) {
+    std::optional<std::string> text = co_await editor_text(target.path);
+    if (!text) throw ToolFailure("\"" + display + "\" could not be read (the editor has no such file)");
+    tools::TextWindow window(request);
+    window.feed(*text);
+    out.text = window.finish(target.path);
+  } else {
+    auto work = [&] { return tools::read_file_window(target.path, target.path, request); };
+    out.text = co_await on_pool(blocking_, work);
+  }
+  co_return out;
+}
+
+asio::awaitable<ToolOutcome> ToolRunner::write(const json::object& args) {
+  std::string path = required_string(args, "file_path");
+  std::string content = required_string(args, "content");
+  ToolOutcome out;
+  if (editor_.write_text_file && editor_.call) {
+    auto resolve = [&] { return roots_.resolve(path); };
+    tools::ResolvedPath target = co_await on_pool(blocking_, resolve);
+    std::optional<std::string> before;
+    if (target.exists && editor_.read_text_file) before = co_await editor_text(target.path);
+    else if (target.exists) {
+      auto work = [&] { return tools::read_text_file(target.path, roots_.display(target.path)); };
+      before = co_await on_pool(blocking_, work);
+    }
+    json::object params = write_params(session_id_, target.path, content);
+    co_await editor_.call("fs/write_text_file", std::move(params));
+    out.edit = FileEdit{target.path, std::move(before), content};
+  } else {
+    auto work = [&] { return tools::write_local(roots_, path, content); };
+    tools::FileChange change = co_await on_pool(blocking_, work);
+    out.edit = FileEdit{change.path, std::move(change.before), std::move(change.after)};
+  }
+  out.text = std::string(out.edit->old_text ? "Updated " : "Created ") + roots_.display(out.edit->path) + " (" +
+             std::to_string(out.edit->new_text.size()) + " bytes).";
+  co_return out;
+}
+
+asio::awaitable<ToolOutcome> ToolRunner::edit(const json::object& args) {
+  std::string path = required_string(args, "file_path");
+  tools::EditRequest request{required_string(args, "old_string"), required_string(args, "new_string"),
+                             optional_bool(args, "replace_all")};
+  ToolOutcome out;
+  std::size_t replaced = 0;
+  if (editor_.write_text_file && editor_.call) {
+    auto resolve = [&] { return roots_.resolve(path); };
+    tools::ResolvedPath target = co_await on_pool(blocking_, resolve);
+    std::string display = roots_.display(target.path);
+    std::optional<std::string> before;
+    if (editor_.read_text_file) before = co_await editor_text(target.path);
+    else if (target.exists) {
+      auto work = [&] { return tools::read_text_file(target.path, display); };
+      before = co_await on_pool(blocking_, work);
+    }
+    if (!before) throw ToolFailure("\"" + display + "\" does not exist; use write to create it");
+    std::string after = tools::apply_edit(*before, request, display, &replaced);
+    json::object params = write_params(session_id_, target.path, after);
+    co_await editor_.call("fs/write_text_file", std::move(params));
+    out.edit = FileEdit{target.path, std::move(before), std::move(after)};
+  } else {
+    auto work = [&] { return tools::edit_local(roots_, path, request); };
+    tools::FileChange change = co_await on_pool(blocking_, work);
+    tools::apply_edit(*change.before, request, "", &replaced);
+    out.edit = FileEdit{change.path, std::move(change.before), std::move(change.after)};
+  }
+  out.text = "Edited " + roots_.display(out.edit->path) + ": " + std::to_string(replaced) + " replacement" +
+             (replaced == 1 ? "" : "s") + ".";
+  co_return out;
+}
+
+asio::awaitable<ToolOutcome> ToolRunner::bash(const json::object& args) {
+  std::string command = required_string(args, "command");
+  std::chrono::milliseconds timeout =
+      std::chrono::milliseconds(optional_integer(args, "timeoutMs", 1, limits_.max_timeout.count())
+                                    .value_or(limits_.default_timeout.count()));
+  std::string workdir = roots_.cwd();
+  if (auto dir = optional_string(args, "workdir")) {
+    auto resolve = [&] { return roots_.resolve(*dir); };
+    tools::ResolvedPath target = co_await on_pool(blocking_, resolve);
+    if (!target.exists) throw ToolFailure("workdir \"" + *dir + "\" does not exist");
+    workdir = target.path;
+  }
+  ToolOutcome out;
+  if (editor_.terminal && editor_.call) {
+    json::object create = terminal_params(session_id_, command, workdir, limits_.max_result_bytes);
+    json::value created = co_await editor_.call("terminal/create", std::move(create));
+    const json::object* co = created.if_object();
+    const json::value* id_v = co ? co->if_contains("terminalId") : nullptr;
+    if (!id_v || !id_v->is_string()) throw ToolFailure("the editor answered terminal/create without a terminalId");
+    std::string id(id_v->get_string());
+    out.terminal_id = id;
+    const json::object ref = terminal_ref(session_id_, id);
+    bool timed_out = false, cancelled = false;
+    std::exception_ptr failure;
+    try {
+      auto r = co_await (outcome_of(editor_.call("terminal/wait_for_exit", ref)) || sleep_for(timeout));
+      timed_out = r.index() == 1;
+      if (!timed_out && std::get<0>(r).first) std::rethrow_exception(std::get<0>(r).first);
+    } catch (const EditorCallError& e) {
+      cancelled = e.cancelled();
+      if (!cancelled) failure = std::current_exception();
+    } catch (const boost::system::system_error&) {
+      cancelled = true;
+    }
+    // What follows must happen even when the turn was cancelled: the command must not run on.
+    co_await asio::this_coro::reset_cancellation_state();
+    co_await asio::this_coro::throw_if_cancelled(false);
+    std::string text;
+    try {
+      if (timed_out || cancelled) co_await editor_.call("terminal/kill", ref);
+      json::value output = co_await editor_.call("terminal/output", ref);
+      if (const json::object* oo = output.if_object()) {
+        if (const auto* t = oo->if_contains("output"); t && t->is_string()) text = std::string(t->get_string());
+        const json::object* status = oo->contains("exitStatus") ? oo->at("exitStatus").if_object() : nullptr;
+        if (status && !timed_out && !cancelled) {
+          auto code = status->contains("exitCode") ? support::json_integer(status->at("exitCode")) : std::nullopt;
+          const json::value* sig = status->if_contains("signal");
+          if (code && *code != 0) text += (text.empty() || text.back() == '\n' ? "" : "\n") + std::string("[exit code: ") + std::to_string(*code) + "]";
+          else if (sig && sig->is_string()) text += (text.empty() || text.back() == '\n' ? "" : "\n") + std::string("[killed by signal ") + std::string(sig->get_string()) + "]";
+        }
+      }
+    } catch (const EditorCallError&) {
+    }
+    try {
+      co_await editor_.call("terminal/release", ref);
+    } catch (const EditorCallError&) {
+    }
+    if (failure) std::rethrow_exception(failure);
+    if (timed_out) text += (text.empty() || text.back() == '\n' ? "" : "\n") + std::string("[timed out after ") + std::to_string(timeout.count() / 1000) + " s: the command was killed]";
+    if (cancelled) {
+      out.cancelled = true;
+      out.is_error = true;
+      text += (text.empty() || text.back() == '\n' ? "" : "\n") + std::string("[cancelled: the command was killed]");
+    }
+    out.text = text.empty() ? "(no output)" : text;
+    co_return out;
+  }
+  tools::CommandRequest request{command, workdir, timeout, limits_.max_result_bytes, hidden_env_};
+  tools::CommandOutcome result = co_await tools::run_command(std::move(request));
+  out.text = tools::describe_outcome(result, timeout);
+  out.cancelled = result.cancelled;
+  out.is_error = result.cancelled;
+  co_return out;
+}
+
+asio::awaitable<ToolOutcome> ToolRunner::search(const std::string& name, const json::object& args) {
+  std::string pattern = required_string(args, "pattern");
+  std::optional<std::string> path = optional_string(args, "path");
+  std::optional<std::string> include = name == "grep" ? optional_string(args, "include") : std::nullopt;
+  auto work = [&] {
+    std::optional<std::string_view> p = path ? std::optional<std::string_view>(*path) : std::nullopt;
+    if (name == "glob") return tools::glob_files(roots_, pattern, p);
+    std::optional<std::string_view> inc = include ? std::optional<std::string_view>(*include) : std::nullopt;
+    return tools::grep_files(roots_, pattern, p, inc);
+  };
+  ToolOutcome out;
+  out.text = co_await on_pool(blocking_, work);
+  co_return out;
+}
+
+} // namespace acp::engine

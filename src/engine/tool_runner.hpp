@@ -1,0 +1,100 @@
+// Runs the model's tool calls for one session: arguments checked against the tool's parameters,
+// paths confined to the session's roots, then the work done through the editor when the client
+// can (fs/read_text_file sees unsaved buffers, fs/write_text_file shows the change, a terminal the
+// user watches), else in the server (files, `bash -c` in a process group). Every failure — bad
+// JSON, a wrong type, an unknown tool, a path outside the roots, the client's error — is a result
+// the model reads (is_error), never a failed turn. Results are capped (head and tail kept).
+// Blocking file work runs on the `blocking` executor, never on the caller's.
+#pragma once
+
+#include "tools/roots.hpp"
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/json/array.hpp>
+#include <boost/json/value.hpp>
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace acp::engine {
+
+/// A request to the client failed; `cancelled`: it was withdrawn because the turn was cancelled.
+class EditorCallError : public std::runtime_error {
+public:
+  EditorCallError(const std::string& message, bool cancelled) : std::runtime_error(message), cancelled_(cancelled) {}
+  bool cancelled() const { return cancelled_; }
+
+private:
+  bool cancelled_;
+};
+
+/// What the editor does for tools (the client's capabilities) and how to ask it.
+struct EditorAccess {
+  bool read_text_file = false;
+  bool write_text_file = false;
+  bool terminal = false;
+  /// Sends a request to the client on the session's stream; throws EditorCallError.
+  std::function<boost::asio::awaitable<boost::json::value>(std::string method, boost::json::value params)> call;
+};
+
+struct ToolLimits {
+  std::size_t max_result_bytes = 64u << 10;
+  std::chrono::milliseconds default_timeout{120000};
+  std::chrono::milliseconds max_timeout{600000};
+};
+
+struct FileEdit {
+  std::string path;                     ///< absolute
+  std::optional<std::string> old_text;  ///< nullopt: created
+  std::string new_text;
+};
+
+struct ToolOutcome {
+  std::string text;  ///< what the model reads
+  bool is_error = false;
+  bool cancelled = false;
+  std::optional<FileEdit> edit;            ///< write / edit: the change made (a diff card)
+  std::optional<std::string> terminal_id;  ///< bash in the editor's terminal
+  std::optional<boost::json::array> todos; ///< todo_write: the list (a plan)
+};
+
+class ToolRunner {
+public:
+  ToolRunner(std::string session_id, tools::Roots roots, EditorAccess editor, boost::asio::any_io_executor blocking,
+             ToolLimits limits = {}, std::vector<std::string> hidden_env = {});
+
+  /// Runs a built-in tool (read, write, edit, bash, glob, grep, todo_write). Cancelling the awaiting
+  /// operation stops the work (a command is killed, a terminal killed and released) and returns an
+  /// outcome with `cancelled` set.
+  boost::asio::awaitable<ToolOutcome> run(std::string name, std::string arguments);
+
+  const tools::Roots& roots() const { return roots_; }
+
+private:
+  boost::asio::awaitable<ToolOutcome> read(const boost::json::object& args);
+  boost::asio::awaitable<ToolOutcome> write(const boost::json::object& args);
+  boost::asio::awaitable<ToolOutcome> edit(const boost::json::object& args);
+  boost::asio::awaitable<ToolOutcome> bash(const boost::json::object& args);
+  boost::asio::awaitable<ToolOutcome> search(const std::string& name, const boost::json::object& args);
+  boost::asio::awaitable<std::optional<std::string>> editor_text(const std::string& path);
+
+  std::string session_id_;
+  tools::Roots roots_;
+  EditorAccess editor_;
+  boost::asio::any_io_executor blocking_;
+  ToolLimits limits_;
+  std::vector<std::string> hidden_env_;
+};
+
+/// todo_write's list, checked as the harness checks it; throws tools::ToolFailure with its message.
+boost::json::array checked_todos(const boost::json::object& args);
+
+/// `Updated todo list: P pending, I in progress, C completed.` (the harness's success text).
+std::string todo_summary(const boost::json::array& todos);
+
+} // namespace acp::engine

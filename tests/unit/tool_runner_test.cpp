@@ -1,0 +1,242 @@
+// The tool runner: arguments checked, paths confined, work done in the server (real files and
+// processes) or through the editor (a scripted client holding unsaved buffers and terminals).
+#include "engine/tool_runner.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/json/serialize.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+namespace asio = boost::asio;
+namespace json = boost::json;
+namespace fs = std::filesystem;
+using namespace acp;
+using engine::ToolOutcome;
+
+namespace {
+
+struct Dir {
+  fs::path root;
+  Dir() {
+    std::string t = (fs::temp_directory_path() / "dsh-runner-XXXXXX").string();
+    root = fs::canonical(::mkdtemp(t.data()));
+  }
+  ~Dir() {
+    std::error_code ec;
+    fs::remove_all(root, ec);
+  }
+  void put(const std::string& rel, const std::string& text) const {
+    fs::create_directories((root / rel).parent_path());
+    std::ofstream(root / rel, std::ios::binary) << text;
+  }
+  std::string get(const std::string& rel) const {
+    std::ifstream in(root / rel, std::ios::binary);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+};
+
+// A client that keeps files in memory (its unsaved buffers) and runs "terminals" by script.
+struct FakeEditor {
+  std::map<std::string, std::string> buffers;
+  std::vector<std::string> methods;
+  bool terminal_exits = true;  ///< wait_for_exit answers at once; else never
+  std::string terminal_output = "built\n";
+
+  asio::awaitable<json::value> call(std::string method, json::value params) {
+    methods.push_back(method);
+    const json::object& p = params.as_object();
+    if (method == "fs/read_text_file") {
+      auto it = buffers.find(std::string(p.at("path").as_string()));
+      if (it == buffers.end()) throw engine::EditorCallError("file not found", false);
+      co_return json::object{{"content", it->second}};
+    }
+    if (method == "fs/write_text_file") {
+      buffers[std::string(p.at("path").as_string())] = std::string(p.at("content").as_string());
+      co_return json::value();
+    }
+    if (method == "terminal/create") co_return json::object{{"terminalId", "term-1"}};
+    if (method == "terminal/wait_for_exit") {
+      if (!terminal_exits) {
+        asio::steady_timer t(co_await asio::this_coro::executor, std::chrono::hours(1));
+        auto [ec] = co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+        throw engine::EditorCallError("cancelled", true);
+      }
+      co_return json::object{{"exitCode", 2}};
+    }
+    if (method == "terminal/output")
+      co_return json::object{{"output", terminal_output}, {"truncated", false},
+                             {"exitStatus", terminal_exits ? json::value(json::object{{"exitCode", 2}}) : json::value()}};
+    co_return json::value();  // kill, release
+  }
+
+  engine::EditorAccess access(bool terminal = true) {
+    engine::EditorAccess a;
+    a.read_text_file = a.write_text_file = true;
+    a.terminal = terminal;
+    a.call = [this](std::string m, json::value p) { return call(std::move(m), std::move(p)); };
+    return a;
+  }
+};
+
+struct Rig {
+  asio::io_context io;
+  asio::thread_pool pool{1};
+  ~Rig() { pool.join(); }
+  ToolOutcome run(engine::ToolRunner& runner, std::string tool, std::string args,
+                  std::optional<std::chrono::milliseconds> cancel_after = {}) {
+    asio::cancellation_signal cancel;
+    asio::steady_timer timer(io);
+    if (cancel_after) {
+      timer.expires_after(*cancel_after);
+      timer.async_wait([&](boost::system::error_code ec) {
+        if (!ec) cancel.emit(asio::cancellation_type::terminal);
+      });
+    }
+    std::optional<ToolOutcome> out;
+    std::exception_ptr error;
+    asio::co_spawn(io, runner.run(std::move(tool), std::move(args)),
+                   asio::bind_cancellation_slot(cancel.slot(), [&](std::exception_ptr e, ToolOutcome o) {
+                     error = e;
+                     out = std::move(o);
+                     timer.cancel();
+                   }));
+    io.restart();
+    while (!out && !error) io.run_one();
+    if (error) std::rethrow_exception(error);
+    return std::move(*out);
+  }
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(tool_runner)
+
+BOOST_AUTO_TEST_CASE(server_side_tools_work_on_real_files) {
+  Dir d;
+  d.put("src/a.cpp", "int main() {\n  return 1;\n}\n");
+  Rig rig;
+  engine::ToolRunner runner("s1", tools::Roots(d.root.string()), {}, rig.pool.get_executor());
+  auto read = rig.run(runner, "read", R"({"file_path":"src/a.cpp","offset":2,"limit":1})");
+  BOOST_TEST(!read.is_error);
+  BOOST_TEST(read.text.find("2:   return 1;") != std::string::npos, read.text);
+  auto edit = rig.run(runner, "edit", R"({"file_path":"src/a.cpp","old_string":"return 1;","new_string":"return 0;"})");
+  BOOST_TEST(edit.text == "Edited src/a.cpp: 1 replacement.");
+  BOOST_REQUIRE(edit.edit.has_value());
+  BOOST_TEST(edit.edit->old_text.value_or("").find("return 1;") != std::string::npos);
+  BOOST_TEST(d.get("src/a.cpp") == "int main() {\n  return 0;\n}\n");
+  auto write = rig.run(runner, "write", R"({"file_path":"notes/new.md","content":"# hi\n"})");
+  BOOST_TEST(write.text == "Created notes/new.md (5 bytes).");
+  BOOST_TEST(!write.edit->old_text.has_value());
+  BOOST_TEST(d.get("notes/new.md") == "# hi\n");
+  BOOST_TEST(rig.run(runner, "glob", R"({"pattern":"*.md"})").text == "notes/new.md");
+  BOOST_TEST(rig.run(runner, "grep", R"({"pattern":"return","include":"*.cpp"})").text == "src/a.cpp\n  2:   return 0;");
+  auto bash = rig.run(runner, "bash", R"({"command":"ls src; exit 4","description":"list"})");
+  BOOST_TEST(bash.text == "a.cpp\n[exit code: 4]");
+  auto todo = rig.run(runner, "todo_write",
+                      R"({"todos":[{"content":"a","status":"pending"},{"content":"b","status":"in_progress"},{"content":"c","status":"completed"}]})");
+  BOOST_TEST(todo.text == "Updated todo list: 1 pending, 1 in progress, 1 completed.");
+  BOOST_TEST(todo.todos->size() == 3u);
+}
+
+BOOST_AUTO_TEST_CASE(bad_calls_are_error_results_for_the_model) {
+  Dir d;
+  Rig rig;
+  engine::ToolRunner runner("s1", tools::Roots(d.root.string()), {}, rig.pool.get_executor());
+  auto expect = [&](std::string tool, std::string args, std::string text) {
+    auto r = rig.run(runner, tool, args);
+    BOOST_TEST(r.is_error, tool << " " << args);
+    BOOST_TEST(r.text.find(text) != std::string::npos, r.text);
+  };
+  expect("read", "{not json", "Error: the arguments are not valid JSON");
+  expect("read", "[1]", "must be a JSON object");
+  expect("read", "{}", "`file_path` is required");
+  expect("read", R"({"file_path":7})", "`file_path` must be a string");
+  expect("read", R"({"file_path":"x","offset":1.5})", "`offset` must be an integer");
+  expect("read", R"({"file_path":"../etc/passwd"})", "outside the session's directories");
+  expect("write", R"({"file_path":"/etc/x","content":"x"})", "outside the session's directories");
+  expect("edit", R"({"file_path":"missing.txt","old_string":"a","new_string":"b"})", "does not exist");
+  expect("bash", R"({"command":"true","timeoutMs":999999999})", "`timeoutMs` must be an integer from 1 to 600000");
+  expect("frobnicate", "{}", "there is no tool named \"frobnicate\"");
+  expect("todo_write", R"({"todos":[{"content":"","status":"pending"}]})", "invalid todo: `content` must be a non-empty string");
+  expect("todo_write", R"({"todos":[{"content":"a","status":"pending"},{"content":"a","status":"completed"}]})",
+         "invalid todos: duplicate content \"a\"");
+  expect("todo_write", R"({"todos":[{"content":"a","status":"done"}]})", "`status` must be pending, in_progress or completed");
+}
+
+BOOST_AUTO_TEST_CASE(results_are_capped_head_and_tail) {
+  Dir d;
+  Rig rig;
+  engine::ToolLimits limits;
+  limits.max_result_bytes = 200;
+  engine::ToolRunner runner("s1", tools::Roots(d.root.string()), {}, rig.pool.get_executor(), limits);
+  auto r = rig.run(runner, "bash", R"({"command":"seq 1 10000","description":"count"})");
+  BOOST_TEST(r.text.size() < 300u);
+  BOOST_TEST(r.text.substr(0, 2) == "1\n");
+  BOOST_TEST(r.text.find("bytes omitted") != std::string::npos);
+  BOOST_TEST(r.text.find("10000") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(files_go_through_the_editor_when_it_can) {
+  Dir d;
+  d.put("a.txt", "on disk\n");
+  Rig rig;
+  FakeEditor editor;
+  const std::string a = (d.root / "a.txt").string();
+  editor.buffers[a] = "unsaved buffer\nsecond\n";
+  engine::ToolRunner runner("s1", tools::Roots(d.root.string()), editor.access(), rig.pool.get_executor());
+  // read sees the unsaved buffer, not the disk.
+  BOOST_TEST(rig.run(runner, "read", R"({"file_path":"a.txt"})").text.find("1: unsaved buffer") != std::string::npos);
+  auto edit = rig.run(runner, "edit", R"({"file_path":"a.txt","old_string":"second","new_string":"2nd"})");
+  BOOST_TEST(!edit.is_error, edit.text);
+  BOOST_TEST(editor.buffers[a] == "unsaved buffer\n2nd\n");
+  BOOST_TEST(d.get("a.txt") == "on disk\n");  // the editor writes, not the server
+  auto write = rig.run(runner, "write", R"({"file_path":"b.txt","content":"new"})");
+  BOOST_TEST(editor.buffers[(d.root / "b.txt").string()] == "new");
+  BOOST_TEST(!write.edit->old_text.has_value());
+  // Confinement holds before the editor is asked anything.
+  std::size_t asked = editor.methods.size();
+  BOOST_TEST(rig.run(runner, "read", R"({"file_path":"/etc/hostname"})").is_error);
+  BOOST_TEST(editor.methods.size() == asked);
+}
+
+BOOST_AUTO_TEST_CASE(commands_run_in_the_editors_terminal_and_are_always_released) {
+  Dir d;
+  Rig rig;
+  FakeEditor editor;
+  engine::ToolRunner runner("s1", tools::Roots(d.root.string()), editor.access(), rig.pool.get_executor());
+  auto r = rig.run(runner, "bash", R"({"command":"make","description":"build"})");
+  BOOST_TEST(r.terminal_id.value_or("") == "term-1");
+  BOOST_TEST(r.text == "built\n[exit code: 2]");
+  BOOST_TEST(editor.methods == (std::vector<std::string>{"terminal/create", "terminal/wait_for_exit", "terminal/output",
+                                                         "terminal/release"}),
+             boost::test_tools::per_element());
+  // A command that never exits: the timeout kills it, then its output is read and it is released.
+  editor.methods.clear();
+  editor.terminal_exits = false;
+  auto late = rig.run(runner, "bash", R"({"command":"sleep 1000","description":"wait","timeoutMs":100})");
+  BOOST_TEST(late.text.find("[timed out after 0 s: the command was killed]") != std::string::npos, late.text);
+  BOOST_TEST(editor.methods == (std::vector<std::string>{"terminal/create", "terminal/wait_for_exit", "terminal/kill",
+                                                         "terminal/output", "terminal/release"}),
+             boost::test_tools::per_element());
+  // Cancelled mid-command: killed and released all the same.
+  editor.methods.clear();
+  auto cancelled = rig.run(runner, "bash", R"({"command":"sleep 1000","description":"wait"})", std::chrono::milliseconds(100));
+  BOOST_TEST(cancelled.cancelled);
+  BOOST_TEST(editor.methods.back() == "terminal/release");
+  BOOST_TEST((std::find(editor.methods.begin(), editor.methods.end(), "terminal/kill") != editor.methods.end()));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
