@@ -292,6 +292,17 @@ export class Agent {
     this.child.kill(sig);
   }
 
+  /** turn/start events in the session's log now (0 before it exists or while a line is being written). */
+  turnCount(sessionId) {
+    const file = logFiles(this.storeDir).find((f) => segmentOfLog(f) === encodeSegment(sessionId));
+    if (!file) return 0;
+    try {
+      return readLog(file).filter((e) => e.type === 'turn/start').length;
+    } catch {
+      return 0;
+    }
+  }
+
   /**
    * Resolves once the session's log holds `count` turn/start events: that prompt is running (its
    * turn is logged before the model is called). The event a test waits for instead of a fixed
@@ -299,16 +310,7 @@ export class Agent {
    */
   async turnStarted(sessionId, count = 1, { timeout = 5000 } = {}) {
     const deadline = performance.now() + timeout;
-    const started = () => {
-      const file = logFiles(this.storeDir).find((f) => segmentOfLog(f) === encodeSegment(sessionId));
-      if (!file) return 0;
-      try {
-        return readLog(file).filter((e) => e.type === 'turn/start').length;
-      } catch {
-        return 0;  // a line being written: read again
-      }
-    };
-    while (started() < count) {
+    while (this.turnCount(sessionId) < count) {
       if (performance.now() > deadline) throw new Error(`turn ${count} of ${sessionId} did not start within ${timeout} ms`);
       await new Promise((r) => setTimeout(r, 5));
     }
