@@ -14,12 +14,18 @@ Prints, per store encoding (raw JSONL, and zstd when libzstd is loadable), with 
                       the turn read first), full-speed reader, nothing else running; median and p90
   loaded round trip   the same while A, B and C run and the reader is throttled (target median <= 20 ms)
   what ran meanwhile  reference prompts finished by A/B, replay MB delivered to C, bytes read overall
+Then two figures of one connection without bulk reads:
+  lock waits          D's round trip while another process holds the write locks of 12 sessions whose
+                      prompts wait for them (up to 2 s each: more waits than the store pool has threads)
+  parallel streams    two sessions streaming at once at --echo-delay-ms 40: the time of both over the
+                      time one stream of the same length takes alone (1.0 = fully parallel, 2.0 = serial)
 The source logs are written directly in the harness format (header + turns of user/message,
 assistant/chunk text deltas, assistant/message); zstd logs hold one frame per turn.
 Bounded: each encoding's loaded run stops after 20 samples of D or 30 s (a prompt unanswered then counts as
 the time it had waited, and the median becomes a lower bound); temp files are removed and the
 server is killed if it does not exit 5 s after stdin EOF.
-Usage: isolation_bench.py DSH_ACP_BIN [none,zstd]   (sizes: ISOLATION_SOURCE_MB, ISOLATION_REPLAY_MB)
+Usage: isolation_bench.py DSH_ACP_BIN [none,zstd]   (sizes: ISOLATION_SOURCE_MB, ISOLATION_REPLAY_MB;
+       parts: ISOLATION_PARTS, default sources,waits,streams)
 """
 import base64
 import hashlib
@@ -47,6 +53,9 @@ SAMPLES = 20
 LOADED_CAP_S = 30.0
 CALL_TIMEOUT_S = 60.0
 SRC_CWD = "/bench/isolation/sources"
+PARTS = os.environ.get("ISOLATION_PARTS", "sources,waits,streams").split(",")
+WAITERS = 12
+WAIT_CYCLES = 5
 IDS = {"a": "iso-source-a", "b": "iso-source-b", "c": "iso-replay-c"}
 
 
@@ -467,6 +476,106 @@ def run(base, bodies, encoding):
     print(f"  [{kind}] stdin EOF afterwards (reader at full speed again): {exit_note} after {t_exit:.2f} s")
 
 
+# The second process of the lock-wait figure: flocks every path given and holds them until stdin ends.
+HOLDER = r"""
+import fcntl, sys
+held = []
+for path in sys.argv[1:]:
+    f = open(path, "a")
+    fcntl.flock(f, fcntl.LOCK_EX)
+    held.append(f)
+print("held", flush=True)
+sys.stdin.read()
+"""
+
+
+def lock_file(store, sid):
+    """The write lock of a session's log (SessionStore::lock_path_of), in either layout."""
+    for d, _dirs, files in os.walk(store):
+        for f in files:
+            if f.startswith("session.jsonl") and os.path.basename(d) == sid:
+                return os.path.join(d, "dsh-acp.lock")
+            if f.startswith(sid + ".jsonl"):
+                return os.path.join(d, sid + ".lock")
+    raise SystemExit(f"bench: no log for {sid}")
+
+
+def blocked_flocks(pid):
+    with open("/proc/locks") as f:
+        return sum(1 for line in f if line.split()[1:3] == ["->", "FLOCK"] and line.split()[5] == str(pid))
+
+
+def lock_waits(base):
+    """D's round trip while 12 sessions wait for locks another process holds (WAIT_CYCLES rounds)."""
+    home = os.path.join(base, "waits")
+    os.makedirs(home)
+    conn = Connection(home, ["--store-compression", "none"])
+    holder = None
+    try:
+        conn.call("initialize", {"protocolVersion": 1})
+        sids = [conn.call("session/new", {"cwd": home, "mcpServers": []})["sessionId"] for _ in range(WAITERS + 1)]
+        d = sids[-1]
+        conn.call("session/prompt", {"sessionId": d, "prompt": text("warm up")})
+        idle, _, _ = round_trips(conn, d, SAMPLES)
+        holder = subprocess.Popen([sys.executable, "-c", HOLDER, *[lock_file(os.path.join(home, "sessions"), s) for s in sids[:-1]]],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        if holder.stdout.readline().strip() != b"held":
+            raise SystemExit("bench: the lock holder did not take its locks")
+        loaded, busy_first = [], 0
+        for cycle in range(WAIT_CYCLES):
+            waiting = [conn.send("session/prompt", {"sessionId": s, "prompt": text(f"wait {cycle}")}) for s in sids[:-1]]
+            until = time.monotonic() + 5
+            while blocked_flocks(conn.proc.pid) < 4 and time.monotonic() < until:
+                time.sleep(0.001)  # a bench may poll: it measures, it does not assert
+            samples, _, _ = round_trips(conn, d, 1)
+            loaded += samples
+            with conn.cv:
+                busy_first += sum(1 for w in waiting if w in conn.responses)
+            for w in waiting:
+                try:
+                    conn.wait(w)
+                except SystemExit as e:  # SESSION_BUSY is the expected answer of a waiter
+                    if "SESSION_BUSY" not in str(e):
+                        raise
+        conn.shutdown()
+    finally:
+        if holder:
+            holder.stdin.close()
+            holder.wait()
+        conn.kill()
+        shutil.rmtree(home, ignore_errors=True)
+    print(f"  [lock waits] idle: median {statistics.median(idle):.2f} ms; with {WAITERS} sessions waiting for locks "
+          f"another process holds: median {statistics.median(loaded):.2f} ms, max {max(loaded):.2f} ms "
+          f"({len(loaded)} prompts; {busy_first} waiter(s) had given up first)")
+    result("isolation_lock_waits_median_ms", statistics.median(loaded), "ms",
+           note=f"{WAITERS} lock waits in flight; idle median {statistics.median(idle):.2f} ms")
+
+
+def parallel_streams(base):
+    """Two sessions streaming at once vs one alone, at 40 ms a chunk (the echo model's delay)."""
+    home = os.path.join(base, "streams")
+    os.makedirs(home)
+    conn = Connection(home, ["--store-compression", "none", "--echo-delay-ms", "40"])
+    try:
+        conn.call("initialize", {"protocolVersion": 1})
+        a, b, c = [conn.call("session/new", {"cwd": home, "mcpServers": []})["sessionId"] for _ in range(3)]
+        t0 = time.perf_counter()
+        conn.call("session/prompt", {"sessionId": c, "prompt": text("first")})
+        alone = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        ra, rb = (conn.send("session/prompt", {"sessionId": s, "prompt": text(w)}) for s, w in ((a, "first"), (b, "first")))
+        conn.wait(ra)
+        conn.wait(rb)
+        both = time.perf_counter() - t0
+        conn.shutdown()
+    finally:
+        conn.kill()
+        shutil.rmtree(home, ignore_errors=True)
+    print(f"  [parallel streams] one stream alone {alone * 1000:.0f} ms, two at once {both * 1000:.0f} ms: "
+          f"ratio {both / alone:.2f} (1.0 = parallel, 2.0 = serial)")
+    result("isolation_parallel_streams_ratio", round(both / alone, 2), "x", note="two echo streams at 40 ms a chunk")
+
+
 def main():
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     base = tempfile.mkdtemp(prefix="dsh-bench-isolation-")
@@ -475,25 +584,31 @@ def main():
         print(f"isolation ({SERVER}, echo provider at 0 ms delay, store under {base} on {fs_type(base)}, fsync on)")
         print("round trip = D's session/prompt request written -> its response read, every session/update of D's turn "
               "read first; D is one session on the same connection, prompts one at a time, conversation of 2..21 prompts")
-        print("under load = meanwhile A and B each prompt, in a fresh session every time, with a mention of its own "
-              f"{SOURCE_BYTES / 1e6:.0f} MB stored session (reference preparation reads the whole log), C repeats "
-              f"session/load of a {REPLAY_BYTES / 1e6:.0f} MB log, and the client reads the single stdout pipe at "
-              f"{SLOW_RATE / 1e6:.0f} MB/s overall, so D's frames queue behind C's replay inside the server")
-        encodings = [e for e in ENCODINGS if e != "zstd"]
-        if "zstd" in ENCODINGS:
+        if "sources" in PARTS:
+            print("under load = meanwhile A and B each prompt, in a fresh session every time, with a mention of its own "
+                  f"{SOURCE_BYTES / 1e6:.0f} MB stored session (reference preparation reads the whole log), C repeats "
+                  f"session/load of a {REPLAY_BYTES / 1e6:.0f} MB log, and the client reads the single stdout pipe at "
+                  f"{SLOW_RATE / 1e6:.0f} MB/s overall, so D's frames queue behind C's replay inside the server")
+        if "waits" in PARTS:
+            lock_waits(base)
+        if "streams" in PARTS:
+            parallel_streams(base)
+        encodings = [e for e in ENCODINGS if e != "zstd"] if "sources" in PARTS else []
+        if "zstd" in ENCODINGS and "sources" in PARTS:
             try:
                 Zstd().close()
                 encodings.append("zstd")
             except (OSError, AttributeError):
                 print("  [zstd] skipped: libzstd not loadable")
-        t_gen = time.perf_counter()
-        bodies = Bodies(base, encodings)
-        print(f"  (logs generated in {time.perf_counter() - t_gen:.1f} s)")
-        try:
-            for encoding in encodings:
-                run(base, bodies, encoding)
-        finally:
-            bodies.close()
+        if encodings:
+            t_gen = time.perf_counter()
+            bodies = Bodies(base, encodings)
+            print(f"  (logs generated in {time.perf_counter() - t_gen:.1f} s)")
+            try:
+                for encoding in encodings:
+                    run(base, bodies, encoding)
+            finally:
+                bodies.close()
         print(f"  (bench took {time.perf_counter() - t0:.0f} s)")
     finally:
         shutil.rmtree(base, ignore_errors=True)

@@ -58,6 +58,8 @@ for gen, gen_key, gen_text in (("45fc", "", ""), ("0.1", "v01_", " (0.1)")):
 CATALOGUE += [
     ("isolation_raw_median_ms", "isolation, raw", "4th session's prompt round trip while 2 sessions prepare 200 MB references and a 3rd replays 100 MB to a 10 MB/s reader, median (isolation_bench.py)", LE, 20, "ms"),
     ("isolation_zstd_median_ms", "isolation, zstd", "as above on a zstd store (isolation_bench.py)", LE, 20, "ms"),
+    ("isolation_lock_waits_median_ms", "isolation, lock waits", "a 13th session's prompt round trip while another process holds the locks of 12 sessions whose prompts wait for them, median (isolation_bench.py)", LE, 20, "ms"),
+    ("isolation_parallel_streams_ratio", "parallel streams", "two sessions streaming at once at 40 ms a chunk, time over one stream alone (isolation_bench.py)", LE, 1.2, "x"),
     ("compaction_raw_ms", "compaction, raw", "condensing a 10,000-message session on the echo model, model time excluded (bench_compaction)", REPORT, None, "ms"),
     ("compaction_zstd_ms", "compaction, zstd", "as above on a zstd store (bench_compaction)", REPORT, None, "ms"),
     ("provider_added_latency_ms", "provider added latency", "first SSE byte written -> first agent_message_chunk read, loopback (provider_e2e_bench.py)", LE, 1, "ms"),

@@ -16,7 +16,6 @@
 #include "support/paths.hpp"
 #include "support/provider_defaults.hpp"
 
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/post.hpp>
@@ -61,6 +60,11 @@ void note_missing_cwd(const std::string& cwd) {
 // slow client holds up to 8 MiB of frames back and a pool thread, so twenty loads must not run twenty
 // reads (measured: 227 MB peak with eight at once).
 constexpr std::size_t kConcurrentLogReads = 2;
+// Lock waits at once (each sleeps in flock for up to the lock timeout); more queue behind them and
+// still end at their own deadlines.
+constexpr std::size_t kLockWaitThreads = 4;
+// Reference preparations and whole-log re-reads at once; more queue behind them.
+constexpr std::size_t kBulkReadThreads = 4;
 
 // Automatic compaction needs at least this much new material (estimated tokens) to be worth a
 // summary request; /compact and the context-too-long retry take any.
@@ -77,10 +81,35 @@ struct TurnScope {
   std::shared_ptr<Turn> turn;
   ~TurnScope() {
     turn->done = true;
-    turn->finished.cancel();
+    turn->finished.set();
     if (session->turn == turn) session->turn.reset();
   }
 };
+
+// Runs store work that takes a session's write lock: tried at once on `home` (the session's strand
+// or the pool); only when another writer holds the lock does it run again on `waits`, waiting until
+// the lock timeout counted from now, or until `stop` (then SessionBusy). So a wait never holds a
+// thread that appends. (Reference parameters, copied before suspending: see offload.hpp.)
+template <class R>
+asio::awaitable<R> with_lock(const asio::any_io_executor& home_in, const asio::any_io_executor& waits_in,
+                             const std::function<R(const store::LockWait&)>& work_in, const std::stop_token& stop_in) {
+  const asio::any_io_executor home = home_in;
+  const asio::any_io_executor waits = waits_in;
+  const std::function<R(const store::LockWait&)> work = work_in;
+  store::LockWait wait{false, std::chrono::steady_clock::now(), stop_in};
+  auto attempt = [&work, &wait]() -> std::optional<R> {
+    try {
+      return work(wait);
+    } catch (const store::SessionBusy&) {
+      return std::nullopt;
+    }
+  };
+  std::optional<R> done = std::move(*co_await offload(home, attempt));
+  if (done) co_return std::move(*done);
+  wait.wait = true;
+  auto waiting = [&work, &wait] { return work(wait); };
+  co_return std::move(*co_await offload(waits, waiting));
+}
 
 // Chunk batches are written on the session strand while the model keeps streaming; the first
 // failure is kept (strand-only state) and ends the turn `error`.
@@ -112,7 +141,8 @@ store::StoreSet& StoreHandle::get() {
 
 Engine::Engine(EngineServices services, asio::any_io_executor executor, asio::any_io_executor pool)
     : services_(std::move(services)), executor_(executor), pool_(std::move(pool)),
-      log_read_freed_(executor, asio::steady_timer::time_point::max()), log_readers_(kConcurrentLogReads) {}
+      log_read_freed_(executor), lock_waits_(kLockWaitThreads, /*lowered=*/false), bulk_reads_(kBulkReadThreads),
+      log_readers_(kConcurrentLogReads) {}
 
 Engine::~Engine() = default;
 
@@ -183,7 +213,7 @@ asio::awaitable<std::pair<std::string, std::string>> Engine::read_log(const std:
   std::string id = id_in;
   EventSink sink = sink_in;
   std::function<void()> boundary = boundary_in;
-  auto read = [this, id, &sink, &boundary] {
+  auto read = [this, id, &sink, &boundary, stop = stopping_.get_token()] {
     std::pair<std::string, std::string> model;
     if (boundary) boundary();
     // The replay translates each event into updates and lets it go.
@@ -193,18 +223,18 @@ asio::awaitable<std::pair<std::string, std::string>> Engine::read_log(const std:
           note_request_header(e, model.first, model.second);
           if (sink) sink(std::move(e));
         },
-        {}, store::EventLifetime::transient);
+        stop, store::EventLifetime::transient);
     if (boundary) boundary();
     return model;
   };
   // At most kConcurrentLogReads at once; the others wait here (on this thread, without polling).
-  while (log_reads_ >= kConcurrentLogReads) co_await log_read_freed_.async_wait(asio::as_tuple(asio::use_awaitable));
+  while (log_reads_ >= kConcurrentLogReads) co_await log_read_freed_.wait();
   ++log_reads_;
   struct Slot {
     Engine& engine;
     ~Slot() {
       --engine.log_reads_;
-      engine.log_read_freed_.cancel_one();
+      engine.log_read_freed_.notify_one();
     }
   } slot{*this};
   co_return std::move(*co_await offload(log_readers_.executor(), read));
@@ -229,17 +259,41 @@ std::shared_ptr<Session> Engine::attach(const store::SessionHeader& header,
   return session;
 }
 
-asio::awaitable<void> Engine::refresh_conversation(Session& session, std::int64_t log_events) {
+asio::awaitable<std::unique_ptr<TurnLog>> Engine::open_log(const std::shared_ptr<Session>& session,
+                                                        const std::shared_ptr<Turn>& turn) {
+  const std::function<std::unique_ptr<TurnLog>(const store::LockWait&)> open =
+      [this, header = session->header](const store::LockWait& wait) {
+        return std::make_unique<TurnLog>(services_.store.get().open_or_create(header, wait));
+      };
+  const asio::any_io_executor home = session->strand;
+  const asio::any_io_executor waits = lock_waits_.executor();
+  const std::stop_token stop = turn->stop.get_token();
+  try {
+    co_return co_await with_lock(home, waits, open, stop);
+  } catch (const store::SessionBusy&) {
+    if (!turn->cancel_requested) throw;
+  }
+  co_return nullptr;
+}
+
+asio::awaitable<bool> Engine::refresh_conversation(Session& session, std::int64_t log_events) {
   // Another process wrote this session, it was repaired, or we never read it: derive the
   // conversation from the log again (we hold its write lock, so it cannot change meanwhile).
-  auto read = [this, id = session.id, log_events] {
+  // A bulk read: off the pool, and stopped with the turn.
+  std::stop_token stop = session.turn ? session.turn->stop.get_token() : stopping_.get_token();
+  auto read = [this, id = session.id, log_events, stop] {
     Conversation conversation;
     if (log_events > 0)
-      services_.store.get().read_events(id, [&](json::object&& e) { conversation.observe(e); });
+      services_.store.get().read_events(id, [&](json::object&& e) { conversation.observe(e); }, stop);
     return conversation;
   };
-  session.conversation = std::move(*co_await offload(session.strand, read));
+  try {
+    session.conversation = std::move(*co_await offload(bulk_reads_.executor(), read));
+  } catch (const store::ReadCancelled&) {
+    co_return false;
+  }
   session.conversation_known = true;
+  co_return true;
 }
 
 asio::awaitable<llm::StopKind> Engine::prompt(const std::string& id_in, PromptInput input, TurnObserver& observer) {
@@ -259,7 +313,7 @@ asio::awaitable<llm::StopKind> Engine::prompt(const std::string& id_in, PromptIn
       return services_.references.prepare(target, content, input.references, stop);
     };
     try {
-      std::optional<refs::PreparedMessage> prepared = co_await offload(pool_, prepare);
+      std::optional<refs::PreparedMessage> prepared = co_await offload(bulk_reads_.executor(), prepare);
       context = std::move(prepared->additional_context);
     } catch (const refs::SessionReferenceError& e) {
       if (e.code() != refs::ErrorCode::cancelled && !turn->cancel_requested) throw;
@@ -267,13 +321,11 @@ asio::awaitable<llm::StopKind> Engine::prompt(const std::string& id_in, PromptIn
     if (turn->cancel_requested) co_return llm::StopKind::cancelled;
   }
 
-  // Taking the write lock may wait for another process (up to 2 s): on the session's strand.
-  auto open = [this, header = session->header] {
-    return std::make_unique<TurnLog>(services_.store.get().open_or_create(header));
-  };
-  std::unique_ptr<TurnLog> log = std::move(*co_await offload(session->strand, open));
+  // Taking the write lock may wait for another process (up to 2 s; a cancel ends the wait).
+  std::unique_ptr<TurnLog> log = co_await open_log(session, turn);
+  if (!log) co_return llm::StopKind::cancelled;
   if (!session->conversation_known || session->conversation.next_seq() != log->writer().next_seq())
-    co_await refresh_conversation(*session, log->writer().next_seq());
+    if (!co_await refresh_conversation(*session, log->writer().next_seq())) co_return llm::StopKind::cancelled;
 
   // From here on the turn is logged whatever happens, an early cancel included: the user sees
   // what they sent on reload. The snapshot, turn/start and the direct message are one batch.
@@ -544,16 +596,17 @@ asio::awaitable<CompactResult> Engine::compact(const std::string& id_in, const s
   session->turn = turn;
   TurnScope scope{session, turn};
 
-  auto open = [this, header = session->header] {
-    return std::make_unique<TurnLog>(services_.store.get().open_or_create(header));
-  };
-  std::unique_ptr<TurnLog> log = std::move(*co_await offload(session->strand, open));
-  if (!session->conversation_known || session->conversation.next_seq() != log->writer().next_seq())
-    co_await refresh_conversation(*session, log->writer().next_seq());
+  CompactResult result;
+  std::unique_ptr<TurnLog> log = co_await open_log(session, turn);
+  if (log && (!session->conversation_known || session->conversation.next_seq() != log->writer().next_seq()))
+    if (!co_await refresh_conversation(*session, log->writer().next_seq())) log.reset();
+  if (!log) {
+    result.kind = CompactResult::Kind::cancelled;
+    co_return result;
+  }
   auto release = [&log] { log->release(); };
 
   // Nothing worth condensing: no turn, no log write.
-  CompactResult result;
   if (!plan_compaction(session->conversation, {services_.config.compact_keep_turns, 1}, result.message)) {
     co_await offload(session->strand, release);
     co_return result;
@@ -593,7 +646,7 @@ asio::awaitable<void> Engine::close(const std::string& id) {
   sessions_.erase(id);
   if (std::shared_ptr<Turn> turn = session->turn) {
     turn->cancel();
-    while (!turn->done) co_await turn->finished.async_wait(asio::as_tuple(asio::use_awaitable));
+    co_await turn->finished.wait();
     // Let the prompt's own answer go out first (it is sent when its coroutine returns).
     co_await asio::post(executor_, asio::use_awaitable);
   }
@@ -602,21 +655,27 @@ asio::awaitable<void> Engine::close(const std::string& id) {
 asio::awaitable<void> Engine::remove(const std::string& id) {
   bool attached = find(id) != nullptr;
   if (attached) co_await close(id);
-  auto remove = [this, id] {
+  const std::function<bool(const store::LockWait&)> remove = [this, id](const store::LockWait& wait) {
     try {
-      services_.store.get().delete_session(id);
+      services_.store.get().delete_session(id, wait);
       return true;
     } catch (const store::SessionNotFound&) {
       return false;
     }
   };
-  bool deleted = *co_await offload(pool_, remove);
+  const std::stop_token stop = stopping_.get_token();
+  bool deleted = co_await with_lock(pool_, lock_waits_.executor(), remove, stop);
   if (!deleted && !attached) throw SessionNotFound(id);
 }
 
 void Engine::cancel_all() {
   for (auto& [id, s] : sessions_)
     if (s->turn) s->turn->cancel();
+}
+
+void Engine::stop() {
+  stopping_.request_stop();
+  cancel_all();
 }
 
 std::size_t Engine::running_turns() const {

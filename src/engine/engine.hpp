@@ -8,15 +8,22 @@
 //   index save — is offloaded.
 // - Each session has a strand over the shared thread pool: that session's file work is serialised
 //   on it (appends keep their order without locks), while different sessions proceed in parallel.
-//   Session-less store work (listing, lookup, delete) runs on the pool directly.
-// - Reference preparation reads its sources on reader threads that the reference service joins
-//   before it returns; its stop_token is the turn's, so a cancel stops the reads at once.
-// - Bulk reads (reference sources, whole-log reads for replays) run on threads of their own at a
-//   lower CPU priority (support::BackgroundThreads), so a big read never starves a turn of CPU.
+//   Session-less store work (listing, lookup, delete) runs on the pool directly. Nothing that may
+//   take long runs there, so one session's append never queues behind another session's wait:
+// - Taking a session's write lock is tried at once (on the strand or pool); only when another
+//   writer holds it does the wait (up to 2 s) move to the lock-wait threads, bounded (waits beyond
+//   them queue, each still ending at its own deadline).
+// - Bulk reads run on threads of their own at a lower CPU priority (support::BackgroundThreads),
+//   bounded: reference preparation and whole-log re-reads on `bulk_reads_`, replays on
+//   `log_readers_`. Reference preparation reads its sources on reader threads that the reference
+//   service joins before it returns.
+// - Every offloaded job that may take long is stoppable: lock waits, reference reads and re-reads
+//   observe their turn's stop token, replays and deletes' lock waits the engine's (stop()), so a
+//   shutdown never waits for them.
 // - One cancellation object per turn (Turn): session/cancel, session/close and shutdown cancel it;
 //   the model stream, the reference reads and any waits of the turn observe it. Every child task of
 //   a turn (reads, writes, the model stream) is awaited before the turn completes, and the turn's
-//   `finished` timer wakes whoever waits for it. Nothing sleep-polls.
+//   `finished` event wakes whoever waits for it. Nothing sleep-polls.
 // - The conversation sent to the model is derived from the log by Conversation (one fold), fed the
 //   records we append and, when another process appended, the log read back.
 // - Compaction (compaction.hpp) runs inside a turn that holds the session's write lock: its summary
@@ -29,10 +36,10 @@
 #include "refs/types.hpp"
 #include "store/session_types.hpp"
 #include "support/background_threads.hpp"
+#include "support/event.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/json/object.hpp>
 
 #include <functional>
@@ -41,6 +48,7 @@
 #include <mutex>
 #include <optional>
 #include <stdexcept>
+#include <stop_token>
 #include <string>
 #include <vector>
 
@@ -200,6 +208,9 @@ public:
 
   /// Cancels every running turn (shutdown).
   void cancel_all();
+  /// cancel_all(), and stops the work of no turn too — replays, deletes' lock waits — now and
+  /// from now on (the end of the shutdown's grace period).
+  void stop();
   std::size_t running_turns() const;
 
   // ---- models ----
@@ -217,7 +228,12 @@ public:
                                                                   bool match_titles);
 
 private:
-  boost::asio::awaitable<void> refresh_conversation(Session& session, std::int64_t log_events);
+  /// Opens the session's log for a turn (its write lock taken); nullptr when the turn was
+  /// cancelled while waiting for the lock.
+  boost::asio::awaitable<std::unique_ptr<TurnLog>> open_log(const std::shared_ptr<Session>& session,
+                                                           const std::shared_ptr<Turn>& turn);
+  /// Reads the conversation back from the log; false when the turn was cancelled meanwhile.
+  boost::asio::awaitable<bool> refresh_conversation(Session& session, std::int64_t log_events);
   /// One compaction inside the open turn of `log` (harness-compat §1.5); observes what it writes.
   boost::asio::awaitable<CompactResult> run_compaction(const std::shared_ptr<Session>& session, TurnLog& log,
                                                        const std::shared_ptr<Turn>& turn, TurnObserver& observer,
@@ -231,9 +247,14 @@ private:
   std::map<std::string, std::shared_ptr<Session>> sessions_;
   /// Whole-log reads (replays) running: each may hold megabytes of frames back, so they are few.
   std::size_t log_reads_ = 0;
-  boost::asio::steady_timer log_read_freed_;
-  /// Where whole-log reads run (one thread per concurrent read, lowered priority). Last member:
-  /// joined before anything a read uses is destroyed.
+  support::Event log_read_freed_;
+  std::stop_source stopping_;  ///< stop()
+  // Last members: joined before anything their jobs use is destroyed.
+  /// Lock waits of sessions another writer holds (normal priority: they only sleep).
+  support::BackgroundThreads lock_waits_;
+  /// Reference preparation and whole-log re-reads (lowered priority).
+  support::BackgroundThreads bulk_reads_;
+  /// Replays (one thread per concurrent read, lowered priority).
   support::BackgroundThreads log_readers_;
 };
 

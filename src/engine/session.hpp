@@ -4,10 +4,10 @@
 
 #include "engine/conversation.hpp"
 #include "store/session_types.hpp"
+#include "support/event.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/cancellation_signal.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 
 #include <memory>
@@ -19,12 +19,12 @@ namespace acp::engine {
 
 /// The one cancellation object of a prompt turn. `signal` reaches the model stream (Asio terminal
 /// cancellation); `stop` reaches reference preparation, which runs on reader threads of its own.
-/// `finished` is cancelled when the turn is over, waking anyone who waits for it (session/close).
+/// `finished` is set when the turn is over, waking anyone who waits for it (session/close).
 struct Turn {
-  explicit Turn(const boost::asio::any_io_executor& ex) : finished(ex, boost::asio::steady_timer::time_point::max()) {}
+  explicit Turn(const boost::asio::any_io_executor& ex) : finished(ex) {}
   boost::asio::cancellation_signal signal;
   std::stop_source stop;
-  boost::asio::steady_timer finished;
+  support::Event finished;
   bool cancel_requested = false;
   bool done = false;
 

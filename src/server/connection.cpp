@@ -3,6 +3,7 @@
 
 #include "engine/engine.hpp"
 #include "handlers/router.hpp"
+#include "support/event.hpp"
 #include "support/json_text.hpp"
 #include "protocol/methods.hpp"
 #include "support/log.hpp"
@@ -63,7 +64,7 @@ struct Connection::Impl {
        const refs::SessionReferenceService& references, std::string system_prompt)
       : executor(ex), transport(transport),
         outbox(ex, transport, static_cast<std::size_t>(config.max_outbox_bytes)),
-        idle(ex, asio::steady_timer::time_point::max()), deadline(ex, asio::steady_timer::time_point::max()),
+        idle(ex), deadline(ex, asio::steady_timer::time_point::max()),
         framer(static_cast<std::size_t>(config.max_frame_bytes)), max_frame_bytes(config.max_frame_bytes),
         engine(engine::EngineServices{config, provider, store, references, std::move(system_prompt)}, ex, blocking),
         context{engine, config, ex,
@@ -86,7 +87,7 @@ struct Connection::Impl {
   asio::any_io_executor executor;
   transport::Transport& transport;
   transport::Outbox outbox;
-  asio::steady_timer idle;      ///< woken whenever a request or child task finishes (shutdown waits on it)
+  support::Event idle;          ///< notified whenever a request or child task finishes (shutdown waits on it)
   asio::steady_timer deadline;  ///< the shutdown grace period
   transport::LineFramer framer;
   std::int64_t max_frame_bytes;
@@ -116,7 +117,7 @@ struct Connection::Impl {
       }
       if (running) *running = false;
       --children;
-      idle.cancel();
+      idle.notify_all();
     });
   }
 
@@ -135,7 +136,7 @@ struct Connection::Impl {
               " undelivered bytes and stopping producers");
     stopping = true;  // input not read by now is not served either
     client_calls.close("the connection is closing");
-    engine.cancel_all();
+    engine.stop();    // replays and lock waits still running end now
     transport.cancel_read();
     outbox.abort();
   }
@@ -201,7 +202,7 @@ struct Connection::Impl {
     auto sending = outbox.send(std::move(key), one_frame(std::move(frame)));
     co_await std::move(sending);
     --in_flight;
-    idle.cancel();
+    idle.notify_all();
   }
 
   asio::awaitable<void> run_notification(jsonrpc::Notification note, const handlers::Router::NotificationFn* fn) {
@@ -213,7 +214,7 @@ struct Connection::Impl {
       log::warn(note.method + " notification failed: " + handlers::to_rpc_error(std::current_exception()).message());
     }
     --in_flight;
-    idle.cancel();
+    idle.notify_all();
   }
 
   // Returns true if a coroutine was started (the reader then yields so it starts in order).
@@ -332,10 +333,7 @@ struct Connection::Impl {
   }
 
   asio::awaitable<void> settle(const std::function<bool()>& done) {
-    while (!done()) {
-      idle.expires_at(asio::steady_timer::time_point::max());
-      co_await idle.async_wait(asio::as_tuple(asio::use_awaitable));
-    }
+    while (!done()) co_await idle.wait();
   }
 
   asio::awaitable<void> shutdown() {

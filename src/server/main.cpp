@@ -129,8 +129,8 @@ int main(int argc, char** argv) {
             }() + (config.config_file.empty() ? "" : ", config " + config.config_file));
 
   boost::asio::io_context io{1};
-  // Session strands and store work share this pool; a lock wait (up to 2 s) or a replay to a slow
-  // client occupies one thread, so there are enough for other sessions to proceed meanwhile.
+  // Session strands and short store work (appends, listings) share this pool. Lock waits, replays
+  // and other bulk reads run on the engine's threads of their own (engine.hpp), never here.
   boost::asio::thread_pool blocking(8);
   server::ProviderSetup provider_setup;
   try {

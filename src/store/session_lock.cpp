@@ -31,8 +31,8 @@ int lock_timeout_signal() {
   return signo;
 }
 
-// A timer that signals this thread at the deadline and every 20 ms after it, so a signal that
-// lands just before flock() starts waiting cannot leave it blocked.
+// A timer that signals this thread at the deadline (or at once, when stopped) and every 20 ms
+// after it, so a signal that lands just before flock() starts waiting cannot leave it blocked.
 class DeadlineSignal {
 public:
   explicit DeadlineSignal(std::chrono::steady_clock::time_point deadline) {
@@ -46,7 +46,14 @@ public:
     itimerspec spec{};
     spec.it_value.tv_sec = static_cast<time_t>(ns / 1000000000);
     spec.it_value.tv_nsec = static_cast<long>(ns % 1000000000);
-    spec.it_interval.tv_nsec = 20 * 1000000;
+    spec.it_interval.tv_nsec = kRepeatNs;
+    ::timer_settime(timer_, 0, &spec, nullptr);
+  }
+  /// Signals now (and every 20 ms after): safe from any thread (the timer is the process's).
+  void fire_now() noexcept {
+    itimerspec spec{};
+    spec.it_value.tv_nsec = 1;
+    spec.it_interval.tv_nsec = kRepeatNs;
     ::timer_settime(timer_, 0, &spec, nullptr);
   }
   ~DeadlineSignal() { ::timer_delete(timer_); }
@@ -54,31 +61,36 @@ public:
   DeadlineSignal& operator=(const DeadlineSignal&) = delete;
 
 private:
+  static constexpr long kRepeatNs = 20 * 1000000;
   timer_t timer_{};
 };
 
-// True once `fd` is locked; false when the deadline passed first.
-bool lock_before(int fd, std::chrono::steady_clock::time_point deadline, const std::string& lock_path) {
+// True once `fd` is locked; false when the deadline passed or a stop was requested first.
+bool lock_before(int fd, std::chrono::steady_clock::time_point deadline, const std::stop_token& stop,
+                 const std::string& lock_path) {
   if (::flock(fd, LOCK_EX | LOCK_NB) == 0) return true;
   if (errno != EWOULDBLOCK && errno != EINTR) throw_errno("flock", lock_path, errno);
-  if (std::chrono::steady_clock::now() >= deadline) return false;
+  if (std::chrono::steady_clock::now() >= deadline || stop.stop_requested()) return false;
   DeadlineSignal alarm(deadline);
+  // Destroyed before the alarm: a callback running on another thread is waited for.
+  std::stop_callback on_stop(stop, [&alarm] { alarm.fire_now(); });
   for (;;) {
     if (::flock(fd, LOCK_EX) == 0) return true;
     if (errno != EINTR) throw_errno("flock", lock_path, errno);
-    if (std::chrono::steady_clock::now() >= deadline) return false;
+    if (std::chrono::steady_clock::now() >= deadline || stop.stop_requested()) return false;
   }
 }
 
 } // namespace
 
-SessionLock SessionLock::acquire(const std::string& lock_path, std::chrono::milliseconds timeout,
-                                 const std::string& id) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
+SessionLock SessionLock::acquire(const std::string& lock_path, std::chrono::milliseconds timeout, const std::string& id,
+                                 const LockWait& wait) {
+  const auto deadline = wait.wait ? wait.since.value_or(std::chrono::steady_clock::now()) + timeout
+                                  : std::chrono::steady_clock::time_point::min();
   for (;;) {
     UniqueFd fd = open_nofollow(lock_path, O_RDWR | O_CREAT, 0600);
     if (!fd) throw_errno("open lock file", lock_path, errno);
-    if (!lock_before(fd.get(), deadline, lock_path)) throw SessionBusy(id);
+    if (!lock_before(fd.get(), deadline, wait.stop, lock_path)) throw SessionBusy(id);
     struct stat held {}, named {};
     if (::fstat(fd.get(), &held) != 0) throw_errno("stat", lock_path, errno);
     if (::lstat(lock_path.c_str(), &named) == 0 && named.st_ino == held.st_ino && named.st_dev == held.st_dev) {

@@ -7,9 +7,20 @@
 #include "store/file_io.hpp"
 
 #include <chrono>
+#include <optional>
+#include <stop_token>
 #include <string>
 
 namespace acp::store {
+
+/// How a writer waits for a session's lock held by another writer.
+struct LockWait {
+  bool wait = true;  ///< false: SessionBusy at once (a caller that waits elsewhere if it must)
+  /// The timeout counts from here (default: when the wait starts): a wait queued behind others
+  /// still ends at its deadline.
+  std::optional<std::chrono::steady_clock::time_point> since;
+  std::stop_token stop;  ///< ends the wait early, with SessionBusy (a cancel, the shutdown)
+};
 
 class SessionLock {
 public:
@@ -18,11 +29,12 @@ public:
   SessionLock& operator=(SessionLock&&) noexcept = default;
   ~SessionLock() = default;  // closing the fd releases the flock
 
-  /// Waits in a blocking flock(LOCK_EX) for at most `timeout` (a per-thread timer signal interrupts
-  /// it: no polling); throws SessionBusy(id) when it expires. Blocks the calling thread: call it off
-  /// the connection thread. After locking, checks that the path still names the locked inode (a
-  /// deleter may have unlinked it) and retries.
-  static SessionLock acquire(const std::string& lock_path, std::chrono::milliseconds timeout, const std::string& id);
+  /// Waits in a blocking flock(LOCK_EX) for at most `timeout` after `wait.since` (a per-thread timer
+  /// signal interrupts it: no polling), or until `wait.stop`; throws SessionBusy(id) when it gives
+  /// up. Blocks the calling thread: call it off the connection thread. After locking, checks that
+  /// the path still names the locked inode (a deleter may have unlinked it) and retries.
+  static SessionLock acquire(const std::string& lock_path, std::chrono::milliseconds timeout, const std::string& id,
+                             const LockWait& wait = {});
 
   bool held() const noexcept { return static_cast<bool>(fd_); }
   const std::string& path() const noexcept { return path_; }

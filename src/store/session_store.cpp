@@ -410,18 +410,18 @@ KnownLog SessionStore::load_for_write(const std::string& id, const std::string& 
   return log;
 }
 
-SessionWriter SessionStore::open(const std::string& id) {
+SessionWriter SessionStore::open(const std::string& id, const LockWait& wait) {
   auto path = find_log(id);
   if (!path) throw SessionNotFound(id);
   if (auto why = read_only_reason(*path); !why.empty()) throw SessionReadOnly(id, why);
-  SessionLock lock = SessionLock::acquire(lock_path_of(*path, id), lock_timeout_, id);
+  SessionLock lock = SessionLock::acquire(lock_path_of(*path, id), lock_timeout_, id, wait);
   UniqueFd fd;
   KnownLog log = load_for_write(id, *path, fd);
   remember(log);
   return SessionWriter(*this, std::move(lock), std::move(log), std::move(fd));
 }
 
-SessionWriter SessionStore::create(const SessionHeader& header) {
+SessionWriter SessionStore::create(const SessionHeader& header, const LockWait& wait) {
   if (header.cwd && !support::is_absolute_path(*header.cwd))
     throw StoreError("session cwd must be an absolute path: " + *header.cwd);
   if (read_only_) throw SessionReadOnly(header.id, read_only_reason(root_ + "/"));
@@ -430,7 +430,7 @@ SessionWriter SessionStore::create(const SessionHeader& header) {
   const std::string path = log_path(header);  // validates the id and its length
   // The lock lives in the log's directory (the 0.1 session directory), created now.
   ensure_log_dirs(path);
-  SessionLock lock = SessionLock::acquire(lock_path_of(path, header.id), lock_timeout_, header.id);
+  SessionLock lock = SessionLock::acquire(lock_path_of(path, header.id), lock_timeout_, header.id, wait);
   if (find_log(header.id)) throw SessionExists(header.id);
   KnownLog log;
   log.id = header.id;
@@ -441,9 +441,9 @@ SessionWriter SessionStore::create(const SessionHeader& header) {
   return SessionWriter(*this, std::move(lock), std::move(log), UniqueFd());
 }
 
-SessionWriter SessionStore::open_or_create(const SessionHeader& header) {
-  if (find_log(header.id)) return open(header.id);
-  return create(header);
+SessionWriter SessionStore::open_or_create(const SessionHeader& header, const LockWait& wait) {
+  if (find_log(header.id)) return open(header.id, wait);
+  return create(header, wait);
 }
 
 void SessionStore::ensure_root() {
@@ -456,13 +456,13 @@ void SessionStore::ensure_root() {
   fsync_dir(parent.empty() ? "/" : parent);
 }
 
-void SessionStore::delete_session(const std::string& id) {
+void SessionStore::delete_session(const std::string& id, const LockWait& wait) {
   auto path = find_log(id);
   if (!path) throw SessionNotFound(id);
   if (auto why = read_only_reason(*path); !why.empty()) throw SessionReadOnly(id, why);
   std::string dir = path->substr(0, path->rfind('/'));
   std::string lock_path = lock_path_of(*path, id);
-  SessionLock lock = SessionLock::acquire(lock_path, lock_timeout_, id);
+  SessionLock lock = SessionLock::acquire(lock_path, lock_timeout_, id, wait);
   if (::unlink(path->c_str()) != 0) {
     if (errno == ENOENT) throw SessionNotFound(id);
     throw_errno("unlink", *path, errno);

@@ -109,15 +109,15 @@ public:
 
   /// A writer for a new session (nothing is written until the first append). Throws
   /// SessionExists, SessionBusy, InvalidSessionId/IdTooLong.
-  SessionWriter create(const SessionHeader& header);
+  SessionWriter create(const SessionHeader& header, const LockWait& wait = {});
   /// A writer for an existing session, after refresh and (if needed) repair. Throws
   /// SessionNotFound, SessionBusy, StoreCorrupt.
-  SessionWriter open(const std::string& id);
+  SessionWriter open(const std::string& id, const LockWait& wait = {});
   /// open() when the log exists, else create(header).
-  SessionWriter open_or_create(const SessionHeader& header);
+  SessionWriter open_or_create(const SessionHeader& header, const LockWait& wait = {});
 
   /// Removes the log and its index entry. Throws SessionNotFound, SessionBusy.
-  void delete_session(const std::string& id);
+  void delete_session(const std::string& id, const LockWait& wait = {});
 
   /// Recreates the root (0700, like at start-up) if it was deleted while we run, so the next write
   /// works instead of failing until a restart. Called before every new log is created.

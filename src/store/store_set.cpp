@@ -58,11 +58,13 @@ SessionWriter StoreSet::create(const SessionHeader& header) {
   return primary().create(header);
 }
 
-SessionWriter StoreSet::open_or_create(const SessionHeader& header) {
-  if (SessionStore* s = holder(header.id)) return s->open(header.id);
-  return primary().create(header);
+SessionWriter StoreSet::open_or_create(const SessionHeader& header, const LockWait& wait) {
+  if (SessionStore* s = holder(header.id)) return s->open(header.id, wait);
+  return primary().create(header, wait);
 }
 
-void StoreSet::delete_session(const std::string& id) { holder_or_throw(id).delete_session(id); }
+void StoreSet::delete_session(const std::string& id, const LockWait& wait) {
+  holder_or_throw(id).delete_session(id, wait);
+}
 
 } // namespace acp::store

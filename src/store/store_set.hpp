@@ -34,8 +34,8 @@ public:
   /// A new session in the first root; SessionExists when any root holds the id.
   SessionWriter create(const SessionHeader& header);
   /// open() in the root holding the id, else create(header).
-  SessionWriter open_or_create(const SessionHeader& header);
-  void delete_session(const std::string& id);
+  SessionWriter open_or_create(const SessionHeader& header, const LockWait& wait = {});
+  void delete_session(const std::string& id, const LockWait& wait = {});
 
 private:
   SessionStore& holder_or_throw(const std::string& id);

@@ -34,12 +34,12 @@ struct BackgroundThreads::Impl {
   std::vector<std::jthread> threads;
 };
 
-BackgroundThreads::BackgroundThreads(std::size_t count) : impl_(std::make_unique<Impl>()) {
+BackgroundThreads::BackgroundThreads(std::size_t count, bool lowered) : impl_(std::make_unique<Impl>()) {
   impl_->work.emplace(impl_->io.get_executor());
   impl_->threads.reserve(count);
   for (std::size_t i = 0; i < std::max<std::size_t>(count, 1); ++i)
-    impl_->threads.emplace_back([io = &impl_->io] {
-      lower_thread_priority();
+    impl_->threads.emplace_back([io = &impl_->io, lowered] {
+      if (lowered) lower_thread_priority();
       io->run();
     });
 }

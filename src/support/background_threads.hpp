@@ -1,5 +1,6 @@
-// Threads for bulk work — whole-log reads (session/load replays) and reference source reads — at a
-// lower CPU priority than the connection thread and the shared pool. On a 2-core machine a 200 MB
+// Threads of their own for work that must not hold the shared pool: bulk reads (session/load
+// replays, reference preparation, whole-log re-reads) at a lower CPU priority than the connection
+// thread and the pool, and lock waits (which only sleep). On a 2-core machine a 200 MB
 // read competes for the CPU with a prompt's few milliseconds of work; the kernel should run the
 // prompt first (measured by bench/isolation_bench.py).
 #pragma once
@@ -16,11 +17,12 @@ namespace acp::support {
 /// it cannot be undone without privileges, so only threads that do nothing else call it.
 void lower_thread_priority() noexcept;
 
-/// `count` threads at lowered priority running what is posted to executor(). The destructor
+/// `count` threads (at lowered priority unless `lowered` is false) running what is posted to
+/// executor(), in order: at most `count` jobs run at once, the others queue. The destructor
 /// finishes the queued work and joins them.
 class BackgroundThreads {
 public:
-  explicit BackgroundThreads(std::size_t count);
+  explicit BackgroundThreads(std::size_t count, bool lowered = true);
   ~BackgroundThreads();
   BackgroundThreads(const BackgroundThreads&) = delete;
   BackgroundThreads& operator=(const BackgroundThreads&) = delete;

@@ -1,6 +1,6 @@
 #include "transport/memory_transport.hpp"
 
-#include "transport/wake_signal.hpp"
+#include "support/event.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/error.hpp>
@@ -18,8 +18,8 @@ struct MemoryTransport::Impl {
   explicit Impl(asio::any_io_executor ex, std::size_t capacity)
       : executor(ex), input_changed(ex), output_changed(ex), client_wake(ex), capacity(capacity) {}
   asio::any_io_executor executor;
-  WakeSignal input_changed;        ///< input bytes, EOF or a read cancel
-  WakeSignal output_changed;       ///< output taken or written, output closed, or a write cancel
+  support::Event input_changed;        ///< input bytes, EOF or a read cancel
+  support::Event output_changed;       ///< output taken or written, output closed, or a write cancel
   asio::steady_timer client_wake;  ///< client_wait_output(): output written, or its deadline
   std::string input;
   bool input_eof = false;
@@ -61,7 +61,7 @@ asio::awaitable<boost::system::error_code> MemoryTransport::write(std::string_vi
     s.output.append(data.substr(0, n));
     data.remove_prefix(n);
     if (n > 0) {
-      s.output_changed.notify();
+      s.output_changed.notify_all();
       s.client_wake.cancel();
     }
     if (data.empty()) co_return boost::system::error_code{};
@@ -89,28 +89,28 @@ asio::awaitable<bool> MemoryTransport::output_closed() {
 
 void MemoryTransport::cancel_read() {
   impl_->read_cancelled = true;
-  impl_->input_changed.notify();
+  impl_->input_changed.notify_all();
 }
 
 void MemoryTransport::cancel_write() {
   impl_->write_cancelled = true;
-  impl_->output_changed.notify();
+  impl_->output_changed.notify_all();
 }
 
 void MemoryTransport::client_write(std::string_view bytes) {
   impl_->input.append(bytes);
-  impl_->input_changed.notify();
+  impl_->input_changed.notify_all();
 }
 
 void MemoryTransport::client_close_input() {
   impl_->input_eof = true;
-  impl_->input_changed.notify();
+  impl_->input_changed.notify_all();
 }
 
 std::string MemoryTransport::client_read() {
   std::string out = std::move(impl_->output);
   impl_->output.clear();
-  impl_->output_changed.notify();
+  impl_->output_changed.notify_all();
   return out;
 }
 
@@ -128,7 +128,7 @@ asio::awaitable<bool> MemoryTransport::client_wait_output(std::chrono::milliseco
 void MemoryTransport::client_close_output() {
   impl_->output_dead = true;
   impl_->output.clear();
-  impl_->output_changed.notify();
+  impl_->output_changed.notify_all();
 }
 
 std::size_t MemoryTransport::input_consumed() const { return impl_->consumed; }

@@ -2,10 +2,8 @@
 
 #include "support/log.hpp"
 #include "transport/transport.hpp"
-#include "transport/wake_signal.hpp"
+#include "support/event.hpp"
 
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include <algorithm>
@@ -44,7 +42,7 @@ struct Sender {
   bool owned = false;
   bool done = false;
   bool admitted = false;
-  std::optional<asio::steady_timer> wake;
+  std::optional<support::Event> wake;
 };
 
 } // namespace
@@ -66,8 +64,8 @@ struct Outbox::Impl {
   std::size_t queued = 0;  // admitted and not yet written
   std::size_t held = 0;    // push()ed frames kept behind a waiting sender
   std::size_t peak = 0;
-  WakeSignal writer_wake;
-  WakeSignal reader_wake;
+  support::Event writer_wake;  ///< notified: frames to write, or closing
+  support::Event reader_wake;  ///< notified: room freed, or closing
   bool closed = false;
   bool reader_released = false;
   bool dropping = false;
@@ -98,7 +96,7 @@ struct Outbox::Impl {
     if (auto it = senders_per_key.find(s.key); it != senders_per_key.end() && --it->second == 0) senders_per_key.erase(it);
     if (s.owned) {
       --owned_senders;
-      s.wake->cancel();
+      s.wake->set();
     }
     for (const auto& f : s.frames) {
       if (!s.owned) held -= f.size();
@@ -142,8 +140,8 @@ struct Outbox::Impl {
         ++it;
       }
     }
-    if (moved) writer_wake.notify();
-    reader_wake.notify();
+    if (moved) writer_wake.notify_all();
+    reader_wake.notify_all();
   }
 
   void drop_all() {
@@ -157,8 +155,8 @@ struct Outbox::Impl {
     senders_per_key.clear();
     held = 0;
     transport.cancel_write();
-    writer_wake.notify();
-    reader_wake.notify();
+    writer_wake.notify_all();
+    reader_wake.notify_all();
   }
 
   // One write's worth, the keys served in turn by bytes (deficit round robin).
@@ -198,12 +196,12 @@ asio::awaitable<bool> Outbox::send(std::string key, std::vector<std::string> fra
     f.push_back('\n');
     sender->frames.push_back(std::move(f));
   }
-  sender->wake.emplace(s.executor, asio::steady_timer::time_point::max());
+  sender->wake.emplace(s.executor);
   s.senders.push_back(sender);
   ++s.senders_per_key[sender->key];
   ++s.owned_senders;
   s.admit();
-  if (!sender->done) co_await sender->wake->async_wait(asio::as_tuple(asio::use_awaitable));
+  if (!sender->done) co_await sender->wake->wait();
   if (!sender->done) {
     // The awaiting coroutine was cancelled from outside: withdraw what was not admitted.
     s.senders.remove(sender);
@@ -219,7 +217,7 @@ void Outbox::push(const std::string& key, std::string frame) {
   frame.push_back('\n');
   if (!s.senders_per_key.contains(key)) {
     s.enqueue(key, std::move(frame));
-    s.writer_wake.notify();
+    s.writer_wake.notify_all();
     return;
   }
   // Behind a waiting send() of this key: admitted right after it, whatever the limits.
@@ -241,7 +239,7 @@ asio::awaitable<void> Outbox::ready() {
 
 void Outbox::release_reader() {
   impl_->reader_released = true;
-  impl_->reader_wake.notify();
+  impl_->reader_wake.notify_all();
 }
 
 asio::awaitable<void> Outbox::run() {
@@ -267,7 +265,7 @@ asio::awaitable<void> Outbox::run() {
 
 void Outbox::close() {
   impl_->closed = true;
-  impl_->writer_wake.notify();
+  impl_->writer_wake.notify_all();
 }
 
 void Outbox::abort() { impl_->drop_all(); }

@@ -122,3 +122,38 @@ class Client:
                 p.close()
             except OSError:
                 pass
+
+
+# ---- waiting for the server's state (instead of sleeping) -----------------------------------------
+
+def blocked_flocks(pid):
+    """flock() calls of process `pid` blocked on a lock another holds (the `->` lines of /proc/locks)."""
+    n = 0
+    with open("/proc/locks") as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) > 5 and parts[1] == "->" and parts[2] == "FLOCK" and parts[5] == str(pid):
+                n += 1
+    return n
+
+
+def wait_until(condition, what, timeout=10.0, client=None):
+    """Re-checks `condition` (pumping `client`'s frames meanwhile) until it holds; fails after `timeout`."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not within {timeout} s")
+        if client:
+            client.pump(0.005)
+        else:
+            time.sleep(0.005)
+
+
+def turn_starts(store, session_id):
+    """turn/start events in the session's log (0 before it exists or while a line is being written)."""
+    import store_layout  # tests/tools, on the path of every crash test
+    path = store_layout.log_path(store, session_id)
+    try:
+        return sum(1 for e in store_layout.read_log(path)[1:] if e["type"] == "turn/start") if path else 0
+    except (ValueError, subprocess.CalledProcessError):
+        return 0

@@ -3,13 +3,13 @@
 
   sighup   a prompt sleeps ([[echo:sleep=5000]]); SIGHUP → the prompt is answered `cancelled`,
            exit 0, the turn's log ends `aborted`.
-  epipe    the client closes its read end of stdout while a prompt sleeps → exit 0 within 10 s
+  epipe    the client closes its read end of stdout while a prompt sleeps → exit 0 within 2 s
            and the turn's log ends `aborted` (no model call runs for nobody).
   stalled  the client never reads stdout: 10,000 pipelined prompts in one session, then stdin
-           EOF (or SIGTERM with `stalled-term`) → exit 0 within 10 s; peak RSS (VmHWM) grows by at
+           EOF (or SIGTERM with `stalled-term`) → exit 0 within 2 s; peak RSS (VmHWM) grows by at
            most 96 MB (memory_bounds.py: twice that under ASan).
   loads    the client never reads stdout: 20 session/load of a 24 MB log, then EOF → exit 0
-           within 10 s; peak RSS grows by at most 80 MB (the replays' working set; twice under ASan).
+           within 2 s; peak RSS grows by at most 80 MB (the replays' working set; twice under ASan).
 
 Usage: shutdown_test.py DSH_ACP_BIN MODE. Figures are printed.
 """
@@ -29,7 +29,9 @@ from acp_client import Client  # noqa: E402
 from memory_bounds import growth_bound  # noqa: E402
 import store_layout  # noqa: E402
 
-EXIT_BOUND = 10.0  # the promise is 2 s; 5x for a loaded machine
+# README: shutdown takes at most about 1.5 s (the grace period); 2 s is the bound held here. An
+# AddressSanitizer build (DSH_TEST_ASAN) runs everything several times slower: 3x there.
+EXIT_BOUND = 2.0 * (3 if os.environ.get("DSH_TEST_ASAN") else 1)
 
 
 def fail(msg):

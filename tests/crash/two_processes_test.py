@@ -19,7 +19,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from acp_client import Client  # noqa: E402
+from acp_client import Client, blocked_flocks, turn_starts, wait_until  # noqa: E402
 from crash_test import log_files, strict_check, user_texts  # noqa: E402
 
 
@@ -75,8 +75,11 @@ def same_session(binary, home, cwd):
         b.ok("session/load", {"sessionId": sid, "cwd": cwd, "mcpServers": []})
         assert any("first" in u["content"]["text"] for u in b.updates(sid, "user_message_chunk")), "B's replay lacks A's prompt"
 
+        store = os.path.join(home, "sessions")
+        before = turn_starts(store, sid)
         slow = prompt(a, sid, "a-slow [[echo:sleep=3000]]")
-        time.sleep(0.3)  # A now holds the lock (the echo model sleeps inside the turn)
+        # A holds the lock once its turn is logged (the echo model then sleeps inside the turn).
+        wait_until(lambda: turn_starts(store, sid) > before, "A's turn started", client=a)
         # Readers take no lock: B loads the session while A's turn is open, at once.
         t0 = time.monotonic()
         start = len(b.frames)
@@ -113,8 +116,9 @@ def same_session(binary, home, cwd):
         assert "b-after" in answer_a, f"A's request lacks B's turn: {answer_a!r}"
 
         # session/delete while the other process writes the session: SESSION_BUSY, the log stays.
+        before = turn_starts(store, sid)
         slow = prompt(a, sid, "a-slow2 [[echo:sleep=3000]]")
-        time.sleep(0.3)
+        wait_until(lambda: turn_starts(store, sid) > before, "A's second slow turn started", client=a)
         rd = b.call("session/delete", {"sessionId": sid}, timeout=30)
         ra = a.wait(slow, timeout=30)
         assert "result" in ra, ra
@@ -143,10 +147,12 @@ def killed_writer(binary, home, cwd):
         sid = a.ok("session/new", {"cwd": cwd, "mcpServers": []})["sessionId"]
         a.ok("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "before"}]})
         b.ok("session/load", {"sessionId": sid, "cwd": cwd, "mcpServers": []})
+        store = os.path.join(home, "sessions")
+        before = turn_starts(store, sid)
         prompt(a, sid, "killed [[echo:sleep=5000]]")
-        time.sleep(0.3)
+        wait_until(lambda: turn_starts(store, sid) > before, "A's turn started", client=a)
         pending = prompt(b, sid, "survivor")
-        time.sleep(0.3)
+        wait_until(lambda: blocked_flocks(b.proc.pid) > 0, "B waits for A's lock", client=b)
         a.kill9()
         t0 = time.monotonic()
         rb = b.wait(pending, timeout=30)

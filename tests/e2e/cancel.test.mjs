@@ -49,7 +49,7 @@ test('cancel during an [[echo:sleep=...]] wait answers "cancelled" promptly with
   const from = agent.frames.length;
   const started = performance.now();
   const prompt = ctx.request(M.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'nap [[echo:sleep=5000]]' }] });
-  await sleep(200);
+  await agent.turnStarted(sessionId);
   await ctx.notify(M.session.cancel, { sessionId });
   const r = await prompt;
   assert.equal(r.stopReason, 'cancelled');

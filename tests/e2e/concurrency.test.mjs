@@ -47,22 +47,23 @@ test('two sessions stream in parallel', async (t) => {
   await ctx.request(M.initialize, INIT_PARAMS);
   const { sessionId: a } = await ctx.request(M.session.new, { cwd: agent.home, mcpServers: [] });
   const { sessionId: b } = await ctx.request(M.session.new, { cwd: agent.home, mcpServers: [] });
-  const started = performance.now();
   const [ra, rb] = await Promise.all([
     ctx.request(M.session.prompt, { sessionId: a, prompt: [{ type: 'text', text: 'first' }] }),
     ctx.request(M.session.prompt, { sessionId: b, prompt: [{ type: 'text', text: 'second' }] }),
   ]);
-  const elapsed = performance.now() - started;
   assert.equal(ra.stopReason, 'end_turn');
   assert.equal(rb.stopReason, 'end_turn');
-  const na = agent.chunks({ sessionId: a }).length;
-  const nb = agent.chunks({ sessionId: b }).length;
-  // Serial streaming would take (na + nb - 2) * 40 ms; parallel about max(na, nb) * 40 ms.
-  assert.ok(elapsed < (na + nb - 2) * 40 * 0.85, `${Math.round(elapsed)} ms for ${na}+${nb} chunks at 40 ms`);
-  // Chunks of the two sessions interleave on the wire.
+  // Chunks of the two sessions interleave on the wire: each started before the other finished, and
+  // the stream switches sessions many times (serial streaming switches once). How much faster that
+  // is than serial is a figure of bench/isolation_bench.py (parallel streams), not asserted here.
   const order = agent.chunks().map((e) => e.frame.params.sessionId);
   const firstB = order.indexOf(b);
+  const firstA = order.indexOf(a);
   assert.ok(firstB >= 0 && firstB < order.lastIndexOf(a), 'b started before a finished');
+  assert.ok(firstA >= 0 && firstA < order.lastIndexOf(b), 'a started before b finished');
+  const switches = order.filter((s, i) => i > 0 && s !== order[i - 1]).length;
+  const shorter = Math.min(order.filter((s) => s === a).length, order.filter((s) => s === b).length);
+  assert.ok(switches >= shorter / 2, `${switches} switches between sessions for ${order.length} chunks`);
   await agent.finish();
 });
 

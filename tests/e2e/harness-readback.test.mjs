@@ -134,8 +134,9 @@ for (const enc of ['raw', 'zstd']) {
       assert.equal((await prompt(a, A, p)).response.stopReason, 'end_turn', p);
     }
     assert.equal((await prompt(a, A, 'refuse this [[echo:stop=refusal]]')).response.stopReason, 'refusal');
+    const turns = a.agent.turnCount(A);
     const slow = prompt(a, A, 'a slow one [[echo:sleep=2000]]');
-    await sleep(150);
+    await a.agent.turnStarted(A, turns + 1);
     await a.ctx.notify(M.session.cancel, { sessionId: A });
     assert.equal((await slow).response.stopReason, 'cancelled');
     assert.equal((await prompt(a, A, 'and after the cancel')).response.stopReason, 'end_turn');

@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { statSync } from 'node:fs';
-import { startAgent, startSdkAgent, INIT_PARAMS, acp, sleep, isChunk } from './lib/agent.mjs';
+import { startAgent, startSdkAgent, INIT_PARAMS, acp, isChunk } from './lib/agent.mjs';
 
 const EXIT_BOUND_MS = 5000; // 5 x the 1 s target
 
@@ -42,7 +42,7 @@ test('stdin EOF during a sleeping prompt: the prompt is answered "cancelled" bef
   const sessionId = await agent.newSession();
   const from = agent.frames.length;
   await agent.send({ jsonrpc: '2.0', id: 'p', method: 'session/prompt', params: { sessionId, prompt: [{ type: 'text', text: 'zzz [[echo:sleep=30000]]' }] } });
-  await sleep(200);
+  await agent.turnStarted(sessionId);
   const since = performance.now();
   agent.closeStdin();
   await exitsCleanly(t, agent, since, 'EOF during a prompt');
@@ -94,7 +94,7 @@ for (const sig of ['SIGTERM', 'SIGINT']) {
     await agent.initialize();
     const sessionId = await agent.newSession();
     await agent.send({ jsonrpc: '2.0', id: 'p', method: 'session/prompt', params: { sessionId, prompt: [{ type: 'text', text: '[[sleep:30000]] wait' }] } });
-    await sleep(200);
+    await agent.turnStarted(sessionId);
     const since = performance.now();
     agent.signal(sig);
     await exitsCleanly(t, agent, since, sig);

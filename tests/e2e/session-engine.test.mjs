@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { INIT_PARAMS, startAgent, startSdkAgent, acp, Agent, echoAnswer, systemBytes, sleep } from './lib/agent.mjs';
+import { INIT_PARAMS, startAgent, startSdkAgent, acp, Agent, echoAnswer, systemBytes } from './lib/agent.mjs';
 import { events, readLog, logPath } from './lib/refs.mjs';
 
 const M = acp.methods.agent;
@@ -161,10 +161,10 @@ test('$/cancel_request {requestId} cancels a running session/prompt like session
   const agent = startAgent(t);
   await agent.initialize();
   const sessionId = await agent.newSession();
-  for (const id of [41, 'prompt-41']) {
+  for (const [i, id] of [41, 'prompt-41'].entries()) {
     const from = agent.frames.length;
     await agent.send({ jsonrpc: '2.0', id, method: 'session/prompt', params: { sessionId, prompt: text('slow [[echo:sleep=5000]]') } });
-    await sleep(100);  // the prompt is running (sleeping in the echo model)
+    await agent.turnStarted(sessionId, i + 1);  // the prompt is running (sleeping in the echo model)
     const started = performance.now();
     await agent.notify('$/cancel_request', { requestId: id });
     const r = await agent.response(id, { from });

@@ -15,6 +15,11 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <fstream>
+#include <future>
+#include <sstream>
+#include <stop_token>
+#include <thread>
 
 using namespace acp::store;
 using namespace store_test;
@@ -78,6 +83,57 @@ BOOST_AUTO_TEST_CASE(held_lock_gives_session_busy_after_two_seconds) {
   BOOST_TEST(read_file(*store->find_log("s")) == before);
   holder.release();
   BOOST_CHECK_NO_THROW(store->open("s"));
+}
+
+// Blocked flock() waiters of this process: the `->` lines of /proc/locks naming our pid.
+int blocked_flocks_here() {
+  std::ifstream locks("/proc/locks");
+  std::string line;
+  int n = 0;
+  const std::string pid = std::to_string(::getpid());
+  while (std::getline(locks, line)) {
+    std::istringstream in(line);
+    std::string index, arrow, kind, advisory, mode, owner;
+    in >> index >> arrow >> kind >> advisory >> mode >> owner;
+    if (arrow == "->" && kind == "FLOCK" && owner == pid) ++n;
+  }
+  return n;
+}
+
+BOOST_AUTO_TEST_CASE(a_stop_ends_a_lock_wait_at_once) {
+  TempDir dir;
+  auto store = open_store(dir, Encoding::none, milliseconds(600000));  // never reached
+  { auto w = store->create(make_header("s")); write_turn(w, "hello"); }
+  LockHolder holder(lock_path_of(*store, "s"));
+  std::stop_source stop;
+  auto waiting = std::async(std::launch::async, [&] {
+    try {
+      store->open("s", LockWait{true, std::nullopt, stop.get_token()});
+      return std::string("locked");
+    } catch (const SessionBusy&) {
+      return std::string("busy");
+    }
+  });
+  // The waiter is inside flock() (the kernel lists it blocked) before the stop: the signal path,
+  // not the check before waiting. (Waits for that state, reading /proc/locks between yields.)
+  while (blocked_flocks_here() == 0) std::this_thread::yield();
+  stop.request_stop();
+  BOOST_TEST(waiting.get() == "busy");
+  // A stop requested before the wait gives up without waiting too.
+  BOOST_CHECK_THROW(store->open("s", LockWait{true, std::nullopt, stop.get_token()}), SessionBusy);
+}
+
+BOOST_AUTO_TEST_CASE(a_wait_counts_from_when_it_was_asked_for_and_may_not_wait_at_all) {
+  TempDir dir;
+  auto store = open_store(dir, Encoding::none, milliseconds(600000));
+  { auto w = store->create(make_header("s")); write_turn(w, "hello"); }
+  LockHolder holder(lock_path_of(*store, "s"));
+  BOOST_CHECK_THROW(store->open("s", LockWait{false, std::nullopt, {}}), SessionBusy);
+  // Queued for longer than the timeout: one try, then busy.
+  BOOST_CHECK_THROW(store->open("s", LockWait{true, steady_clock::now() - milliseconds(600001), {}}), SessionBusy);
+  BOOST_CHECK_THROW(store->delete_session("s", LockWait{false, std::nullopt, {}}), SessionBusy);
+  holder.release();
+  BOOST_CHECK_NO_THROW(store->open("s", LockWait{false, std::nullopt, {}}));
 }
 
 BOOST_AUTO_TEST_CASE(delete_is_busy_while_another_process_writes) {

@@ -13,6 +13,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import assert from 'node:assert/strict';
 import * as acp from '@agentclientprotocol/sdk';
+import { logFiles, segmentOfLog, encodeSegment, readLog } from './store.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 export const REPO_ROOT = path.resolve(here, '..', '..', '..');
@@ -289,6 +290,30 @@ export class Agent {
 
   signal(sig) {
     this.child.kill(sig);
+  }
+
+  /** turn/start events in the session's log now (0 before it exists or while a line is being written). */
+  turnCount(sessionId) {
+    const file = logFiles(this.storeDir).find((f) => segmentOfLog(f) === encodeSegment(sessionId));
+    if (!file) return 0;
+    try {
+      return readLog(file).filter((e) => e.type === 'turn/start').length;
+    } catch {
+      return 0;
+    }
+  }
+
+  /**
+   * Resolves once the session's log holds `count` turn/start events: that prompt is running (its
+   * turn is logged before the model is called). The event a test waits for instead of a fixed
+   * sleep; the log is re-read as it grows, and `timeout` only bounds a failure.
+   */
+  async turnStarted(sessionId, count = 1, { timeout = 5000 } = {}) {
+    const deadline = performance.now() + timeout;
+    while (this.turnCount(sessionId) < count) {
+      if (performance.now() > deadline) throw new Error(`turn ${count} of ${sessionId} did not start within ${timeout} ms`);
+      await new Promise((r) => setTimeout(r, 5));
+    }
   }
 
   /** Waits for the process to exit; rejects after `timeout` ms. */

@@ -1,0 +1,174 @@
+#!/usr/bin/env python3
+"""Lock waits of the real binary against a second process that holds session locks (issue 18).
+
+  isolation  another process holds the write locks of 12 sessions (more than the server's store
+             pool has threads); a prompt in each of them waits for its lock. A prompt in a 13th,
+             unrelated session is answered before any of the waiters gives up (SESSION_BUSY), and
+             every waiter does give up. Ordered by the frames, not by timing.
+  shutdown   the same 12 waits and a prompt that mentions a large stored session (its reference
+             is being read), then stdin EOF: the server exits within 2 s (README's promise), the
+             waits and the read cancelled, not awaited.
+
+Usage: lock_waits_test.py DSH_ACP_BIN MODE. Figures are printed.
+"""
+import base64
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+from acp_client import Client, blocked_flocks, wait_until  # noqa: E402
+from shutdown_test import write_big_log  # noqa: E402
+import store_layout  # noqa: E402
+
+WAITERS = 12
+EXIT_BOUND = 2.0 * (3 if os.environ.get("DSH_TEST_ASAN") else 1)  # as shutdown_test.py
+
+# The second process: flocks every path given on its command line, says so, and holds the locks
+# until its stdin ends.
+HOLDER = r"""
+import fcntl, sys
+held = []
+for path in sys.argv[1:]:
+    f = open(path, "a")
+    fcntl.flock(f, fcntl.LOCK_EX)
+    held.append(f)
+print("held", flush=True)
+sys.stdin.read()
+"""
+
+
+def fail(msg):
+    raise SystemExit("FAIL: " + msg)
+
+
+def lock_path(home, session_id):
+    """The session's lock file, beside its log (SessionStore::lock_path_of): `dsh-acp.lock` in a 0.1
+    session directory, `<id>.lock` beside a 45fc log."""
+    log = store_layout.log_path(os.path.join(home, "sessions"), session_id)
+    if not log:
+        fail(f"no log for {session_id}")
+    name = "dsh-acp.lock" if store_layout.is_v01_log(log) else store_layout.encode_segment(session_id) + ".lock"
+    return os.path.join(os.path.dirname(log), name)
+
+
+def hold_locks(paths):
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, *paths], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    if holder.stdout.readline().strip() != b"held":
+        fail("the lock holder did not take its locks")
+    return holder
+
+
+def wait_blocked(c, at_least):
+    """Until the server has `at_least` flock() calls blocked on the held locks (/proc/locks)."""
+    wait_until(lambda: blocked_flocks(c.proc.pid) >= at_least, f"{at_least} lock waits started", client=c)
+
+
+def text(t):
+    return [{"type": "text", "text": t}]
+
+
+def setup(binary, home):
+    c = Client(binary, home, args=["--store-compression", "none"])
+    c.initialize()
+    sessions = [c.ok("session/new", {"cwd": "/tmp", "mcpServers": []})["sessionId"] for _ in range(WAITERS + 1)]
+    waiters, free = sessions[:WAITERS], sessions[WAITERS]
+    holder = hold_locks([lock_path(home, s) for s in waiters])
+    waiting = [c.send("session/prompt", {"sessionId": s, "prompt": text(f"waits {i}")}) for i, s in enumerate(waiters)]
+    return c, holder, waiters, waiting, free
+
+
+def test_isolation(binary, home):
+    c, holder, _waiters, waiting, free = setup(binary, home)
+    try:
+        wait_blocked(c, 4)
+        began = time.monotonic()
+        rid = c.send("session/prompt", {"sessionId": free, "prompt": text("unrelated")})
+        r = c.wait(rid, timeout=30)
+        took = time.monotonic() - began
+        if r.get("result", {}).get("stopReason") != "end_turn":
+            fail(f"the unrelated prompt was answered {r}")
+        answered_first = [w for w in waiting if w in c.responses]
+        for w in waiting:
+            c.wait(w, timeout=30)
+        order = {f.get("id"): i for i, f in enumerate(c.frames) if "method" not in f and "id" in f}
+        print(f"unrelated prompt answered after {took * 1000:.0f} ms with {WAITERS} lock waits in flight; "
+              f"{len(answered_first)} waiter(s) had answered before it")
+        if answered_first or any(order[w] < order[rid] for w in waiting):
+            fail("a waiter gave up before the unrelated prompt was answered: it queued behind the lock waits")
+        for w in waiting:
+            e = c.responses[w].get("error", {})
+            if e.get("code") != -32603 or e.get("data", {}).get("code") != "SESSION_BUSY":
+                fail(f"a waiter was answered {c.responses[w]}, not SESSION_BUSY")
+    finally:
+        holder.stdin.close()
+        holder.wait()
+    if c.close() != 0:
+        fail("non-zero exit")
+
+
+def uri_of(sid):
+    return "dsh-session:" + base64.urlsafe_b64encode(json.dumps(sid).encode()).decode().rstrip("=")
+
+
+def test_shutdown(binary, home):
+    big = "44444444-4444-4444-8444-444444444444"
+    write_big_log(home, big, "/tmp/dsh-big", 200)
+    c, holder, _waiters, waiting, free = setup(binary, home)
+    try:
+        wait_blocked(c, 4)
+        mention = c.send("session/prompt", {"sessionId": free, "prompt": text(f"see @[big]({uri_of(big)})")})
+        # The reference is being read once the server has the big log open.
+        log = store_layout.log_path(os.path.join(home, "sessions"), big)
+        deadline = time.monotonic() + 10
+        while not any(os.path.realpath(os.path.join(f"/proc/{c.proc.pid}/fd", fd)) == log
+                      for fd in os.listdir(f"/proc/{c.proc.pid}/fd")):
+            if mention in c.responses or time.monotonic() > deadline:
+                fail("the reference read did not start (or finished at once)")
+            c.pump(0.002)
+        began = time.monotonic()
+        c.proc.stdin.close()
+        try:
+            code = c.proc.wait(timeout=EXIT_BOUND)
+        except subprocess.TimeoutExpired:
+            c.proc.kill()
+            c.proc.wait()
+            fail(f"dsh-acp did not exit within {EXIT_BOUND} s of stdin EOF with {WAITERS} lock waits and a "
+                 "reference read in flight")
+        took = time.monotonic() - began
+        print(f"stdin EOF with {WAITERS} lock waits and a 200 MB reference read in flight: exited {code} "
+              f"after {took * 1000:.0f} ms")
+        if code != 0:
+            fail(f"exit code {code}")
+        while c.pump(1.0):
+            pass
+        for rid in waiting + [mention]:
+            r = c.responses.get(rid)
+            if not r or r.get("result", {}).get("stopReason") != "cancelled":
+                fail(f"prompt {rid} was answered {r}, not cancelled")
+    finally:
+        holder.stdin.close()
+        holder.wait()
+
+
+def main():
+    binary, mode = sys.argv[1], sys.argv[2]
+    home = tempfile.mkdtemp(prefix="dsh-lockwait-")
+    try:
+        if mode == "isolation":
+            test_isolation(binary, home)
+        elif mode == "shutdown":
+            test_shutdown(binary, home)
+        else:
+            fail("unknown mode " + mode)
+    finally:
+        subprocess.run(["rm", "-rf", home])
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()
