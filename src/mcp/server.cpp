@@ -3,6 +3,7 @@
 #include "protocol/client_call.hpp"
 #include "protocol/jsonrpc.hpp"
 #include "support/child_process.hpp"
+#include "support/event.hpp"
 #include "support/json_text.hpp"
 #include "support/log.hpp"
 #include "transport/line_framer.hpp"
@@ -44,6 +45,8 @@ constexpr std::size_t kMaxToolPages = 100;
 constexpr std::size_t kMaxIgnoredLines = 20;  // non-JSON stdout lines logged before staying quiet
 constexpr std::chrono::milliseconds kStopStep{400};  // stdin closed, then SIGTERM, then SIGKILL
 
+asio::awaitable<void> wait_for(support::Event& e) { co_await e.wait(); }
+
 asio::awaitable<void> sleep_for(std::chrono::milliseconds d) {
   asio::steady_timer t(co_await asio::this_coro::executor, d);
   co_await t.async_wait(asio::use_awaitable);
@@ -78,7 +81,7 @@ std::string string_or(const json::object& o, std::string_view key, std::string f
 struct Server::State : std::enable_shared_from_this<State> {
   State(asio::any_io_executor ex, ServerSpec s, support::SpawnedProcess p)
       : executor(ex), spec(std::move(s)), pid(p.pid), in(ex, p.stdin_fd), out(ex, p.stdout_fd), err(ex, p.stderr_fd),
-        exit_fd(ex, p.pidfd), eof_grace(ex), writes(ex, 2 * kMaxWaiting + 16), pump_done(ex, 1),
+        exit_fd(ex, p.pidfd), eof_grace(ex), writes(ex, 2 * kMaxWaiting + 16), pump_done(ex),
         calls(ex, [this](const std::string&, std::string frame) { queue(std::move(frame)); },
               [](std::int64_t id) {
                 return jsonrpc::serialize_notification(
@@ -93,7 +96,7 @@ struct Server::State : std::enable_shared_from_this<State> {
   stream_descriptor in, out, err, exit_fd;
   asio::steady_timer eof_grace;  ///< after stdout's EOF, the wait for the exit that explains it
   asio::experimental::channel<void(boost::system::error_code, std::string)> writes;
-  asio::experimental::channel<void(boost::system::error_code)> pump_done;
+  support::Event pump_done;
   transport::OutboundCalls calls;
   transport::LineFramer framer;
   std::string stderr_tail;
@@ -268,7 +271,7 @@ asio::awaitable<std::unique_ptr<Server>> Server::start(asio::any_io_executor exe
   auto state = std::make_shared<State>(executor, std::move(spec), p);
   asio::co_spawn(executor, state->pump(), [state](std::exception_ptr) {
     state->pump_finished = true;
-    state->pump_done.try_send(boost::system::error_code());
+    state->pump_done.set();
   });
   std::unique_ptr<Server> server(new Server(state));
 
@@ -356,7 +359,7 @@ asio::awaitable<void> Server::stop() {
   for (int signal : {0, SIGTERM, SIGKILL}) {
     if (signal && !state->reaped) ::kill(-state->pid, signal);
     try {
-      auto r = co_await (state->pump_done.async_receive(asio::use_awaitable) || sleep_for(kStopStep));
+      auto r = co_await (wait_for(state->pump_done) || sleep_for(kStopStep));
       if (r.index() == 0) co_return;
     } catch (const boost::system::system_error&) {
     }
@@ -367,7 +370,7 @@ asio::awaitable<void> Server::stop() {
   state->out.cancel(ignored);
   state->err.cancel(ignored);
   state->exit_fd.cancel(ignored);
-  if (!state->pump_finished) co_await state->pump_done.async_receive(asio::as_tuple(asio::use_awaitable));
+  if (!state->pump_finished) co_await state->pump_done.wait();
 }
 
 CallResult result_text(const json::object& result) {

@@ -2,9 +2,8 @@
 
 #include "support/log.hpp"
 
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/experimental/channel.hpp>
-#include <boost/asio/use_awaitable.hpp>
+#include "support/event.hpp"
+
 #include <boost/json/object.hpp>
 
 #include <optional>
@@ -15,8 +14,8 @@ namespace asio = boost::asio;
 namespace json = boost::json;
 
 struct OutboundCalls::Pending {
-  explicit Pending(asio::any_io_executor ex) : wake(std::move(ex), 1) {}
-  asio::experimental::channel<void(boost::system::error_code)> wake;
+  explicit Pending(asio::any_io_executor ex) : answered(std::move(ex)) {}
+  support::Event answered;
   std::optional<json::value> result;
   std::optional<jsonrpc::RpcError> error;
   std::string aborted;
@@ -40,7 +39,7 @@ asio::awaitable<json::value> OutboundCalls::call(std::string key, std::string me
   auto pending = std::make_shared<Pending>(executor_);
   pending_.emplace(id, pending);
   send_(key, jsonrpc::serialize_request(id, method, params));
-  auto [ec] = co_await pending->wake.async_receive(asio::as_tuple(asio::use_awaitable));
+  co_await pending->answered.wait();
   if (pending->result) co_return std::move(*pending->result);
   if (pending->error) throw ClientCallFailed(std::move(*pending->error));
   if (!pending->aborted.empty()) throw ClientCallAborted(pending->aborted);
@@ -62,7 +61,7 @@ bool OutboundCalls::complete(jsonrpc::Response&& response) {
   pending_.erase(it);
   if (response.result) pending->result = std::move(*response.result);
   else pending->error = std::move(response.error).value_or(jsonrpc::RpcError());
-  pending->wake.try_send(boost::system::error_code());
+  pending->answered.set();
   return true;
 }
 
@@ -72,7 +71,7 @@ void OutboundCalls::close(const std::string& why) {
   pending_.clear();
   for (auto& [id, p] : pending) {
     p->aborted = closed_;
-    p->wake.try_send(boost::system::error_code());
+    p->answered.set();
   }
 }
 
