@@ -8,7 +8,7 @@
 #
 #   folder          library          may include
 set(DSH_LAYERS
-  "protocol         acp_protocol     protocol"
+  "protocol         acp_protocol     protocol support"
   "src/support      acp_support      support"
   "src/store        acp_store        store support"
   "src/refs         acp_refs         refs store support"

@@ -2,6 +2,7 @@
 
 #include "engine/compaction.hpp"
 #include "store/records.hpp"
+#include "support/json_number.hpp"
 
 #include <boost/json.hpp>
 
@@ -35,13 +36,13 @@ protocol::ToolCall compaction_card(std::int64_t checkpoint_seq, std::size_t mess
 
 protocol::ToolCall compaction_card(const json::object& event, const std::set<std::int64_t>& compact_events) {
   std::int64_t seq = 0;
-  if (const auto* s = event.if_contains("seq"); s && s->is_int64()) seq = s->get_int64();
+  if (const auto* s = event.if_contains("seq")) seq = support::json_integer(*s).value_or(0);
   // sourceEventSeqs = [compact/start, compact/summary, …shadowed] (other writers may name only the
   // shadowed ones).
   std::size_t messages = 0;
   if (const auto* seqs = event.if_contains("sourceEventSeqs"); seqs && seqs->is_array())
     for (const auto& s : seqs->get_array())
-      if (!s.is_int64() || !compact_events.count(s.get_int64())) ++messages;
+      if (auto n = support::json_integer(s); !n || !compact_events.count(*n)) ++messages;
   // The summary: the text blocks between the preamble block and the closing tag.
   std::string summary;
   if (const json::object* data = store::object_at(event, "data"))

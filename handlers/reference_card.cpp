@@ -3,6 +3,7 @@
 #include "handlers/card_text.hpp"
 #include "refs/uri.hpp"
 #include "store/records.hpp"
+#include "support/json_number.hpp"
 
 #include <boost/json.hpp>
 
@@ -15,7 +16,7 @@ namespace {
 
 std::int64_t int_at(const json::object& o, std::string_view key) {
   const auto* v = o.if_contains(key);
-  return v && v->is_int64() ? v->get_int64() : 0;
+  return v ? support::json_integer(*v).value_or(0) : 0;
 }
 
 // CodeCompanion cuts a tool title at its first colon.
@@ -40,8 +41,8 @@ std::string summary_line(const json::object& ref) {
     if (bytes) line += std::to_string(bytes) + " bytes";
   }
   if (const auto* c = ref.if_contains("compacted"); c && c->is_bool() && c->get_bool()) line += "; compacted";
-  if (const auto* s = ref.if_contains("capturedThroughSeq"); s && s->is_int64())
-    line += "; captured through seq " + std::to_string(s->get_int64());
+  if (const auto* s = ref.if_contains("capturedThroughSeq"))
+    if (auto seq = support::json_integer(*s)) line += "; captured through seq " + std::to_string(*seq);
   return line;
 }
 

@@ -6,6 +6,7 @@
 #include "handlers/reference_card.hpp"
 #include "handlers/tool_card.hpp"
 #include "store/records.hpp"
+#include "support/json_number.hpp"
 
 #include <boost/json.hpp>
 
@@ -24,7 +25,7 @@ namespace {
 
 std::int64_t num(const json::object& o, std::string_view key) {
   const auto* v = o.if_contains(key);
-  return v && v->is_int64() ? v->get_int64() : 0;
+  return v ? support::json_integer(*v).value_or(0) : 0;
 }
 
 TextContent text_block(std::string text) { return TextContent{std::move(text), std::nullopt, std::nullopt}; }
@@ -140,7 +141,7 @@ const json::object* object_member(const json::object& o, std::size_t hint, std::
 
 std::int64_t num_member(const json::object& o, std::size_t hint, std::string_view key) {
   const json::value* v = member(o, hint, key);
-  return v && v->is_int64() ? v->get_int64() : 0;
+  return v ? support::json_integer(*v).value_or(0) : 0;
 }
 
 } // namespace

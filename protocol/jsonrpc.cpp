@@ -1,5 +1,7 @@
 #include "jsonrpc.hpp"
 
+#include "support/json_number.hpp"
+
 #include <boost/json/serialize.hpp>
 
 namespace acp::jsonrpc {
@@ -86,8 +88,9 @@ Inbound classify(json::value frame) {
 
   RequestId id = nullptr;
   if (id_value) {
-    if (id_value->is_int64()) id = id_value->get_int64();
-    else if (id_value->is_uint64() && id_value->get_uint64() <= INT64_MAX) id = static_cast<std::int64_t>(id_value->get_uint64());
+    // An integer id is one written as an integer (no 1.0): it is echoed as the client spelt it.
+    auto n = id_value->is_double() ? std::nullopt : support::json_integer(*id_value);
+    if (n) id = *n;
     else if (id_value->is_string()) id = std::string(id_value->get_string());
     else if (!id_value->is_null()) return Rejected{nullptr, invalid_request("id must be an integer, a string or null")};
   }

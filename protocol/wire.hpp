@@ -11,6 +11,8 @@
 //  - decode failures throw DecodeError carrying the JSON Pointer of the offending value.
 #pragma once
 
+#include "support/json_number.hpp"
+
 #include <boost/describe/enum.hpp>
 #include <boost/describe/enumerators.hpp>
 #include <boost/describe/members.hpp>
@@ -80,20 +82,6 @@ template <class... Ts> struct is_variant<std::variant<Ts...>> : std::true_type {
 
 std::string_view kind_name(const boost::json::value& v);
 
-/// Whether a JSON number read as a double is an integer that T holds and the text certainly spelt:
-/// a safe integer (|d| < 2^53, so 9007199254740993.0, read as 2^53, is refused) within T's range.
-/// Checked before any cast: converting an out-of-range double to an integer is undefined behaviour.
-template <class T> bool exact_integer(double d) {
-  constexpr double kSafe = 9007199254740991.0;  // 2^53 - 1
-  if (!(d >= -kSafe && d <= kSafe) || d != static_cast<double>(static_cast<std::int64_t>(d))) return false;
-  auto n = static_cast<std::int64_t>(d);
-  if constexpr (std::is_signed_v<T>) {
-    return n >= static_cast<std::int64_t>(std::numeric_limits<T>::min()) &&
-           n <= static_cast<std::int64_t>(std::numeric_limits<T>::max());
-  } else {
-    return n >= 0 && static_cast<std::uint64_t>(n) <= static_cast<std::uint64_t>(std::numeric_limits<T>::max());
-  }
-}
 [[noreturn]] void fail_type(const Path& path, std::string_view expected, const boost::json::value& got);
 
 // ---------------------------------------------------------------------------------------------
@@ -203,19 +191,12 @@ template <class T> void decode_into(const boost::json::value& in, T& out, Path& 
     if (!in.is_bool()) fail_type(path, "boolean", in);
     out = in.get_bool();
   } else if constexpr (std::is_integral_v<T>) {
-    if (in.is_int64()) {
-      std::int64_t n = in.get_int64();
-      if (n < static_cast<std::int64_t>(std::numeric_limits<T>::min()) ||
-          (n > 0 && static_cast<std::uint64_t>(n) > static_cast<std::uint64_t>(std::numeric_limits<T>::max())))
-        path.fail("integer out of range");
-      out = static_cast<T>(n);
-    } else if (in.is_uint64() && in.get_uint64() <= static_cast<std::uint64_t>(std::numeric_limits<T>::max())) {
-      out = static_cast<T>(in.get_uint64());
-    } else if (in.is_double() && exact_integer<T>(in.get_double())) {
-      out = static_cast<T>(in.get_double());
-    } else {
-      fail_type(path, "integer", in);
-    }
+    static_assert(sizeof(T) < sizeof(std::int64_t) || std::is_signed_v<T>, "read through int64");
+    constexpr auto lo = static_cast<std::int64_t>(std::numeric_limits<T>::min());
+    constexpr auto hi = static_cast<std::int64_t>(std::numeric_limits<T>::max());
+    if (auto n = support::json_integer(in, lo, hi)) out = static_cast<T>(*n);
+    else if (in.is_int64()) path.fail("integer out of range");
+    else fail_type(path, "integer", in);
   } else if constexpr (std::is_floating_point_v<T>) {
     if (!in.is_number()) fail_type(path, "number", in);
     out = static_cast<T>(in.to_number<double>());

@@ -1,14 +1,13 @@
 #include "refs/config.hpp"
 
 #include "refs/errors.hpp"
+#include "support/json_number.hpp"
 
 #include <cmath>
 #include <string>
 
 namespace acp::refs {
 namespace {
-
-constexpr std::int64_t kMaxSafeInteger = (std::int64_t{1} << 53) - 1;
 
 std::int64_t checked(const std::optional<boost::json::value>& value, const char* name, std::int64_t fallback) {
   // `config.x ?? default`: both an absent key and null fall back to the default.
@@ -21,23 +20,7 @@ std::int64_t checked(const std::optional<boost::json::value>& value, const char*
 } // namespace
 
 std::optional<std::int64_t> positive_safe_integer(const boost::json::value& value) {
-  std::int64_t v = 0;
-  if (value.is_int64()) {
-    v = value.get_int64();
-  } else if (value.is_uint64()) {
-    if (value.get_uint64() > static_cast<std::uint64_t>(kMaxSafeInteger)) return std::nullopt;
-    v = static_cast<std::int64_t>(value.get_uint64());
-  } else if (value.is_double()) {
-    double d = value.get_double();
-    // JavaScript has one number type: 5.0 is the safe integer 5.
-    if (!std::isfinite(d) || std::trunc(d) != d || std::fabs(d) > static_cast<double>(kMaxSafeInteger))
-      return std::nullopt;
-    v = static_cast<std::int64_t>(d);
-  } else {
-    return std::nullopt;
-  }
-  if (v <= 0 || v > kMaxSafeInteger) return std::nullopt;
-  return v;
+  return support::json_integer(value, 1, support::kMaxSafeInteger);
 }
 
 ConfigInput ConfigInput::from_json(const boost::json::object& object) {

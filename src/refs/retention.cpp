@@ -1,6 +1,7 @@
 #include "refs/retention.hpp"
 
 #include "refs/json_string.hpp"
+#include "support/utf8.hpp"
 
 #include <algorithm>
 #include <queue>
@@ -39,8 +40,6 @@ std::int64_t decimal_digits(std::int64_t v) { return static_cast<std::int64_t>(s
 
 std::int64_t shell_bytes(Role role) { return role == Role::user ? kUserShellBytes : kAssistantShellBytes; }
 
-bool is_continuation(unsigned char c) { return (c & 0xC0) == 0x80; }
-
 bool starts_with_bom(std::string_view s) { return s.size() >= 3 && s.substr(0, 3) == "\xEF\xBB\xBF"; }
 
 // One probe of TextRetainer headTail(h, t) on the UTF-8 bytes of `text`.
@@ -61,15 +60,9 @@ Probe probe(std::string_view text, std::int64_t r) {
   std::size_t suffix_len = std::min(n - prefix_len, t);
   Probe p;
   // keptPrefix: drop an incomplete trailing sequence (for valid UTF-8: the largest boundary <= prefix_len).
-  std::size_t end = prefix_len;
-  if (end < n) {
-    while (end > 0 && is_continuation(static_cast<unsigned char>(text[end]))) --end;
-  }
-  p.prefix_bytes = end;
+  p.prefix_bytes = support::utf8_floor(text, prefix_len);
   // keptSuffix: drop leading continuation bytes (the smallest boundary >= n − suffix_len).
-  std::size_t start = n - suffix_len;
-  while (start < n && is_continuation(static_cast<unsigned char>(text[start]))) ++start;
-  p.suffix_start = start;
+  p.suffix_start = support::utf8_ceil(text, n - suffix_len);
   p.prefix_bom = starts_with_bom(text.substr(0, p.prefix_bytes));
   p.suffix_bom = starts_with_bom(text.substr(p.suffix_start));
   const std::size_t suffix_bytes = n - p.suffix_start;

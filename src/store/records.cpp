@@ -7,23 +7,9 @@ namespace acp::store {
 namespace json = boost::json;
 
 std::optional<std::int64_t> safe_int(const json::value& v) {
-  if (v.is_int64()) {
-    auto i = v.get_int64();
-    if (i > kMaxSafeInteger || i < -kMaxSafeInteger) return std::nullopt;
-    return i;
-  }
-  if (v.is_uint64()) {
-    auto u = v.get_uint64();
-    if (u > std::uint64_t(kMaxSafeInteger)) return std::nullopt;
-    return std::int64_t(u);
-  }
-  if (v.is_double()) {
-    double d = v.get_double();
-    if (!std::isfinite(d) || std::trunc(d) != d || std::fabs(d) > double(kMaxSafeInteger)) return std::nullopt;
-    if (d == 0 && std::signbit(d)) return std::nullopt;
-    return std::int64_t(d);
-  }
-  return std::nullopt;
+  // Log payloads are lossless JSON, which has no -0 (harness-compat §1.2, §1.3).
+  if (v.is_double() && v.get_double() == 0 && std::signbit(v.get_double())) return std::nullopt;
+  return support::json_integer(v, -kMaxSafeInteger, kMaxSafeInteger);
 }
 
 json::object header_record(const SessionHeader& h) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "store/session_types.hpp"
+#include "support/json_number.hpp"
 
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
@@ -17,9 +18,9 @@
 namespace acp::store {
 
 inline constexpr std::int64_t kSessionFormatVersion = 0;
-inline constexpr std::int64_t kMaxSafeInteger = 9007199254740991;  // 2^53 - 1
+using support::kMaxSafeInteger;  // 2^53 - 1
 
-/// The value as an integer when it is a JS "safe integer" (integral, |v| <= 2^53-1, not -0).
+/// The value as an integer when it is a JS "safe integer" (integral, |v| <= 2^53-1), not -0.
 std::optional<std::int64_t> safe_int(const boost::json::value& v);
 
 /// `{type:"session",version,id,createdAt,[cwd],[parentSession],[seedLength],delegationDepth}`.

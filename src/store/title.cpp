@@ -132,9 +132,7 @@ std::string shape(std::string_view text, std::size_t max_words) {
   }
   // At most kTitleBytes, cut on a code-point boundary (no ellipsis).
   if (out.size() > kTitleBytes) {
-    std::size_t cut = kTitleBytes;
-    while (cut > 0 && (static_cast<unsigned char>(out[cut]) & 0xC0) == 0x80) --cut;
-    out.resize(cut);
+    out.resize(support::utf8_floor(out, kTitleBytes));
   }
   return out;
 }

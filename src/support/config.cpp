@@ -1,5 +1,6 @@
 #include "config.hpp"
 
+#include "support/json_number.hpp"
 #include "support/json_text.hpp"
 #include "support/paths.hpp"
 #include "support/provider_defaults.hpp"
@@ -245,9 +246,9 @@ std::map<std::string, std::string> read_config_file(const std::string& path, Con
             throw ConfigError(origin + ": \"" + std::string(field.key()) + "\" is not a known model setting");
         config.models.emplace_back(name->get_string());
         if (const json::value* window = entry->if_contains("contextWindow")) {
-          if (!window->is_int64() || window->get_int64() < 256)
-            throw ConfigError(origin + ": contextWindow must be an integer of at least 256");
-          config.context_windows[std::string(name->get_string())] = window->get_int64();
+          auto tokens = json_integer(*window, 256);
+          if (!tokens) throw ConfigError(origin + ": contextWindow must be an integer of at least 256");
+          config.context_windows[std::string(name->get_string())] = *tokens;
         }
       }
       continue;

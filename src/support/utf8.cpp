@@ -45,4 +45,24 @@ bool valid_utf8(std::string_view s) {
   return true;
 }
 
+std::size_t utf8_floor(std::string_view s, std::size_t pos) {
+  if (pos >= s.size()) return s.size();
+  auto continuation = [&](std::size_t i) { return (static_cast<unsigned char>(s[i]) & 0xC0) == 0x80; };
+  if (!continuation(pos)) return pos;  // ASCII or a lead byte always starts a unit
+  // A unit is at most 4 bytes, so its start is at most 3 bytes back; decoding never takes a
+  // non-continuation byte as a trailing byte, so the nearest one is where the unit holding pos starts.
+  for (std::size_t back = 1; back <= 3 && back <= pos; ++back) {
+    const std::size_t start = pos - back;
+    if (continuation(start)) continue;
+    return start + decode_utf8(s, start).length > pos ? start : pos;
+  }
+  return pos;  // a stray continuation byte: a unit of its own
+}
+
+std::size_t utf8_ceil(std::string_view s, std::size_t pos) {
+  if (pos >= s.size()) return s.size();
+  const std::size_t floor = utf8_floor(s, pos);
+  return floor == pos ? floor : floor + decode_utf8(s, floor).length;
+}
+
 } // namespace acp::support

@@ -20,4 +20,13 @@ DecodedCodePoint decode_utf8(std::string_view s, std::size_t i);
 /// Whether `s` is well-formed UTF-8.
 bool valid_utf8(std::string_view s);
 
+/// The largest code-point boundary at or before `pos` (s.size() for any pos past the end): `pos`
+/// unless it falls inside a sequence, then the sequence's first byte. Ill-formed input is cut the
+/// way decode_utf8 reads it: a maximal subpart (one U+FFFD) is never split, a stray continuation
+/// byte is a unit of its own. So pieces cut at boundaries decode to exactly the whole's code points.
+std::size_t utf8_floor(std::string_view s, std::size_t pos);
+
+/// The smallest code-point boundary at or after `pos` (s.size() for any pos past the end).
+std::size_t utf8_ceil(std::string_view s, std::size_t pos);
+
 } // namespace acp::support

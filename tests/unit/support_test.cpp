@@ -2,6 +2,7 @@
 #include "support/background_threads.hpp"
 #include "support/hex.hpp"
 #include "support/iso_time.hpp"
+#include "support/json_number.hpp"
 #include "support/paths.hpp"
 #include "support/utf8.hpp"
 
@@ -83,6 +84,53 @@ BOOST_AUTO_TEST_CASE(malformed_input_follows_the_maximal_subpart_rule) {
   for (const char* bad : {"\x80", "\xC0\xAF", "\xED\xA0\x80", "\xE2\x82", "a\xFF"}) BOOST_TEST(!valid_utf8(bad));
 }
 
+BOOST_AUTO_TEST_CASE(boundaries_never_split_a_code_point) {
+  const std::string s = "a\xE2\x82\xAC" "b\xF0\x9F\x98\x80";  // a € b 😀
+  const std::size_t floors[] = {0, 1, 1, 1, 4, 5, 5, 5, 5, 9};
+  const std::size_t ceils[] = {0, 1, 4, 4, 4, 5, 9, 9, 9, 9};
+  for (std::size_t pos = 0; pos <= s.size(); ++pos) {
+    BOOST_TEST(utf8_floor(s, pos) == floors[pos], "floor at " << pos);
+    BOOST_TEST(utf8_ceil(s, pos) == ceils[pos], "ceil at " << pos);
+  }
+  BOOST_TEST(utf8_floor(s, 100) == s.size());
+  BOOST_TEST(utf8_ceil(s, 100) == s.size());
+  BOOST_TEST(utf8_floor("", 0) == 0u);
+  // A 4-byte character right at the end, and one whose last byte is missing.
+  BOOST_TEST(utf8_floor("ab\xF0\x9F\x98\x80", 5) == 2u);
+  BOOST_TEST(utf8_floor("ab\xF0\x9F\x98", 4) == 2u);   // truncated: the maximal subpart stays whole
+  BOOST_TEST(utf8_ceil("ab\xF0\x9F\x98", 3) == 5u);
+}
+
+BOOST_AUTO_TEST_CASE(boundaries_in_malformed_input_follow_the_decoder) {
+  // Stray continuation bytes are units of their own; an invalid lead ends its unit at once.
+  for (std::size_t pos = 0; pos <= 5; ++pos) BOOST_TEST(utf8_floor("\x80\x80\x80\x80\x80", pos) == pos);
+  BOOST_TEST(utf8_floor("\xFF\x80", 1) == 1u);
+  BOOST_TEST(utf8_floor("\xC0\xAF", 1) == 1u);          // overlong: two U+FFFD
+  BOOST_TEST(utf8_floor("\xED\xA0\x80", 1) == 1u);     // surrogate: three U+FFFD
+  BOOST_TEST(utf8_floor("\xED\xA0\x80", 2) == 2u);
+  BOOST_TEST(utf8_floor("\xE2\x82" "a", 1) == 0u);      // truncated, then ASCII
+  BOOST_TEST(utf8_floor("\xE2\x82" "a", 2) == 2u);
+  // Property: a cut at any boundary leaves pieces that decode to the whole's code points.
+  std::uint32_t seed = 12345;
+  auto next = [&] { return (seed = seed * 1664525u + 1013904223u) >> 24; };
+  const unsigned char pool[] = {'a', 0x80, 0xBF, 0xC2, 0xC0, 0xE0, 0xE2, 0xED, 0xA0, 0xF0, 0xF4, 0x90, 0x9F, 0xFF};
+  for (int round = 0; round < 2000; ++round) {
+    std::string text;
+    for (int i = 0; i < 12; ++i) text.push_back(static_cast<char>(pool[next() % sizeof pool]));
+    const auto whole = decode_all(text);
+    for (std::size_t pos = 0; pos <= text.size(); ++pos) {
+      const std::size_t lo = utf8_floor(text, pos), hi = utf8_ceil(text, pos);
+      BOOST_TEST_REQUIRE((lo <= pos && pos <= hi && pos - lo <= 3 && hi - pos <= 3));
+      for (std::size_t cut : {lo, hi}) {
+        auto joined = decode_all(std::string_view(text).substr(0, cut));
+        auto tail = decode_all(std::string_view(text).substr(cut));
+        joined.insert(joined.end(), tail.begin(), tail.end());
+        BOOST_TEST_REQUIRE((joined == whole));
+      }
+    }
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(support_hex)
@@ -150,6 +198,54 @@ BOOST_AUTO_TEST_CASE(queued_work_finishes_before_the_threads_are_joined) {
     for (int i = 0; i < 100; ++i) boost::asio::post(threads.executor(), [&] { ++done; });
   }
   BOOST_TEST(done == 100);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(support_json_integer)
+
+namespace json = boost::json;
+
+BOOST_AUTO_TEST_CASE(integers_of_every_kind_within_range) {
+  constexpr auto kMin = std::numeric_limits<std::int64_t>::min();
+  constexpr auto kMax = std::numeric_limits<std::int64_t>::max();
+  BOOST_TEST(*json_integer(json::value(kMin)) == kMin);
+  BOOST_TEST(*json_integer(json::value(kMax)) == kMax);
+  BOOST_TEST(*json_integer(json::value(std::uint64_t(kMax))) == kMax);
+  BOOST_TEST(!json_integer(json::value(std::uint64_t(kMax) + 1)));     // uint64 beyond int64
+  BOOST_TEST(!json_integer(json::value(std::numeric_limits<std::uint64_t>::max())));
+  BOOST_TEST(*json_integer(json::value(-5), -5, 5) == -5);
+  BOOST_TEST(!json_integer(json::value(-6), -5, 5));
+  BOOST_TEST(!json_integer(json::value(6), -5, 5));
+  BOOST_TEST(!json_integer(json::value(std::uint64_t(6)), -5, 5));
+  BOOST_TEST(!json_integer(json::value(std::uint64_t(0)), -5, -1));  // a negative-only range
+  BOOST_TEST(!json_integer(json::value(-1), 1));                       // negative where counts are asked
+}
+
+BOOST_AUTO_TEST_CASE(doubles_only_when_integral_and_exact) {
+  BOOST_TEST(*json_integer(json::value(2.0)) == 2);
+  BOOST_TEST(*json_integer(json::value(-0.0)) == 0);
+  BOOST_TEST(*json_integer(json::value(-7.0)) == -7);
+  BOOST_TEST(*json_integer(json::value(9007199254740991.0)) == 9007199254740991);
+  BOOST_TEST(*json_integer(json::value(-9007199254740991.0)) == -9007199254740991);
+  BOOST_TEST(!json_integer(json::value(9007199254740992.0)));  // 2^53: which integer did the text spell?
+  BOOST_TEST(!json_integer(json::value(1.5)));
+  BOOST_TEST(!json_integer(json::value(-0.5)));
+  BOOST_TEST(!json_integer(json::value(1e300)));                // far beyond int64: no UB, no value
+  BOOST_TEST(!json_integer(json::value(-1e300)));
+  BOOST_TEST(!json_integer(json::value(9223372036854775808.0)));
+  BOOST_TEST(!json_integer(json::value(std::numeric_limits<double>::quiet_NaN())));
+  BOOST_TEST(!json_integer(json::value(std::numeric_limits<double>::infinity())));
+  BOOST_TEST(!json_integer(json::value(-std::numeric_limits<double>::infinity())));
+  BOOST_TEST(!json_integer(json::value(5.0), 6));
+  BOOST_TEST(!json_integer(json::value(-1.0), 0));
+}
+
+BOOST_AUTO_TEST_CASE(anything_else_is_no_integer) {
+  BOOST_TEST(!json_integer(json::value("1")));
+  BOOST_TEST(!json_integer(json::value(true)));
+  BOOST_TEST(!json_integer(json::value(nullptr)));
+  BOOST_TEST(!json_integer(json::value(json::array{1})));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

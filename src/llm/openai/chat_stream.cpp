@@ -1,5 +1,6 @@
 #include "llm/openai/chat_stream.hpp"
 
+#include "support/json_number.hpp"
 #include "support/json_text.hpp"
 
 #include <boost/json/value.hpp>
@@ -21,21 +22,7 @@ std::optional<std::int64_t> int_at(const json::object& o, std::string_view key) 
   const auto* v = find(o, key);
   if (!v)
     return std::nullopt;
-  if (v->is_int64())
-    return v->get_int64();
-  if (v->is_uint64()) {
-    const std::uint64_t u = v->get_uint64();
-    if (u > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) return std::nullopt;
-    return static_cast<std::int64_t>(u);
-  }
-  if (v->is_double()) {
-    // Checked before the conversion, which is undefined out of range (UBSan, sse fuzz target):
-    // a count that is not finite or beyond int64 is no count.
-    const double d = v->get_double();
-    if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0)) return std::nullopt;
-    return static_cast<std::int64_t>(d);
-  }
-  return std::nullopt;
+  return support::json_integer(*v);  // a count that is not an integer int64 holds is no count
 }
 
 const json::object* object_at(const json::object& o, std::string_view key) {
