@@ -40,11 +40,10 @@ public:
   void on_event(const boost::json::object& event, std::vector<protocol::SessionUpdate>& out);
 
   /// A text or reasoning delta is most of a replay. For an `assistant/chunk` event whose only
-  /// update would be one agent (1) or thought (2) chunk of plain text of at most `max_bytes`, does
-  /// what on_event would and returns the update's kind (its SessionUpdate variant index) and the
-  /// text, a view into `event`; returns 0 and changes nothing for every other event, which then
-  /// goes through on_event.
-  std::size_t plain_chunk(const boost::json::object& event, std::size_t max_bytes, std::string_view& text);
+  /// update would be one agent (1) or thought (2) chunk of plain text, does what on_event would and
+  /// returns the update's kind (its SessionUpdate variant index) and the text, a view into `event`;
+  /// returns 0 and changes nothing for every other event, which then goes through on_event.
+  std::size_t plain_chunk(const boost::json::object& event, std::string_view& text);
 
 private:
   void show_call(std::string id, std::string_view name, const boost::json::value* arguments,

@@ -180,29 +180,52 @@ test('$/cancel_request {requestId} cancels a running session/prompt like session
   await agent.finish();
 });
 
-test('no notification frame exceeds 32 KiB: an 80 KB prompt streams and replays in chunks of at most 16 KiB', async (t) => {
+test('no notification frame exceeds 32 KiB, however much escaping the text needs: live and replayed', async (t) => {
   const home = makeHome(t);
   const a = await startIn(t, home);
   const { sessionId } = await a.ctx.request(M.session.new, { cwd: '/work/big', mcpServers: [] });
-  // One 80 KB "word" of multi-byte characters: the echo model streams it as a single delta.
-  const big = 'é€'.repeat(16000);
-  let from = a.agent.frames.length;
-  await a.ctx.request(M.session.prompt, { sessionId, prompt: text(big) });
-  const live = a.agent.frames.slice(from).filter((e) => e.frame.method === 'session/update');
-  assert.ok(live.every((e) => Buffer.byteLength(e.line) <= 32 * 1024), 'every live frame <= 32 KiB');
-  const answer = Agent.chunkText(live);
-  assert.ok(answer.endsWith(`last user message: ${big}`), 'the answer arrived whole, in pieces');
+  // Each one "word" the echo model streams as a single delta, from 80 KB to 180 KB once escaped
+  // (an ESC is \u001b on the wire, six bytes), with visible text so the prompt is not refused.
+  const controls = Array.from({ length: 30000 }, (_, i) => String.fromCharCode(1 + (i % 31))).join('').replaceAll('\n', '\t');
+  const prompts = [
+    'multibyte:' + 'é€'.repeat(16000),
+    'escapes:' + '\x1b'.repeat(30000),
+    'controls:' + controls,
+    'quotes:' + '"'.repeat(40000),
+    'backslashes:' + '\\'.repeat(40000),
+    '4-byte:' + '\u{1F600}'.repeat(20000),
+    'mixed:' + '\x1b[31m"red\\"\x1b[0m\u{1F600}€\t\x01'.repeat(4000),
+  ];
+  const answers = [];
+  for (const prompt of prompts) {
+    const from = a.agent.frames.length;
+    await a.ctx.request(M.session.prompt, { sessionId, prompt: text(prompt) });
+    const live = a.agent.frames.slice(from).filter((e) => e.frame.method === 'session/update');
+    const sizes = live.map((e) => Buffer.byteLength(e.line));
+    assert.ok(sizes.every((n) => n <= 32768), `live frames of ${Math.max(...sizes)} bytes for ${prompt.slice(0, 12)}`);
+    const answer = Agent.chunkText(live);
+    assert.ok(answer.endsWith(`last user message: ${prompt}`), `the answer to ${prompt.slice(0, 12)} arrived whole, in pieces`);
+    answers.push(answer);
+  }
   await a.agent.finish();
 
   const b = await startIn(t, home);
-  from = b.agent.frames.length;
+  const from = b.agent.frames.length;
   await b.ctx.request(M.session.load, { sessionId, cwd: '/work/big', mcpServers: [] });
   const replay = b.agent.frames.slice(from).filter((e) => e.frame.method === 'session/update');
-  assert.ok(replay.every((e) => Buffer.byteLength(e.line) <= 32 * 1024), 'every replayed frame <= 32 KiB');
-  const user = replay.map((e) => e.frame.params.update).filter((u) => u.sessionUpdate === 'user_message_chunk');
-  assert.ok(user.length >= 3, `split into ${user.length} chunks`);
-  assert.ok(user.every((u) => Buffer.byteLength(u.content.text) <= 16 * 1024));
-  assert.equal(user.map((u) => u.content.text).join(''), big, 'whole code points, nothing lost');
-  assert.equal(Agent.chunkText(replay), answer);
+  const sizes = replay.map((e) => Buffer.byteLength(e.line));
+  assert.ok(sizes.every((n) => n <= 32768), `replayed frames of ${Math.max(...sizes)} bytes`);
+  // Runs of user chunks are the prompts, runs of agent chunks the answers: whole code points, nothing lost.
+  const runs = { user_message_chunk: [], agent_message_chunk: [] };
+  let last = null;
+  for (const u of replay.map((e) => e.frame.params.update)) {
+    if (!(u.sessionUpdate in runs)) continue;
+    if (u.sessionUpdate !== last) runs[u.sessionUpdate].push('');
+    runs[u.sessionUpdate].push(runs[u.sessionUpdate].pop() + u.content.text);
+    last = u.sessionUpdate;
+  }
+  assert.deepEqual(runs.user_message_chunk, prompts);
+  assert.deepEqual(runs.agent_message_chunk, answers);
+  assert.ok(replay.filter((e) => e.frame.params.update.sessionUpdate === 'user_message_chunk').length > prompts.length * 2);
   await b.agent.finish();
 });

@@ -1,0 +1,214 @@
+// The 32 KiB frame promise (contracts §4) through the handlers that write session/update frames:
+// live text deltas (session/prompt) and replay (session/load), for text whose JSON escaping is many
+// times its size.
+#include "engine_fixture.hpp"
+
+#include "handlers/handlers.hpp"
+#include "handlers/text_chunks.hpp"
+#include "handlers/text_frames.hpp"
+#include "protocol/jsonrpc.hpp"
+#include "protocol/methods.hpp"
+#include "protocol/wire.hpp"
+#include "refs/json_string.hpp"
+#include "support/utf8.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+using namespace engine_fixture;
+using acp::handlers::kMaxNotificationBytes;
+
+namespace {
+
+std::string repeat(std::string_view unit, std::size_t n) {
+  std::string out;
+  out.reserve(unit.size() * n);
+  for (std::size_t i = 0; i < n; ++i) out += unit;
+  return out;
+}
+
+// Texts whose escaping makes them up to six times larger, each well over one frame.
+std::vector<std::pair<std::string, std::string>> hostile_texts() {
+  std::string controls;
+  for (int i = 0; i < 40000; ++i) controls += static_cast<char>(i % 32);  // \u0000 … \u001f, \n, \t …
+  return {
+      {"controls", controls},
+      {"escapes", repeat("\x1b", 30000)},
+      {"quotes", repeat("\"", 40000)},
+      {"backslashes", repeat("\\", 40000)},
+      {"4-byte characters", repeat("\xF0\x9F\x98\x80", 20000)},
+      {"mixed", repeat("\x1b[31m\"red\\\"\x1b[0m \xF0\x9F\x98\x80\xE2\x82\xAC\t\x01", 4000)},
+  };
+}
+
+// The kind of a session/update frame, and its text when it is a text chunk.
+std::pair<std::string, std::string> chunk_of(const std::string& frame) {
+  json::value v = json::parse(frame);
+  const auto& update = v.at("params").at("update").as_object();
+  std::string kind(update.at("sessionUpdate").as_string());
+  if (kind != "user_message_chunk" && kind != "agent_message_chunk" && kind != "agent_thought_chunk") return {kind, ""};
+  return {kind, std::string(update.at("content").at("text").as_string())};
+}
+
+asio::awaitable<bool> keep(std::vector<std::string>* all, std::vector<std::string> frames) {
+  for (auto& frame : frames) all->push_back(std::move(frame));
+  co_return true;
+}
+
+// A handler context over a fixture process that records every frame it is given, serialised.
+struct Frames {
+  explicit Frames(Process& p, Fixture& f)
+      : ctx{p.engine, f.config, f.io.get_executor(),
+            [this](const protocol::SessionNotification& note) {
+              all.push_back(jsonrpc::serialize_notification(acp::methods::session_update, wire::encode(note)));
+            },
+            [this](std::string, std::vector<std::string> frames) { return keep(&all, std::move(frames)); }, nullptr,
+            [this](const std::string&, std::string frame) { all.push_back(std::move(frame)); }} {}
+  std::vector<std::string> all;
+  handlers::HandlerContext ctx;
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(text_chunks)
+
+BOOST_AUTO_TEST_CASE(json_pieces_fit_their_budget_and_join_to_the_text) {
+  for (const auto& [name, whole] : hostile_texts()) {
+    for (std::size_t budget : {6u, 7u, 100u, 30000u}) {
+      // Small budgets on a part of the text: tens of thousands of pieces prove no more.
+      const std::string text = budget < 1000 ? whole.substr(0, support::utf8_floor(whole, 3000)) : whole;
+      std::string joined;
+      for (std::string_view rest = text; !rest.empty();) {
+        std::string_view piece = handlers::first_json_piece(rest, budget);
+        BOOST_TEST_REQUIRE(!piece.empty());
+        BOOST_TEST(refs::json_string_size(piece) - 2 <= budget, name << " at budget " << budget);
+        // The longest such piece: one more code point would not fit.
+        if (piece.size() < rest.size()) {
+          std::string_view longer = rest.substr(0, support::utf8_ceil(rest, piece.size() + 1));
+          BOOST_TEST(refs::json_string_size(longer) - 2 > budget, name << " at budget " << budget);
+        }
+        BOOST_TEST(support::valid_utf8(piece), name);
+        joined += piece;
+        rest.remove_prefix(piece.size());
+      }
+      BOOST_TEST(joined == text, name);
+    }
+  }
+  // The measure is the escaping frames get (Boost.JSON's serializer).
+  std::string ascii;
+  for (int c = 0; c < 128; ++c) ascii += static_cast<char>(c);
+  ascii += "\xE2\x82\xAC\xF0\x9F\x98\x80";
+  BOOST_TEST(refs::json_string_size(ascii) == json::serialize(json::value(ascii)).size());
+  BOOST_TEST(refs::json_escaped_prefix(ascii, 1000) == ascii.size());
+  BOOST_TEST(refs::json_escaped_prefix(ascii, 0) == 0u);
+  BOOST_TEST(refs::json_escaped_prefix(ascii, 11) == 1u);  // \u0000 fits, \u0001 does not
+  BOOST_TEST(handlers::first_json_piece("", 10).empty());
+  // Below one code point's escaping, a piece is still one code point (so splitting ends).
+  BOOST_TEST(handlers::first_json_piece("\x01\x02", 3) == "\x01");
+  BOOST_TEST(handlers::first_json_piece("\xF0\x9F\x98\x80", 3) == "\xF0\x9F\x98\x80");
+}
+
+BOOST_AUTO_TEST_CASE(raw_pieces_end_on_code_point_boundaries) {
+  const std::string euros = repeat("\xE2\x82\xAC", 10);
+  BOOST_TEST(handlers::first_utf8_piece(euros, 16).size() == 15u);  // 16 would cut a € in two
+  BOOST_TEST(handlers::first_utf8_piece(euros, 100) == euros);
+  BOOST_TEST(handlers::first_utf8_piece(euros, 2) == "\xE2\x82\xAC");  // never empty
+}
+
+BOOST_AUTO_TEST_CASE(split_updates_fit_a_frame_and_join_to_the_text) {
+  const std::string id = "session \"with\" \\ quotes \x1b";
+  handlers::TextChunkFrames frames(id);
+  const std::size_t budget = frames.text_budget();
+  // The budget is exactly what a frame holds: a text of that escaped size fills a frame to the byte.
+  BOOST_TEST(frames.frame_text(1, repeat("a", budget))->size() == kMaxNotificationBytes);
+  for (const auto& [name, text] : hostile_texts()) {
+    const protocol::TextContent block{text, {}, {}};
+    std::vector<protocol::SessionUpdate> updates{protocol::UserMessageChunk{block, {}, {}},
+                                                 protocol::AgentThoughtChunk{block, {}, {}}};
+    for (auto& update : updates) {
+      std::string joined;
+      std::size_t pieces = 0;
+      handlers::for_each_split(update, budget, [&](protocol::SessionUpdate&& piece) {
+        BOOST_TEST(piece.index() == update.index());
+        std::string frame = *frames.frame(piece);
+        BOOST_TEST(frame.size() <= kMaxNotificationBytes, name);
+        joined += chunk_of(frame).second;
+        ++pieces;
+      });
+      BOOST_TEST(pieces > 1u, name);
+      BOOST_TEST(joined == text, name);
+    }
+  }
+  // Other updates pass through whole.
+  std::size_t calls = 0;
+  handlers::for_each_split(protocol::Plan{}, budget, [&](protocol::SessionUpdate&& u) {
+    BOOST_TEST(std::holds_alternative<protocol::Plan>(u));
+    ++calls;
+  });
+  BOOST_TEST(calls == 1u);
+}
+
+// Live (session/prompt: the model's deltas) and replay (session/load: the log's user message and
+// chunks) of the same turns: every frame within 32 KiB, the text whole.
+BOOST_AUTO_TEST_CASE(live_and_replayed_frames_stay_within_32_kib) {
+  Fixture f;
+  auto texts = hostile_texts();
+  std::string session_id;
+  std::vector<std::string> prompts, answers;
+  {
+    auto p = f.process();
+    Frames out(*p, f);
+    session_id = f.run(handlers::session_new(out.ctx, protocol::NewSessionRequest{"/work/frames", {}, {}, {}})).sessionId;
+    for (const auto& [name, text] : texts) {
+      // The model answers with the text in one delta and with a short one around it.
+      f.provider.answer = {"<", text, ">"};
+      out.all.clear();
+      prompts.push_back(name + ": " + text);  // visible text: a prompt of controls only is refused
+      auto r = f.run(handlers::session_prompt(
+          out.ctx, protocol::PromptRequest{session_id, {protocol::TextContent{prompts.back(), {}, {}}}, {}}));
+      BOOST_TEST((r.stopReason == protocol::StopReason::end_turn));
+      std::string answer;
+      for (const auto& frame : out.all) {
+        BOOST_TEST(frame.size() <= kMaxNotificationBytes, name << ": a live frame of " << frame.size() << " bytes");
+        if (auto [kind, chunk] = chunk_of(frame); kind == "agent_message_chunk") answer += chunk;
+      }
+      BOOST_TEST(answer == "<" + text + ">", name);
+      answers.push_back(answer);
+    }
+  }
+  auto p = f.process();
+  Frames out(*p, f);
+  f.run(handlers::session_load(out.ctx, protocol::LoadSessionRequest{session_id, "/work/frames", {}, {}, {}}));
+  // The user messages and answers in order: runs of user chunks, runs of agent chunks.
+  std::vector<std::string> users, agents;
+  std::string last_kind;
+  for (const auto& frame : out.all) {
+    BOOST_TEST(frame.size() <= kMaxNotificationBytes, "a replayed frame of " << frame.size() << " bytes");
+    json::value v = json::parse(frame);
+    const auto& update = v.at("params").at("update").as_object();
+    const std::string kind(update.at("sessionUpdate").as_string());
+    if (kind != "user_message_chunk" && kind != "agent_message_chunk") continue;
+    auto& runs = kind == "user_message_chunk" ? users : agents;
+    if (kind != last_kind) runs.emplace_back();
+    runs.back() += update.at("content").at("text").as_string();
+    last_kind = kind;
+  }
+  BOOST_REQUIRE_EQUAL(users.size(), texts.size());
+  BOOST_REQUIRE_EQUAL(agents.size(), texts.size());
+  for (std::size_t i = 0; i < texts.size(); ++i) {
+    BOOST_TEST(users[i] == prompts[i], texts[i].first);
+    BOOST_TEST(agents[i] == answers[i], texts[i].first);
+  }
+}
+
+// The template split the direct frames rest on; a frame without the placeholder has none (the
+// writer then takes the general path instead of writing a broken frame).
+BOOST_AUTO_TEST_CASE(a_template_without_its_placeholder_is_none) {
+  BOOST_TEST(!handlers::split_at_placeholder(R"({"text":"other"})", "ph"));
+  BOOST_TEST(!handlers::split_at_placeholder(R"({"text":ph})", "ph"));  // not a JSON string
+  auto parts = handlers::split_at_placeholder(R"({"id":"ph","text":"ph"})", "ph");
+  BOOST_REQUIRE(parts);
+  BOOST_TEST(parts->first == R"({"id":"ph","text":)");  // the last occurrence: the text's
+  BOOST_TEST(parts->second == "}");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
