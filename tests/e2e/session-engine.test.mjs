@@ -142,7 +142,7 @@ test('session/close during a running prompt: the prompt answers "cancelled" befo
   await agent.finish();
 });
 
-test('session/cancel sent as a request is performed and answered {}', async (t) => {
+test('session/cancel sent as a request is performed and answered {}; for an unknown session -32002', async (t) => {
   const agent = startAgent(t);
   await agent.initialize();
   const sessionId = await agent.newSession();
@@ -152,8 +152,16 @@ test('session/cancel sent as a request is performed and answered {}', async (t) 
   assert.deepEqual(cancel.result, {});
   const prompt = await agent.response('p', { from });
   assert.equal(prompt.result.stopReason, 'cancelled');
-  // Unknown sessions too: nothing to cancel, still {}.
-  assert.deepEqual((await agent.call('session/cancel', { sessionId: 'nope' })).result, {});
+  // With nothing running: {}.
+  assert.deepEqual((await agent.call('session/cancel', { sessionId })).result, {});
+  // An unknown session is -32002 like for every session method; the notification form stays silent.
+  const unknown = await agent.call('session/cancel', { sessionId: 'nope' });
+  assert.equal(unknown.error?.code, -32002);
+  assert.deepEqual(unknown.error?.data, { sessionId: 'nope' });
+  const before = agent.frames.length;
+  await agent.send({ jsonrpc: '2.0', method: 'session/cancel', params: { sessionId: 'nope' } });
+  assert.ok((await agent.call('session/list', {})).result);
+  assert.equal(agent.frames.length - before, 1, 'only session/list was answered');
   await agent.finish();
 });
 

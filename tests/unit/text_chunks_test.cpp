@@ -1,6 +1,6 @@
 // The 32 KiB frame promise (contracts §4) through the handlers that write session/update frames:
 // live text deltas (session/prompt) and replay (session/load), for text whose JSON escaping is many
-// times its size.
+// times its size. Plus the small session/list and session/cancel rules.
 #include "engine_fixture.hpp"
 
 #include "handlers/handlers.hpp"
@@ -209,6 +209,43 @@ BOOST_AUTO_TEST_CASE(a_template_without_its_placeholder_is_none) {
   BOOST_REQUIRE(parts);
   BOOST_TEST(parts->first == R"({"id":"ph","text":)");  // the last occurrence: the text's
   BOOST_TEST(parts->second == "}");
+}
+
+BOOST_AUTO_TEST_CASE(session_list_refuses_a_cwd_filter_that_new_refuses) {
+  Fixture f;
+  auto p = f.process();
+  Frames out(*p, f);
+  for (const char* cwd : {"relative", "/a\nb", "/a\rb"}) {
+    try {
+      f.run(handlers::session_list(out.ctx, protocol::ListSessionsRequest{std::string(cwd), {}, {}}));
+      BOOST_FAIL("accepted " << cwd);
+    } catch (const engine::InvalidInput& e) {
+      BOOST_TEST(e.path() == "/cwd");
+    }
+  }
+  try {
+    f.run(handlers::session_list(out.ctx, protocol::ListSessionsRequest{std::string("/a\0b", 4), {}, {}}));
+    BOOST_FAIL("accepted a NUL");
+  } catch (const engine::InvalidInput& e) {
+    BOOST_TEST(e.path() == "/cwd");
+    BOOST_TEST(std::string(e.what()) == "must not contain NUL or line breaks");
+  }
+  BOOST_TEST(f.run(handlers::session_list(out.ctx, protocol::ListSessionsRequest{"/a b", {}, {}})).sessions.empty());
+}
+
+BOOST_AUTO_TEST_CASE(session_cancel_as_a_request_names_an_unknown_session) {
+  Fixture f;
+  auto p = f.process();
+  Frames out(*p, f);
+  try {
+    f.run(handlers::session_cancel_request(out.ctx, protocol::CancelNotification{"nope", {}}));
+    BOOST_FAIL("answered");
+  } catch (const engine::SessionNotFound& e) {
+    BOOST_TEST(e.session_id() == "nope");
+  }
+  f.run(handlers::session_cancel(out.ctx, protocol::CancelNotification{"nope", {}}));  // silent
+  auto id = f.run(handlers::session_new(out.ctx, protocol::NewSessionRequest{"/work/c", {}, {}, {}})).sessionId;
+  f.run(handlers::session_cancel_request(out.ctx, protocol::CancelNotification{id, {}}));  // nothing running: {}
 }
 
 BOOST_AUTO_TEST_SUITE_END()
