@@ -11,7 +11,8 @@
 // next direct message for a snapshot written before it, as 45fc and our writers do; the previous
 // one for a recall the 0.1.1 harness writes right after it); a compaction checkpoint as the
 // compaction card where it sits (shadowed events replay as they were, and so does a tool result a
-// prune replaced). Stateful, bounded by one turn's bookkeeping; its only I/O is a stat per image.
+// prune replaced). Texts are whole: the caller cuts them into frames (text_chunks.hpp). Stateful: one
+// turn's bookkeeping, plus the seqs of the log's compaction events; its only I/O is a stat per image.
 #pragma once
 
 #include "protocol/types/updates.hpp"

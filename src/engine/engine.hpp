@@ -9,10 +9,12 @@
 // - Each session has a strand over the shared thread pool: that session's file work is serialised
 //   on it (appends keep their order without locks), while different sessions proceed in parallel.
 //   Session-less store work (listing, lookup, delete) runs on the pool directly.
-// - Reference preparation reads its sources on reader threads that the reference service joins
-//   before it returns; its stop_token is the turn's, so a cancel stops the reads at once.
-// - Bulk reads (reference sources, whole-log reads for replays) run on threads of their own at a
-//   lower CPU priority (support::BackgroundThreads), so a big read never starves a turn of CPU.
+// - Reference preparation runs on the pool, holding one of its threads until it is done, and reads
+//   its sources on threads of its own (one per source, lower CPU priority) that it joins before it
+//   returns; its stop_token is the turn's, so a cancel stops the reads at once.
+// - Whole-log reads (session/load replays, resume's model scan) run on threads of their own
+//   (log_readers_, kConcurrentLogReads of them, lower CPU priority), not on the pool, so a big read
+//   never starves a turn of CPU.
 // - One cancellation object per turn (Turn): session/cancel, session/close and shutdown cancel it;
 //   the model stream, the reference reads and any waits of the turn observe it. Every child task of
 //   a turn (reads, writes, the model stream) is awaited before the turn completes, and the turn's
