@@ -5,9 +5,6 @@
 #include "handlers/slash_commands.hpp"
 #include "handlers/text_chunks.hpp"
 #include "handlers/text_frames.hpp"
-#include "protocol/jsonrpc.hpp"
-#include "protocol/methods.hpp"
-#include "protocol/wire.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 
@@ -67,8 +64,7 @@ public:
         if (auto text = text_frames_.frame(piece)) {
           add(std::move(*text));
         } else {
-          protocol::SessionNotification note{id_, std::move(piece), std::nullopt};
-          add(jsonrpc::serialize_notification(methods::session_update, wire::encode(note)));
+          add(notification_frame(protocol::SessionNotification{id_, std::move(piece), std::nullopt}));
         }
       });
     }

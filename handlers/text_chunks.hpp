@@ -3,11 +3,14 @@
 // longer than a frame holds is split into several chunks of the same kind. Text is measured as it is
 // written, JSON-escaped — an ESC of coloured terminal output takes six bytes (\u001b), a quote or
 // backslash two — and cut on code-point boundaries: joined, the chunks are the text exactly.
+// Other updates cannot be split (a tool_call_update's content replaces the card's), so a card, plan
+// or title too large for a frame is shown cut, saying how much is not shown; the log keeps it whole.
 #pragma once
 
 #include "protocol/types/updates.hpp"
 
 #include <functional>
+#include <string>
 #include <string_view>
 
 namespace acp::handlers {
@@ -29,5 +32,11 @@ std::string_view first_json_piece(std::string_view text, std::size_t budget);
 /// twice the largest event).
 void for_each_split(protocol::SessionUpdate update, std::size_t budget,
                     const std::function<void(protocol::SessionUpdate&&)>& fn);
+
+/// The session/update frame of `note`. One over kMaxNotificationBytes (a message chunk that was
+/// not split aside) is made to fit: a card's rawInput/rawOutput are left out, then its largest
+/// texts are cut with a note of the bytes not shown (a diff too large is replaced by such a note),
+/// as are a plan's entries and a title.
+std::string notification_frame(const protocol::SessionNotification& note);
 
 } // namespace acp::handlers

@@ -59,7 +59,7 @@ struct Frames {
   explicit Frames(Process& p, Fixture& f)
       : ctx{p.engine, f.config, f.io.get_executor(),
             [this](const protocol::SessionNotification& note) {
-              all.push_back(jsonrpc::serialize_notification(acp::methods::session_update, wire::encode(note)));
+              all.push_back(handlers::notification_frame(note));  // as the connection does
             },
             [this](std::string, std::vector<std::string> frames) { return keep(&all, std::move(frames)); }, nullptr,
             [this](const std::string&, std::string frame) { all.push_back(std::move(frame)); }} {}
@@ -198,6 +198,70 @@ BOOST_AUTO_TEST_CASE(live_and_replayed_frames_stay_within_32_kib) {
     BOOST_TEST(users[i] == prompts[i], texts[i].first);
     BOOST_TEST(agents[i] == answers[i], texts[i].first);
   }
+}
+
+// Cards, plans and titles cannot be split: one too large for a frame is shown cut, saying so.
+BOOST_AUTO_TEST_CASE(cards_plans_and_titles_are_cut_to_fit_a_frame) {
+  using namespace protocol;
+  const std::string id = "s";
+  auto frame_of = [&](SessionUpdate u) { return handlers::notification_frame(SessionNotification{id, std::move(u), {}}); };
+  auto update_of = [](const std::string& frame) { return json::parse(frame).at("params").at("update").as_object(); };
+  const std::string output = repeat("\x1b[31mred\x1b[0m \"q\" \\ \xF0\x9F\x98\x80", 8000);  // ~270 KB escaped
+
+  // A small card is the general path's frame, untouched.
+  ToolCallUpdate small;
+  small.toolCallId = "t1";
+  small.content = std::vector<ToolCallContent>{ToolContent{TextContent{"ok", {}, {}}}};
+  small.rawOutput = json::value("ok");
+  BOOST_TEST(frame_of(small) == jsonrpc::serialize_notification(acp::methods::session_update,
+                                                                wire::encode(SessionNotification{id, small, {}})));
+
+  // A result with a large output: rawOutput left out, the output cut on a code point, with a note.
+  ToolCallUpdate result;
+  result.toolCallId = "t2";
+  result.content = std::vector<ToolCallContent>{ToolContent{TextContent{"short", {}, {}}}, ToolContent{TextContent{output, {}, {}}}};
+  result.rawOutput = json::value(output);
+  std::string frame = frame_of(result);
+  BOOST_TEST(frame.size() <= kMaxNotificationBytes);
+  BOOST_TEST(frame.size() > kMaxNotificationBytes - 512);  // cut no more than needed
+  auto update = update_of(frame);
+  BOOST_TEST(!update.contains("rawOutput"));
+  const auto& content = update.at("content").as_array();
+  BOOST_TEST(content.at(0).at("content").at("text").as_string() == "short");
+  const std::string shown(content.at(1).at("content").at("text").as_string());
+  const std::size_t kept = shown.find("\n\u2026 (");
+  BOOST_REQUIRE(kept != std::string::npos);
+  BOOST_TEST(output.compare(0, kept, shown, 0, kept) == 0);
+  BOOST_TEST(support::valid_utf8(shown));
+  BOOST_TEST(shown.substr(kept) == "\n\u2026 (" + std::to_string(output.size() - kept) + " more bytes not shown)");
+
+  // A call whose arguments are a large file: they are left out, the card stays.
+  ToolCall call;
+  call.toolCallId = "t3";
+  call.title = "Write /a";
+  call.rawInput = json::object{{"file_path", "/a"}, {"content", output}};
+  frame = frame_of(call);
+  BOOST_TEST(frame.size() <= kMaxNotificationBytes);
+  BOOST_TEST(update_of(frame).at("title").as_string() == "Write /a");
+  BOOST_TEST(!update_of(frame).contains("rawInput"));
+
+  // A diff too large is not shown cut (that would show another change): a note replaces it.
+  ToolCallUpdate edit;
+  edit.toolCallId = "t4";
+  edit.content = std::vector<ToolCallContent>{ToolDiff{"/a", std::string("old"), output}};
+  frame = frame_of(edit);
+  BOOST_TEST(frame.size() <= kMaxNotificationBytes);
+  BOOST_TEST(update_of(frame).at("content").at(0).at("content").at("text").as_string() ==
+             "The change to /a (" + std::to_string(output.size() + 3) + " bytes) is too large to show.");
+
+  // A plan of long entries and a long title.
+  Plan plan;
+  for (int i = 0; i < 3; ++i) plan.entries.push_back(PlanEntry{output, PlanEntryPriority::medium, PlanEntryStatus::pending});
+  BOOST_TEST(frame_of(plan).size() <= kMaxNotificationBytes);
+  BOOST_TEST(update_of(frame_of(plan)).at("entries").as_array().size() == 3u);
+  SessionInfoUpdate info;
+  info.title = output;
+  BOOST_TEST(frame_of(info).size() <= kMaxNotificationBytes);
 }
 
 // The template split the direct frames rest on; a frame without the placeholder has none (the
