@@ -1,8 +1,8 @@
 #include "handlers/text_frames.hpp"
 
+#include "handlers/text_chunks.hpp"
 #include "protocol/jsonrpc.hpp"
 #include "protocol/methods.hpp"
-#include "handlers/text_chunks.hpp"
 #include "protocol/wire.hpp"
 #include "refs/json_string.hpp"
 
