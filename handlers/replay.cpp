@@ -146,7 +146,7 @@ std::int64_t num_member(const json::object& o, std::size_t hint, std::string_vie
 
 } // namespace
 
-std::size_t Replayer::plain_chunk(const json::object& event, std::size_t max_bytes, std::string_view& text) {
+std::size_t Replayer::plain_chunk(const json::object& event, std::string_view& text) {
   // The same decisions as on_event's assistant/chunk branch, in the same order. Positions as
   // written: {type, seq, time, data{turn, step, chunk{type, index, text}}}.
   if (string_member(event, 0, "type") != "assistant/chunk") return 0;
@@ -158,7 +158,7 @@ std::size_t Replayer::plain_chunk(const json::object& event, std::size_t max_byt
   const std::size_t index = kind == "text-delta" ? 1 : kind == "reasoning-delta" ? 2 : 0;
   if (index == 0) return 0;
   std::string_view t = string_member(*chunk, 2, "text");
-  if (t.empty() || t.size() > max_bytes) return 0;
+  if (t.empty()) return 0;
   after_direct_message_ = false;
   const std::pair<std::int64_t, std::int64_t> step{num_member(*data, 0, "turn"), num_member(*data, 1, "step")};
   if (last_step_with_chunks_ != step) {

@@ -11,7 +11,8 @@
 // next direct message for a snapshot written before it, as 45fc and our writers do; the previous
 // one for a recall the 0.1.1 harness writes right after it); a compaction checkpoint as the
 // compaction card where it sits (shadowed events replay as they were, and so does a tool result a
-// prune replaced). Stateful, bounded by one turn's bookkeeping; its only I/O is a stat per image.
+// prune replaced). Texts are whole: the caller cuts them into frames (text_chunks.hpp). Stateful: one
+// turn's bookkeeping, plus the seqs of the log's compaction events; its only I/O is a stat per image.
 #pragma once
 
 #include "protocol/types/updates.hpp"
@@ -40,11 +41,10 @@ public:
   void on_event(const boost::json::object& event, std::vector<protocol::SessionUpdate>& out);
 
   /// A text or reasoning delta is most of a replay. For an `assistant/chunk` event whose only
-  /// update would be one agent (1) or thought (2) chunk of plain text of at most `max_bytes`, does
-  /// what on_event would and returns the update's kind (its SessionUpdate variant index) and the
-  /// text, a view into `event`; returns 0 and changes nothing for every other event, which then
-  /// goes through on_event.
-  std::size_t plain_chunk(const boost::json::object& event, std::size_t max_bytes, std::string_view& text);
+  /// update would be one agent (1) or thought (2) chunk of plain text, does what on_event would and
+  /// returns the update's kind (its SessionUpdate variant index) and the text, a view into `event`;
+  /// returns 0 and changes nothing for every other event, which then goes through on_event.
+  std::size_t plain_chunk(const boost::json::object& event, std::string_view& text);
 
 private:
   void show_call(std::string id, std::string_view name, const boost::json::value* arguments,

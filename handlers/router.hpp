@@ -79,7 +79,8 @@ private:
 /// Fills the table with every method we implement (handlers/bindings.cpp).
 void bind_all(Router& router);
 
-/// Maps any exception escaping a handler to its JSON-RPC error (the one place that does so).
+/// Maps an exception escaping a handler to its JSON-RPC error; a jsonrpc::RpcError (a handler that
+/// chose its error itself) passes through as it is.
 jsonrpc::RpcError to_rpc_error(std::exception_ptr error);
 
 } // namespace acp::handlers

@@ -7,8 +7,11 @@ boost::asio::awaitable<void> session_cancel(HandlerContext& ctx, protocol::Cance
   co_return;
 }
 
-// session/cancel sent as a request is performed the same way and answered {} (contracts §2).
+// session/cancel sent as a request is performed the same way and answered {} (contracts §2); as for
+// every session method, a session not open on this connection is -32002 (the notification form
+// has no answer to give).
 boost::asio::awaitable<protocol::EmptyResponse> session_cancel_request(HandlerContext& ctx, protocol::CancelNotification note) {
+  ctx.engine.require(note.sessionId);
   ctx.engine.cancel(note.sessionId);
   co_return protocol::EmptyResponse{};
 }

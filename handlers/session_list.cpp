@@ -6,7 +6,6 @@
 #include "store/title.hpp"
 #include "support/hex.hpp"
 #include "support/iso_time.hpp"
-#include "support/paths.hpp"
 
 #include <boost/json.hpp>
 
@@ -53,10 +52,7 @@ boost::asio::awaitable<protocol::ListSessionsResponse> session_list(HandlerConte
                                                                     protocol::ListSessionsRequest req) {
   store::ListQuery query;
   query.with_cwd_only = true;  // the protocol needs an absolute cwd to load a session
-  if (req.cwd) {
-    if (!support::is_absolute_path(*req.cwd)) throw jsonrpc::invalid_params("/cwd", "must be an absolute path");
-    query.cwd = *req.cwd;
-  }
+  query.cwd = req.cwd;  // checked by the engine, as session/new's is
   if (req.cursor) query.after = decode_cursor(*req.cursor);
   query.limit = kPageSize + 1;
   std::vector<store::SessionListing> rows = co_await ctx.engine.list(query);

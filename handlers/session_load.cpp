@@ -5,9 +5,6 @@
 #include "handlers/slash_commands.hpp"
 #include "handlers/text_chunks.hpp"
 #include "handlers/text_frames.hpp"
-#include "protocol/jsonrpc.hpp"
-#include "protocol/methods.hpp"
-#include "protocol/wire.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 
@@ -35,13 +32,19 @@ public:
       : ctx_(ctx), id_(id), replayer_(std::move(places)), text_frames_(std::move(id)) {}
 
   void operator()(boost::json::object&& event_in) {
-    // Text and reasoning deltas short enough to need no split (most of a replay) are framed
-    // straight from the event's text: no update, no copy of the text. The frame is the one the
-    // general path below would write.
+    // Text and reasoning deltas (most of a replay) are framed straight from the event's text, in
+    // pieces when one frame cannot hold it: no update, no copy of the text. Each frame is the one
+    // the general path below would write.
     std::string_view text;
-    if (std::size_t kind = replayer_.plain_chunk(event_in, kMaxChunkBytes, text)) {
-      if (auto frame = text_frames_.frame_text(kind, text)) {
+    if (std::size_t kind = replayer_.plain_chunk(event_in, text)) {
+      const std::size_t budget = text_frames_.text_budget();
+      std::string_view piece = first_json_piece(text, budget);
+      if (auto frame = text_frames_.frame_text(kind, piece)) {
         add(std::move(*frame));
+        for (text.remove_prefix(piece.size()); !text.empty(); text.remove_prefix(piece.size())) {
+          piece = first_json_piece(text, budget);
+          add(std::move(*text_frames_.frame_text(kind, piece)));
+        }
         return;
       }
       // No template (never for these kinds): the general path, as if on_event had made the update.
@@ -57,12 +60,11 @@ public:
       replayer_.on_event(event, translated_);
     }
     for (auto& u : translated_) {
-      for_each_split(std::move(u), [&](protocol::SessionUpdate&& piece) {
+      for_each_split(std::move(u), text_frames_.text_budget(), [&](protocol::SessionUpdate&& piece) {
         if (auto text = text_frames_.frame(piece)) {
           add(std::move(*text));
         } else {
-          protocol::SessionNotification note{id_, std::move(piece), std::nullopt};
-          add(jsonrpc::serialize_notification(methods::session_update, wire::encode(note)));
+          add(notification_frame(protocol::SessionNotification{id_, std::move(piece), std::nullopt}));
         }
       });
     }

@@ -41,8 +41,9 @@ public:
   }
   void delta(const llm::Delta& delta) override {
     std::string_view rest = delta.text;
+    const std::size_t budget = frames_.text_budget();
     do {  // an empty delta is still one (empty) chunk
-      const std::string_view piece = first_utf8_piece(rest);
+      const std::string_view piece = first_json_piece(rest, budget);
       rest.remove_prefix(piece.size());
       protocol::TextContent text{std::string(piece), std::nullopt, std::nullopt};
       if (delta.kind == llm::DeltaKind::text) send(protocol::AgentMessageChunk{std::move(text), std::nullopt, std::nullopt});

@@ -1,6 +1,8 @@
 #include "handlers/slash_commands.hpp"
 
 #include "handlers/compaction_card.hpp"
+#include "handlers/text_chunks.hpp"
+#include "handlers/text_frames.hpp"
 
 #include "support/iso_time.hpp"
 #include "protocol/jsonrpc.hpp"
@@ -36,12 +38,13 @@ std::string grouped(std::int64_t n) {
   return n < 0 ? "-" + out : out;
 }
 
+// An agent message, in as many chunks as the frame limit needs (a long /ref list).
 void send_text(HandlerContext& ctx, const std::string& session_id, std::string text) {
-  protocol::SessionNotification note;
-  note.sessionId = session_id;
-  note.update = protocol::AgentMessageChunk{protocol::TextContent{std::move(text), std::nullopt, std::nullopt},
-                                            std::nullopt, std::nullopt};
-  ctx.notify(note);
+  protocol::AgentMessageChunk chunk{protocol::TextContent{std::move(text), std::nullopt, std::nullopt}, std::nullopt,
+                                    std::nullopt};
+  for_each_split(std::move(chunk), TextChunkFrames(session_id).text_budget(), [&](protocol::SessionUpdate&& piece) {
+    ctx.notify(protocol::SessionNotification{session_id, std::move(piece), std::nullopt});
+  });
 }
 
 // The compaction card of /compact, sent as soon as the checkpoint is durable.
@@ -97,12 +100,7 @@ boost::asio::awaitable<protocol::PromptResponse> run_slash_command(HandlerContex
     co_return protocol::PromptResponse{protocol::StopReason::end_turn, std::nullopt};
   }
   std::vector<refs::Candidate> candidates = co_await ctx.engine.candidates(*session, command.argument, std::nullopt, true);
-  protocol::SessionNotification note;
-  note.sessionId = session_id;
-  note.update = protocol::AgentMessageChunk{
-      protocol::TextContent{describe_candidates(candidates, command.argument), std::nullopt, std::nullopt}, std::nullopt,
-      std::nullopt};
-  ctx.notify(note);
+  send_text(ctx, session_id, describe_candidates(candidates, command.argument));
   co_return protocol::PromptResponse{protocol::StopReason::end_turn, std::nullopt};
 }
 

@@ -1,29 +1,51 @@
 #include "handlers/text_chunks.hpp"
 
+#include "protocol/jsonrpc.hpp"
+#include "protocol/methods.hpp"
+#include "protocol/wire.hpp"
+#include "refs/json_string.hpp"
+#include "support/utf8.hpp"
+
+#include <algorithm>
+
 namespace acp::handlers {
 
-// The longest prefix of at most `max` bytes that does not end inside a UTF-8 sequence.
-std::string_view first_utf8_piece(std::string_view text, std::size_t max) {
-  if (text.size() <= max) return text;
-  std::size_t cut = max;
-  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
-  if (cut == 0) cut = max;  // not UTF-8 at all: cut anyway rather than loop
+namespace {
+
+// A cut at `end` moved back to a code-point boundary, or past the first code point when that
+// would leave nothing.
+std::string_view cut_at(std::string_view text, std::size_t end) {
+  std::size_t cut = support::utf8_floor(text, end);
+  if (cut == 0 && !text.empty()) cut = support::decode_utf8(text, 0).length;
   return text.substr(0, cut);
+}
+
+} // namespace
+
+std::string_view first_utf8_piece(std::string_view text, std::size_t max) {
+  return text.size() <= max ? text : cut_at(text, max);
+}
+
+std::string_view first_json_piece(std::string_view text, std::size_t budget) {
+  // A byte escapes to at most six: short text needs no measuring.
+  if (text.size() <= budget / 6) return text;
+  const std::size_t fits = refs::json_escaped_prefix(text, budget);
+  return fits == text.size() ? text : cut_at(text, fits);
 }
 
 namespace {
 
 using Visit = std::function<void(protocol::SessionUpdate&&)>;
 
-template <class Chunk> bool split_chunk(protocol::SessionUpdate& update, const Visit& fn) {
+template <class Chunk> bool split_chunk(protocol::SessionUpdate& update, std::size_t budget, const Visit& fn) {
   auto* chunk = std::get_if<Chunk>(&update);
   if (!chunk) return false;
   auto* text = std::get_if<protocol::TextContent>(&chunk->content);
-  if (!text || text->text.size() <= kMaxChunkBytes) return false;
+  if (!text || first_json_piece(text->text, budget).size() == text->text.size()) return false;
   const std::string whole = std::move(text->text);
   std::string_view rest = whole;
   while (!rest.empty()) {
-    std::string_view piece = first_utf8_piece(rest, kMaxChunkBytes);
+    std::string_view piece = first_json_piece(rest, budget);
     Chunk part = *chunk;
     std::get<protocol::TextContent>(part.content).text = std::string(piece);
     fn(std::move(part));
@@ -34,15 +56,98 @@ template <class Chunk> bool split_chunk(protocol::SessionUpdate& update, const V
 
 } // namespace
 
-void for_each_split(protocol::SessionUpdate update, const Visit& fn) {
-  if (split_chunk<protocol::UserMessageChunk>(update, fn) || split_chunk<protocol::AgentMessageChunk>(update, fn) ||
-      split_chunk<protocol::AgentThoughtChunk>(update, fn))
+void for_each_split(protocol::SessionUpdate update, std::size_t budget, const Visit& fn) {
+  if (split_chunk<protocol::UserMessageChunk>(update, budget, fn) ||
+      split_chunk<protocol::AgentMessageChunk>(update, budget, fn) ||
+      split_chunk<protocol::AgentThoughtChunk>(update, budget, fn))
     return;
   fn(std::move(update));
 }
 
-void append_split(protocol::SessionUpdate update, std::vector<protocol::SessionUpdate>& out) {
-  for_each_split(std::move(update), [&](protocol::SessionUpdate&& piece) { out.push_back(std::move(piece)); });
+namespace {
+
+std::size_t escaped_size(std::string_view text) { return refs::json_string_size(text) - 2; }
+
+// Cuts `text` so that its frame shrinks by at least `excess` bytes, noting how much is left out.
+void cut(std::string& text, std::size_t excess) {
+  constexpr std::size_t kNoteRoom = 64;  // the note below, escaped, with any byte count
+  const std::size_t size = escaped_size(text);
+  const std::size_t keep = size > excess + kNoteRoom ? size - excess - kNoteRoom : 0;
+  const std::size_t kept = keep ? first_json_piece(text, keep).size() : 0;
+  const std::size_t dropped = text.size() - kept;
+  text.resize(kept);
+  text += "\n\u2026 (" + std::to_string(dropped) + " more bytes not shown)";
+}
+
+// One step towards a card that fits: false when nothing is left worth cutting.
+template <class Card> bool shrink_card(Card& card, std::size_t excess) {
+  if (card.rawInput || card.rawOutput) {  // what the card shows, again, for debugging
+    card.rawInput.reset();
+    card.rawOutput.reset();
+    return true;
+  }
+  if (!card.content) return false;
+  protocol::ToolCallContent* largest = nullptr;
+  std::size_t largest_size = 0;
+  for (auto& item : *card.content) {
+    std::size_t size = 0;
+    if (auto* diff = std::get_if<protocol::ToolDiff>(&item)) {
+      size = escaped_size(diff->newText) + (diff->oldText ? escaped_size(*diff->oldText) : 0);
+    } else if (auto* text = std::get_if<protocol::TextContent>(&std::get<protocol::ToolContent>(item).content)) {
+      size = escaped_size(text->text);
+    }
+    if (size > largest_size) {
+      largest = &item;
+      largest_size = size;
+    }
+  }
+  if (!largest || largest_size <= 128) return false;
+  if (auto* diff = std::get_if<protocol::ToolDiff>(largest)) {
+    // Half a diff would show a change that never happened: it is not shown at all.
+    const std::size_t bytes = diff->newText.size() + (diff->oldText ? diff->oldText->size() : 0);
+    *largest = protocol::ToolContent{protocol::TextContent{
+        "The change to " + diff->path + " (" + std::to_string(bytes) + " bytes) is too large to show.", {}, {}}};
+  } else {
+    cut(std::get<protocol::TextContent>(std::get<protocol::ToolContent>(*largest).content).text, excess);
+  }
+  return true;
+}
+
+bool shrink(protocol::SessionUpdate& update, std::size_t excess) {
+  if (auto* call = std::get_if<protocol::ToolCall>(&update)) return shrink_card(*call, excess);
+  if (auto* result = std::get_if<protocol::ToolCallUpdate>(&update)) return shrink_card(*result, excess);
+  if (auto* plan = std::get_if<protocol::Plan>(&update)) {
+    auto largest = std::max_element(plan->entries.begin(), plan->entries.end(), [](const auto& a, const auto& b) {
+      return escaped_size(a.content) < escaped_size(b.content);
+    });
+    if (largest == plan->entries.end() || escaped_size(largest->content) <= 128) return false;
+    cut(largest->content, excess);
+    return true;
+  }
+  if (auto* info = std::get_if<protocol::SessionInfoUpdate>(&update); info && info->title) {
+    if (escaped_size(*info->title) <= 128) return false;
+    cut(*info->title, excess);
+    return true;
+  }
+  return false;
+}
+
+std::string serialized(const protocol::SessionNotification& note) {
+  return jsonrpc::serialize_notification(methods::session_update, wire::encode(note));
+}
+
+} // namespace
+
+std::string notification_frame(const protocol::SessionNotification& note) {
+  std::string frame = serialized(note);
+  if (frame.size() <= kMaxNotificationBytes) return frame;
+  protocol::SessionNotification fitted = note;
+  // Each step leaves out or cuts the largest part: a card of many large texts takes a few.
+  for (int step = 0; step < 64 && frame.size() > kMaxNotificationBytes; ++step) {
+    if (!shrink(fitted.update, frame.size() - kMaxNotificationBytes)) break;
+    frame = serialized(fitted);
+  }
+  return frame;
 }
 
 } // namespace acp::handlers

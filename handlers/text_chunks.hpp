@@ -1,26 +1,42 @@
-// Message text in session/update frames is split into chunks of at most 16 KiB of UTF-8, on
-// code-point boundaries, so line-limited clients (the Python SDK reads at most 64 KiB per line) can
-// read every notification (contracts §4).
+// No session/update frame we write exceeds kMaxNotificationBytes (32 KiB), so line-limited clients
+// (the Python SDK reads at most 64 KiB per line) can read every one (contracts §4). Message text
+// longer than a frame holds is split into several chunks of the same kind. Text is measured as it is
+// written, JSON-escaped — an ESC of coloured terminal output takes six bytes (\u001b), a quote or
+// backslash two — and cut on code-point boundaries: joined, the chunks are the text exactly.
+// Other updates cannot be split (a tool_call_update's content replaces the card's), so a card, plan
+// or title too large for a frame is shown cut, saying how much is not shown; the log keeps it whole.
 #pragma once
 
 #include "protocol/types/updates.hpp"
 
 #include <functional>
+#include <string>
 #include <string_view>
-#include <vector>
 
 namespace acp::handlers {
 
-inline constexpr std::size_t kMaxChunkBytes = 16 * 1024;
+inline constexpr std::size_t kMaxNotificationBytes = 32 * 1024;
 
-/// The first piece of `text` cut into pieces of at most `max` bytes, never inside a UTF-8 sequence;
-/// taking pieces until the text is used up splits it (an empty text is one empty piece).
-std::string_view first_utf8_piece(std::string_view text, std::size_t max = kMaxChunkBytes);
+/// The longest prefix of `text` of at most `max` bytes that does not end inside a UTF-8 sequence
+/// (support::utf8_floor); the first code point when even that is longer, so a scan always advances.
+std::string_view first_utf8_piece(std::string_view text, std::size_t max);
 
-/// Appends `update` to `out`; a user, agent or thought chunk with longer text becomes several.
-void append_split(protocol::SessionUpdate update, std::vector<protocol::SessionUpdate>& out);
-/// The same, one piece at a time: each piece is made when `fn` is about to get it, so a long text
-/// is never held twice (replay memory stays within twice the largest event).
-void for_each_split(protocol::SessionUpdate update, const std::function<void(protocol::SessionUpdate&&)>& fn);
+/// The longest prefix of `text` that does not end inside a UTF-8 sequence and whose JSON escaping
+/// (quotes not counted) takes at most `budget` bytes; at least one code point of a non-empty text.
+/// Taking pieces until the text is used up splits it.
+std::string_view first_json_piece(std::string_view text, std::size_t budget);
+
+/// Calls `fn` with `update`, or, for a user, agent or thought chunk whose text's escaping takes more
+/// than `budget` bytes (TextChunkFrames::text_budget), with pieces of it in order. Each piece is made
+/// when `fn` is about to get it, so a long text is never held twice (replay memory stays within
+/// twice the largest event).
+void for_each_split(protocol::SessionUpdate update, std::size_t budget,
+                    const std::function<void(protocol::SessionUpdate&&)>& fn);
+
+/// The session/update frame of `note`. One over kMaxNotificationBytes (a message chunk that was
+/// not split aside) is made to fit: a card's rawInput/rawOutput are left out, then its largest
+/// texts are cut with a note of the bytes not shown (a diff too large is replaced by such a note),
+/// as are a plan's entries and a title.
+std::string notification_frame(const protocol::SessionNotification& note);
 
 } // namespace acp::handlers

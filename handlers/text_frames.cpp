@@ -1,10 +1,15 @@
 #include "handlers/text_frames.hpp"
 
+#include "handlers/text_chunks.hpp"
 #include "protocol/jsonrpc.hpp"
 #include "protocol/methods.hpp"
 #include "protocol/wire.hpp"
+#include "refs/json_string.hpp"
 
 #include <boost/json/serializer.hpp>
+
+#include <algorithm>
+#include <tuple>
 
 namespace acp::handlers {
 
@@ -33,18 +38,41 @@ SessionUpdate with_text(std::size_t kind, std::string text) {
 
 } // namespace
 
+std::optional<std::pair<std::string, std::string>> split_at_placeholder(std::string_view frame,
+                                                                        std::string_view placeholder) {
+  const std::string quoted = "\"" + std::string(placeholder) + "\"";
+  const std::size_t at = frame.rfind(quoted);
+  if (at == std::string_view::npos) return std::nullopt;
+  return std::pair{std::string(frame.substr(0, at)), std::string(frame.substr(at + quoted.size()))};
+}
+
 const TextChunkFrames::Template& TextChunkFrames::template_for(std::size_t kind) {
   Template& t = templates_[kind];
   if (t.ready) return t;
   SessionNotification note{session_id_, with_text(kind, std::string(kPlaceholder)), std::nullopt};
-  std::string whole = jsonrpc::serialize_notification(methods::session_update, wire::encode(note));
-  // The text is serialised after the session id, so the last occurrence is the text's.
-  const std::string quoted = "\"" + std::string(kPlaceholder) + "\"";
-  const std::size_t at = whole.rfind(quoted);
-  t.prefix = whole.substr(0, at);
-  t.suffix = whole.substr(at + quoted.size());
+  if (auto parts = split_at_placeholder(
+          jsonrpc::serialize_notification(methods::session_update, wire::encode(note)), kPlaceholder)) {
+    std::tie(t.prefix, t.suffix) = std::move(*parts);
+    t.usable = true;
+  }
   t.ready = true;
   return t;
+}
+
+std::size_t TextChunkFrames::text_budget() {
+  if (text_budget_) return text_budget_;
+  std::size_t envelope = 0;
+  for (std::size_t kind = 0; kind < templates_.size(); ++kind) {
+    const Template& t = template_for(kind);
+    // Without a template the general path writes the frame: the same envelope, estimated generously.
+    const std::size_t bytes = t.usable ? t.prefix.size() + t.suffix.size()
+                                       : 256 + refs::json_string_size(session_id_);
+    envelope = std::max(envelope, bytes + 2);  // + the text's quotes
+  }
+  // A session id near the frame limit leaves no room: the frames exceed it rather than never end.
+  constexpr std::size_t kMinBudget = 64;
+  text_budget_ = envelope + kMinBudget < kMaxNotificationBytes ? kMaxNotificationBytes - envelope : kMinBudget;
+  return text_budget_;
 }
 
 std::optional<std::string> TextChunkFrames::frame(const SessionUpdate& update) {
@@ -61,7 +89,7 @@ std::optional<std::string> TextChunkFrames::frame(const SessionUpdate& update) {
 
 std::optional<std::string> TextChunkFrames::frame_text(std::size_t kind, std::string_view text) {
   const Template& t = template_for(kind);
-  if (t.prefix.size() + t.suffix.size() == 0) return std::nullopt;  // placeholder not found: general path
+  if (!t.usable) return std::nullopt;  // the caller takes the general path
 
   // One allocation for a frame of ordinary text: room for the text, its quotes and some escapes,
   // and the suffix; the serializer writes into the reserved capacity.

@@ -1,12 +1,13 @@
 // Byte-identical session/update frames for plain text chunks without building JSON trees.
 //
-// Replays are mostly text deltas: for each, the general path builds a SessionUpdate, encodes it into
-// a json::value tree (wire::encode), wraps it in a notification object and serialises that. A
-// profile of session/load on a 50 MB log showed allocation and tree building dominating the
-// server's CPU, so a user/agent/thought chunk holding only text is written here instead as a
-// prefix + the JSON-escaped text + a suffix. The prefix and suffix come from serialising one such
-// notification through the general path (so key order and layout cannot drift from it), once per
-// kind; the text is escaped by Boost.JSON's own serializer straight into the frame.
+// Replays and live turns are mostly text deltas: for each, the general path builds a SessionUpdate,
+// encodes it into a json::value tree (wire::encode), wraps it in a notification object and
+// serialises that. A profile of session/load on a 50 MB log showed allocation and tree building
+// dominating the server's CPU, so a user/agent/thought chunk holding only text is written here
+// instead as a prefix + the JSON-escaped text + a suffix. The prefix and suffix come from
+// serialising one such notification through the general path (so key order and layout cannot drift
+// from it), once per kind; the text is escaped by Boost.JSON's own serializer straight into the
+// frame. The same prefix and suffix say how much escaped text a frame of kMaxNotificationBytes holds.
 #pragma once
 
 #include "protocol/types/updates.hpp"
@@ -14,8 +15,15 @@
 #include <array>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 
 namespace acp::handlers {
+
+/// What comes before and after the quoted `placeholder` in `frame` (its last occurrence: the text
+/// is serialised after the session id); nullopt when the frame does not hold it.
+std::optional<std::pair<std::string, std::string>> split_at_placeholder(std::string_view frame,
+                                                                        std::string_view placeholder);
 
 class TextChunkFrames {
 public:
@@ -29,15 +37,21 @@ public:
   /// 2 thought), without building the update.
   std::optional<std::string> frame_text(std::size_t kind, std::string_view text);
 
+  /// How many bytes the escaped text of one plain chunk of any kind may take (quotes not counted)
+  /// for its frame to stay within kMaxNotificationBytes: the split budget (for_each_split).
+  std::size_t text_budget();
+
 private:
   struct Template {
     std::string prefix, suffix;
-    bool ready = false;
+    bool ready = false;   ///< built (once per kind)
+    bool usable = false;  ///< the placeholder was found: frame_text can write this kind
   };
   const Template& template_for(std::size_t kind);
 
   std::string session_id_;
   std::array<Template, 3> templates_;  ///< by variant index: user, agent, thought chunk
+  std::size_t text_budget_ = 0;        ///< 0 until computed
 };
 
 } // namespace acp::handlers

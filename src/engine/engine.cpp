@@ -709,6 +709,8 @@ void Engine::set_model(Session& session, const std::string& model) {
 }
 
 asio::awaitable<std::vector<store::SessionListing>> Engine::list(const store::ListQuery& query_in) {
+  // The filter is a cwd like any other: the same rule as session/new, load and resume.
+  if (query_in.cwd) require_absolute(*query_in.cwd, "/cwd");
   store::ListQuery query = query_in;
   auto list = [this, query] { return services_.store.get().list_sessions(query); };
   co_return std::move(*co_await offload(pool_, list));

@@ -222,6 +222,7 @@ public:
   void set_model(Session& session, const std::string& model);
 
   // ---- store queries (offloaded) ----
+  /// Throws InvalidInput(/cwd) for a cwd filter that is not absolute or holds NUL or a line break.
   boost::asio::awaitable<std::vector<store::SessionListing>> list(const store::ListQuery& query);
   boost::asio::awaitable<std::vector<refs::Candidate>> candidates(const Session& session, const std::string& query,
                                                                   const std::optional<boost::json::value>& limit,

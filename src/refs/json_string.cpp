@@ -46,14 +46,16 @@ void append_escaped(std::string& out, std::string_view text, bool tag_safe) {
 
 namespace {
 
-// Extra bytes each byte costs once escaped (tag-safe), as a table so the per-byte step is branch-free.
+// Extra bytes each byte costs once escaped, as a table so the per-byte step is branch-free.
 struct ExtraTable {
   unsigned char extra[256];
-  constexpr ExtraTable() : extra() {
-    for (int c = 0; c < 256; ++c) extra[c] = static_cast<unsigned char>(escaped_size(static_cast<unsigned char>(c), true) - 1);
+  constexpr explicit ExtraTable(bool tag_safe) : extra() {
+    for (int c = 0; c < 256; ++c)
+      extra[c] = static_cast<unsigned char>(escaped_size(static_cast<unsigned char>(c), tag_safe) - 1);
   }
 };
-constexpr ExtraTable kExtra;
+constexpr ExtraTable kExtra(true);
+constexpr ExtraTable kPlainExtra(false);
 
 constexpr std::uint64_t kOnes = 0x0101010101010101ull;
 constexpr std::uint64_t kHighs = 0x8080808080808080ull;
@@ -65,10 +67,9 @@ inline bool word_needs_escape(std::uint64_t w) {
   return (below_space | has_zero(w ^ (kOnes * '"')) | has_zero(w ^ (kOnes * '\\')) | has_zero(w ^ (kOnes * '<'))) != 0;
 }
 
-} // namespace
-
-std::size_t tag_safe_json_size(std::string_view text, WorkCounter* counter) {
-  // Most text needs no escaping: test eight bytes at a time and only look closer at words that do.
+// Escaped size of `text`, quotes included. Most text needs no escaping: test eight bytes at a time
+// and only look closer at words that do (the test is the tag-safe one: a `<` only costs a closer look).
+std::size_t escaped_json_size(std::string_view text, const ExtraTable& table) {
   std::size_t size = 2 + text.size();
   const auto* p = reinterpret_cast<const unsigned char*>(text.data());
   const auto* end = p + text.size();
@@ -76,11 +77,42 @@ std::size_t tag_safe_json_size(std::string_view text, WorkCounter* counter) {
     std::uint64_t w;
     std::memcpy(&w, p, 8);
     if (!word_needs_escape(w)) continue;
-    for (int k = 0; k < 8; ++k) size += kExtra.extra[p[k]];
+    for (int k = 0; k < 8; ++k) size += table.extra[p[k]];
   }
-  for (; p < end; ++p) size += kExtra.extra[*p];
-  if (counter) counter->bytes_measured += text.size();
+  for (; p < end; ++p) size += table.extra[*p];
   return size;
+}
+
+} // namespace
+
+std::size_t tag_safe_json_size(std::string_view text, WorkCounter* counter) {
+  if (counter) counter->bytes_measured += text.size();
+  return escaped_json_size(text, kExtra);
+}
+
+std::size_t json_string_size(std::string_view text) { return escaped_json_size(text, kPlainExtra); }
+
+std::size_t json_escaped_prefix(std::string_view text, std::size_t budget) {
+  const auto* begin = reinterpret_cast<const unsigned char*>(text.data());
+  const auto* p = begin;
+  const auto* end = p + text.size();
+  std::size_t used = 0;
+  while (p < end) {
+    if (end - p >= 8 && budget - used >= 8) {
+      std::uint64_t w;
+      std::memcpy(&w, p, 8);
+      if (!word_needs_escape(w)) {
+        used += 8;
+        p += 8;
+        continue;
+      }
+    }
+    const std::size_t cost = 1 + kPlainExtra.extra[*p];
+    if (cost > budget - used) break;
+    used += cost;
+    ++p;
+  }
+  return static_cast<std::size_t>(p - begin);
 }
 
 void append_tag_safe_json(std::string& out, std::string_view text, WorkCounter* counter) {

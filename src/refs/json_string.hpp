@@ -18,6 +18,14 @@ namespace acp::refs {
 /// Byte length of the tag-safe JSON literal of `text`, quotes included.
 std::size_t tag_safe_json_size(std::string_view text, WorkCounter* counter = nullptr);
 
+/// Byte length of the plain JSON.stringify literal of `text`, quotes included. Boost.JSON's
+/// serializer escapes the same way, so this is also what `text` takes in a frame we write.
+std::size_t json_string_size(std::string_view text);
+
+/// The length of the longest prefix of `text` whose plain JSON escaping (quotes not counted) takes
+/// at most `budget` bytes. Counts bytes: the caller moves the cut to a code-point boundary.
+std::size_t json_escaped_prefix(std::string_view text, std::size_t budget);
+
 /// Appends the tag-safe JSON literal of `text` (quotes included) to `out`.
 void append_tag_safe_json(std::string& out, std::string_view text, WorkCounter* counter = nullptr);
 

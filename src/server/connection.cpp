@@ -4,6 +4,7 @@
 #include "engine/engine.hpp"
 #include "handlers/router.hpp"
 #include "support/event.hpp"
+#include "handlers/text_chunks.hpp"
 #include "support/json_text.hpp"
 #include "protocol/methods.hpp"
 #include "support/log.hpp"
@@ -69,7 +70,7 @@ struct Connection::Impl {
         engine(engine::EngineServices{config, provider, store, references, std::move(system_prompt)}, ex, blocking),
         context{engine, config, ex,
                 [this](const protocol::SessionNotification& n) {
-                  outbox.push(n.sessionId, jsonrpc::serialize_notification(methods::session_update, wire::encode(n)));
+                  outbox.push(n.sessionId, handlers::notification_frame(n));
                 },
                 [this](std::string key, std::vector<std::string> frames) {
                   return outbox.send(std::move(key), std::move(frames));

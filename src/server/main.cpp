@@ -115,7 +115,10 @@ int main(int argc, char** argv) {
 
   int frames_fd = ::fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
   int input_fd = ::fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
-  int log_fd = log::init(config.log_file, log::parse_level(config.log_level));
+  std::string log_refused;
+  int log_fd = log::init(config.log_file, log::parse_level(config.log_level), &log_refused);
+  // Worth a line on stderr: the log is refused on purpose, and nothing else would say so.
+  if (!log_refused.empty()) std::fprintf(stderr, "dsh-acp: %s\n", log_refused.c_str());
   int sink = log_fd >= 0 ? log_fd : ::open("/dev/null", O_WRONLY | O_CLOEXEC);
   if (sink >= 0) ::dup2(sink, STDOUT_FILENO);
   if (frames_fd < 0) return 1;

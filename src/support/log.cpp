@@ -4,10 +4,12 @@
 #include "paths.hpp"
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace acp::log {
@@ -23,10 +25,21 @@ Level parse_level(std::string_view name) {
   return Level::info;
 }
 
-int init(const std::string& path, Level level) {
+int init(const std::string& path, Level level, std::string* refused) {
   g_level = static_cast<int>(level);
   support::make_parent_dirs(path, 0700);
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  // O_NONBLOCK: opening a FIFO for writing would otherwise wait for a reader (it is refused below;
+  // on a regular file the flag changes nothing).
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
+  const int open_errno = errno;
+  struct stat st {};
+  if (fd >= 0 && (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+    ::close(fd);
+    fd = -1;
+    if (refused) *refused = "log file " + path + " is not a regular file: not logging";
+  } else if (fd < 0 && open_errno == ELOOP && refused) {
+    *refused = "log file " + path + " is a symbolic link: not logging";
+  }
   g_fd = fd;
   return fd;
 }

@@ -15,7 +15,9 @@ enum class Level { error = 0, warn = 1, info = 2, debug = 3 };
 Level parse_level(std::string_view name);
 
 /// Opens (creating with mode 0600, and its directory with 0700) the log file. Returns its fd, or -1.
-int init(const std::string& path, Level level);
+/// A symbolic link or anything but a regular file is refused (as the store refuses them: the link
+/// could point the log into a file of someone else's choosing); then `refused` says why.
+int init(const std::string& path, Level level, std::string* refused = nullptr);
 
 /// The fd of the open log file, or -1.
 int fd();

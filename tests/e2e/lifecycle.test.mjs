@@ -3,8 +3,10 @@
 // only frames while log lines go to the log file.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { statSync } from 'node:fs';
-import { startAgent, startSdkAgent, INIT_PARAMS, acp, isChunk } from './lib/agent.mjs';
+import { mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { startAgent, startSdkAgent, INIT_PARAMS, acp, sleep, isChunk } from './lib/agent.mjs';
 
 const EXIT_BOUND_MS = 5000; // 5 x the 1 s target
 
@@ -131,4 +133,19 @@ test('stdout carries only frames; log lines go to the log file (0600), nothing t
   assert.ok(lines.every((l) => l.includes(String(agent.child.pid))), `each log line carries the pid ${agent.child.pid}:\n${log}`);
   assert.equal(statSync(agent.logFile).mode & 0o777, 0o600, 'log file mode 0600');
   assert.ok(!agent.frames.some((e) => e.line.includes(lines[0])), 'log lines never reach stdout');
+});
+
+test('a log file that is a symbolic link is refused: said on stderr, the link target untouched, the server runs', async (t) => {
+  const home = mkdtempSync(path.join(tmpdir(), 'dsh-acp-loglink-'));
+  t.after(() => rmSync(home, { recursive: true, force: true }));
+  const target = path.join(home, 'someone-elses-file');
+  writeFileSync(target, 'keep\n');
+  symlinkSync(target, path.join(home, 'dsh-acp.log'));
+  // The default log path, $DSH_ACP_HOME/dsh-acp.log.
+  const agent = startAgent(t, { defaultPaths: true, env: { DSH_ACP_HOME: home } });
+  await agent.initialize();
+  assert.ok(await agent.newSession());
+  await agent.finish();
+  assert.equal(readFileSync(target, 'utf8'), 'keep\n');
+  assert.match(agent.stderr, /dsh-acp\.log is a symbolic link: not logging/);
 });

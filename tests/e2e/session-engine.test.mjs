@@ -142,7 +142,7 @@ test('session/close during a running prompt: the prompt answers "cancelled" befo
   await agent.finish();
 });
 
-test('session/cancel sent as a request is performed and answered {}', async (t) => {
+test('session/cancel sent as a request is performed and answered {}; for an unknown session -32002', async (t) => {
   const agent = startAgent(t);
   await agent.initialize();
   const sessionId = await agent.newSession();
@@ -152,8 +152,16 @@ test('session/cancel sent as a request is performed and answered {}', async (t) 
   assert.deepEqual(cancel.result, {});
   const prompt = await agent.response('p', { from });
   assert.equal(prompt.result.stopReason, 'cancelled');
-  // Unknown sessions too: nothing to cancel, still {}.
-  assert.deepEqual((await agent.call('session/cancel', { sessionId: 'nope' })).result, {});
+  // With nothing running: {}.
+  assert.deepEqual((await agent.call('session/cancel', { sessionId })).result, {});
+  // An unknown session is -32002 like for every session method; the notification form stays silent.
+  const unknown = await agent.call('session/cancel', { sessionId: 'nope' });
+  assert.equal(unknown.error?.code, -32002);
+  assert.deepEqual(unknown.error?.data, { sessionId: 'nope' });
+  const before = agent.frames.length;
+  await agent.send({ jsonrpc: '2.0', method: 'session/cancel', params: { sessionId: 'nope' } });
+  assert.ok((await agent.call('session/list', {})).result);
+  assert.equal(agent.frames.length - before, 1, 'only session/list was answered');
   await agent.finish();
 });
 
@@ -180,29 +188,52 @@ test('$/cancel_request {requestId} cancels a running session/prompt like session
   await agent.finish();
 });
 
-test('no notification frame exceeds 32 KiB: an 80 KB prompt streams and replays in chunks of at most 16 KiB', async (t) => {
+test('no notification frame exceeds 32 KiB, however much escaping the text needs: live and replayed', async (t) => {
   const home = makeHome(t);
   const a = await startIn(t, home);
   const { sessionId } = await a.ctx.request(M.session.new, { cwd: '/work/big', mcpServers: [] });
-  // One 80 KB "word" of multi-byte characters: the echo model streams it as a single delta.
-  const big = 'é€'.repeat(16000);
-  let from = a.agent.frames.length;
-  await a.ctx.request(M.session.prompt, { sessionId, prompt: text(big) });
-  const live = a.agent.frames.slice(from).filter((e) => e.frame.method === 'session/update');
-  assert.ok(live.every((e) => Buffer.byteLength(e.line) <= 32 * 1024), 'every live frame <= 32 KiB');
-  const answer = Agent.chunkText(live);
-  assert.ok(answer.endsWith(`last user message: ${big}`), 'the answer arrived whole, in pieces');
+  // Each one "word" the echo model streams as a single delta, from 80 KB to 180 KB once escaped
+  // (an ESC is \u001b on the wire, six bytes), with visible text so the prompt is not refused.
+  const controls = Array.from({ length: 30000 }, (_, i) => String.fromCharCode(1 + (i % 31))).join('').replaceAll('\n', '\t');
+  const prompts = [
+    'multibyte:' + 'é€'.repeat(16000),
+    'escapes:' + '\x1b'.repeat(30000),
+    'controls:' + controls,
+    'quotes:' + '"'.repeat(40000),
+    'backslashes:' + '\\'.repeat(40000),
+    '4-byte:' + '\u{1F600}'.repeat(20000),
+    'mixed:' + '\x1b[31m"red\\"\x1b[0m\u{1F600}€\t\x01'.repeat(4000),
+  ];
+  const answers = [];
+  for (const prompt of prompts) {
+    const from = a.agent.frames.length;
+    await a.ctx.request(M.session.prompt, { sessionId, prompt: text(prompt) });
+    const live = a.agent.frames.slice(from).filter((e) => e.frame.method === 'session/update');
+    const sizes = live.map((e) => Buffer.byteLength(e.line));
+    assert.ok(sizes.every((n) => n <= 32768), `live frames of ${Math.max(...sizes)} bytes for ${prompt.slice(0, 12)}`);
+    const answer = Agent.chunkText(live);
+    assert.ok(answer.endsWith(`last user message: ${prompt}`), `the answer to ${prompt.slice(0, 12)} arrived whole, in pieces`);
+    answers.push(answer);
+  }
   await a.agent.finish();
 
   const b = await startIn(t, home);
-  from = b.agent.frames.length;
+  const from = b.agent.frames.length;
   await b.ctx.request(M.session.load, { sessionId, cwd: '/work/big', mcpServers: [] });
   const replay = b.agent.frames.slice(from).filter((e) => e.frame.method === 'session/update');
-  assert.ok(replay.every((e) => Buffer.byteLength(e.line) <= 32 * 1024), 'every replayed frame <= 32 KiB');
-  const user = replay.map((e) => e.frame.params.update).filter((u) => u.sessionUpdate === 'user_message_chunk');
-  assert.ok(user.length >= 3, `split into ${user.length} chunks`);
-  assert.ok(user.every((u) => Buffer.byteLength(u.content.text) <= 16 * 1024));
-  assert.equal(user.map((u) => u.content.text).join(''), big, 'whole code points, nothing lost');
-  assert.equal(Agent.chunkText(replay), answer);
+  const sizes = replay.map((e) => Buffer.byteLength(e.line));
+  assert.ok(sizes.every((n) => n <= 32768), `replayed frames of ${Math.max(...sizes)} bytes`);
+  // Runs of user chunks are the prompts, runs of agent chunks the answers: whole code points, nothing lost.
+  const runs = { user_message_chunk: [], agent_message_chunk: [] };
+  let last = null;
+  for (const u of replay.map((e) => e.frame.params.update)) {
+    if (!(u.sessionUpdate in runs)) continue;
+    if (u.sessionUpdate !== last) runs[u.sessionUpdate].push('');
+    runs[u.sessionUpdate].push(runs[u.sessionUpdate].pop() + u.content.text);
+    last = u.sessionUpdate;
+  }
+  assert.deepEqual(runs.user_message_chunk, prompts);
+  assert.deepEqual(runs.agent_message_chunk, answers);
+  assert.ok(replay.filter((e) => e.frame.params.update.sessionUpdate === 'user_message_chunk').length > prompts.length * 2);
   await b.agent.finish();
 });

@@ -96,3 +96,22 @@ test('a cwd that does not exist is accepted (the client may create it later) and
   assert.ok(!log.includes(`session cwd ${agent.home} `), 'an existing cwd is not noted');
   await agent.finish();
 });
+
+test('a cwd holding NUL or a line break is -32602 "/cwd" alike for session/new and the session/list filter', async (t) => {
+  const { agent, ctx } = startSdkAgent(t);
+  await ctx.request(M.initialize, INIT_PARAMS);
+  for (const cwd of ['/a\u0000b', '/a\nb', '/a\rb']) {
+    const errors = [];
+    for (const [method, params] of [[M.session.new, { cwd, mcpServers: [] }], [M.session.list, { cwd }]]) {
+      await assert.rejects(ctx.request(method, params), (err) => {
+        errors.push({ code: err.code, message: err.message, data: err.data });
+        return true;
+      });
+    }
+    assert.equal(errors[0].code, -32602, JSON.stringify(cwd));
+    assert.deepEqual(errors[1], errors[0], `${JSON.stringify(cwd)}: the same error`);
+    assert.equal(errors[1].data?.path, '/cwd');
+  }
+  assert.ok(await ctx.request(M.session.list, { cwd: agent.home }));
+  await agent.finish();
+});

@@ -4,7 +4,6 @@
 #include "handlers/prompt_text.hpp"
 #include "handlers/reference_card.hpp"
 #include "handlers/replay.hpp"
-#include "handlers/text_chunks.hpp"
 #include "support/iso_time.hpp"
 #include "handlers/slash_commands.hpp"
 #include "protocol/wire.hpp"
@@ -458,44 +457,6 @@ BOOST_AUTO_TEST_CASE(describe_candidates_lists_label_cwd_time_and_a_mention) {
   BOOST_TEST(r.references[0].session_id == "id-1");
   BOOST_TEST(*r.references[0].label == "Fix: the ]bug");
   BOOST_TEST(r.references[1].session_id == "id-2");
-}
-
-BOOST_AUTO_TEST_SUITE_END()
-
-BOOST_AUTO_TEST_SUITE(text_chunks)
-
-// How the live deltas and replay split text: first_utf8_piece until the text is used up.
-std::vector<std::string_view> split_utf8(std::string_view text, std::size_t max = handlers::kMaxChunkBytes) {
-  std::vector<std::string_view> out;
-  do {
-    out.push_back(handlers::first_utf8_piece(text, max));
-    text.remove_prefix(out.back().size());
-  } while (!text.empty());
-  return out;
-}
-
-BOOST_AUTO_TEST_CASE(split_on_code_point_boundaries) {
-  std::string text;
-  for (int i = 0; i < 10000; ++i) text += "\xe2\x82\xac";  // €: 3 bytes, 30,000 bytes in all
-  auto pieces = split_utf8(text, 16 * 1024);
-  BOOST_REQUIRE_EQUAL(pieces.size(), 2u);
-  BOOST_TEST(pieces[0].size() == 16383u);  // 16384 would cut a € in two
-  std::string joined;
-  for (auto p : pieces) joined += p;
-  BOOST_TEST(joined == text);
-  BOOST_TEST(split_utf8("").size() == 1u);
-  BOOST_TEST(split_utf8(std::string(16 * 1024, 'a')).size() == 1u);
-  BOOST_TEST(split_utf8(std::string(16 * 1024 + 1, 'a')).size() == 2u);
-}
-
-BOOST_AUTO_TEST_CASE(long_message_chunks_become_several_updates) {
-  std::vector<protocol::SessionUpdate> out;
-  handlers::append_split(protocol::UserMessageChunk{protocol::TextContent{std::string(40000, 'u'), {}, {}}, {}, {}}, out);
-  handlers::append_split(protocol::AgentMessageChunk{protocol::TextContent{"short", {}, {}}, {}, {}}, out);
-  BOOST_REQUIRE_EQUAL(out.size(), 4u);
-  for (int i = 0; i < 3; ++i) BOOST_TEST(std::holds_alternative<protocol::UserMessageChunk>(out[i]));
-  BOOST_TEST(std::get<protocol::TextContent>(std::get<protocol::UserMessageChunk>(out[2]).content).text.size() ==
-             40000u - 2 * 16384u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
