@@ -40,7 +40,8 @@ asio::awaitable<json::value> OutboundCalls::call(std::string key, std::string me
   auto pending = std::make_shared<Pending>(executor_);
   pending_.emplace(id, pending);
   send_(key, jsonrpc::serialize_request(id, method, params));
-  auto [ec] = co_await pending->wake.async_receive(asio::as_tuple(asio::use_awaitable));
+  // Woken by an answer, an abort or cancellation; which one is read from `pending`, not the error code.
+  co_await pending->wake.async_receive(asio::as_tuple(asio::use_awaitable));
   if (pending->result) co_return std::move(*pending->result);
   if (pending->error) throw ClientCallFailed(std::move(*pending->error));
   if (!pending->aborted.empty()) throw ClientCallAborted(pending->aborted);
