@@ -195,7 +195,7 @@ enum class Gen { v45fc, v01 };
 std::uint64_t make_source(const std::string& root, Gen gen, store::Encoding enc, std::uint64_t target,
                           std::int64_t& turns) {
   if (gen == Gen::v45fc || enc == store::Encoding::none) {
-    store::StoreOptions o{root, enc, "", std::chrono::milliseconds(2000)};
+    store::StoreOptions o{root, enc, "", std::chrono::milliseconds(2000), std::nullopt};
     if (gen == Gen::v01) o.generation = store::Generation::project_dirs;
     store::SessionStore s(o);
     return write_source(s, "source", target, turns);
@@ -214,7 +214,7 @@ std::uint64_t make_source(const std::string& root, Gen gen, store::Encoding enc,
   out << store::compress_frame(header);
   std::uint64_t plain = 0;  // event lines only, as write_source counts them
   {
-    store::StoreOptions o{scratch, store::Encoding::none, "", std::chrono::milliseconds(2000)};
+    store::StoreOptions o{scratch, store::Encoding::none, "", std::chrono::milliseconds(2000), std::nullopt};
     o.generation = store::Generation::project_dirs;
     store::SessionStore s(o);
     write_source(s, "source", target, turns, [&](const std::vector<json::object>& records) {
@@ -257,7 +257,7 @@ Figure measure(const std::string& root, store::Encoding enc) {
     ::close(fds[0]);
     Figure f;
     {
-      store::SessionStore s(store::StoreOptions{root, enc, "", std::chrono::milliseconds(2000)});
+      store::SessionStore s(store::StoreOptions{root, enc, "", std::chrono::milliseconds(2000), std::nullopt});
       refs::SessionReferenceService service(std::make_shared<StoreSource>(s), refs::Config{});
       json::array content{json::object{{"type", "text"}, {"text", "see @source"}}};
       std::vector<refs::SessionReference> references{{"source", std::nullopt}};

@@ -46,7 +46,7 @@ OpenAiConfig config(const ScriptedServer& server) {
 
 /// Runs one stream to completion on `ioc`; throws on provider failure.
 void run(Provider& provider, net::io_context& ioc, const DeltaSink& sink) {
-  Request req{{{Role::user, "bench"}}, ""};
+  Request req{{{Role::user, "bench"}}, "", Purpose::answer, std::nullopt};
   std::exception_ptr error;
   bool done = false;
   net::co_spawn(ioc, provider.stream(req, sink), [&](std::exception_ptr ep, Completion) {

@@ -12,6 +12,9 @@ LE, GE, REPORT = "<=", ">=", "report"
 # (key, figure, includes, comparison, target, unit). The keys are the `figure` names the programs emit.
 CATALOGUE = [
     ("spawn_initialize_ms", "spawn -> initialize answered", "process start to response, --provider echo, median of 50 (acp_bench.py)", LE, 10, "ms"),
+    ("spawn_initialize_side_ms", "spawn -> initialize, beside the floor", "median of 50, interleaved with a C program that reads the request and answers (spawn_bench.py)", LE, 3, "ms"),
+    ("spawn_initialize_floor_ms", "spawn -> initialize floor (C responder)", "the same measurement of bench/spawn_responder.c in the same run (spawn_bench.py)", REPORT, None, "ms"),
+    ("spawn_initialize_cpu_ms", "server CPU of a spawn", "user + system time of the whole process life, initialize then EOF (spawn_bench.py)", REPORT, None, "ms"),
     ("peak_rss_mb", "peak RSS", "VmHWM after initialize + session/new + one echo prompt (acp_bench.py)", LE, 10, "MB"),
     ("rt_disk_single_per_s", "prompt round trips, 1 session", "sequential, echo 0 ms, fsync on the temp dir's file system, conversations of <= 5 prompts, every update read (store_bench.py)", GE, 2000, "/s"),
     ("rt_disk_single_cpu_ms", "server CPU per prompt round trip", "/proc utime+stime of the server over the 1-session run / prompts (store_bench.py)", LE, 0.15, "ms"),

@@ -149,7 +149,7 @@ void run(Encoding enc, int n, const std::string& base) {
   write_store(root, enc, n);
   double wrote = ms_since(t_write);
 
-  acp::store::StoreOptions opts{root, enc, cache, std::chrono::milliseconds(2000)};
+  acp::store::StoreOptions opts{root, enc, cache, std::chrono::milliseconds(2000), std::nullopt};
   acp::store::ListQuery page;
   page.with_cwd_only = true;
   page.limit = 101;
@@ -220,9 +220,9 @@ void run_two_roots(int n, const std::string& base) {
   auto open = [&] {
     std::vector<std::unique_ptr<acp::store::SessionStore>> roots;
     roots.push_back(std::make_unique<acp::store::SessionStore>(
-        acp::store::StoreOptions{a, Encoding::none, cache, std::chrono::milliseconds(2000)}));
+        acp::store::StoreOptions{a, Encoding::none, cache, std::chrono::milliseconds(2000), std::nullopt}));
     roots.push_back(std::make_unique<acp::store::SessionStore>(
-        acp::store::StoreOptions{b, Encoding::zstd, cache, std::chrono::milliseconds(2000)}));
+        acp::store::StoreOptions{b, Encoding::zstd, cache, std::chrono::milliseconds(2000), std::nullopt}));
     return acp::store::StoreSet(std::move(roots));
   };
   acp::store::ListQuery page;

@@ -1,50 +1,76 @@
-# Include layering, enforced at build time.
+# Include layering, enforced by the compiler.
 #
-# Headers are included relative to two shared roots ("protocol/…", "handlers/…" from the project
-# root; "store/…", "refs/…" … from src/), so a per-library include root cannot make a forbidden
-# include fail to compile without moving every header. Instead each folder declares the include
-# roots it may use; the `layering` target (part of ALL) fails the build on any other `#include "x/…"`
-# and when a library does not link the library of a root it includes.
+# Headers are included as "store/…", "refs/…", "protocol/…", "handlers/…". No library exports src/
+# or the project root: each exports an include root of its own in the build tree that holds only its
+# folder, as a symlink named like the folder (build/include/acp_store/store -> src/store). A target
+# therefore sees "x/…" only when it links the library of x, directly or through a library that links
+# it PUBLIC, and any other `#include "x/…"` fails to compile ("No such file or directory"). Which
+# folder may include which follows from target_link_libraries:
 #
-#   folder          library          may include
-set(DSH_LAYERS
-  "protocol         acp_protocol     protocol support"
-  "src/support      acp_support      support"
-  "src/store        acp_store        store support"
-  "src/refs         acp_refs         refs store support"
-  "src/llm          acp_llm          llm support"
-  "src/llm/openai   acp_llm_openai   llm support"
-  "src/transport    acp_transport    transport protocol support"
-  "src/tools        acp_tools        tools support"
-  "src/mcp          acp_mcp          mcp transport protocol support"
-  "src/engine       acp_engine       engine store refs llm tools mcp support"
-  "handlers         acp_handlers     handlers engine protocol support store refs llm"
-  "src/server       acp_server       server handlers engine protocol transport support store refs llm"
-)
+#   folder          library          sees
+#   protocol        acp_protocol     protocol support
+#   src/support     acp_support      support
+#   src/store       acp_store        store support
+#   src/refs        acp_refs         refs store support
+#   src/llm         acp_llm          llm support
+#   src/llm/openai  acp_llm_openai   llm llm/openai support
+#   src/transport   acp_transport    transport protocol support
+#   src/tools       acp_tools        tools support
+#   src/mcp         acp_mcp          mcp transport protocol support
+#   src/engine      acp_engine       engine store refs llm tools mcp support
+#   handlers        acp_handlers     handlers engine protocol support store refs llm
+#   src/server      acp_server       server handlers engine protocol transport support store refs llm llm/openai
+#
+# The layering.* tests compile forbidden includes with a library's include directories and expect
+# the compiler to refuse them.
 
-# One build step checks both rules on every source change: each `#include "root/…"` names a root the
-# folder may include, and the folder's library links acp_<root> directly for every other root it
-# includes. Folders are not searched recursively: a subfolder (src/llm/openai) is a library of its
-# own with its own line. A folder without sources yet (src/engine while it is written) passes.
-function(dsh_add_layering_check)
-  set(args)
-  set(all_sources)
-  foreach(layer IN LISTS DSH_LAYERS)
-    string(REGEX REPLACE " +" ";" layer "${layer}")
-    list(POP_FRONT layer folder target)
-    string(REPLACE ";" "," allowed "${layer}")
-    set(links "$<$<TARGET_EXISTS:${target}>:$<JOIN:$<TARGET_PROPERTY:${target},LINK_LIBRARIES>,,>>")
-    list(APPEND args "${folder}=${target}=${allowed}=${links}")
-    file(GLOB sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/${folder}/*.cpp ${PROJECT_SOURCE_DIR}/${folder}/*.hpp)
-    list(APPEND all_sources ${sources})
-  endforeach()
-  string(REPLACE ";" "|" args "${args}")
-  set(stamp ${PROJECT_BINARY_DIR}/layering.stamp)
-  add_custom_command(OUTPUT ${stamp}
-    COMMAND ${CMAKE_COMMAND} -D ROOT=${PROJECT_SOURCE_DIR} "-DLAYERS=${args}" -D STAMP=${stamp}
-            -P ${PROJECT_SOURCE_DIR}/cmake/check_layering.cmake
-    DEPENDS ${all_sources} ${PROJECT_SOURCE_DIR}/cmake/check_layering.cmake ${PROJECT_SOURCE_DIR}/cmake/Layering.cmake
-    COMMENT "checking include layering"
-    VERBATIM)
-  add_custom_target(layering ALL DEPENDS ${stamp})
+# dsh_include_root(<target> <folder> [EXCLUDE <subfolder>...])
+# Makes <folder> (relative to the project root) includable as "<name>/…" by <target> and by whatever
+# links it, where <name> is the folder without a leading src/. A subfolder that is a library of its
+# own (src/llm/openai) is EXCLUDEd: the root then holds a directory of per-entry symlinks instead of
+# one symlink to the folder, so "llm/openai/…" resolves only through acp_llm_openai's root.
+function(dsh_include_root target folder)
+  cmake_parse_arguments(PARSE_ARGV 2 arg "" "" "EXCLUDE")
+  string(REGEX REPLACE "^src/" "" name "${folder}")
+  set(root ${PROJECT_BINARY_DIR}/include/${target})
+  set(link ${root}/${name})
+  get_filename_component(parent ${link} DIRECTORY)
+  file(MAKE_DIRECTORY ${parent})
+  if(NOT arg_EXCLUDE)
+    if(IS_DIRECTORY ${link} AND NOT IS_SYMLINK ${link})
+      file(REMOVE_RECURSE ${link})
+    endif()
+    file(CREATE_LINK ${PROJECT_SOURCE_DIR}/${folder} ${link} SYMBOLIC)
+  else()
+    if(IS_SYMLINK ${link})
+      file(REMOVE ${link})
+    endif()
+    file(REMOVE_RECURSE ${link})
+    file(MAKE_DIRECTORY ${link})
+    # Re-globbed at build time, so a new header is linked without configuring by hand.
+    file(GLOB entries CONFIGURE_DEPENDS LIST_DIRECTORIES true RELATIVE ${PROJECT_SOURCE_DIR}/${folder}
+         ${PROJECT_SOURCE_DIR}/${folder}/*)
+    foreach(entry IN LISTS entries)
+      if(NOT entry IN_LIST arg_EXCLUDE AND NOT entry STREQUAL "CMakeLists.txt")
+        file(CREATE_LINK ${PROJECT_SOURCE_DIR}/${folder}/${entry} ${link}/${entry} SYMBOLIC)
+      endif()
+    endforeach()
+  endif()
+  target_include_directories(${target} PUBLIC ${root})
+endfunction()
+
+# dsh_add_layering_test(<name> <library> <root/header>)
+# CTest layering.<name>: preprocessing `#include "<root/header>"` with <library>'s include directories
+# must fail because the header is not found, while a header of the library's own root (the control,
+# so a broken command line cannot pass) preprocesses. Preprocessing only: a fraction of a second.
+function(dsh_add_layering_test name library header own_header)
+  set(dir ${PROJECT_BINARY_DIR}/layering)
+  file(WRITE ${dir}/${name}.violation.cpp "#include \"${header}\"\n")
+  file(WRITE ${dir}/${name}.control.cpp "#include \"${own_header}\"\n")
+  set(includes "$<TARGET_PROPERTY:${library},INCLUDE_DIRECTORIES>")
+  add_test(NAME layering.${name}
+           COMMAND ${CMAKE_COMMAND} -DCXX=${CMAKE_CXX_COMPILER} "-DINCLUDES=$<JOIN:${includes},|>"
+                   -DVIOLATION=${dir}/${name}.violation.cpp -DHEADER=${header}
+                   -DCONTROL=${dir}/${name}.control.cpp -P ${PROJECT_SOURCE_DIR}/cmake/check_layering.cmake)
+  set_tests_properties(layering.${name} PROPERTIES TIMEOUT 60 LABELS layering)
 endfunction()

@@ -20,11 +20,11 @@ inline constexpr std::chrono::milliseconds kMaxCommandTimeout{600000};
 
 struct CommandRequest {
   std::string command;
-  std::string workdir;  ///< an existing directory, already confined
+  std::string workdir = {};  ///< an existing directory, already confined
   std::chrono::milliseconds timeout = kDefaultCommandTimeout;
   std::size_t max_output_bytes = 64u << 10;
   /// Environment variables the command must not see (the provider's API key).
-  std::vector<std::string> hidden_env;
+  std::vector<std::string> hidden_env = {};
 };
 
 struct CommandOutcome {

@@ -22,7 +22,7 @@ void LineFramer::complete(std::vector<FramerEvent>& out) {
   if (discarding_) {
     // Counted like a buffered frame: without its line end ("\n" or "\r\n").
     std::uint64_t bytes = discarded_ - (discarded_cr_ ? 1 : 0);
-    out.push_back(Oversize{bytes});
+    out.emplace_back(std::in_place_type<Oversize>, bytes);
     discarding_ = false;
     discarded_ = 0;
     discarded_cr_ = false;

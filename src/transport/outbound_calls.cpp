@@ -39,6 +39,7 @@ asio::awaitable<json::value> OutboundCalls::call(std::string key, std::string me
   auto pending = std::make_shared<Pending>(executor_);
   pending_.emplace(id, pending);
   send_(key, jsonrpc::serialize_request(id, method, params));
+  // Woken by an answer, an abort or cancellation; which one is read from `pending`.
   co_await pending->answered.wait();
   if (pending->result) co_return std::move(*pending->result);
   if (pending->error) throw ClientCallFailed(std::move(*pending->error));

@@ -119,7 +119,7 @@ inline OpenAiConfig test_config(const ScriptedServer& server) {
 }
 
 inline Request simple_request() {
-  return Request{{{Role::system, "sys"}, {Role::user, "hello"}}, ""};
+  return Request{{{Role::system, "sys"}, {Role::user, "hello"}}, "", Purpose::answer, std::nullopt};
 }
 
 } // namespace acp::llm::testing

@@ -110,7 +110,7 @@ BOOST_FIXTURE_TEST_CASE(tool_calls_and_tool_messages_reach_the_server, Fixture) 
                {Role::tool, "A", {}, "call_a"},
                {Role::tool, "(no output)", {}, "call_b"},
                {Role::user, "and?"}},
-              ""};
+              "", Purpose::answer, std::nullopt};
   auto r = run_stream(*provider, ioc, req);
   BOOST_REQUIRE(r.completion.has_value());
   auto reqs = server.requests();
@@ -506,7 +506,8 @@ BOOST_FIXTURE_TEST_CASE(consecutive_user_messages_rejected_then_merged_and_remem
   // First request: unmerged (rejected), then merged. Second request: merged straight away.
   ScriptedServer server({expects(false), expects(true), expects(true)});
   auto provider = make_openai_provider(test_config(server), ioc.get_executor());
-  Request req{{{Role::system, "sys"}, {Role::user, "## Referenced"}, {Role::user, "use @Alpha"}}, ""};
+  Request req{{{Role::system, "sys"}, {Role::user, "## Referenced"}, {Role::user, "use @Alpha"}}, "", Purpose::answer,
+              std::nullopt};
   auto r1 = run_stream(*provider, ioc, req);
   BOOST_REQUIRE(r1.completion.has_value());
   BOOST_TEST(r1.text() == "merged ok");
@@ -519,7 +520,7 @@ BOOST_FIXTURE_TEST_CASE(consecutive_user_messages_rejected_then_merged_and_remem
 BOOST_FIXTURE_TEST_CASE(other_bad_requests_are_not_merged_and_retried, Fixture) {
   ScriptedServer server({error_response(400, R"({"error":{"message":"Invalid model"}})"), answer("no")});
   auto provider = make_openai_provider(test_config(server), ioc.get_executor());
-  Request req{{{Role::user, "a"}, {Role::user, "b"}}, ""};
+  Request req{{{Role::user, "a"}, {Role::user, "b"}}, "", Purpose::answer, std::nullopt};
   auto r = run_stream(*provider, ioc, req);
   BOOST_REQUIRE(r.error.has_value());
   BOOST_TEST(server.connections() == 1);

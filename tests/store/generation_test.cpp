@@ -354,7 +354,8 @@ BOOST_AUTO_TEST_CASE(repair_writes_the_closers_01_writes) {
     w.append(std::move(open));
     json::array content{json::object{{"type", "tool-call"}, {"id", "call-1"}, {"name", "bash"}, {"arguments", "{}"}}};
     w.append({events::assistant_message(1, 1, content, "p", "m")});
-    NewEvent call{"tool/call", json::object{{"turn", 1}, {"step", 1}, {"callId", "call-1"}, {"name", "bash"}, {"arguments", "{}"}}};
+    NewEvent call{"tool/call", json::object{{"turn", 1}, {"step", 1}, {"callId", "call-1"}, {"name", "bash"}, {"arguments", "{}"}},
+                  std::nullopt, std::nullopt, std::nullopt};
     w.append({std::move(call)}, true);
   }  // the writer dies with the turn open, as a killed process would leave it
   auto again = open_root(dir / "root", std::nullopt);
