@@ -42,7 +42,7 @@ struct HandlerContext {
   /// protocol::ClientCallAborted (closing, too many waiting, or the caller was cancelled, which
   /// withdraws the request). Null when there is no client to ask (in-process tests).
   std::function<boost::asio::awaitable<boost::json::value>(std::string key, std::string method, boost::json::value params)>
-      call_client;
+      call_client = {};
 };
 
 } // namespace acp::handlers

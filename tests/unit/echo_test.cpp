@@ -95,9 +95,9 @@ BOOST_AUTO_TEST_CASE(chunks_end_after_each_space) {
 
 BOOST_AUTO_TEST_CASE(tool_directives_become_calls_once_per_user_message) {
   using namespace acp::llm;
-  Request req{{{Role::system, "sys"},
-               {Role::user, R"(go [[echo:tool=read {"file_path":"a]]b.txt"}]] then [[echo:tool=bash  {"command":"ls"} ]] and [[echo:tool=grep {bad]])"}},
-              ""};
+  Request req;
+  req.messages = {{Role::system, "sys"},
+                  {Role::user, R"(go [[echo:tool=read {"file_path":"a]]b.txt"}]] then [[echo:tool=bash  {"command":"ls"} ]] and [[echo:tool=grep {bad]])"}};
   BOOST_TEST(echo_tool_calls(req).empty());  // no tools offered
   req.tools = {{"read", "", ""}};
   auto calls = echo_tool_calls(req);

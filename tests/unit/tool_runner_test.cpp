@@ -71,7 +71,7 @@ struct FakeEditor {
     if (method == "terminal/wait_for_exit") {
       if (!terminal_exits) {
         asio::steady_timer t(co_await asio::this_coro::executor, std::chrono::hours(1));
-        auto [ec] = co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+        co_await t.async_wait(asio::as_tuple(asio::use_awaitable));  // ends when the call is cancelled
         throw engine::EditorCallError("cancelled", true);
       }
       co_return json::object{{"exitCode", 2}};
