@@ -378,7 +378,7 @@ asio::awaitable<llm::StopKind> Engine::prompt(const std::string& id_in, PromptIn
       if (context_too_long(e)) {
         too_long = e.what();
       } else {
-        failure = std::current_exception();
+        failure = std::make_exception_ptr(ProviderFailed(provider_name, e));
         ending = TurnEnding{TurnEnding::Kind::error, e.what(), e.code()};
         if (e.output_started() && !turn->cancel_requested && !session->closed)
           observer.delta({llm::DeltaKind::text, "\n\n[The answer was cut off: " + std::string(e.what()) + "]"});
@@ -404,7 +404,7 @@ asio::awaitable<llm::StopKind> Engine::prompt(const std::string& id_in, PromptIn
                           "; this request is estimated at " +
                           std::to_string(llm::estimate_request_tokens(request.messages)) +
                           " tokens). Use /compact or start a new session. The provider said: " + *too_long;
-    failure = std::make_exception_ptr(llm::ProviderError("PROVIDER_BAD_REQUEST", message, 400));
+    failure = std::make_exception_ptr(ProviderFailed(provider_name, llm::ProviderError("PROVIDER_BAD_REQUEST", message, 400)));
     ending = TurnEnding{TurnEnding::Kind::error, message, std::string("PROVIDER_BAD_REQUEST")};
     break;
   }

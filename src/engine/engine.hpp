@@ -80,6 +80,18 @@ private:
   std::string path_;
 };
 
+/// A model provider failed (thrown by prompt() for every llm::ProviderError): the provider's error
+/// with the name of the provider that failed, which an authentication failure names on the wire.
+class ProviderFailed : public llm::ProviderError {
+public:
+  ProviderFailed(std::string provider, const llm::ProviderError& error)
+      : llm::ProviderError(error), provider_(std::move(provider)) {}
+  const std::string& provider() const noexcept { return provider_; }
+
+private:
+  std::string provider_;
+};
+
 /// The session store, opened on first use (opening sweeps the listing index, which must not delay
 /// the answer to initialize). Thread-safe.
 class StoreHandle {
@@ -183,7 +195,7 @@ public:
   std::shared_ptr<Session> require(const std::string& id) const;  ///< throws SessionNotFound
 
   /// Runs one prompt turn; returns how it stopped. Throws InvalidInput, reference errors (nothing
-  /// written), store errors, and provider errors (after the turn is logged `error`).
+  /// written), store errors, and ProviderFailed (after the turn is logged `error`).
   /// `input` is taken by value (move it in: a prompt may be tens of megabytes) and let go once logged.
   boost::asio::awaitable<llm::StopKind> prompt(const std::string& id, PromptInput input, TurnObserver& observer);
   /// Runs `/compact [focus]` as a turn of its own (turn/start, the compaction, turn/end). Writes
