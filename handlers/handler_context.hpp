@@ -36,6 +36,10 @@ struct HandlerContext {
   /// As notify, for a session/update frame already serialised for the session `key` (hot paths
   /// that write text chunks without JSON trees); null = serialise and use notify instead.
   std::function<void(const std::string& key, std::string frame)> notify_frame;
+  /// Awaited by a running turn before its provider produces more: returns once the stream `key`
+  /// has room in the outbox (or at once when output is being dropped, or on cancellation). null =
+  /// never wait.
+  std::function<boost::asio::awaitable<void>(const std::string& key)> room;
 };
 
 } // namespace acp::handlers

@@ -50,6 +50,10 @@ public:
     } while (!rest.empty());
   }
 
+  boost::asio::awaitable<void> room() override {
+    if (ctx_.room) co_await ctx_.room(id_);
+  }
+
 private:
   void send(protocol::SessionUpdate update) {
     if (ctx_.notify_frame) {

@@ -136,6 +136,9 @@ public:
   virtual void references(std::int64_t snapshot_seq, const boost::json::object& source) = 0;
   virtual void title(const std::string& title) = 0;
   virtual void delta(const llm::Delta& delta) = 0;
+  /// Awaited before the model produces more: returns once the client can take more updates (or at
+  /// once on cancellation). Back-pressure from the client to the provider; the default never waits.
+  virtual boost::asio::awaitable<void> room() { co_return; }
 };
 
 struct PromptInput {

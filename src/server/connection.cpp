@@ -72,7 +72,8 @@ struct Connection::Impl {
                   return outbox.send(std::move(key), std::move(frames));
                 },
                 nullptr,
-                [this](const std::string& key, std::string frame) { outbox.push(key, std::move(frame)); }} {
+                [this](const std::string& key, std::string frame) { outbox.push(key, std::move(frame)); },
+                [this](const std::string& key) { return outbox.room(key); }} {
     handlers::bind_all(router);
     outbox.on_broken([this] { stop("the client stopped reading its output"); });
   }

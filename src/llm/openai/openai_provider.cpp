@@ -368,6 +368,15 @@ private:
     std::vector<Delta> deltas;
     bool done = false;
     while (!done && !parser.is_done()) {
+      // Back-pressure: read no more of the stream until the consumer took what it has (the server
+      // waits on TCP meanwhile). The wait is ours, not the server's: it does not count as idle.
+      if (in.output_started) {
+        const auto waiting_since = Clock::now();
+        co_await in.sink.room();
+        if (cancel_requested())
+          co_return Outcome{cancelled, {}};
+        idle_deadline += Clock::now() - waiting_since;
+      }
       overall = arm();
       lend_chunk();
       auto [ec, unused] = co_await http::async_read_some(stream, buffer, parser, use_tuple);
