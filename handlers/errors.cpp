@@ -1,6 +1,5 @@
 #include "engine/engine.hpp"
 #include "handlers/router.hpp"
-#include "llm/provider.hpp"
 #include "refs/errors.hpp"
 #include "store/errors.hpp"
 #include "support/log.hpp"
@@ -16,11 +15,12 @@ jsonrpc::RpcError to_rpc_error(std::exception_ptr error) {
     return jsonrpc::resource_not_found(e.session_id());
   } catch (const engine::InvalidInput& e) {
     return jsonrpc::invalid_params(e.path(), e.what());
-  } catch (const llm::ProviderError& e) {
-    if (e.code() == "AUTH_REQUIRED") return jsonrpc::auth_required(e.what());
+  } catch (const engine::ProviderFailed& e) {
+    // 401/403 name the provider (contracts §2); its own message stays in the log's turn/end.
+    if (e.code() == "AUTH_REQUIRED") return jsonrpc::auth_required(e.provider());
     return jsonrpc::provider_failure(e.code(), e.what(), e.http_status());
   } catch (const refs::SessionReferenceError& e) {
-    return jsonrpc::invalid_params_code(e.code_name(), e.what());
+    return jsonrpc::invalid_params_code(e.code_name(), e.what(), e.parameter().empty() ? "" : "/" + e.parameter());
   } catch (const store::StoreCorrupt& e) {
     log::warn(std::string("unreadable session log: ") + e.what());
     return jsonrpc::log_corrupt(e.what());

@@ -43,6 +43,10 @@ struct HandlerContext {
   /// withdraws the request). Null when there is no client to ask (in-process tests).
   std::function<boost::asio::awaitable<boost::json::value>(std::string key, std::string method, boost::json::value params)>
       call_client = {};
+  /// Awaited by a running turn before its provider produces more: returns once the stream `key`
+  /// has room in the outbox (or at once when output is being dropped, or on cancellation). null =
+  /// never wait.
+  std::function<boost::asio::awaitable<void>(const std::string& key)> room = {};
 };
 
 } // namespace acp::handlers

@@ -51,6 +51,10 @@ public:
     } while (!rest.empty());
   }
 
+  boost::asio::awaitable<void> room() override {
+    if (ctx_.room) co_await ctx_.room(id_);
+  }
+
 private:
   void send(protocol::SessionUpdate update) {
     if (ctx_.notify_frame) {
@@ -84,16 +88,10 @@ boost::asio::awaitable<protocol::PromptResponse> session_prompt(HandlerContext& 
   }
   UpdateSender updates(ctx, req.sessionId);
   engine::PromptInput input{std::move(rendered.text), std::move(rendered.references)};
-  llm::StopKind stop{};
-  try {
-    // The awaitable in a local: the moved-in input must not be a temporary across the co_await (GCC 12).
-    auto running = ctx.engine.prompt(req.sessionId, std::move(input), updates);
-    stop = co_await std::move(running);
-  } catch (const llm::ProviderError& e) {
-    // 401/403: the wire error names the provider (contracts §2); the log keeps the provider's message.
-    if (e.code() != "AUTH_REQUIRED") throw;
-    throw jsonrpc::auth_required(ctx.engine.provider().name());
-  }
+  // The awaitable in a local: the moved-in input must not be a temporary across the co_await (GCC 12).
+  // Failures reach the client through to_rpc_error (handlers/errors.cpp), like every handler's.
+  auto running = ctx.engine.prompt(req.sessionId, std::move(input), updates);
+  const llm::StopKind stop = co_await std::move(running);
   co_return protocol::PromptResponse{to_stop_reason(stop), std::nullopt};
 }
 

@@ -54,6 +54,9 @@ public:
   /// Consumes the next raw event (seq must equal next_seq()). Throws store::FoldError when a
   /// replace does not fit the surface.
   void observe(const boost::json::object& event);
+  /// Consumes `events` events known not to be surface events without their records (a turn's
+  /// assistant/chunk events this process wrote and did not keep).
+  void skip(std::int64_t events) noexcept { next_seq_ += events; }
   /// Seq the next observed event must have (= events observed).
   std::int64_t next_seq() const noexcept { return next_seq_; }
   /// The messages of the current surface, refused turns left out.

@@ -13,6 +13,7 @@
 #include "store/store_set.hpp"
 #include "support/config.hpp"
 #include "support/log.hpp"
+#include "support/memory.hpp"
 #include "support/paths.hpp"
 #include "support/provider_defaults.hpp"
 
@@ -111,13 +112,23 @@ asio::awaitable<R> with_lock(const asio::any_io_executor& home_in, const asio::a
   co_return std::move(*co_await offload(waits, waiting));
 }
 
-// Chunk batches are written on the session strand while the model keeps streaming; the first
-// failure is kept (strand-only state) and ends the turn `error`.
+// Chunk batches are written on the session strand while the model keeps streaming. Their records
+// are let go there: chunks are not on the conversation's surface, and keeping them until the turn
+// ended cost ~1.2 KB a chunk (issue 18). The first failure is kept (strand-only state) and ends the
+// turn `error`. At most kChunkWritesInFlight batches are posted and unwritten: the model waits
+// (DeltaSink::room) while the disk is behind, so unwritten chunks cannot pile up in the strand's queue.
+constexpr std::size_t kChunkWritesInFlight = 2;
+
 struct ChunkWrites {
+  explicit ChunkWrites(const asio::any_io_executor& ex) : written(ex, asio::steady_timer::time_point::max()) {}
   TurnLog* log = nullptr;
-  std::exception_ptr error;
-  std::vector<boost::json::object> records;  ///< what was written, for the conversation
+  std::exception_ptr error;    ///< strand only
+  std::size_t in_flight = 0;   ///< connection thread: batches posted and not yet written
+  asio::steady_timer written;  ///< connection thread: cancelled as each batch is written
 };
+
+// A turn that streamed this many chunks frees enough to be worth giving back to the system.
+constexpr std::int64_t kTrimAfterChunks = 4096;
 
 } // namespace
 
@@ -392,25 +403,39 @@ asio::awaitable<llm::StopKind> Engine::prompt(const std::string& id_in, PromptIn
   llm::Request request = model_request(*session, model);
 
   ChunkBuffer buffer(log->turn(), TurnLog::step());
-  auto writes = std::make_shared<ChunkWrites>();
+  auto writes = std::make_shared<ChunkWrites>(executor_);
   writes->log = log.get();
-  auto write_chunks = [&session, &buffer, writes] {
-    asio::post(session->strand, [writes, batch = buffer.take()]() mutable {
-      if (writes->error) return;
-      try {
-        auto records = writes->log->chunks(std::move(batch));
-        std::move(records.begin(), records.end(), std::back_inserter(writes->records));
-      } catch (...) {
-        writes->error = std::current_exception();
+  auto write_chunks = [this, &session, &buffer, writes] {
+    ++writes->in_flight;
+    asio::post(session->strand, [writes, batch = buffer.take(), home = executor_]() mutable {
+      if (!writes->error) {
+        try {
+          writes->log->chunks(std::move(batch));
+        } catch (...) {
+          writes->error = std::current_exception();
+        }
       }
+      ChunkBatch().swap(batch);  // freed here, not on the connection thread
+      asio::post(home, [writes] {
+        --writes->in_flight;
+        writes->written.cancel();
+      });
     });
   };
-  auto sink = [&](const llm::Delta& delta) {
+  auto deliver = [&](const llm::Delta& delta) {
     // Cancellation is racy: a delta arriving after cancel is dropped, never sent after the reply.
     if (turn->cancel_requested) return;
     if (buffer.add(delta)) write_chunks();
     if (!session->closed) observer.delta(delta);
   };
+  // Back-pressure: the model produces no more while chunk batches wait for the disk or the client
+  // for its updates. A cancel ends every wait (the model stream observes it next).
+  auto room = [&]() -> asio::awaitable<void> {
+    while (writes->in_flight >= kChunkWritesInFlight && !turn->cancel_requested)
+      co_await writes->written.async_wait(asio::as_tuple(asio::use_awaitable));
+    if (!turn->cancel_requested && !session->closed) co_await observer.room();
+  };
+  const llm::DeltaSink sink(deliver, room);
 
   llm::Completion completion;
   completion.provider = provider_name;
@@ -430,7 +455,7 @@ asio::awaitable<llm::StopKind> Engine::prompt(const std::string& id_in, PromptIn
       if (context_too_long(e)) {
         too_long = e.what();
       } else {
-        failure = std::current_exception();
+        failure = std::make_exception_ptr(ProviderFailed(provider_name, e));
         ending = TurnEnding{TurnEnding::Kind::error, e.what(), e.code()};
         if (e.output_started() && !turn->cancel_requested && !session->closed)
           observer.delta({llm::DeltaKind::text, "\n\n[The answer was cut off: " + std::string(e.what()) + "]"});
@@ -442,6 +467,8 @@ asio::awaitable<llm::StopKind> Engine::prompt(const std::string& id_in, PromptIn
     if (!too_long) break;
     if (!retried && !compacted && services_.config.compact_at > 0 && !turn->cancel_requested) {
       retried = true;
+      // (No chunk was written: a too-long request fails before any output, so the compaction's
+      // records are the next in the log and the conversation.)
       acp::log::info("session " + id + ": the provider found the request too long (" + *too_long + "): compacting");
       CompactResult result = co_await run_compaction(session, *log, turn, observer, no_focus, true);
       if (result.kind == CompactResult::Kind::compacted) {
@@ -456,7 +483,7 @@ asio::awaitable<llm::StopKind> Engine::prompt(const std::string& id_in, PromptIn
                           "; this request is estimated at " +
                           std::to_string(llm::estimate_request_tokens(request.messages)) +
                           " tokens). Use /compact or start a new session. The provider said: " + *too_long;
-    failure = std::make_exception_ptr(llm::ProviderError("PROVIDER_BAD_REQUEST", message, 400));
+    failure = std::make_exception_ptr(ProviderFailed(provider_name, llm::ProviderError("PROVIDER_BAD_REQUEST", message, 400)));
     ending = TurnEnding{TurnEnding::Kind::error, message, std::string("PROVIDER_BAD_REQUEST")};
     break;
   }
@@ -487,11 +514,14 @@ asio::awaitable<llm::StopKind> Engine::prompt(const std::string& id_in, PromptIn
     }
     auto records = log->finish(buffer.take(), buffer.blocks(), completion, ending);
     log->release();
-    std::move(records.begin(), records.end(), std::back_inserter(writes->records));
-    return true;
+    // A long answer's chunk records were freed in the pool threads' malloc arenas, where glibc
+    // keeps them: give them back (issue 18: +106 MB after three turns of 100,000 chunks).
+    if (log->chunk_events() >= kTrimAfterChunks) support::give_back_memory();
+    return records;
   };
-  co_await offload(session->strand, finish);
-  for (const auto& r : writes->records) session->conversation.observe(r);
+  std::vector<json::object> closing = std::move(*co_await offload(session->strand, finish));
+  session->conversation.skip(log->chunk_events());  // between the step's start and its end
+  for (const auto& r : closing) session->conversation.observe(r);
   session->conversation_known = true;
   if (writes->error) std::rethrow_exception(writes->error);
   if (failure) std::rethrow_exception(failure);

@@ -88,6 +88,18 @@ private:
   std::string path_;
 };
 
+/// A model provider failed (thrown by prompt() for every llm::ProviderError): the provider's error
+/// with the name of the provider that failed, which an authentication failure names on the wire.
+class ProviderFailed : public llm::ProviderError {
+public:
+  ProviderFailed(std::string provider, const llm::ProviderError& error)
+      : llm::ProviderError(error), provider_(std::move(provider)) {}
+  const std::string& provider() const noexcept { return provider_; }
+
+private:
+  std::string provider_;
+};
+
 /// The session store, opened on first use (opening sweeps the listing index, which must not delay
 /// the answer to initialize). Thread-safe.
 class StoreHandle {
@@ -132,6 +144,9 @@ public:
   virtual void references(std::int64_t snapshot_seq, const boost::json::object& source) = 0;
   virtual void title(const std::string& title) = 0;
   virtual void delta(const llm::Delta& delta) = 0;
+  /// Awaited before the model produces more: returns once the client can take more updates (or at
+  /// once on cancellation). Back-pressure from the client to the provider; the default never waits.
+  virtual boost::asio::awaitable<void> room() { co_return; }
 };
 
 struct PromptInput {
@@ -191,7 +206,7 @@ public:
   std::shared_ptr<Session> require(const std::string& id) const;  ///< throws SessionNotFound
 
   /// Runs one prompt turn; returns how it stopped. Throws InvalidInput, reference errors (nothing
-  /// written), store errors, and provider errors (after the turn is logged `error`).
+  /// written), store errors, and ProviderFailed (after the turn is logged `error`).
   /// `input` is taken by value (move it in: a prompt may be tens of megabytes) and let go once logged.
   boost::asio::awaitable<llm::StopKind> prompt(const std::string& id, PromptInput input, TurnObserver& observer);
   /// Runs `/compact [focus]` as a turn of its own (turn/start, the compaction, turn/end). Writes

@@ -39,47 +39,58 @@ json::object refusal_failure() {
 
 } // namespace
 
+void ChunkBuffer::push_event(store::NewEvent event) {
+  PendingChunk chunk;
+  chunk.event = std::make_unique<store::NewEvent>(std::move(event));
+  pending_.push_back(std::move(chunk));
+}
+
 bool ChunkBuffer::add(const llm::Delta& delta) {
   if (delta.text.empty()) return false;
-  if (pending_.empty()) pending_since_ = std::chrono::steady_clock::now();
+  if (pending_.empty()) {
+    pending_since_ = std::chrono::steady_clock::now();
+    pending_bytes_ = 0;
+  }
   if (blocks_.empty() || blocks_.back().kind != delta.kind) {
     if (!blocks_.empty()) {
       auto index = static_cast<std::int64_t>(blocks_.size() - 1);
-      pending_.push_back(chunk_event(turn_, step_, {{"type", "block-end"}, {"index", index},
-                                                    {"block", {{"type", block_type(blocks_.back().kind)},
-                                                               {"text", blocks_.back().text}}}}));
+      push_event(chunk_event(turn_, step_, {{"type", "block-end"}, {"index", index},
+                                            {"block", {{"type", block_type(blocks_.back().kind)},
+                                                       {"text", blocks_.back().text}}}}));
     }
     blocks_.push_back(TextBlock{delta.kind, {}});
-    pending_.push_back(chunk_event(turn_, step_, {{"type", "block-start"},
+    push_event(chunk_event(turn_, step_, {{"type", "block-start"},
                                                   {"index", static_cast<std::int64_t>(blocks_.size() - 1)},
                                                   {"blockType", block_type(delta.kind)}}));
   }
   auto index = static_cast<std::int64_t>(blocks_.size() - 1);
   blocks_.back().text += delta.text;
-  pending_.push_back(delta.kind == llm::DeltaKind::text ? events::text_delta(turn_, step_, index, delta.text)
-                                                        : events::reasoning_delta(turn_, step_, index, delta.text));
-  return std::chrono::steady_clock::now() - pending_since_ >= kChunkBatchAge;
+  pending_.push_back(PendingChunk{index, delta.kind, delta.text, nullptr});
+  pending_bytes_ += delta.text.size();
+  return pending_.size() >= kChunkBatchEvents || pending_bytes_ >= kChunkBatchBytes ||
+         std::chrono::steady_clock::now() - pending_since_ >= kChunkBatchAge;
 }
 
-std::vector<store::NewEvent> ChunkBuffer::take() {
-  std::vector<store::NewEvent> out = std::move(pending_);
+ChunkBatch ChunkBuffer::take() {
+  ChunkBatch out = std::move(pending_);
   pending_.clear();
+  pending_bytes_ = 0;
   return out;
 }
 
 void ChunkBuffer::close(const llm::Completion& completion, bool refused) {
   if (!blocks_.empty()) {
     auto index = static_cast<std::int64_t>(blocks_.size() - 1);
-    pending_.push_back(chunk_event(turn_, step_, {{"type", "block-end"}, {"index", index},
-                                                  {"block", {{"type", block_type(blocks_.back().kind)},
-                                                             {"text", blocks_.back().text}}}}));
+    push_event(chunk_event(turn_, step_, {{"type", "block-end"}, {"index", index},
+                                          {"block", {{"type", block_type(blocks_.back().kind)},
+                                                     {"text", blocks_.back().text}}}}));
   }
   if (completion.usage)
-    pending_.push_back(chunk_event(turn_, step_, {{"type", "usage"}, {"usage", usage_object(*completion.usage)}}));
+    push_event(chunk_event(turn_, step_, {{"type", "usage"}, {"usage", usage_object(*completion.usage)}}));
   json::object reason = refused ? json::object{{"kind", "error"}, {"failure", refusal_failure()}}
                         : completion.stop == llm::StopKind::max_tokens ? json::object{{"kind", "max-tokens"}}
                                                                        : json::object{{"kind", "stop"}};
-  pending_.push_back(chunk_event(turn_, step_, {{"type", "finish"}, {"reason", std::move(reason)}}));
+  push_event(chunk_event(turn_, step_, {{"type", "finish"}, {"reason", std::move(reason)}}));
 }
 
 TurnLog::TurnLog(store::SessionWriter writer) : writer_(std::move(writer)) { turn_ = writer_.last_turn() + 1; }
@@ -153,25 +164,40 @@ std::vector<json::object> TurnLog::end_turn(json::object reason) {
   return append(std::move(batch), true);
 }
 
-std::vector<json::object> TurnLog::chunks(std::vector<store::NewEvent> batch) {
-  if (batch.empty()) return {};
-  auto records = append(std::move(batch), false);
-  for (const auto& r : records) chunk_seqs_.push_back(r.at("seq"));
-  return records;
+void TurnLog::chunks(ChunkBatch batch) {
+  if (batch.empty()) return;
+  const std::int64_t first = writer_.next_seq();
+  const auto n = static_cast<std::int64_t>(batch.size());
+  std::vector<store::NewEvent> built;
+  built.reserve(batch.size());
+  for (auto& c : batch) {
+    if (c.event) built.push_back(std::move(*c.event));
+    else if (c.kind == llm::DeltaKind::text) built.push_back(events::text_delta(turn_, step(), c.index, c.text));
+    else built.push_back(events::reasoning_delta(turn_, step(), c.index, c.text));
+  }
+  ChunkBatch().swap(batch);
+  append(std::move(built), false);  // the records go at once: only their seqs are needed
+  if (!chunk_runs_.empty() && chunk_runs_.back().second + 1 == first) chunk_runs_.back().second = first + n - 1;
+  else chunk_runs_.emplace_back(first, first + n - 1);
+  chunk_events_ += n;
 }
 
-std::vector<json::object> TurnLog::finish(std::vector<store::NewEvent> last_chunks, const std::vector<TextBlock>& blocks,
+std::vector<json::object> TurnLog::finish(ChunkBatch last_chunks, const std::vector<TextBlock>& blocks,
                                           const llm::Completion& completion, const TurnEnding& ending) {
   using Kind = TurnEnding::Kind;
-  std::vector<json::object> written = chunks(std::move(last_chunks));
+  chunks(std::move(last_chunks));
   std::vector<store::NewEvent> batch;
   if (ending.kind == Kind::completed || ending.kind == Kind::max_tokens) {
     json::array content;
     for (const auto& b : blocks) content.push_back(json::object{{"type", block_type(b.kind)}, {"text", b.text}});
     std::optional<json::object> usage;
     if (completion.usage) usage = usage_object(*completion.usage);
+    json::array chunk_seqs;
+    chunk_seqs.reserve(static_cast<std::size_t>(chunk_events_));
+    for (const auto& [from, to] : chunk_runs_)
+      for (std::int64_t seq = from; seq <= to; ++seq) chunk_seqs.push_back(seq);
     batch.push_back(events::assistant_message(turn_, step(), std::move(content), completion.provider, completion.model,
-                                              std::move(usage), chunk_seqs_));
+                                              std::move(usage), std::move(chunk_seqs)));
   }
   batch.push_back(events::step_end(turn_, step()));
   json::object reason;
@@ -186,9 +212,7 @@ std::vector<json::object> TurnLog::finish(std::vector<store::NewEvent> last_chun
     break;
   }
   batch.push_back(events::turn_end(turn_, std::move(reason)));
-  auto last = append(std::move(batch), true);
-  written.insert(written.end(), std::make_move_iterator(last.begin()), std::make_move_iterator(last.end()));
-  return written;
+  return append(std::move(batch), true);
 }
 
 } // namespace acp::engine

@@ -2,7 +2,10 @@
 // (harness-compat §1.4, §1.9; contracts §4), split by thread:
 //
 // - ChunkBuffer lives on the connection thread: it turns streamed deltas into assistant/chunk
-//   events (block-start, deltas, block-end) and says when a batch is due (100 ms old).
+//   events (block-start, deltas, block-end) and says when a batch is due (100 ms old, or
+//   kChunkBatchEvents events, or kChunkBatchBytes of text: a fast model must not build a batch of
+//   its whole answer). A turn holds its pending batch, the batches being written, and the text of
+//   its blocks (for assistant/message) — never the records of chunks already written.
 // - TurnLog owns the session's write lock (SessionWriter) and does every append and fsync; all its
 //   calls run on the session's strand, in order, so seqs are contiguous without further locking.
 //
@@ -21,14 +24,31 @@
 #include <boost/json/object.hpp>
 
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace acp::engine {
 
 /// The refusal code written to the log (contracts §4).
 inline constexpr const char* kContentFilterCode = "CONTENT_FILTER";
+
+/// A chunk batch is due at this many events or this many bytes of delta text, whichever comes first.
+inline constexpr std::size_t kChunkBatchEvents = 256;
+inline constexpr std::size_t kChunkBatchBytes = 64u << 10;
+
+/// One assistant/chunk event waiting for its batch. Deltas (nearly every chunk of a turn) wait in
+/// this compact form, about 60 bytes and their text, and become log events on the strand when
+/// written; the other chunks (block-start, block-end, usage, finish) wait as their event.
+struct PendingChunk {
+  std::int64_t index = 0;
+  llm::DeltaKind kind = llm::DeltaKind::text;
+  std::string text;
+  std::unique_ptr<store::NewEvent> event;  ///< set: not a delta
+};
+using ChunkBatch = std::vector<PendingChunk>;
 
 struct TextBlock {
   llm::DeltaKind kind;
@@ -41,15 +61,21 @@ public:
   /// Buffers one delta; returns true when the pending batch should be written now.
   bool add(const llm::Delta& delta);
   /// The pending chunk events (empties the buffer).
-  std::vector<store::NewEvent> take();
+  ChunkBatch take();
   /// The closing chunks of a finished step: block-end of the open block, usage, finish.
   void close(const llm::Completion& completion, bool refused);
   const std::vector<TextBlock>& blocks() const noexcept { return blocks_; }
   bool empty() const noexcept { return blocks_.empty(); }
+  /// The pending batch: events and bytes of delta text (the bound the tests hold it to).
+  std::size_t pending_events() const noexcept { return pending_.size(); }
+  std::size_t pending_bytes() const noexcept { return pending_bytes_; }
 
 private:
+  void push_event(store::NewEvent event);
+
   std::int64_t turn_, step_;
-  std::vector<store::NewEvent> pending_;
+  ChunkBatch pending_;
+  std::size_t pending_bytes_ = 0;
   std::chrono::steady_clock::time_point pending_since_;
   std::vector<TextBlock> blocks_;
 };
@@ -90,10 +116,13 @@ public:
   std::vector<boost::json::object> compact_failed(const std::string& error);
   /// turn/end of a `/compact` turn, fsynced.
   std::vector<boost::json::object> end_turn(boost::json::object reason);
-  /// Appends a chunk batch (unsynced).
-  std::vector<boost::json::object> chunks(std::vector<store::NewEvent> batch);
-  /// Closes the step and the turn, fsynced. Returns the records written.
-  std::vector<boost::json::object> finish(std::vector<store::NewEvent> last_chunks, const std::vector<TextBlock>& blocks,
+  /// Appends a chunk batch (unsynced); its records are not kept (chunks are not on the surface).
+  void chunks(ChunkBatch batch);
+  /// assistant/chunk events written so far in this turn.
+  std::int64_t chunk_events() const noexcept { return chunk_events_; }
+  /// Appends `last_chunks` (as chunks()), then closes the step and the turn, fsynced. Returns the
+  /// closing records (assistant/message, step/end, turn/end), after chunk_events() chunks.
+  std::vector<boost::json::object> finish(ChunkBatch last_chunks, const std::vector<TextBlock>& blocks,
                                           const llm::Completion& completion, const TurnEnding& ending);
   /// Releases the write lock (the writer syncs what is pending first).
   void release() { writer_.release(); }
@@ -103,7 +132,10 @@ private:
 
   store::SessionWriter writer_;
   std::int64_t turn_ = 0;
-  boost::json::array chunk_seqs_;
+  /// The seqs of the chunks written, as [first, last] runs (one per turn as a rule): assistant/message
+  /// lists them all, but a list of 200,000 JSON numbers is not kept for the whole turn.
+  std::vector<std::pair<std::int64_t, std::int64_t>> chunk_runs_;
+  std::int64_t chunk_events_ = 0;
   std::int64_t compact_start_seq_ = -1;
 };
 

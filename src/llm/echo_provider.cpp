@@ -144,18 +144,22 @@ public:
       }
     }
     std::string answer = request.purpose == Purpose::summary ? echo_summary(request) : echo_answer(request);
-    bool first = true;
-    for (const auto& chunk : echo_chunks(answer)) {
+    // The chunks of echo_chunks(), cut one at a time (an answer may have hundreds of thousands).
+    for (std::size_t start = 0; start < answer.size();) {
+      std::size_t space = answer.find(' ', start);
+      std::size_t end = space == std::string::npos ? answer.size() : space + 1;
+      // Back-pressure: no next word before the turn's log writes and its client have caught up.
+      co_await sink.room();
       if (co_await cancelled()) {
         done.stop = StopKind::cancelled;
         co_return done;
       }
-      if (!first && delay_.count() > 0 && !co_await pause(delay_)) {
+      if (start > 0 && delay_.count() > 0 && !co_await pause(delay_)) {
         done.stop = StopKind::cancelled;
         co_return done;
       }
-      first = false;
-      sink(Delta{DeltaKind::text, chunk});
+      sink(Delta{DeltaKind::text, answer.substr(start, end - start)});
+      start = end;
     }
     std::int64_t input_bytes = 0;
     for (const auto& m : request.messages) input_bytes += static_cast<std::int64_t>(message_bytes(m));

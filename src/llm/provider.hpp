@@ -15,6 +15,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace acp::llm {
@@ -115,7 +116,32 @@ private:
   bool output_started_;
 };
 
-using DeltaSink = std::function<void(const Delta&)>;
+/// Where a provider's deltas go. Calling it hands over one delta at once; room() is awaited before
+/// producing more (the next socket read, the next echo word) and returns when the consumer can take
+/// more — its log writes and its client's output queue have caught up — or when the stream is
+/// cancelled (check the cancellation state after it). This is what bounds a running turn's memory:
+/// a provider that never awaits room() is not slowed, and a consumer without a gate never waits.
+class DeltaSink {
+public:
+  using Deliver = std::function<void(const Delta&)>;
+  using Room = std::function<boost::asio::awaitable<void>()>;
+
+  DeltaSink() = default;
+  /// Any callable taking a delta (no gate).
+  template <class F>
+    requires std::is_invocable_v<F&, const Delta&> && (!std::is_same_v<std::remove_cvref_t<F>, DeltaSink>)
+  DeltaSink(F deliver) : deliver_(std::move(deliver)) {}
+  DeltaSink(Deliver deliver, Room room) : deliver_(std::move(deliver)), room_(std::move(room)) {}
+
+  void operator()(const Delta& delta) const { deliver_(delta); }
+  boost::asio::awaitable<void> room() const {
+    if (room_) co_await room_();
+  }
+
+private:
+  Deliver deliver_;
+  Room room_;
+};
 
 class Provider {
 public:

@@ -27,12 +27,17 @@ std::string_view error_code_name(ErrorCode code);
 /// Thrown by every operation of the service; what() is the message without any prefix.
 class SessionReferenceError : public std::runtime_error {
 public:
-  SessionReferenceError(ErrorCode code, const std::string& message) : std::runtime_error(message), code_(code) {}
+  /// `parameter`: the argument of the service call at fault when it is one alone (listCandidates'
+  /// `limit`), which the host names as the request parameter of the same name.
+  SessionReferenceError(ErrorCode code, const std::string& message, std::string parameter = {})
+      : std::runtime_error(message), code_(code), parameter_(std::move(parameter)) {}
   ErrorCode code() const noexcept { return code_; }
   std::string_view code_name() const { return error_code_name(code_); }
+  const std::string& parameter() const noexcept { return parameter_; }
 
 private:
   ErrorCode code_;
+  std::string parameter_;
 };
 
 } // namespace acp::refs

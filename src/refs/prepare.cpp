@@ -6,10 +6,7 @@
 #include "refs/retention.hpp"
 #include "refs/serialization.hpp"
 #include "refs/service.hpp"
-
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
+#include "support/memory.hpp"
 
 namespace acp::refs {
 
@@ -42,12 +39,6 @@ AdditionalContext assemble(const std::vector<RenderedSource>& rendered, WorkCoun
   context.source = build_source_record(rendered);
   context.prompt = build_prompt(rendered, counter);
   return context;
-}
-
-void give_back_memory() {
-#if defined(__GLIBC__)
-  ::malloc_trim(0);
-#endif
 }
 
 [[noreturn]] void cancelled() {
@@ -120,7 +111,7 @@ PreparedMessage SessionReferenceService::prepare_normalized(const boost::json::a
   // (glibc returns arena memory only on trim): give it back once the sources are gone, however
   // this call ends.
   struct GiveBack {
-    ~GiveBack() { give_back_memory(); }
+    ~GiveBack() { support::give_back_memory(); }
   } give_back;
   {
     std::vector<ProjectedSource> sources = read_all_in_parallel(*source_, ids, config_.max_reference_bytes, stop);

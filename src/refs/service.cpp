@@ -12,7 +12,8 @@ std::vector<Candidate> SessionReferenceService::list_candidates(const Target& ta
   if (limit) {
     auto v = positive_safe_integer(*limit);
     if (!v)
-      throw SessionReferenceError(ErrorCode::invalid_reference, "candidate limit must be a positive safe integer");
+      throw SessionReferenceError(ErrorCode::invalid_reference, "candidate limit must be a positive safe integer",
+                                  "limit");
     effective = *v;
   }
   auto cancelled = [] {

@@ -79,7 +79,8 @@ struct Connection::Impl {
                 [this](const std::string& key, std::string frame) { outbox.push(key, std::move(frame)); },
                 [this](std::string key, std::string method, json::value params) {
                   return client_calls.call(std::move(key), std::move(method), std::move(params));
-                }},
+                },
+                [this](const std::string& key) { return outbox.room(key); }},
         client_calls(ex, [this](const std::string& key, std::string frame) { outbox.push(key, std::move(frame)); }) {
     handlers::bind_all(router);
     outbox.on_broken([this] { stop("the client stopped reading its output"); });

@@ -4,6 +4,9 @@
 #include "transport/transport.hpp"
 #include "support/event.hpp"
 
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include <algorithm>
@@ -229,6 +232,15 @@ void Outbox::push(const std::string& key, std::string frame) {
     ++s.senders_per_key[key];
   }
   s.senders.back()->frames.push_back(std::move(frame));
+}
+
+asio::awaitable<void> Outbox::room(const std::string& key_in) {
+  const std::string key = key_in;
+  auto& s = *impl_;
+  const auto cancellation = co_await asio::this_coro::cancellation_state;
+  while (!s.dropping && cancellation.cancelled() == asio::cancellation_type::none &&
+         !(s.queued + s.held < s.max_bytes && s.key_bytes(key) < s.per_key_bytes))
+    co_await s.reader_wake.wait();  // admit() notifies after every write
 }
 
 asio::awaitable<void> Outbox::ready() {

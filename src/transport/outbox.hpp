@@ -9,9 +9,9 @@
 //    within `per_key_bytes` (a frame larger than a limit waits until that queue is empty). The
 //    awaiting coroutine is suspended meanwhile (no polling); false = dropped (abort, peer gone).
 //  - push() queues at once, for producers that cannot wait (a provider's synchronous delta sink);
-//    it never overtakes a waiting send() of its key.
-// ready() is the reader's gate: no request is read while the queue is full or many senders wait,
-// which bounds what push() producers (running turns) can add. close() is an end marker: run()
+//    it never overtakes a waiting send() of its key. Such producers await room() before producing
+//    more, which bounds what they add to about one provider read each.
+// ready() is the reader's gate: no request is read while the queue is full or many senders wait. close() is an end marker: run()
 // returns once everything queued is written. abort() drops what is queued, releases waiting
 // senders and ends a pending write; a write failure (EPIPE) does the same and calls on_broken.
 // Everything runs on the connection's executor.
@@ -48,6 +48,10 @@ public:
   boost::asio::awaitable<bool> send(std::string key, std::vector<std::string> frames);
   /// Queues one frame (without its newline) now.
   void push(const std::string& key, std::string frame);
+  /// Returns once a push() producer of `key` may produce more: queued bytes below the limit and the
+  /// key's own queue below `per_key_bytes` (a running turn streams no faster than its client
+  /// reads), or at once after abort() or when the awaiting coroutine is cancelled.
+  boost::asio::awaitable<void> room(const std::string& key);
   /// Returns once a new request may be read: queued bytes below the limit and few senders waiting.
   boost::asio::awaitable<void> ready();
   /// From now on ready() returns at once (the reader is stopping and must not wait for room).

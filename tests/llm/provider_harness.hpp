@@ -28,6 +28,7 @@ struct RunResult {
   milliseconds elapsed{0};
   std::optional<Clock::time_point> cancel_emitted;
   Clock::time_point finished;
+  std::size_t rooms = 0;  ///< times the provider awaited the sink's room()
 
   std::string text(DeltaKind kind = DeltaKind::text) const {
     std::string s;
@@ -76,7 +77,12 @@ inline RunResult run_stream(Provider& provider, boost::asio::io_context& ioc, co
   auto start = Clock::now();
   if (options.cancel_after_start)
     arm_cancel(*options.cancel_after_start);
-  net::co_spawn(ioc, provider.stream(request, sink),
+  // The consumer's gate: counted, and open at once.
+  DeltaSink gated(sink, [&r]() -> net::awaitable<void> {
+    ++r.rooms;
+    co_return;
+  });
+  net::co_spawn(ioc, provider.stream(request, gated),
                 net::bind_cancellation_slot(signal.slot(), [&](std::exception_ptr ep, Completion c) {
                   r.finished = Clock::now();
                   done = true;

@@ -339,6 +339,72 @@ BOOST_AUTO_TEST_CASE(ready_waits_while_the_queue_is_full) {
   });
 }
 
+// A push() producer that awaits room() (a running turn) adds no more than its key's share while
+// the client does not read, and finishes once it reads; abort() lets it go at once.
+BOOST_AUTO_TEST_CASE(room_holds_a_producer_to_its_key_share) {
+  Harness h(1024, 1u << 20, 8192);
+  run(h.io, [&]() -> asio::awaitable<void> {
+    h.start_writer();
+    std::size_t produced = 0;
+    bool finished = false;
+    asio::co_spawn(
+        h.io,
+        [&]() -> asio::awaitable<void> {
+          for (int i = 0; i < 1000; ++i) {
+            co_await h.outbox.room("a");
+            h.outbox.push("a", frame('a', i, 1000));
+            ++produced;
+          }
+          finished = true;
+        },
+        asio::detached);
+    co_await settle();
+    // The key's queue, plus the write in progress taken from it, plus one frame.
+    BOOST_TEST(!finished);
+    BOOST_TEST(produced < 30u);
+    BOOST_TEST(h.outbox.peak_queued_bytes() <= 2 * (8192u + 1001u));
+    // Another key is not held back by "a"'s backlog.
+    bool other = false;
+    auto b = [&]() -> asio::awaitable<void> {
+      co_await h.outbox.room("b");
+      other = true;
+    };
+    asio::co_spawn(h.io, b(), asio::detached);
+    co_await settle();
+    BOOST_TEST(other);
+    // The client reads: everything arrives, in order.
+    std::string out;
+    while (!finished && co_await h.transport.client_wait_output(std::chrono::milliseconds(200)))
+      out += h.transport.client_read();
+    BOOST_TEST(finished);
+    h.outbox.close();
+    out += co_await h.read_all();
+    auto got = lines(out);
+    BOOST_REQUIRE(got.size() == 1000u);
+    for (std::size_t i = 0; i < got.size(); ++i) BOOST_TEST(got[i] == frame('a', i, 1000));
+    BOOST_TEST(h.outbox.peak_queued_bytes() <= 2 * (8192u + 1001u));
+  });
+}
+
+BOOST_AUTO_TEST_CASE(room_returns_at_once_after_abort) {
+  Harness h(1024, 4096, 4096);
+  run(h.io, [&]() -> asio::awaitable<void> {
+    h.start_writer();
+    for (int i = 0; i < 10; ++i) h.outbox.push("a", frame('a', i, 1000));
+    bool released = false;
+    auto wait = [&]() -> asio::awaitable<void> {
+      co_await h.outbox.room("a");
+      released = true;
+    };
+    asio::co_spawn(h.io, wait(), asio::detached);
+    co_await settle();
+    BOOST_TEST(!released);
+    h.outbox.abort();
+    co_await settle();
+    BOOST_TEST(released);
+  });
+}
+
 BOOST_AUTO_TEST_CASE(abort_drops_frames_and_releases_senders) {
   Harness h(1024, 4096);
   run(h.io, [&]() -> asio::awaitable<void> {

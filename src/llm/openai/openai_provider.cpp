@@ -91,10 +91,14 @@ public:
     std::exception_ptr error;
     Completion result;
     // Calls of tools that were not offered (a server's own) are not the caller's to run.
-    if (request.tools.empty())
-      sink = [inner = std::move(sink)](const Delta& d) {
-        if (d.kind != DeltaKind::tool_call) inner(d);
-      };
+    // (The consumer's gate is kept: only the deltas are filtered.)
+    if (request.tools.empty()) {
+      auto inner = std::make_shared<DeltaSink>(std::move(sink));
+      sink = DeltaSink([inner](const Delta& d) {
+                         if (d.kind != DeltaKind::tool_call) (*inner)(d);
+                       },
+                       [inner] { return inner->room(); });
+    }
     try {
       result = co_await stream_with_retries(request, sink);
       if (request.tools.empty()) result.tool_calls.clear();
@@ -375,6 +379,15 @@ private:
     std::vector<Delta> deltas;
     bool done = false;
     while (!done && !parser.is_done()) {
+      // Back-pressure: read no more of the stream until the consumer took what it has (the server
+      // waits on TCP meanwhile). The wait is ours, not the server's: it does not count as idle.
+      if (in.output_started) {
+        const auto waiting_since = Clock::now();
+        co_await in.sink.room();
+        if (cancel_requested())
+          co_return Outcome{cancelled, {}};
+        idle_deadline += Clock::now() - waiting_since;
+      }
       overall = arm();
       lend_chunk();
       auto [ec, unused] = co_await http::async_read_some(stream, buffer, parser, use_tuple);

@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""Memory of the real binary follows a turn's unwritten output, not its whole answer (issue 18).
+
+  turns    three sessions, each one echo turn of 200,000 streamed chunks read by the client, then
+           closed: RSS (VmRSS) after them grows by at most 32 MB over the RSS before them. (A turn
+           kept every chunk's record until it ended — about 1.2 KB a chunk — and the freed memory
+           stayed in malloc arenas: +106 MB after three turns of 100,000.)
+  stalled  a client that never reads stdout: 10,000 pipelined prompts over 200 sessions; the peak
+           RSS (VmHWM) levels off within 48 MB of the baseline. (Running turns used to stream
+           without waiting for the outbox: +71 MB with 50 sessions, +138 MB with 500.)
+
+Memory bounds only; no timing is asserted. By hand: python3 tests/crash/turn_memory_test.py
+build/dsh-acp turns|stalled [SESSIONS] [--report FILE] (FILE gets the measured figures as JSON).
+"""
+import json
+import os
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from acp_client import Client  # noqa: E402
+from memory_bounds import growth_bound, status  # noqa: E402
+from shutdown_test import Feeder, settle_rss  # noqa: E402
+
+CHUNKS = 200_000
+UPDATE_PREFIX = b'{"jsonrpc":"2.0","method":"session/update"'
+
+
+def fail(msg):
+    print("FAIL: " + msg)
+    sys.exit(1)
+
+
+def prompt_and_drain(c, session_id, text, timeout=300.0):
+    """Sends one prompt and reads until its answer, counting the session/update frames without
+    parsing them (a turn of 200,000 chunks is 200,000 frames)."""
+    rid = c.send("session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": text}]})
+    fd = c.proc.stdout.fileno()
+    buf, updates, deadline = b"", 0, time.monotonic() + timeout
+    while True:
+        if time.monotonic() > deadline:
+            fail(f"no answer to the prompt within {timeout} s")
+        chunk = os.read(fd, 1 << 20)
+        if not chunk:
+            fail("stdout ended during the prompt; stderr: " + c.stderr_text())
+        buf += chunk
+        lines = buf.split(b"\n")
+        buf = lines.pop()
+        for line in lines:
+            if line.startswith(UPDATE_PREFIX):
+                updates += 1
+                continue
+            frame = json.loads(line)
+            if frame.get("id") == rid:
+                if "error" in frame:
+                    fail(f"the prompt failed: {frame['error']}")
+                if buf:
+                    fail("frames after the prompt's answer")
+                return frame["result"], updates
+
+
+def test_turns(binary, home):
+    c = Client(binary, home)
+    c.initialize()
+    pid = c.proc.pid
+    # A small turn first, so the baseline includes what any turn sets up once.
+    warm = c.ok("session/new", {"cwd": "/tmp", "mcpServers": []})["sessionId"]
+    prompt_and_drain(c, warm, "warm up")
+    c.ok("session/close", {"sessionId": warm})
+    base = status(pid, "VmRSS")
+    text = "w " * CHUNKS  # the echo answer repeats it: one chunk a word, plus its own lines
+    figures = {"baseline_rss_mb": base / 2**20, "turns": []}
+    for i in range(3):
+        sid = c.ok("session/new", {"cwd": "/tmp", "mcpServers": []})["sessionId"]
+        result, updates = prompt_and_drain(c, sid, text)
+        if result.get("stopReason") != "end_turn" or updates < CHUNKS:
+            fail(f"turn {i + 1}: {result}, {updates} updates (expected at least {CHUNKS})")
+        c.ok("session/close", {"sessionId": sid})
+        rss = status(pid, "VmRSS")
+        figures["turns"].append({"updates": updates, "rss_growth_mb": (rss - base) / 2**20})
+        print(f"turn {i + 1}: {updates} updates, RSS {rss / 2**20:.1f} MB (baseline {base / 2**20:.1f} MB)")
+    figures["peak_growth_mb"] = (status(pid, "VmHWM") - base) / 2**20
+    grown = status(pid, "VmRSS") - base
+    figures["rss_growth_mb"] = grown / 2**20
+    print(f"after three turns of {CHUNKS} chunks: RSS +{grown / 2**20:.1f} MB, "
+          f"peak +{figures['peak_growth_mb']:.1f} MB over the baseline")
+    if c.close() != 0:
+        fail("dsh-acp did not exit 0")
+    if grown > growth_bound(32):
+        fail(f"RSS grew by {grown / 2**20:.1f} MB after the turns (bound {growth_bound(32) >> 20} MB)")
+    return figures
+
+
+def test_stalled(binary, home, sessions=200, prompts=10_000):
+    c = Client(binary, home)
+    c.initialize()
+    ids = [c.ok("session/new", {"cwd": "/tmp", "mcpServers": []})["sessionId"] for _ in range(sessions)]
+    base = status(c.proc.pid, "VmRSS")
+    frames = []
+    for i in range(prompts):
+        frames.append(json.dumps({"jsonrpc": "2.0", "id": 1000 + i, "method": "session/prompt",
+                                  "params": {"sessionId": ids[i % sessions],
+                                             "prompt": [{"type": "text", "text": f"prompt {i} " + "w " * 2000}]}}))
+    feeder = Feeder(c.proc.stdin, ("\n".join(frames) + "\n").encode())
+    feeder.start()
+    peak = settle_rss(c.proc.pid, seconds=5.0) * 1024
+    feeder.stop()
+    figures = {"sessions": sessions, "prompts": prompts, "input_bytes_accepted": feeder.sent,
+               "peak_growth_mb": (peak - base) / 2**20}
+    print(f"stalled client, {prompts} prompts over {sessions} sessions: peak RSS +{(peak - base) / 2**20:.1f} MB, "
+          f"{feeder.sent} of {len(feeder.data)} input bytes accepted")
+    c.kill9()
+    if peak - base > growth_bound(48):
+        fail(f"peak RSS grew by {(peak - base) / 2**20:.1f} MB (bound {growth_bound(48) >> 20} MB)")
+    return figures
+
+
+def main():
+    if len(sys.argv) < 3:
+        print(__doc__)
+        sys.exit(2)
+    binary, mode = sys.argv[1], sys.argv[2]
+    report = sys.argv[sys.argv.index("--report") + 1] if "--report" in sys.argv else None
+    with tempfile.TemporaryDirectory(prefix="dsh-turn-memory-") as home:
+        if mode == "turns":
+            figures = test_turns(binary, home)
+        else:  # an optional third argument: the number of sessions
+            sessions = int(sys.argv[3]) if len(sys.argv) > 3 and sys.argv[3].isdigit() else 200
+            figures = test_stalled(binary, home, sessions)
+    if report:
+        with open(report, "w") as f:
+            json.dump(figures, f, indent=2)
+    print("PASS")
+
+
+if __name__ == "__main__":
+    main()
