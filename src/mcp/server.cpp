@@ -341,7 +341,7 @@ asio::awaitable<CallResult> Server::call_tool(std::string tool, json::object arg
     // A protocol error (an unknown tool, bad arguments): the model reads it and can try again.
     co_return CallResult{"MCP error " + std::to_string(e.error().code()) + ": " + e.error().message(), true};
   } catch (const protocol::ClientCallAborted& e) {
-    if (e.cancelled()) throw;
+    if (e.cancelled()) throw CallCancelled(e.what());
     throw ServerFailure(state->running ? e.what() : state->failure);
   }
 }

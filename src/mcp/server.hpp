@@ -51,6 +51,13 @@ public:
   using std::runtime_error::runtime_error;
 };
 
+/// The call was withdrawn because the awaiting operation was cancelled (the server was sent
+/// notifications/cancelled and stays usable).
+class CallCancelled : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
 class Server {
 public:
   /// Starts the server and lists its tools. Throws ServerFailure.
@@ -65,7 +72,7 @@ public:
   long pid() const;  ///< its process (and process group)
 
   /// Calls a tool. Cancelling the awaiting operation sends notifications/cancelled and throws
-  /// protocol::ClientCallAborted (cancelled()). Throws ServerFailure when the server fails.
+  /// CallCancelled. Throws ServerFailure when the server fails.
   boost::asio::awaitable<CallResult> call_tool(std::string tool, boost::json::object arguments);
 
   /// Ends the server and waits for its tasks.
