@@ -1,6 +1,7 @@
 #include "engine/tool_runner.hpp"
 
 #include "engine/offload.hpp"
+#include "support/await_ops.hpp"
 #include "support/json_number.hpp"
 #include "support/json_text.hpp"
 #include "tools/command.hpp"
@@ -22,6 +23,8 @@ namespace acp::engine {
 namespace asio = boost::asio;
 namespace json = boost::json;
 using namespace asio::experimental::awaitable_operators;
+using support::outcome_of;
+using support::sleep_for;
 using tools::ToolFailure;
 
 namespace {
@@ -77,20 +80,6 @@ std::string capped(std::string text, std::size_t max) {
   tools::OutputCap cap(max);
   cap.append(text);
   return cap.text();
-}
-
-asio::awaitable<void> sleep_for(std::chrono::milliseconds d) {
-  asio::steady_timer t(co_await asio::this_coro::executor, d);
-  co_await t.async_wait(asio::use_awaitable);
-}
-
-// `a || b` waits for the first operation that succeeds: a failing call must show as finished.
-asio::awaitable<std::pair<std::exception_ptr, json::value>> outcome_of(asio::awaitable<json::value> op) {
-  try {
-    co_return std::pair<std::exception_ptr, json::value>{nullptr, co_await std::move(op)};
-  } catch (...) {
-    co_return std::pair<std::exception_ptr, json::value>{std::current_exception(), json::value()};
-  }
 }
 
 // Blocking file work on the pool; its result or its ToolFailure comes back here.

@@ -2,6 +2,7 @@
 
 #include "protocol/client_call.hpp"
 #include "protocol/jsonrpc.hpp"
+#include "support/await_ops.hpp"
 #include "support/child_process.hpp"
 #include "support/event.hpp"
 #include "support/json_text.hpp"
@@ -34,6 +35,8 @@ namespace acp::mcp {
 namespace asio = boost::asio;
 namespace json = boost::json;
 using namespace asio::experimental::awaitable_operators;
+using support::outcome_of;
+using support::sleep_for;
 using asio::posix::stream_descriptor;
 
 namespace {
@@ -46,21 +49,6 @@ constexpr std::size_t kMaxIgnoredLines = 20;  // non-JSON stdout lines logged be
 constexpr std::chrono::milliseconds kStopStep{400};  // stdin closed, then SIGTERM, then SIGKILL
 
 asio::awaitable<void> wait_for(support::Event& e) { co_await e.wait(); }
-
-asio::awaitable<void> sleep_for(std::chrono::milliseconds d) {
-  asio::steady_timer t(co_await asio::this_coro::executor, d);
-  co_await t.async_wait(asio::use_awaitable);
-}
-
-// An operation's outcome, exception included, as a value: `a || b` waits for the first operation
-// that *succeeds*, so a call that fails must not look like one that is still running.
-asio::awaitable<std::pair<std::exception_ptr, json::value>> outcome_of(asio::awaitable<json::value> op) {
-  try {
-    co_return std::pair<std::exception_ptr, json::value>{nullptr, co_await std::move(op)};
-  } catch (...) {
-    co_return std::pair<std::exception_ptr, json::value>{std::current_exception(), json::value()};
-  }
-}
 
 // The answer, or ServerFailure `late` when `limit` passes first.
 asio::awaitable<json::value> within(asio::awaitable<json::value> op, std::chrono::milliseconds limit, std::string late) {

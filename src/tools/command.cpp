@@ -1,5 +1,6 @@
 #include "tools/command.hpp"
 
+#include "support/await_ops.hpp"
 #include "support/child_process.hpp"
 #include "tools/output_cap.hpp"
 #include "tools/tool_failure.hpp"
@@ -24,6 +25,7 @@ namespace acp::tools {
 
 namespace asio = boost::asio;
 using namespace asio::experimental::awaitable_operators;
+using support::sleep_for;
 
 namespace {
 
@@ -71,10 +73,6 @@ asio::awaitable<void> wait_readable(asio::posix::stream_descriptor& fd) {
   co_await fd.async_wait(asio::posix::stream_descriptor::wait_read, asio::use_awaitable);
 }
 
-asio::awaitable<void> sleep_for(std::chrono::milliseconds d) {
-  asio::steady_timer timer(co_await asio::this_coro::executor, d);
-  co_await timer.async_wait(asio::use_awaitable);
-}
 
 } // namespace
 

@@ -3,6 +3,7 @@
 // (tests/tools/mcp_fake_server.py): tools listed and called, results as text, cancellation,
 // crashes, refusal to start, and a stop that leaves no process behind.
 #include "mcp/server.hpp"
+#include "run_coroutine.hpp"
 
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
@@ -23,28 +24,9 @@ using namespace acp;
 
 namespace {
 
-// Runs one coroutine to its end on a fresh io_context; `cancel_after` cancels it.
 template <class T>
 T run(asio::io_context& io, asio::awaitable<T> task, std::optional<std::chrono::milliseconds> cancel_after = {}) {
-  asio::cancellation_signal cancel;
-  asio::steady_timer timer(io);
-  if (cancel_after) {
-    timer.expires_after(*cancel_after);
-    timer.async_wait([&](boost::system::error_code ec) {
-      if (!ec) cancel.emit(asio::cancellation_type::terminal);
-    });
-  }
-  std::optional<T> out;
-  std::exception_ptr error;
-  asio::co_spawn(io, std::move(task), asio::bind_cancellation_slot(cancel.slot(), [&](std::exception_ptr e, T v) {
-                   error = e;
-                   if (!e) out = std::move(v);
-                   timer.cancel();
-                 }));
-  io.restart();
-  while (!out && !error) io.run_one();
-  if (error) std::rethrow_exception(error);
-  return std::move(*out);
+  return run_coroutine(io, std::move(task), cancel_after);
 }
 
 void stop(asio::io_context& io, mcp::Server& server) {

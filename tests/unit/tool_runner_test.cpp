@@ -1,6 +1,7 @@
 // The tool runner: arguments checked, paths confined, work done in the server (real files and
 // processes) or through the editor (a scripted client holding unsaved buffers and terminals).
 #include "engine/tool_runner.hpp"
+#include "run_coroutine.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -97,26 +98,7 @@ struct Rig {
   ~Rig() { pool.join(); }
   ToolOutcome run(engine::ToolRunner& runner, std::string tool, std::string args,
                   std::optional<std::chrono::milliseconds> cancel_after = {}) {
-    asio::cancellation_signal cancel;
-    asio::steady_timer timer(io);
-    if (cancel_after) {
-      timer.expires_after(*cancel_after);
-      timer.async_wait([&](boost::system::error_code ec) {
-        if (!ec) cancel.emit(asio::cancellation_type::terminal);
-      });
-    }
-    std::optional<ToolOutcome> out;
-    std::exception_ptr error;
-    asio::co_spawn(io, runner.run(std::move(tool), std::move(args)),
-                   asio::bind_cancellation_slot(cancel.slot(), [&](std::exception_ptr e, ToolOutcome o) {
-                     error = e;
-                     out = std::move(o);
-                     timer.cancel();
-                   }));
-    io.restart();
-    while (!out && !error) io.run_one();
-    if (error) std::rethrow_exception(error);
-    return std::move(*out);
+    return run_coroutine(io, runner.run(std::move(tool), std::move(args)), cancel_after);
   }
 };
 

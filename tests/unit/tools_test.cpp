@@ -9,6 +9,7 @@
 #include "tools/search.hpp"
 #include "tools/text_window.hpp"
 #include "tools/tool_failure.hpp"
+#include "run_coroutine.hpp"
 
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
@@ -335,24 +336,8 @@ namespace {
 
 CommandOutcome run(CommandRequest r, std::optional<std::chrono::milliseconds> cancel_after = std::nullopt) {
   boost::asio::io_context io;
-  boost::asio::cancellation_signal cancel;
-  boost::asio::steady_timer timer(io);
-  if (cancel_after) {
-    timer.expires_after(*cancel_after);
-    timer.async_wait([&](boost::system::error_code) { cancel.emit(boost::asio::cancellation_type::terminal); });
-  }
   if (r.workdir.empty()) r.workdir = "/";
-  std::optional<CommandOutcome> outcome;
-  std::exception_ptr error;
-  boost::asio::co_spawn(io, run_command(std::move(r)),
-                        boost::asio::bind_cancellation_slot(cancel.slot(), [&](std::exception_ptr e, CommandOutcome o) {
-                          error = e;
-                          outcome = std::move(o);
-                          timer.cancel();
-                        }));
-  io.run();
-  if (error) std::rethrow_exception(error);
-  return *outcome;
+  return run_coroutine(io, run_command(std::move(r)), cancel_after);
 }
 
 // Killed: no /proc entry, a zombie, exiting (PF_EXITING), or a SIGKILL pending that it cannot
