@@ -9,6 +9,12 @@
            RSS (VmHWM) levels off within 48 MB of the baseline. (Running turns used to stream
            without waiting for the outbox: +71 MB with 50 sessions, +138 MB with 500.)
 
+Under ASan (memory_bounds.py) RSS after a turn keeps the allocator's own pools and shadow pages
+(malloc_trim does not reach ASan's allocator), so `turns` bounds what the second and third turns
+add to the first (the defect added its retention every turn), and `stalled` allows three times
+the growth for the per-allocation overhead (measured +105 MB against +36 MB in a release build;
+the defect reached +432 MB in a release build).
+
 Memory bounds only; no timing is asserted. By hand: python3 tests/crash/turn_memory_test.py
 build/dsh-acp turns|stalled [SESSIONS] [--report FILE] (FILE gets the measured figures as JSON).
 """
@@ -20,7 +26,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from acp_client import Client  # noqa: E402
-from memory_bounds import growth_bound, status  # noqa: E402
+from memory_bounds import ASAN, growth_bound, status  # noqa: E402
 from shutdown_test import Feeder, settle_rss  # noqa: E402
 
 CHUNKS = 200_000
@@ -71,6 +77,7 @@ def test_turns(binary, home):
     base = status(pid, "VmRSS")
     text = "w " * CHUNKS  # the echo answer repeats it: one chunk a word, plus its own lines
     figures = {"baseline_rss_mb": base / 2**20, "turns": []}
+    after_first = None
     for i in range(3):
         sid = c.ok("session/new", {"cwd": "/tmp", "mcpServers": []})["sessionId"]
         result, updates = prompt_and_drain(c, sid, text)
@@ -78,16 +85,22 @@ def test_turns(binary, home):
             fail(f"turn {i + 1}: {result}, {updates} updates (expected at least {CHUNKS})")
         c.ok("session/close", {"sessionId": sid})
         rss = status(pid, "VmRSS")
+        after_first = after_first or rss
         figures["turns"].append({"updates": updates, "rss_growth_mb": (rss - base) / 2**20})
         print(f"turn {i + 1}: {updates} updates, RSS {rss / 2**20:.1f} MB (baseline {base / 2**20:.1f} MB)")
     figures["peak_growth_mb"] = (status(pid, "VmHWM") - base) / 2**20
-    grown = status(pid, "VmRSS") - base
+    status_at_end = status(pid, "VmRSS")
+    grown = status_at_end - base
     figures["rss_growth_mb"] = grown / 2**20
     print(f"after three turns of {CHUNKS} chunks: RSS +{grown / 2**20:.1f} MB, "
           f"peak +{figures['peak_growth_mb']:.1f} MB over the baseline")
     if c.close() != 0:
         fail("dsh-acp did not exit 0")
-    if grown > growth_bound(32):
+    if ASAN:
+        later = status_at_end - after_first
+        if later > growth_bound(32):
+            fail(f"RSS grew by {later / 2**20:.1f} MB over turns 2 and 3 (bound {growth_bound(32) >> 20} MB)")
+    elif grown > growth_bound(32):
         fail(f"RSS grew by {grown / 2**20:.1f} MB after the turns (bound {growth_bound(32) >> 20} MB)")
     return figures
 
@@ -111,8 +124,9 @@ def test_stalled(binary, home, sessions=200, prompts=10_000):
     print(f"stalled client, {prompts} prompts over {sessions} sessions: peak RSS +{(peak - base) / 2**20:.1f} MB, "
           f"{feeder.sent} of {len(feeder.data)} input bytes accepted")
     c.kill9()
-    if peak - base > growth_bound(48):
-        fail(f"peak RSS grew by {(peak - base) / 2**20:.1f} MB (bound {growth_bound(48) >> 20} MB)")
+    bound = (48 * 3 << 20) if ASAN else growth_bound(48)
+    if peak - base > bound:
+        fail(f"peak RSS grew by {(peak - base) / 2**20:.1f} MB (bound {bound >> 20} MB)")
     return figures
 
 
