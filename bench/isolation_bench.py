@@ -476,17 +476,8 @@ def run(base, bodies, encoding):
     print(f"  [{kind}] stdin EOF afterwards (reader at full speed again): {exit_note} after {t_exit:.2f} s")
 
 
-# The second process of the lock-wait figure: flocks every path given and holds them until stdin ends.
-HOLDER = r"""
-import fcntl, sys
-held = []
-for path in sys.argv[1:]:
-    f = open(path, "a")
-    fcntl.flock(f, fcntl.LOCK_EX)
-    held.append(f)
-print("held", flush=True)
-sys.stdin.read()
-"""
+# The second process of the lock-wait figure (shared with tests/crash/lock_waits_test.py).
+HOLDER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "tools", "hold_locks.py")
 
 
 def lock_file(store, sid):
@@ -517,7 +508,7 @@ def lock_waits(base):
         d = sids[-1]
         conn.call("session/prompt", {"sessionId": d, "prompt": text("warm up")})
         idle, _, _ = round_trips(conn, d, SAMPLES)
-        holder = subprocess.Popen([sys.executable, "-c", HOLDER, *[lock_file(os.path.join(home, "sessions"), s) for s in sids[:-1]]],
+        holder = subprocess.Popen([sys.executable, HOLDER, *[lock_file(os.path.join(home, "sessions"), s) for s in sids[:-1]]],
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         if holder.stdout.readline().strip() != b"held":
             raise SystemExit("bench: the lock holder did not take its locks")

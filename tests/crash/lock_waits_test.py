@@ -28,18 +28,8 @@ import store_layout  # noqa: E402
 WAITERS = 12
 EXIT_BOUND = 2.0 * (3 if os.environ.get("DSH_TEST_ASAN") else 1)  # as shutdown_test.py
 
-# The second process: flocks every path given on its command line, says so, and holds the locks
-# until its stdin ends.
-HOLDER = r"""
-import fcntl, sys
-held = []
-for path in sys.argv[1:]:
-    f = open(path, "a")
-    fcntl.flock(f, fcntl.LOCK_EX)
-    held.append(f)
-print("held", flush=True)
-sys.stdin.read()
-"""
+# The second process: flocks every path given and holds the locks until its stdin ends.
+HOLDER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools", "hold_locks.py")
 
 
 def fail(msg):
@@ -57,7 +47,7 @@ def lock_path(home, session_id):
 
 
 def hold_locks(paths):
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER, *paths], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    holder = subprocess.Popen([sys.executable, HOLDER, *paths], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     if holder.stdout.readline().strip() != b"held":
         fail("the lock holder did not take its locks")
     return holder
