@@ -96,23 +96,6 @@ char32_t next_visible(Cursor& c) {
   return 0;
 }
 
-void append_utf8(std::string& out, char32_t c) {
-  if (c < 0x80) {
-    out.push_back(static_cast<char>(c));
-  } else if (c < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (c >> 6)));
-    out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
-  } else if (c < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (c >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
-  } else {
-    out.push_back(static_cast<char>(0xF0 | (c >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((c >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
-  }
-}
 
 std::string shape(std::string_view text, std::size_t max_words) {
   Cursor c{text};
@@ -125,7 +108,7 @@ std::string shape(std::string_view text, std::size_t max_words) {
     if (x == 0) break;
     if (!out.empty()) out.push_back(' ');
     while (x != 0 && !is_js_space(x) && out.size() <= kTitleBytes) {
-      append_utf8(out, x);
+      support::append_utf8(out, x);
       x = next_visible(c);
     }
     ++words;

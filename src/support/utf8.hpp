@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 #include <string_view>
 
 namespace acp::support {
@@ -16,6 +17,9 @@ struct DecodedCodePoint {
 
 /// Decodes the code point starting at s[i] (i < s.size()).
 DecodedCodePoint decode_utf8(std::string_view s, std::size_t i);
+
+/// Appends the UTF-8 encoding of the code point `c` (at most U+10FFFF) to `out`.
+void append_utf8(std::string& out, char32_t c);
 
 /// Whether `s` is well-formed UTF-8.
 bool valid_utf8(std::string_view s);

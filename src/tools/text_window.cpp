@@ -17,23 +17,6 @@ namespace {
 // A NUL in the first bytes marks a binary file (git's rule).
 constexpr std::size_t kBinaryCheckBytes = 8192;
 
-void append_utf8(std::string& out, char32_t cp) {
-  if (cp < 0x80) {
-    out += char(cp);
-  } else if (cp < 0x800) {
-    out += char(0xC0 | (cp >> 6));
-    out += char(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += char(0xE0 | (cp >> 12));
-    out += char(0x80 | ((cp >> 6) & 0x3F));
-    out += char(0x80 | (cp & 0x3F));
-  } else {
-    out += char(0xF0 | (cp >> 18));
-    out += char(0x80 | ((cp >> 12) & 0x3F));
-    out += char(0x80 | ((cp >> 6) & 0x3F));
-    out += char(0x80 | (cp & 0x3F));
-  }
-}
 
 } // namespace
 
@@ -87,7 +70,7 @@ void TextWindow::end_line() {
       break;
     }
     auto d = support::decode_utf8(raw, i);
-    append_utf8(text, d.cp);
+    support::append_utf8(text, d.cp);
     i += d.length;
     ++chars;
   }
