@@ -270,7 +270,7 @@ asio::awaitable<ToolOutcome> ToolRunner::edit(const json::object& args) {
   } else {
     auto work = [&] { return tools::edit_local(roots_, path, request); };
     tools::FileChange change = co_await on_pool(blocking_, work);
-    tools::apply_edit(*change.before, request, "", &replaced);
+    replaced = change.replacements;
     out.edit = FileEdit{change.path, std::move(change.before), std::move(change.after)};
   }
   out.text = "Edited " + roots_.display(out.edit->path) + ": " + std::to_string(replaced) + " replacement" +

@@ -163,7 +163,7 @@ FileChange edit_local(const Roots& roots, std::string_view path, const EditReque
   FileChange change;
   change.path = target.path;
   change.before = read_text_file(target.path, display);
-  change.after = apply_edit(*change.before, edit, display);
+  change.after = apply_edit(*change.before, edit, display, &change.replacements);
   struct stat st {};
   if (::stat(target.path.c_str(), &st) != 0) fail("edit", display, errno);
   replace_file(target.path, change.after, display, st.st_mode & 07777);

@@ -32,6 +32,7 @@ struct FileChange {
   std::string path;                   ///< resolved
   std::optional<std::string> before;  ///< nullopt: the file was created
   std::string after;
+  std::size_t replacements = 0;  ///< edit: how many times old_string was replaced
 };
 
 /// A regular file's whole text (at most kMaxEditableBytes). Throws ToolFailure.
