@@ -3,6 +3,7 @@
 #pragma once
 
 #include "engine/conversation.hpp"
+#include "engine/permissions.hpp"
 #include "store/session_types.hpp"
 #include "support/event.hpp"
 
@@ -36,6 +37,8 @@ struct Turn {
   }
 };
 
+class McpTools;
+
 struct Session {
   Session(std::string id_, store::SessionHeader header_, boost::asio::strand<boost::asio::any_io_executor> strand_)
       : id(std::move(id_)), header(std::move(header_)), strand(std::move(strand_)) {}
@@ -51,6 +54,9 @@ struct Session {
   std::string logged_provider;  ///< config of the log's latest request/header ("" = none yet)
   std::string logged_model;
   bool closed = false;          ///< session/close or delete: a running prompt no longer updates it
+  SessionMode mode = SessionMode::ask;  ///< what tool calls need (session/set_mode, the `mode` option)
+  Permissions permissions;              ///< the user's "always" choices (restored from the log)
+  std::shared_ptr<McpTools> mcp;        ///< the client's MCP servers; null = none
 
   const std::string& cwd() const { return *header.cwd; }
 };

@@ -1,0 +1,60 @@
+// A session's MCP servers (the client's `mcpServers` of session/new, load and resume) as tools the
+// model is offered: each server's tools as `mcp__<server>__<tool>` with their schemas. Servers are
+// started in the session's cwd when the session is set up (concurrently; one that fails is logged
+// with its stderr tail and left out, the session works without it), called with the call's
+// cancellation, and stopped with the session (close, delete, shutdown). A server that dies later
+// withdraws its tools; a call in flight then gets an error result. Lives on the connection thread.
+#pragma once
+
+#include "engine/tool_runner.hpp"
+#include "llm/provider.hpp"
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace acp::mcp {
+class Server;
+struct ServerSpec;
+}
+
+namespace acp::engine {
+
+/// `mcp__<server>__<tool>` (the name offered to the model).
+std::string mcp_tool_name(std::string_view server, std::string_view tool);
+
+class McpTools {
+public:
+  McpTools();
+  ~McpTools();
+  McpTools(const McpTools&) = delete;
+  McpTools& operator=(const McpTools&) = delete;
+
+  /// Starts `servers` (each in its spec's cwd) concurrently and lists their tools; failures are
+  /// logged and leave that server out. Returns once every server started or failed.
+  boost::asio::awaitable<void> start(boost::asio::any_io_executor executor, std::vector<mcp::ServerSpec> servers);
+
+  /// The tools of the running servers, in server order then the server's own order.
+  std::vector<llm::ToolDefinition> definitions() const;
+  /// Whether `name` is a tool of a running server.
+  bool offers(std::string_view name) const;
+  /// Calls `name` (an mcp__ name) with the model's raw JSON `arguments`. Bad JSON, arguments that
+  /// are not an object, an unknown tool or a failed server are error outcomes; cancelling the
+  /// awaiting operation cancels the call (notifications/cancelled) and returns `cancelled`.
+  boost::asio::awaitable<ToolOutcome> call(std::string name, std::string arguments);
+
+  /// Stops every server and waits for them (idempotent).
+  boost::asio::awaitable<void> stop();
+
+  std::size_t servers() const;
+
+private:
+  struct Entry;
+  std::vector<std::unique_ptr<Entry>> entries_;
+};
+
+} // namespace acp::engine
