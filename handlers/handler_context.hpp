@@ -10,6 +10,7 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
+#include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
 
 #include <functional>
@@ -47,6 +48,8 @@ struct HandlerContext {
   /// has room in the outbox (or at once when output is being dropped, or on cancellation). null =
   /// never wait.
   std::function<boost::asio::awaitable<void>(const std::string& key)> room = {};
+  /// What the client said it can do (initialize's clientCapabilities): fs and terminal for tools.
+  boost::json::object client_capabilities = {};
 };
 
 } // namespace acp::handlers

@@ -3,7 +3,9 @@
 
 namespace acp::handlers {
 
-boost::asio::awaitable<protocol::InitializeResponse> initialize(HandlerContext& ctx, protocol::InitializeRequest) {
+boost::asio::awaitable<protocol::InitializeResponse> initialize(HandlerContext& ctx, protocol::InitializeRequest req) {
+  // Tools go through the editor where it says it can (fs, terminal); a second initialize replaces it.
+  ctx.client_capabilities = req.clientCapabilities.value_or(boost::json::object{});
   protocol::InitializeResponse r;
   // Our only version; the client decides whether it can speak it (contracts.md §2).
   r.protocolVersion = protocol::kProtocolVersion;
@@ -13,6 +15,7 @@ boost::asio::awaitable<protocol::InitializeResponse> initialize(HandlerContext& 
   sessions.resume = boost::json::object{};
   sessions.close = boost::json::object{};
   sessions.delete_ = boost::json::object{};
+  sessions.additionalDirectories = boost::json::object{};
   r.agentCapabilities._meta = boost::json::object{{"dsh-acp/sessionReferences", {{"version", 1}}}};
   r.agentCapabilities.promptCapabilities.embeddedContext = true;
   // Advertised whenever the provider needs a key, so a client can offer authenticate after -32000.

@@ -3,10 +3,16 @@
 #include "handlers/prompt_text.hpp"
 #include "handlers/provider_auth.hpp"
 #include "handlers/reference_card.hpp"
+#include "handlers/replay.hpp"
+#include "handlers/tool_card.hpp"
 #include "handlers/slash_commands.hpp"
 #include "handlers/text_chunks.hpp"
 #include "handlers/text_frames.hpp"
+#include "protocol/client_call.hpp"
 #include "protocol/jsonrpc.hpp"
+#include "protocol/wire.hpp"
+#include "store/records.hpp"
+#include "support/log.hpp"
 
 namespace acp::handlers {
 
@@ -18,14 +24,113 @@ protocol::StopReason to_stop_reason(llm::StopKind kind) {
   case llm::StopKind::max_tokens: return protocol::StopReason::max_tokens;
   case llm::StopKind::refusal: return protocol::StopReason::refusal;
   case llm::StopKind::cancelled: return protocol::StopReason::cancelled;
+  case llm::StopKind::max_turn_requests: return protocol::StopReason::max_turn_requests;
   }
   return protocol::StopReason::end_turn;
+}
+
+bool capability(const boost::json::object& caps, std::string_view group, std::string_view name) {
+  const auto* g = group.empty() ? &caps : nullptr;
+  if (!group.empty()) {
+    const auto* v = caps.if_contains(group);
+    g = v ? v->if_object() : nullptr;
+  }
+  const auto* flag = g ? g->if_contains(name) : nullptr;
+  return flag && flag->is_bool() && flag->get_bool();
+}
+
+// A request to the client on the session's stream, its failures as the tool runner knows them.
+boost::asio::awaitable<boost::json::value> editor_call(HandlerContext* ctx, std::string session, std::string method,
+                                                       boost::json::value params) {
+  try {
+    co_return co_await ctx->call_client(std::move(session), std::move(method), std::move(params));
+  } catch (const protocol::ClientCallFailed& e) {
+    throw engine::EditorCallError(e.what(), false);
+  } catch (const protocol::ClientCallAborted& e) {
+    throw engine::EditorCallError(e.what(), e.cancelled());
+  }
+}
+
+// session/request_permission for one call; the answer read fail-closed, a withdrawn request `cancelled`.
+boost::asio::awaitable<engine::PermissionAnswer> request_permission(HandlerContext* ctx, std::string session,
+                                                                    boost::json::value params) {
+  try {
+    boost::json::value result = co_await ctx->call_client(session, "session/request_permission", std::move(params));
+    co_return engine::read_permission_answer(result);
+  } catch (const protocol::ClientCallFailed& e) {
+    log::warn("session/request_permission failed: " + std::string(e.what()) + ": the call is rejected");
+    co_return engine::PermissionAnswer::reject_once;
+  } catch (const protocol::ClientCallAborted&) {
+    co_return engine::PermissionAnswer::cancelled;
+  }
 }
 
 // What the turn reports becomes session/update notifications.
 class UpdateSender final : public engine::TurnObserver {
 public:
-  UpdateSender(HandlerContext& ctx, std::string session_id) : ctx_(ctx), id_(session_id), frames_(std::move(session_id)) {}
+  UpdateSender(HandlerContext& ctx, std::string session_id, std::string cwd)
+      : ctx_(ctx), id_(session_id), cwd_(cwd), frames_(std::move(session_id)), cards_(ReplayPlaces{std::move(cwd), {}}) {}
+
+  // Tool cards come from the records the turn logs, through the replay's own translation: what the
+  // client sees live is what session/load shows later. Live adds the states between.
+  void tool_record(const boost::json::object& record) override {
+    std::vector<protocol::SessionUpdate> updates;
+    cards_.on_event(record, updates);
+    for (auto& update : updates) {
+      if (auto* card = std::get_if<protocol::ToolCall>(&update)) card->status = protocol::ToolCallStatus::pending;
+      send(std::move(update));
+    }
+  }
+  void tool_running(const std::string& call_id, const std::optional<std::string>& terminal_id) override {
+    protocol::ToolCallUpdate update;
+    update.toolCallId = call_id;
+    update.status = protocol::ToolCallStatus::in_progress;
+    if (terminal_id) update.content = std::vector<protocol::ToolCallContent>{protocol::ToolTerminal{*terminal_id}};
+    send(std::move(update));
+  }
+  boost::asio::awaitable<engine::PermissionAnswer> ask_permission(const engine::PermissionQuestion& q) override {
+    if (!ctx_.call_client) co_return engine::PermissionAnswer::cancelled;
+    boost::json::value arguments = parse_arguments(nullptr);
+    {
+      boost::json::value raw(q.arguments);
+      arguments = parse_arguments(&raw);
+    }
+    protocol::ToolCall card = tool_call_card(q.call_id, q.tool, arguments, cwd_);
+    protocol::ToolCallUpdate asked;
+    asked.toolCallId = card.toolCallId;
+    asked.title = card.title;
+    asked.kind = card.kind;
+    asked.status = protocol::ToolCallStatus::pending;
+    asked.locations = card.locations;
+    asked.rawInput = card.rawInput;
+    // The change or the command the user is asked about, on the question itself.
+    if (auto diff = argument_diff(q.tool, arguments, cwd_))
+      asked.content = std::vector<protocol::ToolCallContent>{std::move(*diff)};
+    boost::json::array options = engine::permission_options();
+    if (!q.can_remember) {
+      // A compound command is asked for each time: "always" is not offered for it.
+      boost::json::array once;
+      for (auto& o : options)
+        if (const auto* option = o.if_object(); option && store::string_at(*option, "optionId").ends_with("_once"))
+          once.push_back(o);
+      options = std::move(once);
+    }
+    boost::json::value call = wire::encode(asked);
+    call.as_object().erase("sessionUpdate");  // a ToolCallUpdate, not a session/update
+    boost::json::object params{{"sessionId", id_}, {"toolCall", std::move(call)}, {"options", std::move(options)}};
+    co_return co_await request_permission(&ctx_, id_, std::move(params));
+  }
+  engine::EditorAccess editor() override {
+    engine::EditorAccess access;
+    if (!ctx_.call_client) return access;
+    access.read_text_file = capability(ctx_.client_capabilities, "fs", "readTextFile");
+    access.write_text_file = capability(ctx_.client_capabilities, "fs", "writeTextFile");
+    access.terminal = capability(ctx_.client_capabilities, "", "terminal");
+    access.call = [ctx = &ctx_, id = id_](std::string method, boost::json::value params) {
+      return editor_call(ctx, id, std::move(method), std::move(params));
+    };
+    return access;
+  }
 
   void references(std::int64_t snapshot_seq, const boost::json::object& source) override {
     // The card comes before any model output; the snapshot text itself never reaches the client.
@@ -64,7 +169,9 @@ private:
   }
   HandlerContext& ctx_;
   std::string id_;
+  std::string cwd_;
   TextChunkFrames frames_;  ///< most of a turn's frames are text deltas: written without JSON trees
+  Replayer cards_;          ///< the tool records' cards, as session/load shows them
 };
 
 } // namespace
@@ -86,7 +193,7 @@ boost::asio::awaitable<protocol::PromptResponse> session_prompt(HandlerContext& 
         std::nullopt});
     co_return protocol::PromptResponse{protocol::StopReason::end_turn, std::nullopt};
   }
-  UpdateSender updates(ctx, req.sessionId);
+  UpdateSender updates(ctx, req.sessionId, session->cwd());
   engine::PromptInput input{std::move(rendered.text), std::move(rendered.references)};
   // The awaitable in a local: the moved-in input must not be a temporary across the co_await (GCC 12).
   // Failures reach the client through to_rpc_error (handlers/errors.cpp), like every handler's.

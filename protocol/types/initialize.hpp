@@ -9,7 +9,7 @@ inline constexpr int kProtocolVersion = 1;
 
 struct InitializeRequest {
   std::int64_t protocolVersion = 0;
-  std::optional<boost::json::object> clientCapabilities;  ///< kept opaque: we rely on none of it yet
+  std::optional<boost::json::object> clientCapabilities;  ///< kept as sent: tools read fs and terminal from it
   std::optional<boost::json::object> clientInfo;
   Meta _meta;
 };

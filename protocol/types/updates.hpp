@@ -53,7 +53,14 @@ struct ToolDiff {
 };
 BOOST_DESCRIBE_STRUCT(ToolDiff, (), (path, oldText, newText))
 
-using ToolCallContent = std::variant<ToolContent, ToolDiff>;
+/// A terminal the client created for the call (terminal/create): the client shows it live.
+struct ToolTerminal {
+  static constexpr std::string_view kTagKey = "type", kTag = "terminal";
+  std::string terminalId;
+};
+BOOST_DESCRIBE_STRUCT(ToolTerminal, (), (terminalId))
+
+using ToolCallContent = std::variant<ToolContent, ToolDiff, ToolTerminal>;
 
 /// A file the tool reads or changes (absolute path, 1-based line).
 struct ToolCallLocation {

@@ -3,6 +3,7 @@
 #include "engine/compaction.hpp"
 #include "engine/offload.hpp"
 #include "engine/turn_log.hpp"
+#include "engine/turn_runner.hpp"
 #include "llm/token_estimate.hpp"
 #include "refs/errors.hpp"
 #include "refs/service.hpp"
@@ -71,11 +72,6 @@ constexpr std::size_t kBulkReadThreads = 4;
 // summary request; /compact and the context-too-long retry take any.
 constexpr std::int64_t kMinAutoCompactTokens = 256;
 
-bool context_too_long(const llm::ProviderError& e) {
-  return (e.http_status() == 400 || e.http_status() == 413 || e.http_status() == 0) && !e.output_started() &&
-         llm::names_context_too_long(e.what());
-}
-
 // Releases the session's turn slot and wakes waiters however the prompt ends.
 struct TurnScope {
   std::shared_ptr<Session> session;
@@ -111,24 +107,6 @@ asio::awaitable<R> with_lock(const asio::any_io_executor& home_in, const asio::a
   auto waiting = [&work, &wait] { return work(wait); };
   co_return std::move(*co_await offload(waits, waiting));
 }
-
-// Chunk batches are written on the session strand while the model keeps streaming. Their records
-// are let go there: chunks are not on the conversation's surface, and keeping them until the turn
-// ended cost ~1.2 KB a chunk (issue 18). The first failure is kept (strand-only state) and ends the
-// turn `error`. At most kChunkWritesInFlight batches are posted and unwritten: the model waits
-// (DeltaSink::room) while the disk is behind, so unwritten chunks cannot pile up in the strand's queue.
-constexpr std::size_t kChunkWritesInFlight = 2;
-
-struct ChunkWrites {
-  explicit ChunkWrites(const asio::any_io_executor& ex) : written(ex, asio::steady_timer::time_point::max()) {}
-  TurnLog* log = nullptr;
-  std::exception_ptr error;    ///< strand only
-  std::size_t in_flight = 0;   ///< connection thread: batches posted and not yet written
-  asio::steady_timer written;  ///< connection thread: cancelled as each batch is written
-};
-
-// A turn that streamed this many chunks frees enough to be worth giving back to the system.
-constexpr std::int64_t kTrimAfterChunks = 4096;
 
 } // namespace
 
@@ -314,218 +292,8 @@ asio::awaitable<llm::StopKind> Engine::prompt(const std::string& id_in, PromptIn
   auto turn = std::make_shared<Turn>(executor_);
   session->turn = turn;
   TurnScope scope{session, turn};
-
-  // References are prepared before anything is written: a failure or a cancel leaves no trace.
-  std::optional<refs::AdditionalContext> context;
-  if (!input.references.empty()) {
-    refs::Target target{id, session->header.cwd};
-    json::array content{json::object{{"type", "text"}, {"text", input.text}}};
-    auto prepare = [this, target, content, &input, stop = turn->stop.get_token()] {
-      return services_.references.prepare(target, content, input.references, stop);
-    };
-    try {
-      std::optional<refs::PreparedMessage> prepared = co_await offload(bulk_reads_.executor(), prepare);
-      context = std::move(prepared->additional_context);
-    } catch (const refs::SessionReferenceError& e) {
-      if (e.code() != refs::ErrorCode::cancelled && !turn->cancel_requested) throw;
-    }
-    if (turn->cancel_requested) co_return llm::StopKind::cancelled;
-  }
-
-  // Taking the write lock may wait for another process (up to 2 s; a cancel ends the wait).
-  std::unique_ptr<TurnLog> log = co_await open_log(session, turn);
-  if (!log) co_return llm::StopKind::cancelled;
-  if (!session->conversation_known || session->conversation.next_seq() != log->writer().next_seq())
-    if (!co_await refresh_conversation(*session, log->writer().next_seq())) co_return llm::StopKind::cancelled;
-
-  // From here on the turn is logged whatever happens, an early cancel included: the user sees
-  // what they sent on reload. The snapshot, turn/start and the direct message are one batch.
-  std::vector<store::NewEvent> prefix;
-  if (context) {
-    json::array snapshot{json::object{{"type", "text"}, {"text", context->prompt}}};
-    prefix.push_back(events::user_message(std::move(snapshot), context->source));
-  }
-  const std::string model = session_model(*session);
-  std::optional<store::NewEvent> request_header;
-  const std::string provider_name = services_.provider.name();
-  if (offers_models() && (session->logged_provider != provider_name || session->logged_model != model)) {
-    store::NewEvent e;
-    e.type = "request/header";
-    e.data = json::object{{"header", {{"config", {{"provider", provider_name}, {"model", model}}}}},
-                          {"reason", session->logged_model.empty() ? "initial" : "change"}};
-    request_header = std::move(e);
-  }
-  bool header_written = request_header.has_value();
-  // Automatic compaction: decided before writing, from the request this turn would send.
-  const std::optional<std::int64_t> threshold =
-      llm::compaction_threshold(context_window(model), services_.config.compact_at);
-  bool compact_first = false;
-  if (threshold) {
-    std::int64_t estimate = llm::estimate_request_tokens(model_request(*session, model).messages) +
-                            llm::estimate_message_tokens({llm::Role::user, input.text}) +
-                            (context ? llm::estimate_message_tokens({llm::Role::user, context->prompt}) : 0);
-    compact_first = estimate > *threshold;
-    if (compact_first)
-      acp::log::info("session " + id + ": request estimated at " + std::to_string(estimate) + " tokens, above " +
-                std::to_string(*threshold) + ": compacting first");
-  }
-  session->conversation_known = false;  // until this turn's records are all observed
-  auto begin = [&log, &prefix, &input, &request_header, compact_first] {
-    return log->begin(std::move(prefix), input.text, compact_first ? std::nullopt : std::move(request_header),
-                      !compact_first);
-  };
-  std::vector<json::object> first = std::move(*co_await offload(session->strand, begin));
-  std::string().swap(input.text);  // logged, and in `first`: not needed any more
-  for (const auto& r : first) session->conversation.observe(r);
-  if (header_written) {
-    session->logged_provider = provider_name;
-    session->logged_model = model;
-  }
-  if (context && !session->closed) observer.references(first.front().at("seq").as_int64(), context->source);
-  for (const auto& r : first) {
-    if (store::string_at(r, "type") != "session/title" || session->closed) continue;
-    if (const json::object* data = store::object_at(r, "data")) observer.title(std::string(store::string_at(*data, "title")));
-  }
-  std::vector<json::object>().swap(first);  // the conversation has observed them
-
-  bool compacted = false;
-  const std::string no_focus;
-  if (compact_first) {
-    if (!turn->cancel_requested) {
-      CompactResult result = co_await run_compaction(session, *log, turn, observer, no_focus, false);
-      compacted = result.kind == CompactResult::Kind::compacted;
-    }
-    auto step = [&log, &request_header] { return log->open_step(std::move(request_header)); };
-    std::vector<json::object> records = std::move(*co_await offload(session->strand, step));
-    for (const auto& r : records) session->conversation.observe(r);
-  }
-
-  llm::Request request = model_request(*session, model);
-
-  ChunkBuffer buffer(log->turn(), TurnLog::step());
-  auto writes = std::make_shared<ChunkWrites>(executor_);
-  writes->log = log.get();
-  auto write_chunks = [this, &session, &buffer, writes] {
-    ++writes->in_flight;
-    asio::post(session->strand, [writes, batch = buffer.take(), home = executor_]() mutable {
-      if (!writes->error) {
-        try {
-          writes->log->chunks(std::move(batch));
-        } catch (...) {
-          writes->error = std::current_exception();
-        }
-      }
-      ChunkBatch().swap(batch);  // freed here, not on the connection thread
-      asio::post(home, [writes] {
-        --writes->in_flight;
-        writes->written.cancel();
-      });
-    });
-  };
-  auto deliver = [&](const llm::Delta& delta) {
-    // Cancellation is racy: a delta arriving after cancel is dropped, never sent after the reply.
-    if (turn->cancel_requested) return;
-    if (buffer.add(delta)) write_chunks();
-    if (!session->closed) observer.delta(delta);
-  };
-  // Back-pressure: the model produces no more while chunk batches wait for the disk or the client
-  // for its updates. A cancel ends every wait (the model stream observes it next).
-  auto room = [&]() -> asio::awaitable<void> {
-    while (writes->in_flight >= kChunkWritesInFlight && !turn->cancel_requested)
-      co_await writes->written.async_wait(asio::as_tuple(asio::use_awaitable));
-    if (!turn->cancel_requested && !session->closed) co_await observer.room();
-  };
-  const llm::DeltaSink sink(deliver, room);
-
-  llm::Completion completion;
-  completion.provider = provider_name;
-  completion.model = model;
-  TurnEnding ending;
-  std::exception_ptr failure;
-  // A request the provider finds too long for its context window is compacted once and retried
-  // once (unless this turn already compacted); otherwise the turn fails naming window and estimate.
-  bool retried = false;
-  while (!turn->cancel_requested) {
-    std::optional<std::string> too_long;
-    try {
-      auto call = asio::co_spawn(executor_, services_.provider.stream(request, sink),
-                                 asio::bind_cancellation_slot(turn->signal.slot(), asio::use_awaitable));
-      completion = co_await std::move(call);
-    } catch (const llm::ProviderError& e) {
-      if (context_too_long(e)) {
-        too_long = e.what();
-      } else {
-        failure = std::make_exception_ptr(ProviderFailed(provider_name, e));
-        ending = TurnEnding{TurnEnding::Kind::error, e.what(), e.code()};
-        if (e.output_started() && !turn->cancel_requested && !session->closed)
-          observer.delta({llm::DeltaKind::text, "\n\n[The answer was cut off: " + std::string(e.what()) + "]"});
-      }
-    } catch (const std::exception& e) {
-      failure = std::current_exception();
-      ending = TurnEnding{TurnEnding::Kind::error, e.what(), std::nullopt};
-    }
-    if (!too_long) break;
-    if (!retried && !compacted && services_.config.compact_at > 0 && !turn->cancel_requested) {
-      retried = true;
-      // (No chunk was written: a too-long request fails before any output, so the compaction's
-      // records are the next in the log and the conversation.)
-      acp::log::info("session " + id + ": the provider found the request too long (" + *too_long + "): compacting");
-      CompactResult result = co_await run_compaction(session, *log, turn, observer, no_focus, true);
-      if (result.kind == CompactResult::Kind::compacted) {
-        compacted = true;
-        request = model_request(*session, model);
-        continue;
-      }
-    }
-    const std::optional<std::int64_t> window = context_window(model);
-    std::string message = "The conversation does not fit the model's context window (" +
-                          (window ? std::to_string(*window) + " tokens" : "window of " + model + " not configured") +
-                          "; this request is estimated at " +
-                          std::to_string(llm::estimate_request_tokens(request.messages)) +
-                          " tokens). Use /compact or start a new session. The provider said: " + *too_long;
-    failure = std::make_exception_ptr(ProviderFailed(provider_name, llm::ProviderError("PROVIDER_BAD_REQUEST", message, 400)));
-    ending = TurnEnding{TurnEnding::Kind::error, message, std::string("PROVIDER_BAD_REQUEST")};
-    break;
-  }
-  // After session/cancel the turn ends "cancelled" whatever the provider did (ACP: never an error).
-  if (turn->cancel_requested) {
-    failure = nullptr;
-    completion.stop = llm::StopKind::cancelled;
-    ending = TurnEnding{TurnEnding::Kind::aborted, {}, std::nullopt};
-  } else if (!failure) {
-    switch (completion.stop) {
-    case llm::StopKind::max_tokens: ending.kind = TurnEnding::Kind::max_tokens; break;
-    case llm::StopKind::refusal: ending.kind = TurnEnding::Kind::refused; break;
-    case llm::StopKind::cancelled: ending.kind = TurnEnding::Kind::aborted; break;
-    case llm::StopKind::end_turn: ending.kind = TurnEnding::Kind::completed; break;
-    }
-    buffer.close(completion, ending.kind == TurnEnding::Kind::refused);
-  }
-
-  // The strand runs this after every chunk batch posted above: the turn's last events are durable
-  // before the prompt is answered, and no write of this turn is left running.
-  auto finish = [&log, &buffer, &completion, &ending, writes] {
-    if (writes->error) {
-      try {
-        std::rethrow_exception(writes->error);
-      } catch (const std::exception& e) {
-        ending = TurnEnding{TurnEnding::Kind::error, std::string("log write failed: ") + e.what(), std::nullopt};
-      }
-    }
-    auto records = log->finish(buffer.take(), buffer.blocks(), completion, ending);
-    log->release();
-    // A long answer's chunk records were freed in the pool threads' malloc arenas, where glibc
-    // keeps them: give them back (issue 18: +106 MB after three turns of 100,000 chunks).
-    if (log->chunk_events() >= kTrimAfterChunks) support::give_back_memory();
-    return records;
-  };
-  std::vector<json::object> closing = std::move(*co_await offload(session->strand, finish));
-  session->conversation.skip(log->chunk_events());  // between the step's start and its end
-  for (const auto& r : closing) session->conversation.observe(r);
-  session->conversation_known = true;
-  if (writes->error) std::rethrow_exception(writes->error);
-  if (failure) std::rethrow_exception(failure);
-  co_return completion.stop;
+  TurnRunner runner(*this, session, turn, observer);
+  co_return co_await runner.prompt(std::move(input));
 }
 
 llm::Request Engine::model_request(const Session& session, const std::string& model) const {
@@ -534,6 +302,13 @@ llm::Request Engine::model_request(const Session& session, const std::string& mo
   request.messages.push_back({llm::Role::system, system_prompt(session)});
   for (auto& m : session.conversation.messages()) request.messages.push_back(std::move(m));
   return request;
+}
+
+std::int64_t Engine::estimate_request(const Session& session) const {
+  std::int64_t total = llm::estimate_request_tokens({}) + llm::estimate_message_tokens({llm::Role::system, system_prompt(session)});
+  for (const auto& entry : session.conversation.surface())
+    if (!session.conversation.refused(entry.turn)) total += llm::estimate_message_tokens(entry.message);
+  return total;
 }
 
 std::optional<std::int64_t> Engine::context_window(const std::string& model) const {
@@ -549,6 +324,11 @@ asio::awaitable<CompactResult> Engine::run_compaction(const std::shared_ptr<Sess
   const std::shared_ptr<Turn> turn = turn_in;
   const std::string focus = focus_in;
   CompactResult result;
+  if (turn->cancel_requested) {
+    result.kind = CompactResult::Kind::cancelled;
+    result.message = "cancelled";
+    co_return result;
+  }
   PlanOptions options{services_.config.compact_keep_turns, manual ? 1 : kMinAutoCompactTokens};
   std::optional<CompactionPlan> plan = plan_compaction(session->conversation, options, result.message);
   if (!plan) {
@@ -619,46 +399,14 @@ asio::awaitable<CompactResult> Engine::run_compaction(const std::shared_ptr<Sess
 asio::awaitable<CompactResult> Engine::compact(const std::string& id_in, const std::string& focus_in,
                                                TurnObserver& observer) {
   const std::string id = id_in;
-  const std::string focus = focus_in;
+  std::string focus = focus_in;
   std::shared_ptr<Session> session = require(id);
   if (session->turn) throw InvalidInput("/sessionId", "a prompt is already running in this session");
   auto turn = std::make_shared<Turn>(executor_);
   session->turn = turn;
   TurnScope scope{session, turn};
-
-  CompactResult result;
-  std::unique_ptr<TurnLog> log = co_await open_log(session, turn);
-  if (log && (!session->conversation_known || session->conversation.next_seq() != log->writer().next_seq()))
-    if (!co_await refresh_conversation(*session, log->writer().next_seq())) log.reset();
-  if (!log) {
-    result.kind = CompactResult::Kind::cancelled;
-    co_return result;
-  }
-  auto release = [&log] { log->release(); };
-
-  // Nothing worth condensing: no turn, no log write.
-  if (!plan_compaction(session->conversation, {services_.config.compact_keep_turns, 1}, result.message)) {
-    co_await offload(session->strand, release);
-    co_return result;
-  }
-  session->conversation_known = false;
-  auto begin = [&log] { return log->begin_compact_turn(); };
-  std::vector<json::object> opened = std::move(*co_await offload(session->strand, begin));
-  for (const auto& r : opened) session->conversation.observe(r);
-  result = co_await run_compaction(session, *log, turn, observer, focus, true);
-  json::object reason = result.kind == CompactResult::Kind::compacted   ? events::reason("completed")
-                        : result.kind == CompactResult::Kind::cancelled ? events::reason("aborted")
-                        : result.kind == CompactResult::Kind::failed    ? events::error_reason(0, result.message)
-                                                                        : events::reason("completed");
-  auto end = [&log, &reason] {
-    auto records = log->end_turn(std::move(reason));
-    log->release();
-    return records;
-  };
-  std::vector<json::object> closed = std::move(*co_await offload(session->strand, end));
-  for (const auto& r : closed) session->conversation.observe(r);
-  session->conversation_known = true;
-  co_return result;
+  TurnRunner runner(*this, session, turn, observer);
+  co_return co_await runner.compact(std::move(focus));
 }
 
 void Engine::cancel(const std::string& id) {

@@ -31,7 +31,9 @@
 //   strand (the checkpoint batch fsynced) and observed by the Conversation like any other.
 #pragma once
 
+#include "engine/permissions.hpp"
 #include "engine/session.hpp"
+#include "engine/tool_runner.hpp"
 #include "llm/provider.hpp"
 #include "refs/types.hpp"
 #include "store/session_types.hpp"
@@ -134,6 +136,14 @@ struct CompactResult {
   CompactionReport report;
 };
 
+/// A tool call the user is asked to allow (session/request_permission).
+struct PermissionQuestion {
+  std::string call_id;
+  std::string tool;
+  std::string arguments;  ///< the model's raw JSON text
+  bool can_remember = true;  ///< false: "always" cannot cover it (a compound command): asked each time
+};
+
 /// What a running turn reports, in order, on the connection thread.
 class TurnObserver {
 public:
@@ -147,6 +157,20 @@ public:
   /// Awaited before the model produces more: returns once the client can take more updates (or at
   /// once on cancellation). Back-pressure from the client to the provider; the default never waits.
   virtual boost::asio::awaitable<void> room() { co_return; }
+
+  // ---- tools ----
+  /// A record of a tool call was logged: tool/call (its card, pending), todo/write (a plan) or
+  /// tool/result (the card completed or failed). The same records replay shows on session/load.
+  virtual void tool_record(const boost::json::object&) {}
+  /// A call starts running (allowed); `terminal_id` once it runs in the editor's terminal.
+  virtual void tool_running(const std::string& /*call_id*/, const std::optional<std::string>& /*terminal_id*/) {}
+  /// Asks the user; cancelling the awaiting operation withdraws the question (answer `cancelled`).
+  /// The default has nobody to ask.
+  virtual boost::asio::awaitable<PermissionAnswer> ask_permission(const PermissionQuestion&) {
+    co_return PermissionAnswer::cancelled;
+  }
+  /// What the editor does for tools and how to ask it; the default: nothing (the server does all).
+  virtual EditorAccess editor() { return {}; }
 };
 
 struct PromptInput {
@@ -169,6 +193,8 @@ struct EngineServices {
   const refs::SessionReferenceService& references;
   std::string system_prompt_template;  ///< with {cwd} and {date} placeholders
 };
+
+class TurnRunner;
 
 class Engine {
 public:
@@ -244,6 +270,7 @@ public:
                                                                   bool match_titles);
 
 private:
+  friend class TurnRunner;
   /// Opens the session's log for a turn (its write lock taken); nullptr when the turn was
   /// cancelled while waiting for the lock.
   boost::asio::awaitable<std::unique_ptr<TurnLog>> open_log(const std::shared_ptr<Session>& session,
@@ -255,6 +282,8 @@ private:
                                                        const std::shared_ptr<Turn>& turn, TurnObserver& observer,
                                                        const std::string& focus, bool manual);
   llm::Request model_request(const Session& session, const std::string& model) const;
+  /// The request's estimated tokens, without building it (no copy of the conversation).
+  std::int64_t estimate_request(const Session& session) const;
   std::string system_prompt(const Session& session) const;
 
   EngineServices services_;

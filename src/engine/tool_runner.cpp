@@ -150,7 +150,8 @@ ToolRunner::ToolRunner(std::string session_id, tools::Roots roots, EditorAccess 
     : session_id_(std::move(session_id)), roots_(std::move(roots)), editor_(std::move(editor)),
       blocking_(std::move(blocking)), limits_(limits), hidden_env_(std::move(hidden_env)) {}
 
-asio::awaitable<ToolOutcome> ToolRunner::run(std::string name, std::string arguments) {
+asio::awaitable<ToolOutcome> ToolRunner::run(std::string name, std::string arguments,
+                                             std::function<void(const std::string&)> on_terminal) {
   ToolOutcome out;
   std::string failure;
   bool cancelled = false;
@@ -159,7 +160,7 @@ asio::awaitable<ToolOutcome> ToolRunner::run(std::string name, std::string argum
     if (name == "read") out = co_await read(args);
     else if (name == "write") out = co_await write(args);
     else if (name == "edit") out = co_await edit(args);
-    else if (name == "bash") out = co_await bash(args);
+    else if (name == "bash") out = co_await bash(args, on_terminal);
     else if (name == "glob" || name == "grep") out = co_await search(name, args);
     else if (name == "todo_write") {
       out.todos = checked_todos(args);
@@ -278,7 +279,8 @@ asio::awaitable<ToolOutcome> ToolRunner::edit(const json::object& args) {
   co_return out;
 }
 
-asio::awaitable<ToolOutcome> ToolRunner::bash(const json::object& args) {
+asio::awaitable<ToolOutcome> ToolRunner::bash(const json::object& args,
+                                              const std::function<void(const std::string&)>& on_terminal) {
   std::string command = required_string(args, "command");
   std::chrono::milliseconds timeout =
       std::chrono::milliseconds(optional_integer(args, "timeoutMs", 1, limits_.max_timeout.count())
@@ -299,6 +301,7 @@ asio::awaitable<ToolOutcome> ToolRunner::bash(const json::object& args) {
     if (!id_v || !id_v->is_string()) throw ToolFailure("the editor answered terminal/create without a terminalId");
     std::string id(id_v->get_string());
     out.terminal_id = id;
+    if (on_terminal) on_terminal(id);
     const json::object ref = terminal_ref(session_id_, id);
     bool timed_out = false, cancelled = false;
     std::exception_ptr failure;

@@ -71,7 +71,9 @@ public:
   /// Runs a built-in tool (read, write, edit, bash, glob, grep, todo_write). Cancelling the awaiting
   /// operation stops the work (a command is killed, a terminal killed and released) and returns an
   /// outcome with `cancelled` set.
-  boost::asio::awaitable<ToolOutcome> run(std::string name, std::string arguments);
+  /// `on_terminal` is told the id of the editor's terminal a command runs in, once it exists.
+  boost::asio::awaitable<ToolOutcome> run(std::string name, std::string arguments,
+                                          std::function<void(const std::string&)> on_terminal = {});
 
   const tools::Roots& roots() const { return roots_; }
 
@@ -79,7 +81,8 @@ private:
   boost::asio::awaitable<ToolOutcome> read(const boost::json::object& args);
   boost::asio::awaitable<ToolOutcome> write(const boost::json::object& args);
   boost::asio::awaitable<ToolOutcome> edit(const boost::json::object& args);
-  boost::asio::awaitable<ToolOutcome> bash(const boost::json::object& args);
+  boost::asio::awaitable<ToolOutcome> bash(const boost::json::object& args,
+                                           const std::function<void(const std::string&)>& on_terminal);
   boost::asio::awaitable<ToolOutcome> search(const std::string& name, const boost::json::object& args);
   boost::asio::awaitable<std::optional<std::string>> editor_text(const std::string& path);
 

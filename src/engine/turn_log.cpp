@@ -5,6 +5,8 @@
 
 #include <boost/json.hpp>
 
+#include <algorithm>
+
 namespace acp::engine {
 
 namespace json = boost::json;
@@ -21,7 +23,20 @@ store::NewEvent chunk_event(std::int64_t turn, std::int64_t step, json::object c
   return e;
 }
 
-const char* block_type(llm::DeltaKind kind) { return kind == llm::DeltaKind::text ? "text" : "reasoning"; }
+const char* block_type(llm::DeltaKind kind) {
+  switch (kind) {
+  case llm::DeltaKind::text: return "text";
+  case llm::DeltaKind::reasoning: return "reasoning";
+  case llm::DeltaKind::tool_call: return "tool-call";
+  }
+  return "text";
+}
+
+// A block as assistant/message and block-end carry it: {type, text} or {type:"tool-call", id, name, arguments}.
+json::object block_object(const TextBlock& b) {
+  if (b.kind != llm::DeltaKind::tool_call) return json::object{{"type", block_type(b.kind)}, {"text", b.text}};
+  return json::object{{"type", "tool-call"}, {"id", b.call_id}, {"name", b.call_name}, {"arguments", b.text}};
+}
 
 // cacheReadTokens only when the provider reported it (contracts §4).
 json::object usage_object(const llm::Usage& u) {
@@ -46,29 +61,49 @@ void ChunkBuffer::push_event(store::NewEvent event) {
 }
 
 bool ChunkBuffer::add(const llm::Delta& delta) {
-  if (delta.text.empty()) return false;
+  const bool call = delta.kind == llm::DeltaKind::tool_call;
+  const bool new_block = blocks_.empty() || blocks_.back().kind != delta.kind ||
+                         (call && blocks_.back().call_index != delta.call_index);
+  // An empty text delta says nothing; the first fragment of a call opens its block even when empty.
+  if (delta.text.empty() && !(call && new_block)) return false;
   if (pending_.empty()) {
     pending_since_ = std::chrono::steady_clock::now();
     pending_bytes_ = 0;
   }
-  if (blocks_.empty() || blocks_.back().kind != delta.kind) {
+  if (new_block) {
     if (!blocks_.empty()) {
       auto index = static_cast<std::int64_t>(blocks_.size() - 1);
-      push_event(chunk_event(turn_, step_, {{"type", "block-end"}, {"index", index},
-                                            {"block", {{"type", block_type(blocks_.back().kind)},
-                                                       {"text", blocks_.back().text}}}}));
+      push_event(chunk_event(turn_, step_, {{"type", "block-end"}, {"index", index}, {"block", block_object(blocks_.back())}}));
     }
-    blocks_.push_back(TextBlock{delta.kind, {}});
+    blocks_.push_back(TextBlock{delta.kind, {}, delta.call_index, delta.call_id, delta.call_name});
     push_event(chunk_event(turn_, step_, {{"type", "block-start"},
                                                   {"index", static_cast<std::int64_t>(blocks_.size() - 1)},
                                                   {"blockType", block_type(delta.kind)}}));
   }
   auto index = static_cast<std::int64_t>(blocks_.size() - 1);
-  blocks_.back().text += delta.text;
-  pending_.push_back(PendingChunk{index, delta.kind, delta.text, nullptr});
+  TextBlock& block = blocks_.back();
+  block.text += delta.text;
+  if (call) {
+    // Later fragments may omit the id and name (OpenAI sends them once).
+    if (block.call_id.empty()) block.call_id = delta.call_id;
+    if (block.call_name.empty()) block.call_name = delta.call_name;
+    json::object chunk{{"type", "tool-call-delta"}, {"index", index}, {"id", block.call_id}};
+    if (!block.call_name.empty()) chunk["name"] = block.call_name;
+    chunk["argumentsDelta"] = delta.text;
+    push_event(chunk_event(turn_, step_, std::move(chunk)));
+  } else {
+    pending_.push_back(PendingChunk{index, delta.kind, delta.text, nullptr});
+  }
   pending_bytes_ += delta.text.size();
   return pending_.size() >= kChunkBatchEvents || pending_bytes_ >= kChunkBatchBytes ||
          std::chrono::steady_clock::now() - pending_since_ >= kChunkBatchAge;
+}
+
+std::vector<llm::ToolCall> ChunkBuffer::tool_calls() const {
+  std::vector<llm::ToolCall> calls;
+  for (const auto& b : blocks_)
+    if (b.kind == llm::DeltaKind::tool_call) calls.push_back(llm::ToolCall{b.call_id, b.call_name, b.text});
+  return calls;
 }
 
 ChunkBatch ChunkBuffer::take() {
@@ -81,14 +116,15 @@ ChunkBatch ChunkBuffer::take() {
 void ChunkBuffer::close(const llm::Completion& completion, bool refused) {
   if (!blocks_.empty()) {
     auto index = static_cast<std::int64_t>(blocks_.size() - 1);
-    push_event(chunk_event(turn_, step_, {{"type", "block-end"}, {"index", index},
-                                          {"block", {{"type", block_type(blocks_.back().kind)},
-                                                     {"text", blocks_.back().text}}}}));
+    push_event(chunk_event(turn_, step_, {{"type", "block-end"}, {"index", index}, {"block", block_object(blocks_.back())}}));
   }
   if (completion.usage)
     push_event(chunk_event(turn_, step_, {{"type", "usage"}, {"usage", usage_object(*completion.usage)}}));
+  const bool calls = std::any_of(blocks_.begin(), blocks_.end(),
+                                 [](const TextBlock& b) { return b.kind == llm::DeltaKind::tool_call; });
   json::object reason = refused ? json::object{{"kind", "error"}, {"failure", refusal_failure()}}
                         : completion.stop == llm::StopKind::max_tokens ? json::object{{"kind", "max-tokens"}}
+                        : calls                                       ? json::object{{"kind", "tool-calls"}}
                                                                        : json::object{{"kind", "stop"}};
   push_event(chunk_event(turn_, step_, {{"type", "finish"}, {"reason", std::move(reason)}}));
 }
@@ -111,17 +147,60 @@ std::vector<json::object> TurnLog::begin(std::vector<store::NewEvent> prefix, co
     if (!title.empty()) batch.push_back(events::session_title(title, user_seq));
   }
   if (with_step) {
-    batch.push_back(events::step_start(turn_, step()));
+    batch.push_back(events::step_start(turn_, step_));
     if (request_header) batch.push_back(std::move(*request_header));
   }
-  return append(std::move(batch), false);
+  auto written = append(std::move(batch), false);
+  if (with_step) step_open_ = step_used_ = true;
+  return written;
 }
 
 std::vector<json::object> TurnLog::open_step(std::optional<store::NewEvent> request_header) {
+  const std::int64_t step = step_used_ ? step_ + 1 : step_;
   std::vector<store::NewEvent> batch;
-  batch.push_back(events::step_start(turn_, step()));
+  if (step_open_) batch.push_back(events::step_end(turn_, step_));
+  batch.push_back(events::step_start(turn_, step));
   if (request_header) batch.push_back(std::move(*request_header));
+  auto written = append(std::move(batch), false);
+  step_ = step;
+  step_open_ = step_used_ = true;
+  chunk_runs_.clear();
+  return written;
+}
+
+store::NewEvent TurnLog::message(const std::vector<TextBlock>& blocks, const llm::Completion& completion) {
+  json::array content;
+  for (const auto& b : blocks) content.push_back(block_object(b));
+  std::optional<json::object> usage;
+  if (completion.usage) usage = usage_object(*completion.usage);
+  json::array chunk_seqs;
+  std::int64_t n = 0;
+  for (const auto& [from, to] : chunk_runs_) n += to - from + 1;
+  chunk_seqs.reserve(static_cast<std::size_t>(n));
+  for (const auto& [from, to] : chunk_runs_)
+    for (std::int64_t seq = from; seq <= to; ++seq) chunk_seqs.push_back(seq);
+  chunk_runs_.clear();
+  return events::assistant_message(turn_, step_, std::move(content), completion.provider, completion.model,
+                                   std::move(usage), std::move(chunk_seqs));
+}
+
+std::vector<json::object> TurnLog::answer(ChunkBatch last_chunks, const std::vector<TextBlock>& blocks,
+                                          const llm::Completion& completion) {
+  chunks(std::move(last_chunks));
+  std::vector<store::NewEvent> batch;
+  batch.push_back(message(blocks, completion));
   return append(std::move(batch), false);
+}
+
+std::vector<json::object> TurnLog::records(std::vector<store::NewEvent> batch) { return append(std::move(batch), false); }
+
+std::vector<json::object> TurnLog::end(const TurnEnding& ending) {
+  std::vector<store::NewEvent> batch;
+  if (step_open_) batch.push_back(events::step_end(turn_, step_));
+  batch.push_back(events::turn_end(turn_, turn_reason(ending)));
+  auto written = append(std::move(batch), true);
+  step_open_ = false;
+  return written;
 }
 
 std::vector<json::object> TurnLog::begin_compact_turn() {
@@ -172,14 +251,15 @@ void TurnLog::chunks(ChunkBatch batch) {
   built.reserve(batch.size());
   for (auto& c : batch) {
     if (c.event) built.push_back(std::move(*c.event));
-    else if (c.kind == llm::DeltaKind::text) built.push_back(events::text_delta(turn_, step(), c.index, c.text));
-    else built.push_back(events::reasoning_delta(turn_, step(), c.index, c.text));
+      else if (c.kind == llm::DeltaKind::text) built.push_back(events::text_delta(turn_, step_, c.index, c.text));
+    else built.push_back(events::reasoning_delta(turn_, step_, c.index, c.text));
   }
   ChunkBatch().swap(batch);
   append(std::move(built), false);  // the records go at once: only their seqs are needed
   if (!chunk_runs_.empty() && chunk_runs_.back().second + 1 == first) chunk_runs_.back().second = first + n - 1;
   else chunk_runs_.emplace_back(first, first + n - 1);
   chunk_events_ += n;
+  unobserved_chunks_ += n;
 }
 
 std::vector<json::object> TurnLog::finish(ChunkBatch last_chunks, const std::vector<TextBlock>& blocks,
@@ -187,32 +267,26 @@ std::vector<json::object> TurnLog::finish(ChunkBatch last_chunks, const std::vec
   using Kind = TurnEnding::Kind;
   chunks(std::move(last_chunks));
   std::vector<store::NewEvent> batch;
-  if (ending.kind == Kind::completed || ending.kind == Kind::max_tokens) {
-    json::array content;
-    for (const auto& b : blocks) content.push_back(json::object{{"type", block_type(b.kind)}, {"text", b.text}});
-    std::optional<json::object> usage;
-    if (completion.usage) usage = usage_object(*completion.usage);
-    json::array chunk_seqs;
-    chunk_seqs.reserve(static_cast<std::size_t>(chunk_events_));
-    for (const auto& [from, to] : chunk_runs_)
-      for (std::int64_t seq = from; seq <= to; ++seq) chunk_seqs.push_back(seq);
-    batch.push_back(events::assistant_message(turn_, step(), std::move(content), completion.provider, completion.model,
-                                              std::move(usage), std::move(chunk_seqs)));
-  }
-  batch.push_back(events::step_end(turn_, step()));
-  json::object reason;
+  if (ending.kind == Kind::completed || ending.kind == Kind::max_tokens) batch.push_back(message(blocks, completion));
+  if (step_open_) batch.push_back(events::step_end(turn_, step_));
+  batch.push_back(events::turn_end(turn_, turn_reason(ending)));
+  auto written = append(std::move(batch), true);
+  step_open_ = false;
+  return written;
+}
+
+json::object TurnLog::turn_reason(const TurnEnding& ending) const {
+  using Kind = TurnEnding::Kind;
   switch (ending.kind) {
-  case Kind::completed: reason = events::reason("completed"); break;
-  case Kind::max_tokens: reason = events::reason("max-tokens"); break;
-  case Kind::aborted: reason = events::reason("aborted"); break;
-  case Kind::refused: reason = json::object{{"kind", "error"}, {"step", step()}, {"failure", refusal_failure()}}; break;
-  case Kind::error:
-    reason = events::error_reason(step(), ending.message,
-                                  ending.code ? std::optional<std::string_view>(*ending.code) : std::nullopt);
-    break;
+  case Kind::completed: return events::reason("completed");
+  case Kind::max_tokens: return events::reason("max-tokens");
+  case Kind::aborted: return events::reason("aborted");
+  case Kind::step_limit: return events::reason("blocked");
+  case Kind::refused: return json::object{{"kind", "error"}, {"step", step_}, {"failure", refusal_failure()}};
+  case Kind::error: break;
   }
-  batch.push_back(events::turn_end(turn_, std::move(reason)));
-  return append(std::move(batch), true);
+  return events::error_reason(step_, ending.message,
+                              ending.code ? std::optional<std::string_view>(*ending.code) : std::nullopt);
 }
 
 } // namespace acp::engine

@@ -50,9 +50,13 @@ struct PendingChunk {
 };
 using ChunkBatch = std::vector<PendingChunk>;
 
+/// One block of a step's answer: text, reasoning, or a tool call (`text` = its arguments so far).
 struct TextBlock {
   llm::DeltaKind kind;
   std::string text;
+  std::size_t call_index = 0;  ///< tool_call: the call's index in the answer
+  std::string call_id = {};
+  std::string call_name = {};
 };
 
 class ChunkBuffer {
@@ -62,8 +66,11 @@ public:
   bool add(const llm::Delta& delta);
   /// The pending chunk events (empties the buffer).
   ChunkBatch take();
-  /// The closing chunks of a finished step: block-end of the open block, usage, finish.
+  /// The closing chunks of a finished step: block-end of the open block, usage, finish
+  /// (`tool-calls` when the answer has calls).
   void close(const llm::Completion& completion, bool refused);
+  /// The answer's tool calls, in order, from their blocks (arguments whole).
+  std::vector<llm::ToolCall> tool_calls() const;
   const std::vector<TextBlock>& blocks() const noexcept { return blocks_; }
   bool empty() const noexcept { return blocks_.empty(); }
   /// The pending batch: events and bytes of delta text (the bound the tests hold it to).
@@ -82,7 +89,9 @@ private:
 
 /// How a turn ended, as the log records it.
 struct TurnEnding {
-  enum class Kind { completed, max_tokens, aborted, refused, error } kind = Kind::completed;
+  /// step_limit: the turn reached --max-steps with calls still to answer (turn/end `blocked`: the
+  /// next step was refused before it started).
+  enum class Kind { completed, max_tokens, aborted, refused, error, step_limit } kind = Kind::completed;
   std::string message;  ///< error: the provider's message
   std::optional<std::string> code;
 };
@@ -92,7 +101,10 @@ public:
   explicit TurnLog(store::SessionWriter writer);
 
   std::int64_t turn() const noexcept { return turn_; }
-  static constexpr std::int64_t step() noexcept { return 1; }
+  /// The current step (1 until open_step() opens a second one).
+  std::int64_t step() const noexcept { return step_; }
+  /// Whether a step/start was written that no step/end closed yet.
+  bool step_open() const noexcept { return step_open_; }
   store::SessionWriter& writer() noexcept { return writer_; }
 
   /// Writes the first batch: `prefix` (an injected snapshot), turn/start, the direct message, the
@@ -100,8 +112,18 @@ public:
   /// Returns the records written.
   std::vector<boost::json::object> begin(std::vector<store::NewEvent> prefix, const std::string& user_text,
                                          std::optional<store::NewEvent> request_header, bool with_step = true);
-  /// step/start and `request_header`, when begin() left them out (a compaction came first).
+  /// step/end of the open step, step/start (the next step once one was opened) and `request_header`.
   std::vector<boost::json::object> open_step(std::optional<store::NewEvent> request_header);
+  /// Ends a step whose answer called tools: `last_chunks` (as chunks()) and the assistant/message
+  /// with its tool-call blocks (unsynced: the tools' records follow).
+  std::vector<boost::json::object> answer(ChunkBatch last_chunks, const std::vector<TextBlock>& blocks,
+                                          const llm::Completion& completion);
+  /// Appends records of the open step (tool/call, tool/result, approvals, todo/write), unsynced.
+  std::vector<boost::json::object> records(std::vector<store::NewEvent> batch);
+  /// Closes the turn without an answer to write: step/end of an open step, then turn/end, fsynced.
+  std::vector<boost::json::object> end(const TurnEnding& ending);
+  /// assistant/chunk events written and not yet reported by this call (the Conversation skips them).
+  std::int64_t take_unobserved_chunks() noexcept { return std::exchange(unobserved_chunks_, 0); }
 
   // ---- compaction (harness-compat §1.5) ----
   /// turn/start of a `/compact` turn.
@@ -129,11 +151,17 @@ public:
 
 private:
   std::vector<boost::json::object> append(std::vector<store::NewEvent> batch, bool sync);
+  store::NewEvent message(const std::vector<TextBlock>& blocks, const llm::Completion& completion);
+  boost::json::object turn_reason(const TurnEnding& ending) const;
 
   store::SessionWriter writer_;
   std::int64_t turn_ = 0;
-  /// The seqs of the chunks written, as [first, last] runs (one per turn as a rule): assistant/message
-  /// lists them all, but a list of 200,000 JSON numbers is not kept for the whole turn.
+  std::int64_t step_ = 1;
+  bool step_open_ = false;
+  bool step_used_ = false;  ///< a step/start was written in this turn
+  std::int64_t unobserved_chunks_ = 0;
+  /// The seqs of the step's chunks written, as [first, last] runs (one per step as a rule):
+  /// assistant/message lists them all, but a list of 200,000 JSON numbers is not kept for the step.
   std::vector<std::pair<std::int64_t, std::int64_t>> chunk_runs_;
   std::int64_t chunk_events_ = 0;
   std::int64_t compact_start_seq_ = -1;

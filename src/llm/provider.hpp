@@ -87,8 +87,9 @@ struct Usage {
   std::optional<std::int64_t> reasoning_tokens;
 };
 
-/// Why the model stopped; maps onto ACP's StopReason.
-enum class StopKind { end_turn, max_tokens, refusal, cancelled };
+/// Why the model stopped; maps onto ACP's StopReason. `max_turn_requests` is the turn's (its step
+/// limit), never a provider's.
+enum class StopKind { end_turn, max_tokens, refusal, cancelled, max_turn_requests };
 
 struct Completion {
   StopKind stop = StopKind::end_turn;

@@ -100,6 +100,50 @@ NewEvent assistant_message(std::int64_t turn, std::int64_t step, json::array con
   return {"assistant/message", std::move(d), json::value("append"), std::move(source_event_seqs), std::nullopt};
 }
 
+NewEvent tool_call(std::int64_t turn, std::int64_t step, std::string_view call_id, std::string_view name,
+                   std::string_view arguments) {
+  json::object d = turn_step(turn, step);
+  d["callId"] = call_id;
+  d["name"] = name;
+  d["arguments"] = arguments;
+  return {"tool/call", std::move(d), std::nullopt, std::nullopt, std::nullopt};
+}
+
+NewEvent tool_result(std::int64_t turn, std::int64_t step, std::string_view call_id, json::array content,
+                     bool is_error, std::int64_t call_seq, std::optional<json::object> error,
+                     std::optional<json::object> meta) {
+  json::object d = turn_step(turn, step);
+  d["callId"] = call_id;
+  d["content"] = std::move(content);
+  d["isError"] = is_error;
+  if (error) d["error"] = std::move(*error);
+  if (meta) d["meta"] = std::move(*meta);
+  return {"tool/result", std::move(d), json::value("append"), json::array{call_seq}, std::nullopt};
+}
+
+NewEvent todo_write(json::array todos) {
+  json::object d;
+  d["todos"] = std::move(todos);
+  return {"todo/write", std::move(d), std::nullopt, std::nullopt, std::nullopt};
+}
+
+NewEvent approval_asked(std::string_view id, std::string_view tool, std::string_view call_id,
+                        std::optional<std::string_view> reason) {
+  json::object d;
+  d["id"] = id;
+  d["toolName"] = tool;
+  d["callId"] = call_id;
+  if (reason) d["reason"] = *reason;
+  return {"approval/asked", std::move(d), std::nullopt, std::nullopt, std::nullopt};
+}
+
+NewEvent approval_decided(std::string_view id, std::string_view outcome) {
+  json::object d;
+  d["id"] = id;
+  d["outcome"] = outcome;
+  return {"approval/decided", std::move(d), std::nullopt, std::nullopt, std::nullopt};
+}
+
 NewEvent turn_end(std::int64_t turn, json::object r) {
   json::object d;
   d["turn"] = turn;

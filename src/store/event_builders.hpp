@@ -36,6 +36,21 @@ NewEvent reasoning_delta(std::int64_t turn, std::int64_t step, std::int64_t inde
 NewEvent assistant_message(std::int64_t turn, std::int64_t step, boost::json::array content, std::string_view provider,
                            std::string_view model, std::optional<boost::json::object> usage = std::nullopt,
                            std::optional<boost::json::array> source_event_seqs = std::nullopt);
+/// tool/call {turn, step, callId, name, arguments}: `arguments` the model's raw JSON text.
+NewEvent tool_call(std::int64_t turn, std::int64_t step, std::string_view call_id, std::string_view name,
+                   std::string_view arguments);
+/// tool/result {turn, step, callId, content, isError[, error][, meta]}, surfaceOp "append",
+/// sourceEventSeqs [call_seq]. `error`: {name, code} of a result the tool did not produce itself.
+NewEvent tool_result(std::int64_t turn, std::int64_t step, std::string_view call_id, boost::json::array content,
+                     bool is_error, std::int64_t call_seq, std::optional<boost::json::object> error = std::nullopt,
+                     std::optional<boost::json::object> meta = std::nullopt);
+/// todo/write {todos}
+NewEvent todo_write(boost::json::array todos);
+/// approval/asked {id, toolName, callId[, reason]} and approval/decided {id, outcome}: the harness's
+/// audit pair (outcome one of allowed-once, rejected, cancelled, unavailable).
+NewEvent approval_asked(std::string_view id, std::string_view tool, std::string_view call_id,
+                        std::optional<std::string_view> reason = std::nullopt);
+NewEvent approval_decided(std::string_view id, std::string_view outcome);
 /// turn/end {turn, reason}
 NewEvent turn_end(std::int64_t turn, boost::json::object reason);
 

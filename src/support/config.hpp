@@ -51,6 +51,8 @@ struct Config {
   std::optional<std::int64_t> context_window;  ///< --context-window (the configured model)
   double compact_at = 0.8;                     ///< share of the usable window that triggers compaction; 0 = off
   std::int64_t compact_keep_turns = 2;         ///< most recent user turns a compaction leaves alone
+  std::int64_t max_steps = 64;                 ///< model requests per turn (tool loop); then max_turn_requests
+  std::int64_t max_tool_result_bytes = 65536;  ///< a tool result longer than this is cut (head and tail kept)
   std::string deepseek_api_key;     ///< DEEPSEEK_API_KEY, else config-file key deepseekApiKey
   std::string openai_api_key;       ///< OPENAI_API_KEY, else config-file key openaiApiKey
 };

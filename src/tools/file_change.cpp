@@ -2,6 +2,7 @@
 
 #include "tools/tool_failure.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <random>
@@ -168,6 +169,39 @@ FileChange edit_local(const Roots& roots, std::string_view path, const EditReque
   if (::stat(target.path.c_str(), &st) != 0) fail("edit", display, errno);
   replace_file(target.path, change.after, display, st.st_mode & 07777);
   return change;
+}
+
+std::pair<std::string, std::string> changed_lines(std::string_view before, std::string_view after,
+                                                  std::size_t context) {
+  // Byte offsets of the first differing line's start and the last differing line's end, found
+  // from both ends (the common suffix never overlaps the common prefix).
+  std::size_t prefix = 0;
+  const std::size_t shorter = std::min(before.size(), after.size());
+  while (prefix < shorter && before[prefix] == after[prefix]) ++prefix;
+  std::size_t suffix = 0;
+  while (suffix < shorter - prefix && before[before.size() - 1 - suffix] == after[after.size() - 1 - suffix]) ++suffix;
+  auto line_start = [](std::string_view text, std::size_t at, std::size_t lines) {
+    // Back to the start of the line holding `at`, then `lines` more lines up.
+    while (at > 0 && text[at - 1] != '\n') --at;
+    for (std::size_t n = 0; n < lines && at > 0; ++n) {
+      --at;
+      while (at > 0 && text[at - 1] != '\n') --at;
+    }
+    return at;
+  };
+  auto line_end = [](std::string_view text, std::size_t at, std::size_t lines) {
+    // On to the end of the line holding `at` (its '\n' excluded), then `lines` more lines down.
+    while (at < text.size() && text[at] != '\n') ++at;
+    for (std::size_t n = 0; n < lines && at < text.size(); ++n) {
+      ++at;
+      while (at < text.size() && text[at] != '\n') ++at;
+    }
+    return at;
+  };
+  const std::size_t start = line_start(before, prefix, context);  // the same bytes in both
+  const std::size_t before_end = line_end(before, before.size() - suffix, context);
+  const std::size_t after_end = line_end(after, after.size() - suffix, context);
+  return {std::string(before.substr(start, before_end - start)), std::string(after.substr(start, after_end - start))};
 }
 
 } // namespace acp::tools

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <utility>
 #include <string_view>
 
 namespace acp::tools {
@@ -43,5 +44,11 @@ FileChange write_local(const Roots& roots, std::string_view path, std::string co
 
 /// Applies `edit` to the file at `path` (resolved and confined). The file is untouched on failure.
 FileChange edit_local(const Roots& roots, std::string_view path, const EditRequest& edit);
+
+/// The lines of `before` and `after` that differ, with up to `context` unchanged lines around them
+/// (one hunk: from the first changed line to the last), as a card's diff and the log's
+/// `meta.diffs` show a change without carrying whole files.
+std::pair<std::string, std::string> changed_lines(std::string_view before, std::string_view after,
+                                                  std::size_t context = 3);
 
 } // namespace acp::tools

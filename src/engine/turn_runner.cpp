@@ -1,0 +1,728 @@
+#include "engine/turn_runner.hpp"
+
+#include "engine/compaction.hpp"
+#include "engine/mcp_tools.hpp"
+#include "engine/offload.hpp"
+#include "engine/turn_log.hpp"
+#include "llm/token_estimate.hpp"
+#include "refs/errors.hpp"
+#include "refs/service.hpp"
+#include "store/event_builders.hpp"
+#include "store/event_model.hpp"
+#include "store/records.hpp"
+#include "store/session_store.hpp"
+#include "store/store_set.hpp"
+#include "support/config.hpp"
+#include "support/log.hpp"
+#include "support/memory.hpp"
+#include "tools/catalog.hpp"
+#include "tools/file_change.hpp"
+#include "tools/output_cap.hpp"
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/json.hpp>
+
+namespace acp::engine {
+
+namespace asio = boost::asio;
+namespace json = boost::json;
+namespace events = store::events;
+
+namespace {
+
+// Chunk batches are written on the session strand while the model keeps streaming. Their records
+// are let go there: chunks are not on the conversation's surface, and keeping them until the turn
+// ended cost ~1.2 KB a chunk (issue 18). The first failure is kept (strand-only state), stops the
+// model stream and ends the turn `error`. At most kChunkWritesInFlight batches are posted and
+// unwritten: the model waits (DeltaSink::room) while the disk is behind.
+constexpr std::size_t kChunkWritesInFlight = 2;
+
+struct ChunkWrites {
+  explicit ChunkWrites(const asio::any_io_executor& ex) : written(ex, asio::steady_timer::time_point::max()) {}
+  TurnLog* log = nullptr;
+  std::exception_ptr error;    ///< strand only
+  std::size_t in_flight = 0;   ///< connection thread: batches posted and not yet written
+  bool failed = false;         ///< connection thread: a batch failed
+  bool streaming = false;      ///< connection thread: the model stream runs (a failure stops it)
+  std::shared_ptr<Turn> turn;
+  asio::steady_timer written;  ///< connection thread: cancelled as each batch is written
+};
+
+// A turn that streamed this many chunks frees enough to be worth giving back to the system.
+constexpr std::int64_t kTrimAfterChunks = 4096;
+
+bool context_too_long(const llm::ProviderError& e) {
+  return (e.http_status() == 400 || e.http_status() == 413 || e.http_status() == 0) && !e.output_started() &&
+         llm::names_context_too_long(e.what());
+}
+
+// Variables a tool's process must not see: the providers' keys.
+const std::vector<std::string>& hidden_variables() {
+  static const std::vector<std::string> names{"DEEPSEEK_API_KEY", "OPENAI_API_KEY"};
+  return names;
+}
+
+const std::vector<llm::ToolDefinition>& builtin_definitions() {
+  static const std::vector<llm::ToolDefinition> defs = [] {
+    std::vector<llm::ToolDefinition> out;
+    for (const auto& spec : tools::builtin_tools())
+      out.push_back(llm::ToolDefinition{spec.name, spec.description, json::serialize(spec.parameters)});
+    return out;
+  }();
+  return defs;
+}
+
+// Read-only work that may run beside other calls of the same answer.
+bool runs_concurrently(const std::string& name) { return name == "read" || name == "glob" || name == "grep"; }
+
+std::string command_of(const llm::ToolCall& call) {
+  boost::system::error_code ec;
+  json::value args = json::parse(call.arguments, ec);
+  if (ec || !args.is_object()) return {};
+  return std::string(store::string_at(args.get_object(), "command"));
+}
+
+std::string_view outcome_name(PermissionAnswer answer) {
+  switch (answer) {
+  case PermissionAnswer::allow_once:
+  case PermissionAnswer::allow_always: return "allowed-once";
+  case PermissionAnswer::reject_once:
+  case PermissionAnswer::reject_always: return "rejected";
+  case PermissionAnswer::cancelled: return "cancelled";
+  }
+  return "rejected";
+}
+
+ToolOutcome error_outcome(std::string text) {
+  ToolOutcome out;
+  out.text = std::move(text);
+  out.is_error = true;
+  return out;
+}
+
+std::string capped(std::string text, std::size_t max) {
+  if (text.size() <= max) return text;
+  tools::OutputCap cap(max);
+  cap.append(text);
+  return cap.text();
+}
+
+// tool/result meta {diffs:[{path, oldText|null, newText}]}: the change as replay shows it (the
+// harness's shape), the changed lines with some context rather than whole files.
+std::optional<json::object> result_meta(const ToolOutcome& outcome) {
+  if (!outcome.edit || outcome.is_error) return std::nullopt;
+  json::object diff;
+  diff["path"] = outcome.edit->path;
+  if (outcome.edit->old_text) {
+    auto [before, after] = tools::changed_lines(*outcome.edit->old_text, outcome.edit->new_text);
+    diff["oldText"] = before;
+    diff["newText"] = after;
+  } else {
+    diff["oldText"] = nullptr;
+    diff["newText"] = outcome.edit->new_text;
+  }
+  return json::object{{"diffs", json::array{std::move(diff)}}};
+}
+
+} // namespace
+
+struct TurnRunner::Step {
+  Step(std::int64_t turn, std::int64_t step, const asio::any_io_executor& ex)
+      : buffer(turn, step), writes(std::make_shared<ChunkWrites>(ex)) {}
+  ChunkBuffer buffer;
+  std::shared_ptr<ChunkWrites> writes;
+  llm::Completion completion;
+  std::exception_ptr failure;
+};
+
+TurnRunner::TurnRunner(Engine& engine, std::shared_ptr<Session> session, std::shared_ptr<Turn> turn,
+                       TurnObserver& observer)
+    : engine_(engine), session_(std::move(session)), turn_(std::move(turn)), observer_(observer),
+      ending_(std::make_unique<TurnEnding>()) {}
+
+TurnRunner::~TurnRunner() = default;
+
+bool TurnRunner::cancelled() const { return turn_->cancel_requested; }
+
+template <class F> asio::awaitable<std::vector<json::object>> TurnRunner::write(F& work) {
+  TurnLog* log = log_.get();
+  auto job = [&work, log] {
+    std::vector<json::object> records = work();
+    return std::make_pair(log->take_unobserved_chunks(), std::move(records));
+  };
+  std::pair<std::int64_t, std::vector<json::object>> written = std::move(*co_await offload(session_->strand, job));
+  session_->conversation.skip(written.first);  // the chunks precede the records
+  for (const auto& r : written.second) session_->conversation.observe(r);
+  co_return std::move(written.second);
+}
+
+// ---- phases ----
+
+asio::awaitable<bool> TurnRunner::prepare_references(PromptInput& input) {
+  if (input.references.empty()) co_return true;
+  refs::Target target{session_->id, session_->header.cwd};
+  json::array content{json::object{{"type", "text"}, {"text", input.text}}};
+  auto prepare = [this, target, content, &input, stop = turn_->stop.get_token()] {
+    return engine_.services_.references.prepare(target, content, input.references, stop);
+  };
+  try {
+    std::optional<refs::PreparedMessage> prepared = co_await offload(engine_.bulk_reads_.executor(), prepare);
+    context_ = std::move(prepared->additional_context);
+  } catch (const refs::SessionReferenceError& e) {
+    if (e.code() != refs::ErrorCode::cancelled && !cancelled()) throw;
+  }
+  co_return !cancelled();
+}
+
+asio::awaitable<bool> TurnRunner::open() {
+  if (cancelled()) co_return false;
+  // Taking the write lock may wait for another process (up to 2 s; a cancel ends the wait).
+  log_ = co_await engine_.open_log(session_, turn_);
+  if (!log_) co_return false;
+  if (cancelled()) co_return false;  // the lock came, but the user no longer wants the turn
+  if (!session_->conversation_known || session_->conversation.next_seq() != log_->writer().next_seq()) {
+    const bool read = co_await engine_.refresh_conversation(*session_, log_->writer().next_seq());
+    if (!read || cancelled()) co_return false;
+  }
+  co_return true;
+}
+
+asio::awaitable<void> TurnRunner::begin(PromptInput& input) {
+  // From here on the turn is logged whatever happens, an early cancel included: the user sees
+  // what they sent on reload. The snapshot, turn/start and the direct message are one batch.
+  std::vector<store::NewEvent> prefix;
+  if (context_) {
+    json::array snapshot{json::object{{"type", "text"}, {"text", context_->prompt}}};
+    prefix.push_back(events::user_message(std::move(snapshot), context_->source));
+  }
+  model_ = engine_.session_model(*session_);
+  provider_name_ = engine_.services_.provider.name();
+  if (engine_.offers_models() && (session_->logged_provider != provider_name_ || session_->logged_model != model_)) {
+    store::NewEvent e;
+    e.type = "request/header";
+    e.data = json::object{{"header", {{"config", {{"provider", provider_name_}, {"model", model_}}}}},
+                          {"reason", session_->logged_model.empty() ? "initial" : "change"}};
+    request_header_ = std::move(e);
+  }
+  const bool header_written = request_header_.has_value();
+  // Automatic compaction: decided before writing, from the request this turn would send.
+  const std::optional<std::int64_t> threshold =
+      llm::compaction_threshold(engine_.context_window(model_), engine_.services_.config.compact_at);
+  if (threshold) {
+    std::int64_t estimate = engine_.estimate_request(*session_) +
+                            llm::estimate_message_tokens({llm::Role::user, input.text}) +
+                            (context_ ? llm::estimate_message_tokens({llm::Role::user, context_->prompt}) : 0);
+    compact_first_ = estimate > *threshold;
+    if (compact_first_)
+      acp::log::info("session " + session_->id + ": request estimated at " + std::to_string(estimate) +
+                     " tokens, above " + std::to_string(*threshold) + ": compacting first");
+  }
+  session_->conversation_known = false;  // until this turn's records are all observed
+  header_pending_ = compact_first_ && request_header_;
+  auto first_batch = [this, &prefix, &input] {
+    return log_->begin(std::move(prefix), input.text, compact_first_ ? std::nullopt : std::move(request_header_),
+                       !compact_first_);
+  };
+  std::vector<json::object> first = co_await write(first_batch);
+  begun_ = true;
+  std::string().swap(input.text);  // logged, and in `first`: not needed any more
+  if (header_written) {
+    session_->logged_provider = provider_name_;
+    session_->logged_model = model_;
+  }
+  if (context_ && !session_->closed) observer_.references(first.front().at("seq").as_int64(), context_->source);
+  for (const auto& r : first) {
+    if (store::string_at(r, "type") != "session/title" || session_->closed) continue;
+    if (const json::object* data = store::object_at(r, "data"))
+      observer_.title(std::string(store::string_at(*data, "title")));
+  }
+}
+
+asio::awaitable<llm::StopKind> TurnRunner::prompt(PromptInput input) {
+  // (Each co_await its own statement: GCC 12 miscompiles co_await inside `||`.)
+  bool ready = co_await prepare_references(input);
+  if (ready) ready = co_await open();
+  if (!ready) {
+    co_await release();
+    co_return llm::StopKind::cancelled;
+  }
+  // Built-in tools work inside the session's roots; roots that do not exist (a cwd the client has
+  // not created) leave the model without them.
+  auto make_tools = [this, editor = observer_.editor()] {
+    ToolLimits limits;
+    limits.max_result_bytes = static_cast<std::size_t>(engine_.services_.config.max_tool_result_bytes);
+    return std::make_unique<ToolRunner>(session_->id, tools::Roots(session_->cwd(), session_->additional_directories),
+                                        editor, engine_.bulk_reads_.executor(), limits, hidden_variables());
+  };
+  std::exception_ptr failure;
+  try {
+    try {
+      tools_ = std::move(*co_await offload(session_->strand, make_tools));
+    } catch (const std::invalid_argument& e) {
+      acp::log::info("session " + session_->id + ": no built-in tools: " + e.what());
+    }
+    co_await begin(input);
+    if (compact_first_ && !cancelled()) {
+      CompactResult result = co_await engine_.run_compaction(session_, *log_, turn_, observer_, {}, false);
+      compacted_ = result.kind == CompactResult::Kind::compacted;
+    }
+    co_await steps();
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  co_await close(failure);
+  if (failure) std::rethrow_exception(failure);
+  co_return stop_;
+}
+
+asio::awaitable<void> TurnRunner::steps() {
+  const std::int64_t limit = engine_.services_.config.max_steps;
+  for (std::int64_t n = 1;; ++n) {
+    if (cancelled()) co_return;  // close(): aborted
+    if (n > 1 || compact_first_) {
+      auto step_start = [this] {
+        std::optional<store::NewEvent> header;
+        if (header_pending_) header = std::move(request_header_);
+        header_pending_ = false;
+        return log_->open_step(std::move(header));
+      };
+      co_await write(step_start);
+    }
+    Step step(log_->turn(), log_->step(), engine_.executor_);
+    step.writes->log = log_.get();
+    step.writes->turn = turn_;
+    co_await stream(step);
+    std::vector<llm::ToolCall> calls = step.buffer.tool_calls();
+    TurnEnding& ending = *ending_;
+    if (cancelled()) {
+      step.failure = nullptr;
+      step.completion.stop = llm::StopKind::cancelled;
+      ending = TurnEnding{TurnEnding::Kind::aborted, {}, std::nullopt};
+      calls.clear();
+    } else if (!step.failure) {
+      switch (step.completion.stop) {
+      case llm::StopKind::max_tokens: ending.kind = TurnEnding::Kind::max_tokens; break;
+      case llm::StopKind::refusal: ending.kind = TurnEnding::Kind::refused; break;
+      case llm::StopKind::cancelled: ending.kind = TurnEnding::Kind::aborted; break;
+      case llm::StopKind::end_turn:
+      case llm::StopKind::max_turn_requests: ending.kind = TurnEnding::Kind::completed; break;
+      }
+      // A cut-off answer's calls are not run: their arguments may be cut too.
+      if (ending.kind != TurnEnding::Kind::completed) calls.clear();
+      step.buffer.close(step.completion, ending.kind == TurnEnding::Kind::refused);
+    } else {
+      calls.clear();
+    }
+    stop_ = step.completion.stop;
+    if (calls.empty()) {
+      // The strand runs this after every chunk batch posted: the turn's last events are durable
+      // before the prompt is answered, and no write of this turn is left running.
+      auto finish = [this, &step, &ending] {
+        if (step.writes->error) {
+          try {
+            std::rethrow_exception(step.writes->error);
+          } catch (const std::exception& e) {
+            ending = TurnEnding{TurnEnding::Kind::error, std::string("log write failed: ") + e.what(), std::nullopt};
+          }
+        }
+        ChunkBatch last = step.writes->error ? ChunkBatch{} : step.buffer.take();
+        return log_->finish(std::move(last), step.buffer.blocks(), step.completion, ending);
+      };
+      co_await write(finish);
+      ended_ = true;
+      if (step.writes->failed) std::rethrow_exception(step.writes->error ? step.writes->error : step.failure);
+      if (step.failure) std::rethrow_exception(step.failure);
+      co_return;
+    }
+    auto answer = [this, &step] {
+      if (step.writes->error) std::rethrow_exception(step.writes->error);
+      return log_->answer(step.buffer.take(), step.buffer.blocks(), step.completion);
+    };
+    co_await write(answer);
+    co_await run_tools(calls);
+    if (cancelled()) co_return;
+    if (n >= limit) {
+      acp::log::info("session " + session_->id + ": the turn reached its limit of " + std::to_string(limit) +
+                     " model requests");
+      *ending_ = TurnEnding{TurnEnding::Kind::step_limit, {}, std::nullopt};
+      stop_ = llm::StopKind::max_turn_requests;
+      co_return;
+    }
+  }
+}
+
+asio::awaitable<void> TurnRunner::stream(Step& step) {
+  auto& buffer = step.buffer;
+  auto writes = step.writes;
+  auto write_chunks = [this, &buffer, writes] {
+    ++writes->in_flight;
+    asio::post(session_->strand, [writes, batch = buffer.take(), home = engine_.executor_]() mutable {
+      if (!writes->error) {
+        try {
+          writes->log->chunks(std::move(batch));
+        } catch (...) {
+          writes->error = std::current_exception();
+        }
+      }
+      ChunkBatch().swap(batch);  // freed here, not on the connection thread
+      asio::post(home, [writes, failed = writes->error != nullptr] {
+        --writes->in_flight;
+        writes->written.cancel();
+        if (failed && !writes->failed && writes->streaming) writes->turn->signal.emit(asio::cancellation_type::terminal);
+        writes->failed = writes->failed || failed;
+      });
+    });
+  };
+  auto deliver = [&](const llm::Delta& delta) {
+    // Cancellation is racy: a delta arriving after cancel is dropped, never sent after the reply.
+    if (cancelled() || writes->failed) return;
+    if (buffer.add(delta)) write_chunks();
+    if (!session_->closed && delta.kind != llm::DeltaKind::tool_call) observer_.delta(delta);
+  };
+  // Back-pressure: the model produces no more while chunk batches wait for the disk or the client
+  // for its updates. A cancel ends every wait (the model stream observes it next); a failed batch
+  // stops the stream itself, so a provider that keeps billing is not read any further.
+  auto room = [&]() -> asio::awaitable<void> {
+    while (writes->in_flight >= kChunkWritesInFlight && !cancelled() && !writes->failed)
+      co_await writes->written.async_wait(asio::as_tuple(asio::use_awaitable));
+    if (!cancelled() && !session_->closed && !writes->failed) co_await observer_.room();
+  };
+  const llm::DeltaSink sink(deliver, room);
+
+  llm::Request request = engine_.model_request(*session_, model_);
+  request.tools = tool_definitions();
+  step.completion.provider = provider_name_;
+  step.completion.model = model_;
+  // A request the provider finds too long for its context window is compacted once and retried
+  // once (unless this turn already compacted); otherwise the turn fails naming window and estimate.
+  bool retried = false;
+  while (!cancelled()) {
+    std::optional<std::string> too_long;
+    writes->streaming = true;
+    try {
+      auto call = asio::co_spawn(engine_.executor_, engine_.services_.provider.stream(request, sink),
+                                 asio::bind_cancellation_slot(turn_->signal.slot(), asio::use_awaitable));
+      step.completion = co_await std::move(call);
+    } catch (const llm::ProviderError& e) {
+      if (context_too_long(e)) {
+        too_long = e.what();
+      } else {
+        step.failure = std::make_exception_ptr(ProviderFailed(provider_name_, e));
+        *ending_ = TurnEnding{TurnEnding::Kind::error, e.what(), e.code()};
+        if (e.output_started() && !cancelled() && !session_->closed)
+          observer_.delta({llm::DeltaKind::text, "\n\n[The answer was cut off: " + std::string(e.what()) + "]"});
+      }
+    } catch (const std::exception& e) {
+      step.failure = std::current_exception();
+      *ending_ = TurnEnding{TurnEnding::Kind::error, e.what(), std::nullopt};
+    }
+    writes->streaming = false;
+    turn_->signal.slot().clear();
+    if (writes->failed && !step.failure) {
+      // The stream was stopped because the log could not take its chunks.
+      step.failure = std::make_exception_ptr(std::runtime_error("log write failed"));
+      *ending_ = TurnEnding{TurnEnding::Kind::error, "log write failed", std::nullopt};
+    }
+    if (!too_long) break;
+    if (!retried && !compacted_ && engine_.services_.config.compact_at > 0 && !cancelled()) {
+      retried = true;
+      // (No chunk was written: a too-long request fails before any output, so the compaction's
+      // records are the next in the log and the conversation.)
+      acp::log::info("session " + session_->id + ": the provider found the request too long (" + *too_long +
+                     "): compacting");
+      CompactResult result = co_await engine_.run_compaction(session_, *log_, turn_, observer_, {}, true);
+      if (result.kind == CompactResult::Kind::compacted) {
+        compacted_ = true;
+        request = engine_.model_request(*session_, model_);
+        request.tools = tool_definitions();
+        continue;
+      }
+    }
+    const std::optional<std::int64_t> window = engine_.context_window(model_);
+    std::string message = "The conversation does not fit the model's context window (" +
+                          (window ? std::to_string(*window) + " tokens" : "window of " + model_ + " not configured") +
+                          "; this request is estimated at " +
+                          std::to_string(llm::estimate_request_tokens(request.messages)) +
+                          " tokens). Use /compact or start a new session. The provider said: " + *too_long;
+    step.failure = std::make_exception_ptr(
+        ProviderFailed(provider_name_, llm::ProviderError("PROVIDER_BAD_REQUEST", message, 400)));
+    *ending_ = TurnEnding{TurnEnding::Kind::error, message, std::string("PROVIDER_BAD_REQUEST")};
+    break;
+  }
+}
+
+std::vector<llm::ToolDefinition> TurnRunner::tool_definitions() const {
+  std::vector<llm::ToolDefinition> defs;
+  if (tools_) defs = builtin_definitions();
+  if (session_->mcp)
+    for (auto& d : session_->mcp->definitions()) defs.push_back(std::move(d));
+  return defs;
+}
+
+// ---- tools ----
+
+template <class T>
+asio::awaitable<std::vector<std::optional<T>>> TurnRunner::run_all(std::vector<asio::awaitable<T>> ops) {
+  struct State {
+    State(const asio::any_io_executor& ex, std::size_t n) : results(n), left(n), done(ex) {}
+    std::vector<std::optional<T>> results;  ///< nullopt: the operation threw
+    std::size_t left;
+    support::Event done;
+  };
+  auto state = std::make_shared<State>(engine_.executor_, ops.size());
+  if (ops.empty()) co_return std::move(state->results);
+  std::vector<std::list<asio::cancellation_signal>::iterator> mine;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    mine.push_back(call_signals_.emplace(call_signals_.end()));
+    asio::co_spawn(engine_.executor_, std::move(ops[i]),
+                   asio::bind_cancellation_slot(mine.back()->slot(), [state, i](std::exception_ptr e, T out) {
+                     if (!e) state->results[i] = std::move(out);
+                     else {
+                       try {
+                         std::rethrow_exception(e);
+                       } catch (const std::exception& ex) {
+                         acp::log::warn(std::string("a tool call failed unexpectedly: ") + ex.what());
+                       } catch (...) {
+                       }
+                     }
+                     if (--state->left == 0) state->done.set();
+                   }));
+  }
+  // The turn's cancellation reaches every running call (and only while they run).
+  turn_->signal.slot().assign([this](asio::cancellation_type type) {
+    for (auto& s : call_signals_) s.emit(type);
+  });
+  if (cancelled())
+    for (auto it : mine) it->emit(asio::cancellation_type::terminal);
+  while (!state->done.is_set()) co_await state->done.wait();
+  for (auto it : mine) call_signals_.erase(it);
+  if (call_signals_.empty()) turn_->signal.slot().clear();
+  co_return std::move(state->results);
+}
+
+asio::awaitable<ToolOutcome> TurnRunner::run_one(const llm::ToolCall& call_in) {
+  const llm::ToolCall call = call_in;
+  ToolOutcome out;
+  if (session_->mcp && session_->mcp->offers(call.name)) {
+    out = co_await session_->mcp->call(call.name, call.arguments);
+    out.text = capped(std::move(out.text), static_cast<std::size_t>(engine_.services_.config.max_tool_result_bytes));
+  } else if (tools_) {
+    std::function<void(const std::string&)> on_terminal = [this, id = call.id](const std::string& terminal) {
+      if (!session_->closed) observer_.tool_running(id, terminal);
+    };
+    out = co_await tools_->run(call.name, call.arguments, std::move(on_terminal));
+  } else {
+    out = error_outcome("Error: there is no tool named \"" + call.name + "\"");
+  }
+  co_return out;
+}
+
+asio::awaitable<std::optional<std::string>> TurnRunner::permission(const llm::ToolCall& call_in) {
+  const llm::ToolCall call = call_in;
+  ToolEffect effect = ToolEffect::none;
+  if (session_->mcp && session_->mcp->offers(call.name)) {
+    effect = ToolEffect::external;
+  } else if (const tools::ToolSpec* spec = tools::find_builtin(call.name)) {
+    effect = spec->changes_files ? ToolEffect::changes_files : spec->runs_commands ? ToolEffect::runs_commands : ToolEffect::none;
+  }
+  if (effect == ToolEffect::none) co_return std::nullopt;
+  const std::string command = call.name == "bash" ? command_of(call) : std::string();
+  switch (session_->permissions.check(session_->mode, call.name, effect, command)) {
+  case PermissionNeed::allowed: co_return std::nullopt;
+  case PermissionNeed::refused:
+    co_return session_->mode == SessionMode::read_only
+        ? "Error: the session is in read-only mode: " + call.name + " is not allowed. Ask the user to switch modes if it is needed."
+        : "Error: the user has rejected this for the rest of the session.";
+  case PermissionNeed::ask: break;
+  }
+  const std::string id = store::random_uuid();
+  auto asked = [this, &id, &call] {
+    std::vector<store::NewEvent> batch;
+    batch.push_back(events::approval_asked(id, call.name, call.id));
+    return log_->records(std::move(batch));
+  };
+  co_await write(asked);
+  PermissionQuestion question{call.id, call.name, call.arguments,
+                              call.name != "bash" || Permissions::command_prefix(command).has_value()};
+  // Withdrawn with the turn (the client is told the request was cancelled).
+  std::vector<asio::awaitable<PermissionAnswer>> ops;
+  ops.push_back(observer_.ask_permission(question));
+  std::vector<std::optional<PermissionAnswer>> answered = co_await run_all(std::move(ops));
+  PermissionAnswer answer = answered.front().value_or(PermissionAnswer::cancelled);
+  if (cancelled()) answer = PermissionAnswer::cancelled;
+  const bool always = answer == PermissionAnswer::allow_always || answer == PermissionAnswer::reject_always;
+  const bool allow = answer == PermissionAnswer::allow_once || answer == PermissionAnswer::allow_always;
+  if (always) session_->permissions.remember(call.name, command, allow);
+  auto decided = [this, &id, answer] {
+    std::vector<store::NewEvent> batch;
+    batch.push_back(events::approval_decided(id, outcome_name(answer)));
+    return log_->records(std::move(batch));
+  };
+  co_await write(decided);
+  if (allow) co_return std::nullopt;
+  if (answer == PermissionAnswer::cancelled) co_return std::string("Error: the permission request was cancelled; the call did not run.");
+  co_return std::string("Error: the user rejected this call; it did not run.");
+}
+
+asio::awaitable<void> TurnRunner::run_tools(const std::vector<llm::ToolCall>& calls_in) {
+  const std::vector<llm::ToolCall> calls = calls_in;
+  const std::int64_t turn = log_->turn();
+  const std::int64_t step = log_->step();
+  for (std::size_t i = 0; i < calls.size();) {
+    // Read-only calls next to each other run together; anything else alone, in the model's order.
+    std::size_t end = i + 1;
+    if (runs_concurrently(calls[i].name) && !cancelled())
+      while (end < calls.size() && runs_concurrently(calls[end].name)) ++end;
+    std::vector<std::int64_t> call_seqs;
+    auto logged = [this, &calls, i, end, turn, step] {
+      std::vector<store::NewEvent> batch;
+      for (std::size_t k = i; k < end; ++k)
+        batch.push_back(events::tool_call(turn, step, calls[k].id, calls[k].name, calls[k].arguments));
+      return log_->records(std::move(batch));
+    };
+    const std::vector<json::object> call_records = co_await write(logged);
+    for (const auto& r : call_records) {
+      call_seqs.push_back(r.at("seq").as_int64());
+      if (!session_->closed) observer_.tool_record(r);
+    }
+    std::vector<ToolOutcome> outcomes(end - i);
+    std::vector<std::size_t> running;  // indexes into outcomes
+    for (std::size_t k = i; k < end; ++k) {
+      if (cancelled()) {
+        outcomes[k - i] = error_outcome("Error: tool call aborted before dispatch");
+        outcomes[k - i].cancelled = true;
+        continue;
+      }
+      if (std::optional<std::string> refusal = co_await permission(calls[k])) {
+        outcomes[k - i] = error_outcome(std::move(*refusal));
+        continue;
+      }
+      if (cancelled()) {
+        outcomes[k - i] = error_outcome("Error: tool call aborted before dispatch");
+        outcomes[k - i].cancelled = true;
+        continue;
+      }
+      running.push_back(k - i);
+    }
+    std::vector<asio::awaitable<ToolOutcome>> ops;
+    for (std::size_t r : running) {
+      if (!session_->closed) observer_.tool_running(calls[i + r].id, std::nullopt);
+      ops.push_back(run_one(calls[i + r]));
+    }
+    std::vector<std::optional<ToolOutcome>> done = co_await run_all(std::move(ops));
+    for (std::size_t r = 0; r < running.size(); ++r)
+      outcomes[running[r]] = done[r] ? std::move(*done[r]) : error_outcome("Error: the tool failed unexpectedly");
+    auto results = [this, &calls, &outcomes, &call_seqs, i, turn, step] {
+      std::vector<store::NewEvent> batch;
+      for (std::size_t k = 0; k < outcomes.size(); ++k) {
+        ToolOutcome& out = outcomes[k];
+        if (out.todos && !out.is_error) batch.push_back(events::todo_write(*out.todos));
+        std::optional<json::object> error;
+        if (out.cancelled)
+          error = json::object{{"name", "AbortError"}, {"code", "TOOL_ABORTED"}};
+        json::array content{json::object{{"type", "text"}, {"text", out.text}}};
+        batch.push_back(events::tool_result(turn, step, calls[i + k].id, std::move(content), out.is_error,
+                                            call_seqs[k], std::move(error), result_meta(out)));
+      }
+      return log_->records(std::move(batch));
+    };
+    const std::vector<json::object> result_records = co_await write(results);
+    for (const auto& r : result_records)
+      if (!session_->closed) observer_.tool_record(r);
+    i = end;
+  }
+}
+
+// ---- the end ----
+
+asio::awaitable<void> TurnRunner::close(std::exception_ptr& failure) {
+  if (begun_ && !ended_ && log_) {
+    TurnEnding& ending = *ending_;
+    if (cancelled()) {
+      ending = TurnEnding{TurnEnding::Kind::aborted, {}, std::nullopt};
+      stop_ = llm::StopKind::cancelled;
+    } else if (failure && ending.kind != TurnEnding::Kind::error) {
+      std::string message = "the turn failed";
+      try {
+        std::rethrow_exception(failure);
+      } catch (const std::exception& e) {
+        message = e.what();
+      } catch (...) {
+      }
+      ending = TurnEnding{TurnEnding::Kind::error, message, std::nullopt};
+    }
+    auto end = [this, &ending] { return log_->end(ending); };
+    try {
+      co_await write(end);
+      ended_ = true;
+    } catch (const std::exception& e) {
+      // The log cannot take even its end: the next writer's crash repair closes the turn.
+      acp::log::warn("session " + session_->id + ": the turn could not be ended in the log: " + e.what());
+      if (!failure) failure = std::current_exception();
+    }
+  }
+  if (ended_) session_->conversation_known = true;
+  co_await release();
+}
+
+asio::awaitable<void> TurnRunner::release() {
+  if (!log_) co_return;
+  auto job = [this] {
+    log_->release();
+    // A long answer's chunk records were freed in the pool threads' malloc arenas, where glibc
+    // keeps them: give them back (issue 18: +106 MB after three turns of 100,000 chunks).
+    if (log_->chunk_events() >= kTrimAfterChunks) support::give_back_memory();
+  };
+  try {
+    co_await offload(session_->strand, job);
+  } catch (const std::exception& e) {
+    acp::log::warn("session " + session_->id + ": releasing the log failed: " + e.what());
+  }
+  if (!ended_) session_->conversation_known = false;
+}
+
+// ---- /compact ----
+
+asio::awaitable<CompactResult> TurnRunner::compact(std::string focus) {
+  CompactResult result;
+  const bool ready = co_await open();
+  if (!ready) {
+    co_await release();
+    result.kind = CompactResult::Kind::cancelled;
+    co_return result;
+  }
+  // Nothing worth condensing: no turn, no log write.
+  if (!plan_compaction(session_->conversation, {engine_.services_.config.compact_keep_turns, 1}, result.message)) {
+    co_await release();
+    co_return result;
+  }
+  session_->conversation_known = false;
+  std::exception_ptr failure;
+  try {
+    auto opened = [this] { return log_->begin_compact_turn(); };
+    co_await write(opened);
+    begun_ = true;
+    if (cancelled()) {
+      result.kind = CompactResult::Kind::cancelled;
+    } else {
+      result = co_await engine_.run_compaction(session_, *log_, turn_, observer_, focus, true);
+    }
+    json::object reason = result.kind == CompactResult::Kind::cancelled ? events::reason("aborted")
+                          : result.kind == CompactResult::Kind::failed ? events::error_reason(0, result.message)
+                                                                        : events::reason("completed");
+    auto end = [this, &reason] { return log_->end_turn(std::move(reason)); };
+    co_await write(end);
+    ended_ = true;
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  co_await close(failure);
+  if (failure) std::rethrow_exception(failure);
+  co_return result;
+}
+
+} // namespace acp::engine

@@ -1,0 +1,97 @@
+// One prompt turn as an object with named phases, so that compaction, retries and tool calls are
+// phases of one loop rather than branches of one long coroutine:
+//
+//   references  prepared before anything is written (a failure or a cancel leaves no trace)
+//   open        the session's write lock taken, the conversation read back when another writer
+//               changed the log
+//   begin       turn/start, the direct message (an injected snapshot ahead of it), the title
+//   compact     when the request would not fit the context window
+//   steps       stream the model's answer; when it calls tools, run them (permission asked first
+//               when the mode wants it), log each call and result, and ask again — up to
+//               --max-steps requests
+//   close       the closing records, fsynced; whatever happened before
+//
+// Every phase checks the turn's cancellation before it starts work (a cancel that arrived while
+// the lock was awaited or the log re-read is never lost), and close() runs however the phases
+// ended — a failed store write, a failed chunk batch (which also stops the model stream), a
+// provider error — so a turn that began is always ended in the log (turn/end error or aborted)
+// and the lock released before the prompt is answered.
+#pragma once
+
+#include "engine/engine.hpp"
+#include "store/new_event.hpp"
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/json/object.hpp>
+
+#include <exception>
+#include <list>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace acp::engine {
+
+class TurnLog;
+struct TurnEnding;
+
+class TurnRunner {
+public:
+  TurnRunner(Engine& engine, std::shared_ptr<Session> session, std::shared_ptr<Turn> turn, TurnObserver& observer);
+  ~TurnRunner();
+  TurnRunner(const TurnRunner&) = delete;
+  TurnRunner& operator=(const TurnRunner&) = delete;
+
+  /// The prompt turn (Engine::prompt).
+  boost::asio::awaitable<llm::StopKind> prompt(PromptInput input);
+  /// `/compact [focus]` as a turn of its own (Engine::compact).
+  boost::asio::awaitable<CompactResult> compact(std::string focus);
+
+private:
+  struct Step;
+  struct ToolRun;
+
+  boost::asio::awaitable<bool> prepare_references(PromptInput& input);
+  boost::asio::awaitable<bool> open();
+  boost::asio::awaitable<void> begin(PromptInput& input);
+  boost::asio::awaitable<void> steps();
+  boost::asio::awaitable<void> stream(Step& step);
+  boost::asio::awaitable<void> run_tools(const std::vector<llm::ToolCall>& calls);
+  boost::asio::awaitable<void> close(std::exception_ptr& failure);
+  boost::asio::awaitable<void> release();
+
+  /// Appends on the session's strand and feeds the conversation (chunks written meanwhile are skipped).
+  template <class F> boost::asio::awaitable<std::vector<boost::json::object>> write(F& work);
+  /// Runs `ops` concurrently, each cancelled with the turn; every one has ended when this returns.
+  template <class T>
+  boost::asio::awaitable<std::vector<std::optional<T>>> run_all(std::vector<boost::asio::awaitable<T>> ops);
+  boost::asio::awaitable<ToolOutcome> run_one(const llm::ToolCall& call);
+  /// Whether the call may run: nullopt, or the error text the model reads instead of a result.
+  boost::asio::awaitable<std::optional<std::string>> permission(const llm::ToolCall& call);
+  std::vector<llm::ToolDefinition> tool_definitions() const;
+  bool cancelled() const;
+
+  Engine& engine_;
+  std::shared_ptr<Session> session_;
+  std::shared_ptr<Turn> turn_;
+  TurnObserver& observer_;
+  std::unique_ptr<TurnLog> log_;
+  std::unique_ptr<ToolRunner> tools_;  ///< null: the session's roots are unusable (no built-in tools)
+  std::optional<refs::AdditionalContext> context_;
+  std::string model_;
+  std::string provider_name_;
+  std::optional<store::NewEvent> request_header_;
+  bool header_pending_ = false;  ///< request_header_ is still to be written with the next step/start
+  bool compact_first_ = false;
+  bool compacted_ = false;
+  bool begun_ = false;   ///< turn/start written: the turn must be ended in the log
+  bool ended_ = false;   ///< turn/end written
+  std::unique_ptr<TurnEnding> ending_;
+  llm::StopKind stop_ = llm::StopKind::end_turn;
+  /// The signals of the calls running now: a cancel of the turn is passed on to each.
+  std::list<boost::asio::cancellation_signal> call_signals_;
+};
+
+} // namespace acp::engine
