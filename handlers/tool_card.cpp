@@ -59,7 +59,18 @@ std::string title(const HarnessTool& tool, const json::object& args) {
   if (tool.subject.empty()) return std::string(tool.verb);
   std::string subject = title_part(string_at(args, tool.subject));
   if (subject.empty()) return std::string(tool.name);
+  // A command reads as code; a read names the lines it asks for ("Read a.cpp:1-120").
+  if (tool.kind == ToolKind::execute) return std::string(tool.verb) + " `" + subject + "`";
   std::string out = std::string(tool.verb) + " " + subject;
+  if (tool.name == "read") {
+    const auto offset = line_at(args, "offset");
+    const auto limit = line_at(args, "limit");
+    if (offset || limit) {
+      const std::uint64_t first = offset.value_or(1);
+      out += ":" + std::to_string(first) + "-";
+      if (limit) out += std::to_string(first + *limit - 1);
+    }
+  }
   if (tool.kind == ToolKind::search) {
     if (std::string where = title_part(string_at(args, "path")); !where.empty()) out += " in " + where;
     if (std::string include = title_part(string_at(args, "include")); !include.empty()) out += " (" + include + ")";

@@ -151,8 +151,7 @@ asio::awaitable<std::shared_ptr<Session>> Engine::create_session(const std::stri
   std::string cwd = cwd_in;
   std::vector<std::string> additional_directories = directories_in;
   require_absolute(cwd, "/cwd");
-  for (std::size_t i = 0; i < additional_directories.size(); ++i)
-    require_absolute(additional_directories[i], "/additionalDirectories/" + std::to_string(i));
+  co_await check_directories(additional_directories);
   static thread_local boost::uuids::random_generator uuid_generator;
   store::SessionHeader header;
   header.id = boost::uuids::to_string(uuid_generator());
@@ -171,6 +170,20 @@ asio::awaitable<std::shared_ptr<Session>> Engine::create_session(const std::stri
   session->conversation_known = true;  // an empty log: nothing to read back
   sessions_[session->id] = session;
   co_return session;
+}
+
+asio::awaitable<void> Engine::check_directories(const std::vector<std::string>& directories_in) {
+  const std::vector<std::string> directories = directories_in;
+  for (std::size_t i = 0; i < directories.size(); ++i)
+    require_absolute(directories[i], "/additionalDirectories/" + std::to_string(i));
+  auto check = [&directories] {
+    for (std::size_t i = 0; i < directories.size(); ++i) {
+      struct stat st {};
+      if (::stat(directories[i].c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+        throw InvalidInput("/additionalDirectories/" + std::to_string(i), "must name an existing directory");
+    }
+  };
+  co_await offload(pool_, check);
 }
 
 asio::awaitable<store::SessionHeader> Engine::find_stored(const std::string& id, const std::string& cwd) {
@@ -399,14 +412,14 @@ asio::awaitable<CompactResult> Engine::run_compaction(const std::shared_ptr<Sess
 asio::awaitable<CompactResult> Engine::compact(const std::string& id_in, const std::string& focus_in,
                                                TurnObserver& observer) {
   const std::string id = id_in;
-  std::string focus = focus_in;
+  const std::string focus = focus_in;
   std::shared_ptr<Session> session = require(id);
   if (session->turn) throw InvalidInput("/sessionId", "a prompt is already running in this session");
   auto turn = std::make_shared<Turn>(executor_);
   session->turn = turn;
   TurnScope scope{session, turn};
   TurnRunner runner(*this, session, turn, observer);
-  co_return co_await runner.compact(std::move(focus));
+  co_return co_await runner.compact(focus);
 }
 
 void Engine::cancel(const std::string& id) {

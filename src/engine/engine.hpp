@@ -216,6 +216,9 @@ public:
   /// destroys by-value class-type coroutine parameters twice when the call is co_awaited.)
   boost::asio::awaitable<std::shared_ptr<Session>> create_session(const std::string& cwd,
                                                                   const std::vector<std::string>& additional_directories);
+  /// Checks `additionalDirectories` (absolute, existing directories: the roots tools work in);
+  /// throws InvalidInput(/additionalDirectories/N).
+  boost::asio::awaitable<void> check_directories(const std::vector<std::string>& directories);
   /// Finds a stored session for load/resume; checks its cwd against `cwd` (InvalidInput /cwd).
   boost::asio::awaitable<store::SessionHeader> find_stored(const std::string& id, const std::string& cwd);
   /// Streams a stored log's raw events to `sink` on the pool (replay; model restore); `boundary`,

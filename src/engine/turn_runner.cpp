@@ -178,15 +178,17 @@ asio::awaitable<bool> TurnRunner::prepare_references(PromptInput& input) {
   co_return !cancelled();
 }
 
-asio::awaitable<bool> TurnRunner::open() {
+asio::awaitable<bool> TurnRunner::open(bool logs_when_cancelled) {
   if (cancelled()) co_return false;
   // Taking the write lock may wait for another process (up to 2 s; a cancel ends the wait).
   log_ = co_await engine_.open_log(session_, turn_);
   if (!log_) co_return false;
-  if (cancelled()) co_return false;  // the lock came, but the user no longer wants the turn
+  // The lock came: a prompt still logs what the user sent (they see it on reload), ended
+  // `aborted`; work that has nothing to show for itself (/compact) stops here.
+  if (cancelled() && !logs_when_cancelled) co_return false;
   if (!session_->conversation_known || session_->conversation.next_seq() != log_->writer().next_seq()) {
     const bool read = co_await engine_.refresh_conversation(*session_, log_->writer().next_seq());
-    if (!read || cancelled()) co_return false;
+    if (!read || (cancelled() && !logs_when_cancelled)) co_return false;
   }
   co_return true;
 }
@@ -245,7 +247,7 @@ asio::awaitable<void> TurnRunner::begin(PromptInput& input) {
 asio::awaitable<llm::StopKind> TurnRunner::prompt(PromptInput input) {
   // (Each co_await its own statement: GCC 12 miscompiles co_await inside `||`.)
   bool ready = co_await prepare_references(input);
-  if (ready) ready = co_await open();
+  if (ready) ready = co_await open(/*logs_when_cancelled=*/true);
   if (!ready) {
     co_await release();
     co_return llm::StopKind::cancelled;
@@ -687,9 +689,10 @@ asio::awaitable<void> TurnRunner::release() {
 
 // ---- /compact ----
 
-asio::awaitable<CompactResult> TurnRunner::compact(std::string focus) {
+asio::awaitable<CompactResult> TurnRunner::compact(const std::string& focus_in) {
+  const std::string focus = focus_in;  // copied before the first suspension (see Engine::create_session)
   CompactResult result;
-  const bool ready = co_await open();
+  const bool ready = co_await open(/*logs_when_cancelled=*/false);
   if (!ready) {
     co_await release();
     result.kind = CompactResult::Kind::cancelled;

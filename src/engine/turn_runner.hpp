@@ -47,14 +47,15 @@ public:
   /// The prompt turn (Engine::prompt).
   boost::asio::awaitable<llm::StopKind> prompt(PromptInput input);
   /// `/compact [focus]` as a turn of its own (Engine::compact).
-  boost::asio::awaitable<CompactResult> compact(std::string focus);
+  boost::asio::awaitable<CompactResult> compact(const std::string& focus);
 
 private:
   struct Step;
   struct ToolRun;
 
   boost::asio::awaitable<bool> prepare_references(PromptInput& input);
-  boost::asio::awaitable<bool> open();
+  /// The lock taken and the conversation current; false when the turn is not to go on.
+  boost::asio::awaitable<bool> open(bool logs_when_cancelled);
   boost::asio::awaitable<void> begin(PromptInput& input);
   boost::asio::awaitable<void> steps();
   boost::asio::awaitable<void> stream(Step& step);

@@ -138,7 +138,7 @@ test('a replayed harness session with tools, a plan and images matches the ACP v
   assert.equal(shown[1].toolCallId, 'dsh-ref-2', 'the recall card right after its direct message');
   const cards = shown.filter((u) => u.sessionUpdate === 'tool_call' && u.toolCallId.startsWith('c'));
   assert.deepEqual(cards.map((c) => [c.kind, c.title]), [
-    ['read', 'Read src/a.cpp'], ['edit', 'Edit src/a.cpp'], ['edit', 'Write NEW.md'], ['execute', 'Run make test'], ['search', 'Search for TODO in src'],
+    ['read', 'Read src/a.cpp:3-'], ['edit', 'Edit src/a.cpp'], ['edit', 'Write NEW.md'], ['execute', 'Run `make test`'], ['search', 'Search for TODO in src'],
   ]);
   assert.deepEqual(cards[0].locations, [{ path: path.join(cwd, 'src/a.cpp'), line: 3 }]);
   const diffs = shown.filter((u) => u.sessionUpdate === 'tool_call_update').flatMap((u) => u.content.filter((c) => c.type === 'diff'));

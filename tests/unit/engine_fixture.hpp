@@ -20,6 +20,7 @@
 #include <boost/json.hpp>
 
 #include <cstdlib>
+#include <deque>
 #include <filesystem>
 #include <random>
 #include <stdexcept>
@@ -64,10 +65,41 @@ public:
       sink(llm::Delta{llm::DeltaKind::text, summary_text});
       co_return c;
     }
-    for (const auto& d : answer) sink(llm::Delta{llm::DeltaKind::text, d});
+    if (!tool_steps.empty() && (keep_calling || request.messages.back().role != llm::Role::tool)) {
+      // One scripted step of calls, each in two fragments as servers stream them.
+      std::vector<llm::ToolCall> calls = std::move(tool_steps.front());
+      tool_steps.pop_front();
+      sink(llm::Delta{llm::DeltaKind::text, "calling"});
+      for (std::size_t k = 0; k < calls.size(); ++k) {
+        const std::string& args = calls[k].arguments;
+        sink(llm::Delta{llm::DeltaKind::tool_call, args.substr(0, args.size() / 2), k, calls[k].id, calls[k].name});
+        sink(llm::Delta{llm::DeltaKind::tool_call, args.substr(args.size() / 2), k, {}, {}});
+      }
+      c.tool_calls = std::move(calls);
+      co_return c;
+    }
+    for (const auto& d : answer) {
+      if (paced) {
+        // As the real providers do: wait for room, stop when cancelled.
+        co_await sink.room();
+        auto state = co_await asio::this_coro::cancellation_state;
+        if (state.cancelled() != asio::cancellation_type::none) {
+          c.stop = llm::StopKind::cancelled;
+          co_return c;
+        }
+        ++paced_deltas;
+      }
+      sink(llm::Delta{llm::DeltaKind::text, d});
+    }
     c.stop = stop;
     co_return c;
   }
+  /// Scripted steps of tool calls: a turn's first request takes the next (later steps answer with
+  /// text), or every request while `keep_calling`.
+  std::deque<std::vector<llm::ToolCall>> tool_steps;
+  bool keep_calling = false;
+  bool paced = false;       ///< answers await room() and observe cancellation between deltas
+  int paced_deltas = 0;     ///< deltas a paced answer delivered
   std::vector<llm::Request> requests;
   std::string summary_text = "## Goal\n- fake summary\n## Next steps\n- none";
   bool summary_error = false;   ///< summary requests fail (503)

@@ -50,7 +50,9 @@ mcp::ServerSpec fake_server(const std::string& mode) {
   spec.name = "fake";
   spec.command = "python3";
   spec.args = {DSH_TEST_MCP_FAKE, mode};
-  spec.start_timeout = std::chrono::milliseconds(500);
+  // Short for the server that never answers; the others end long before it (a loaded CI machine
+  // may take seconds to start python3).
+  spec.start_timeout = std::chrono::milliseconds(mode == "silent" ? 500 : 20000);
   return spec;
 }
 

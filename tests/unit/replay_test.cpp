@@ -103,7 +103,7 @@ BOOST_AUTO_TEST_CASE(harness_tools_get_kinds_titles_and_locations) {
   auto kind = [&](std::size_t i) { return std::string(updates[i].at("kind").as_string()); };
   auto title = [&](std::size_t i) { return std::string(updates[i].at("title").as_string()); };
   BOOST_TEST(kind(0) == "read");
-  BOOST_TEST(title(0) == "Read src/a.cpp");
+  BOOST_TEST(title(0) == "Read src/a.cpp:40-59");
   BOOST_TEST(updates[0].at("locations") == json::parse(R"([{"path":"/work/proj/src/a.cpp","line":40}])"));
   BOOST_TEST(updates[0].at("rawInput") == json::parse(R"({"file_path":"src/a.cpp","offset":40,"limit":20})"));
   BOOST_TEST(kind(1) == "edit");
@@ -113,9 +113,9 @@ BOOST_AUTO_TEST_CASE(harness_tools_get_kinds_titles_and_locations) {
   BOOST_TEST(title(2) == "Edit ./src/../b.cpp");
   BOOST_TEST(updates[2].at("locations") == json::parse(R"([{"path":"/work/proj/b.cpp"}])"));
   BOOST_TEST(kind(3) == "execute");
-  BOOST_TEST(title(3) == "Run npm test\u2026");  // the first line; the mark says there is more
+  BOOST_TEST(title(3) == "Run `npm test\u2026`");  // the first line; the mark says there is more
   BOOST_TEST(!updates[3].as_object().contains("locations"));
-  BOOST_TEST(title(4) == "Run " + std::string(96, 'x') + "\u2026");
+  BOOST_TEST(title(4) == "Run `" + std::string(96, 'x') + "\u2026`");
   BOOST_TEST(kind(5) == "search");
   BOOST_TEST(title(5) == "Find **/*.ts in src");
   BOOST_TEST(kind(6) == "search");
@@ -141,7 +141,7 @@ BOOST_AUTO_TEST_CASE(titles_are_one_line_and_relative_paths_stay_relative_withou
   BOOST_TEST_REQUIRE(updates.size() == 2u);
   BOOST_TEST(updates[0].at("title").as_string() == "Read a b .txt");
   BOOST_TEST(!updates[0].as_object().contains("locations"));  // ACP locations are absolute
-  BOOST_TEST(updates[1].at("title").as_string() == "Run ls -la");
+  BOOST_TEST(updates[1].at("title").as_string() == "Run `ls -la`");
 }
 
 // 0.1.1 (and 45fc) log the assistant message with its tool-call blocks before the tool/call events.
@@ -157,7 +157,7 @@ BOOST_AUTO_TEST_CASE(a_call_in_the_assistant_message_and_its_tool_call_event_mak
       tool_result(3, "c1", "a.txt\n[exit code: 0]"),
   });
   BOOST_TEST_REQUIRE(updates.size() == 2u);
-  BOOST_TEST(updates[0].at("title").as_string() == "Run ls");
+  BOOST_TEST(updates[0].at("title").as_string() == "Run `ls`");
   BOOST_TEST(updates[0].at("kind").as_string() == "execute");
   BOOST_TEST(tag(updates[1]) == "tool_call_update");
   BOOST_TEST(updates[1].at("status").as_string() == "completed");
