@@ -592,20 +592,18 @@ asio::awaitable<void> TurnRunner::run_tools(const std::vector<llm::ToolCall>& ca
       if (!session_->closed) observer_.tool_record(r);
     }
     std::vector<ToolOutcome> outcomes(end - i);
-    std::vector<std::size_t> running;  // indexes into outcomes
+    std::vector<bool> skipped(end - i, false);  // never started: the turn was cancelled first
+    std::vector<std::size_t> running;           // indexes into outcomes
     for (std::size_t k = i; k < end; ++k) {
-      if (cancelled()) {
-        outcomes[k - i] = error_outcome("Error: tool call aborted before dispatch");
-        outcomes[k - i].cancelled = true;
-        continue;
-      }
-      if (std::optional<std::string> refusal = co_await permission(calls[k])) {
-        outcomes[k - i] = error_outcome(std::move(*refusal));
-        continue;
+      if (!cancelled()) {
+        if (std::optional<std::string> refusal = co_await permission(calls[k])) {
+          outcomes[k - i] = error_outcome(std::move(*refusal));
+          continue;
+        }
       }
       if (cancelled()) {
         outcomes[k - i] = error_outcome("Error: tool call aborted before dispatch");
-        outcomes[k - i].cancelled = true;
+        skipped[k - i] = true;
         continue;
       }
       running.push_back(k - i);
@@ -618,14 +616,15 @@ asio::awaitable<void> TurnRunner::run_tools(const std::vector<llm::ToolCall>& ca
     std::vector<std::optional<ToolOutcome>> done = co_await run_all(std::move(ops));
     for (std::size_t r = 0; r < running.size(); ++r)
       outcomes[running[r]] = done[r] ? std::move(*done[r]) : error_outcome("Error: the tool failed unexpectedly");
-    auto results = [this, &calls, &outcomes, &call_seqs, i, turn, step] {
+    auto results = [this, &calls, &outcomes, &skipped, &call_seqs, i, turn, step] {
       std::vector<store::NewEvent> batch;
       for (std::size_t k = 0; k < outcomes.size(); ++k) {
         ToolOutcome& out = outcomes[k];
         if (out.todos && !out.is_error) batch.push_back(events::todo_write(*out.todos));
+        // The harness's codes: a call the cancel came before, and one it stopped.
         std::optional<json::object> error;
-        if (out.cancelled)
-          error = json::object{{"name", "AbortError"}, {"code", "TOOL_ABORTED"}};
+        if (skipped[k]) error = json::object{{"name", "AbortError"}, {"code", "TOOL_ABORTED_BEFORE_DISPATCH"}};
+        else if (out.cancelled) error = json::object{{"name", "AbortError"}, {"code", "TOOL_ABORTED"}};
         json::array content{json::object{{"type", "text"}, {"text", out.text}}};
         batch.push_back(events::tool_result(turn, step, calls[i + k].id, std::move(content), out.is_error,
                                             call_seqs[k], std::move(error), result_meta(out)));
