@@ -19,6 +19,7 @@ void bind_all(Router& router) {
   router.bind(methods::session_prompt,              &session_prompt);
   router.bind(methods::session_resume,              &session_resume);
   router.bind(methods::session_set_config_option,   &session_set_config_option);
+  router.bind(methods::session_set_mode,            &session_set_mode);
   // clang-format on
 }
 

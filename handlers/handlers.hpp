@@ -14,6 +14,7 @@ boost::asio::awaitable<protocol::InitializeResponse> initialize(HandlerContext&,
 boost::asio::awaitable<protocol::EmptyResponse> authenticate(HandlerContext&, protocol::AuthenticateRequest);
 boost::asio::awaitable<protocol::SetSessionConfigOptionResponse> session_set_config_option(
     HandlerContext&, protocol::SetSessionConfigOptionRequest);
+boost::asio::awaitable<protocol::EmptyResponse> session_set_mode(HandlerContext&, protocol::SetSessionModeRequest);
 boost::asio::awaitable<protocol::NewSessionResponse> session_new(HandlerContext&, protocol::NewSessionRequest);
 boost::asio::awaitable<protocol::PromptResponse> session_prompt(HandlerContext&, protocol::PromptRequest);
 boost::asio::awaitable<void> session_cancel(HandlerContext&, protocol::CancelNotification);

@@ -1,5 +1,6 @@
 #include "handlers/handlers.hpp"
-#include "handlers/model_option.hpp"
+#include "engine/permission_log.hpp"
+#include "handlers/session_modes.hpp"
 #include "handlers/provider_auth.hpp"
 #include "handlers/replay.hpp"
 #include "handlers/slash_commands.hpp"
@@ -114,7 +115,13 @@ boost::asio::awaitable<protocol::LoadSessionResponse> session_load(HandlerContex
   // Frames are queued on the session's stream in order, and the answer below goes to the same
   // stream after all of them (the session/load rule: the whole history first, then the response).
   auto sink = std::make_shared<ReplaySink>(ctx, req.sessionId, ReplayPlaces{header.cwd.value_or(""), ctx.config.harness_home});
-  engine::EventSink replay = [sink](boost::json::object&& e) { (*sink)(std::move(e)); };
+  // The "always" choices are folded on the reading thread as the events pass; the session takes
+  // them once the read is over (an already attached session has them in memory already).
+  auto rules = std::make_shared<engine::Permissions>();
+  engine::EventSink replay = [sink, rules](boost::json::object&& e) {
+    engine::restore_permission_rule(e, *rules);
+    (*sink)(std::move(e));
+  };
   // On the pool, before and after the log: a replay queued behind others may start after the
   // connection began closing; the last batch is in the outbox before the answer is queued.
   std::function<void()> boundary = [sink] {
@@ -123,9 +130,11 @@ boost::asio::awaitable<protocol::LoadSessionResponse> session_load(HandlerContex
   };
   auto read = ctx.engine.read_log(req.sessionId, replay, boundary);
   auto [provider, model] = co_await std::move(read);
+  const bool attached = ctx.engine.find(req.sessionId) != nullptr;
   auto session = ctx.engine.attach(header, req.additionalDirectories, provider, model);
+  if (!attached) session->permissions = std::move(*rules);
   advertise_commands(ctx, session->id);
-  co_return protocol::LoadSessionResponse{model_config_options(ctx, *session), std::nullopt};
+  co_return protocol::LoadSessionResponse{session_modes(*session), session_config_options(ctx, *session), std::nullopt};
 }
 
 } // namespace acp::handlers

@@ -1,5 +1,5 @@
 #include "handlers/handlers.hpp"
-#include "handlers/model_option.hpp"
+#include "handlers/session_modes.hpp"
 #include "handlers/provider_auth.hpp"
 #include "handlers/slash_commands.hpp"
 #include "support/log.hpp"
@@ -13,7 +13,8 @@ boost::asio::awaitable<protocol::NewSessionResponse> session_new(HandlerContext&
   std::vector<std::string> directories = req.additionalDirectories.value_or(std::vector<std::string>{});
   auto session = co_await ctx.engine.create_session(req.cwd, directories);
   advertise_commands(ctx, session->id);
-  co_return protocol::NewSessionResponse{session->id, model_config_options(ctx, *session), std::nullopt};
+  co_return protocol::NewSessionResponse{session->id, session_modes(*session), session_config_options(ctx, *session),
+                                        std::nullopt};
 }
 
 } // namespace acp::handlers

@@ -1,5 +1,6 @@
 #include "handlers/handlers.hpp"
-#include "handlers/model_option.hpp"
+#include "engine/permission_log.hpp"
+#include "handlers/session_modes.hpp"
 #include "handlers/slash_commands.hpp"
 #include "support/log.hpp"
 
@@ -9,18 +10,26 @@ boost::asio::awaitable<protocol::LoadSessionResponse> session_resume(HandlerCont
                                                                      protocol::ResumeSessionRequest req) {
   store::SessionHeader header = co_await ctx.engine.find_stored(req.sessionId, req.cwd);
   std::pair<std::string, std::string> logged;
-  if (!ctx.engine.find(req.sessionId) && ctx.engine.offers_models()) {
-    // No replay, but the model choice is restored from the log's latest request/header. A log the
-    // scan cannot finish still resumes, with the configured model.
+  auto rules = std::make_shared<engine::Permissions>();
+  // A named sink, not a temporary in the co_await expression (GCC 12 lost its events).
+  const engine::EventSink collect = [rules](boost::json::object&& e) { engine::restore_permission_rule(e, *rules); };
+  if (!ctx.engine.find(req.sessionId)) {
+    // No replay, but the model choice (the log's latest request/header) and the "always" choices
+    // are restored from a scan of the log. A log the scan cannot finish still resumes, with the
+    // configured model and the rules read before the damage.
     try {
-      logged = co_await ctx.engine.read_log(req.sessionId, nullptr);
+      logged = co_await ctx.engine.read_log(req.sessionId, collect);
     } catch (const std::exception& e) {
-      log::warn("session/resume " + req.sessionId + ": model not restored: " + e.what());
+      log::warn("session/resume " + req.sessionId + ": model and permission rules not (fully) restored: " + e.what());
     }
   }
+  // An already attached session keeps its state (its rules are in memory); the scan above ran for
+  // a session attached here and now, unless another request attached it while the log was read.
+  const bool attached = ctx.engine.find(req.sessionId) != nullptr;
   auto session = ctx.engine.attach(header, req.additionalDirectories, logged.first, logged.second);
+  if (!attached) session->permissions = std::move(*rules);
   advertise_commands(ctx, session->id);
-  co_return protocol::LoadSessionResponse{model_config_options(ctx, *session), std::nullopt};
+  co_return protocol::LoadSessionResponse{session_modes(*session), session_config_options(ctx, *session), std::nullopt};
 }
 
 } // namespace acp::handlers

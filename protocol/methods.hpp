@@ -15,6 +15,7 @@ inline constexpr std::string_view session_delete = "session/delete";
 inline constexpr std::string_view session_prompt = "session/prompt";
 inline constexpr std::string_view session_cancel = "session/cancel";
 inline constexpr std::string_view session_set_config_option = "session/set_config_option";
+inline constexpr std::string_view session_set_mode = "session/set_mode";
 inline constexpr std::string_view session_update = "session/update";
 inline constexpr std::string_view dsh_session_reference_candidates = "_dsh/sessionReference/candidates";
 } // namespace acp::methods

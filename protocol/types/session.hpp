@@ -24,7 +24,7 @@ struct SessionConfigSelectOption {
 };
 BOOST_DESCRIBE_STRUCT(SessionConfigSelectOption, (), (value, name, description, _meta))
 
-/// A session config option (acp-protocol.md §3). We only offer `type: "select"` (the model choice).
+/// A session config option (acp-protocol.md §3). We only offer `type: "select"` (the model and the mode).
 struct SessionConfigOption {
   std::string id;
   std::string name;
@@ -37,19 +37,46 @@ struct SessionConfigOption {
 };
 BOOST_DESCRIBE_STRUCT(SessionConfigOption, (), (id, name, description, category, type, currentValue, options, _meta))
 
+/// One session mode a client may switch to (session/set_mode).
+struct SessionMode {
+  std::string id;
+  std::string name;
+  std::optional<std::string> description;
+  Meta _meta;
+};
+BOOST_DESCRIBE_STRUCT(SessionMode, (), (id, name, description, _meta))
+
+/// `modes` in the session/new, load and resume answers.
+struct SessionModeState {
+  std::string currentModeId;
+  std::vector<SessionMode> availableModes;
+  Meta _meta;
+};
+BOOST_DESCRIBE_STRUCT(SessionModeState, (), (currentModeId, availableModes, _meta))
+
 struct NewSessionResponse {
   std::string sessionId;
+  std::optional<SessionModeState> modes;
   std::optional<std::vector<SessionConfigOption>> configOptions;
   Meta _meta;
 };
-BOOST_DESCRIBE_STRUCT(NewSessionResponse, (), (sessionId, configOptions, _meta))
+BOOST_DESCRIBE_STRUCT(NewSessionResponse, (), (sessionId, modes, configOptions, _meta))
 
 /// session/load and session/resume answers.
 struct LoadSessionResponse {
+  std::optional<SessionModeState> modes;
   std::optional<std::vector<SessionConfigOption>> configOptions;
   Meta _meta;
 };
-BOOST_DESCRIBE_STRUCT(LoadSessionResponse, (), (configOptions, _meta))
+BOOST_DESCRIBE_STRUCT(LoadSessionResponse, (), (modes, configOptions, _meta))
+
+/// session/set_mode (answered `{}`).
+struct SetSessionModeRequest {
+  std::string sessionId;
+  std::string modeId;
+  Meta _meta;
+};
+BOOST_DESCRIBE_STRUCT(SetSessionModeRequest, (), (sessionId, modeId, _meta))
 
 /// session/set_config_option: `value` is a value id, or a bool with `type: "boolean"` (kept raw so
 /// the handler can answer a wrong kind with its JSON Pointer).

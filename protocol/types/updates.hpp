@@ -2,6 +2,7 @@
 #pragma once
 
 #include "protocol/types/content.hpp"
+#include "protocol/types/session.hpp"
 
 #include <boost/describe/enum.hpp>
 
@@ -143,8 +144,24 @@ struct SessionInfoUpdate {
 };
 BOOST_DESCRIBE_STRUCT(SessionInfoUpdate, (), (title, updatedAt, _meta))
 
+struct CurrentModeUpdate {
+  static constexpr std::string_view kTagKey = "sessionUpdate", kTag = "current_mode_update";
+  std::string currentModeId;
+  Meta _meta;
+};
+BOOST_DESCRIBE_STRUCT(CurrentModeUpdate, (), (currentModeId, _meta))
+
+/// The full set of config options, after one changed other than through session/set_config_option.
+struct ConfigOptionUpdate {
+  static constexpr std::string_view kTagKey = "sessionUpdate", kTag = "config_option_update";
+  std::vector<SessionConfigOption> configOptions;
+  Meta _meta;
+};
+BOOST_DESCRIBE_STRUCT(ConfigOptionUpdate, (), (configOptions, _meta))
+
 using SessionUpdate = std::variant<UserMessageChunk, AgentMessageChunk, AgentThoughtChunk, ToolCall, ToolCallUpdate,
-                                   Plan, AvailableCommandsUpdate, SessionInfoUpdate>;
+                                   Plan, AvailableCommandsUpdate, SessionInfoUpdate, CurrentModeUpdate,
+                                   ConfigOptionUpdate>;
 
 struct SessionNotification {
   std::string sessionId;

@@ -44,6 +44,7 @@ public:
 
   const std::vector<PermissionRule>& rules() const { return rules_; }
   void restore(std::vector<PermissionRule> rules) { rules_ = std::move(rules); }
+  void add(PermissionRule rule) { rules_.push_back(std::move(rule)); }  ///< after the others: it wins
 
   /// The prefix an "always" for `command` covers; nullopt for a command with shell control.
   static std::optional<std::string> command_prefix(std::string_view command);

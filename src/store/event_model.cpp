@@ -337,6 +337,7 @@ std::optional<json::object> to_v01_record(const json::object& record, bool close
   out.emplace("data", std::move(d));
   if (closer) copy_keys(out, record, {"surfaceOp", "sourceEventSeqs"});
   else copy_keys(out, record, {"sourceEventSeqs", "surfaceOp"});
+  copy_keys(out, record, {"ignorable"});
   return out;
 }
 

@@ -27,7 +27,7 @@ namespace acp::store {
 
 /// Rewrites a 0.1.1-shaped event into the normalised model, in place; a normalised event is left
 /// as it is. A malformed 0.1.1 payload is left untouched (consumers then find nothing in it).
-/// Drops the envelope's `ignorable` marker. Returns true when the type is unknown to both
+/// Keeps the envelope's `ignorable` marker (consulted here). Returns true when the type is unknown to both
 /// generations (the caller logs it once per type unless it was marked ignorable).
 bool normalise_event(boost::json::object& event);
 

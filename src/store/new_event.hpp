@@ -18,6 +18,9 @@ struct NewEvent {
   std::optional<boost::json::value> surfaceOp;          ///< required on surface types, forbidden elsewhere
   std::optional<boost::json::array> sourceEventSeqs;    ///< surface types only
   std::optional<std::int64_t> time;                     ///< Unix ms; now when absent
+  /// Written as `"ignorable":true` after the other envelope keys (harness-0.1 §3.1), in both
+  /// generations: a harness that does not know the type skips the event instead of refusing the log.
+  bool ignorable = false;
 };
 
 } // namespace acp::store

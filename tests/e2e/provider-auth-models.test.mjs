@@ -84,7 +84,7 @@ test('a key in the environment: authenticated from the start; echo and loopback 
   const echo = startSdkAgent(t, { env: NO_KEYS });
   assert.deepEqual((await echo.ctx.request(M.initialize, INIT_PARAMS)).authMethods, []);
   const created = await echo.ctx.request(M.session.new, { cwd: echo.agent.home, mcpServers: [] });
-  assert.equal(created.configOptions, undefined, 'echo offers no model option');
+  assert.deepEqual(created.configOptions.map((o) => o.id), ['mode'], 'echo offers no model option (only the mode)');
   await echo.agent.finish();
 
   const local = startSdkAgent(t, { args: providerArgs(server.url), env: NO_KEYS });
@@ -108,11 +108,12 @@ test('the model option: listed, set, used by the next request, logged as request
   const created = await first.ctx.request(M.session.new, { cwd, mcpServers: [] });
   checkSchema('NewSessionResponse', created);
   const { sessionId } = created;
-  assert.deepEqual(created.configOptions, [{
+  assert.deepEqual(created.configOptions[0], {
     id: 'model', name: 'Model', description: created.configOptions[0].description, category: 'model', type: 'select',
     currentValue: 'm1',
     options: [{ value: 'm1', name: 'm1' }, { value: 'm2', name: 'm2' }, { value: 'm3', name: 'm3' }],
-  }]);
+  });
+  assert.deepEqual(created.configOptions.map((o) => o.id), ['model', 'mode'], 'the mode option beside it (modes.test.mjs)');
 
   const prompt = (ctx, text) => ctx.request(M.session.prompt, { sessionId, prompt: [{ type: 'text', text }] });
   await prompt(first.ctx, 'one');
@@ -124,8 +125,10 @@ test('the model option: listed, set, used by the next request, logged as request
   assert.equal(set.configOptions[0].options.length, 3);
   await rejectsWith(first.ctx.request(M.session.setConfigOption, { sessionId, configId: 'model', value: 'gpt-9' }), -32602,
     (e) => assert.equal(e.data.path, '/value'));
-  await rejectsWith(first.ctx.request(M.session.setConfigOption, { sessionId, configId: 'mode', value: 'm1' }), -32602,
+  await rejectsWith(first.ctx.request(M.session.setConfigOption, { sessionId, configId: 'effort', value: 'm1' }), -32602,
     (e) => assert.equal(e.data.path, '/configId'));
+  await rejectsWith(first.ctx.request(M.session.setConfigOption, { sessionId, configId: 'mode', value: 'm1' }), -32602,
+    (e) => assert.equal(e.data.path, '/value'));
   await rejectsWith(first.ctx.request(M.session.setConfigOption, { sessionId: 'no-such', configId: 'model', value: 'm1' }), -32002);
 
   await prompt(first.ctx, 'two');

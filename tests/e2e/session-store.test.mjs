@@ -20,6 +20,8 @@ const M = acp.methods.agent;
 // ---- helpers ---------------------------------------------------------------------------------
 
 const ajv = new Ajv2020({ strict: false, allErrors: true });
+// session-event refers to our own types' schemas by $id.
+ajv.addSchema(JSON.parse(readFileSync(path.join(REPO_ROOT, 'schemas', 'permission-rule.schema.json'), 'utf8')));
 const validateLine = ajv.compile(JSON.parse(readFileSync(path.join(REPO_ROOT, 'schemas', 'session-event.schema.json'), 'utf8')));
 
 function makeHome(t) {

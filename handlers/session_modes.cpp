@@ -1,0 +1,59 @@
+#include "handlers/session_modes.hpp"
+
+#include "handlers/model_option.hpp"
+
+namespace acp::handlers {
+
+namespace {
+
+struct ModeText {
+  engine::SessionMode mode;
+  const char* name;
+  const char* description;
+};
+
+constexpr ModeText kModes[] = {
+    {engine::SessionMode::ask, "Ask", "Reads run freely; writes, edits, commands and MCP tools ask for permission"},
+    {engine::SessionMode::read_only, "Read-only", "Writes, edits, commands and MCP tools are refused without asking"},
+    {engine::SessionMode::auto_approve, "Auto", "Nothing is asked; files stay confined to the session's directories"},
+};
+
+} // namespace
+
+protocol::SessionModeState session_modes(const engine::Session& session) {
+  protocol::SessionModeState state;
+  state.currentModeId = engine::mode_id(session.mode);
+  for (const auto& m : kModes)
+    state.availableModes.push_back(protocol::SessionMode{std::string(engine::mode_id(m.mode)), m.name, m.description, {}});
+  return state;
+}
+
+std::vector<protocol::SessionConfigOption> session_config_options(const HandlerContext& ctx,
+                                                                  const engine::Session& session) {
+  std::vector<protocol::SessionConfigOption> options = model_config_options(ctx, session).value_or(
+      std::vector<protocol::SessionConfigOption>{});
+  protocol::SessionConfigOption option;
+  option.id = kModeOptionId;
+  option.name = "Mode";
+  option.description = "What the agent's tools may do without asking";
+  option.category = "mode";
+  option.type = "select";
+  option.currentValue = engine::mode_id(session.mode);
+  for (const auto& m : kModes)
+    option.options.push_back(
+        protocol::SessionConfigSelectOption{std::string(engine::mode_id(m.mode)), m.name, m.description, {}});
+  options.push_back(std::move(option));
+  return options;
+}
+
+void switch_mode(HandlerContext& ctx, engine::Session& session, engine::SessionMode mode, bool announce_options) {
+  if (session.mode == mode) return;
+  session.mode = mode;
+  ctx.notify(protocol::SessionNotification{
+      session.id, protocol::CurrentModeUpdate{std::string(engine::mode_id(mode)), {}}, std::nullopt});
+  if (announce_options)
+    ctx.notify(protocol::SessionNotification{
+        session.id, protocol::ConfigOptionUpdate{session_config_options(ctx, session), {}}, std::nullopt});
+}
+
+} // namespace acp::handlers

@@ -1,0 +1,27 @@
+// The session's mode on the wire (acp-protocol.md §3, §5): `modes` in the session/new, load and
+// resume answers, session/set_mode, and the same choice as the `mode` config option (category
+// "mode") for clients that show only config options. The mode lives in engine::Session, per
+// attached session and in memory: a session loaded or resumed anew starts in `ask`.
+#pragma once
+
+#include "handlers/handler_context.hpp"
+#include "protocol/types/session.hpp"
+
+#include <vector>
+
+namespace acp::handlers {
+
+inline constexpr const char* kModeOptionId = "mode";
+
+protocol::SessionModeState session_modes(const engine::Session& session);
+
+/// Every config option of the session: the model (when the provider offers models), then the mode.
+std::vector<protocol::SessionConfigOption> session_config_options(const HandlerContext& ctx,
+                                                                  const engine::Session& session);
+
+/// Switches the mode and tells the client (`current_mode_update`; `config_option_update` too when
+/// `announce_options`: the change did not come through session/set_config_option, whose answer
+/// already carries the options). Setting the current mode again changes and sends nothing.
+void switch_mode(HandlerContext& ctx, engine::Session& session, engine::SessionMode mode, bool announce_options);
+
+} // namespace acp::handlers

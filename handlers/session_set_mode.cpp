@@ -1,0 +1,16 @@
+#include "handlers/handlers.hpp"
+#include "handlers/session_modes.hpp"
+#include "protocol/jsonrpc.hpp"
+
+namespace acp::handlers {
+
+// Takes effect at the next tool call, also inside a running prompt: permission is decided per call.
+boost::asio::awaitable<protocol::EmptyResponse> session_set_mode(HandlerContext& ctx, protocol::SetSessionModeRequest req) {
+  auto session = ctx.engine.require(req.sessionId);
+  auto mode = engine::parse_mode(req.modeId);
+  if (!mode) throw jsonrpc::invalid_params("/modeId", "unknown mode '" + req.modeId + "' (ask, read-only or auto)");
+  switch_mode(ctx, *session, *mode, true);
+  co_return protocol::EmptyResponse{};
+}
+
+} // namespace acp::handlers

@@ -1,0 +1,157 @@
+// Session modes and "always" rules through the handlers: modes in the load/resume answers, the
+// `mode` config option, session/set_mode and its errors, current_mode_update, and the rules of the
+// log restored into the attached session by session/load and session/resume.
+#include "engine_fixture.hpp"
+
+#include "engine/permission_log.hpp"
+#include "handlers/handlers.hpp"
+#include "protocol/jsonrpc.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+using namespace engine_fixture;
+
+namespace {
+
+// A HandlerContext over one process's engine that keeps every notification and takes every frame.
+struct Wire {
+  Wire(Process& p, Fixture& f)
+      : ctx{p.engine, f.config, f.io.get_executor(),
+            [this](const protocol::SessionNotification& n) { sent.push_back(n); },
+            [this](std::string, std::vector<std::string> batch) -> asio::awaitable<bool> {
+              frames += batch.size();
+              co_return true;
+            },
+            nullptr, {}} {}
+  std::vector<protocol::SessionNotification> sent;
+  std::size_t frames = 0;
+  handlers::HandlerContext ctx;
+
+  std::vector<std::string> mode_updates() const {
+    std::vector<std::string> out;
+    for (const auto& n : sent)
+      if (auto* u = std::get_if<protocol::CurrentModeUpdate>(&n.update)) out.push_back(u->currentModeId);
+    return out;
+  }
+  std::size_t option_updates() const {
+    std::size_t out = 0;
+    for (const auto& n : sent) out += std::holds_alternative<protocol::ConfigOptionUpdate>(n.update);
+    return out;
+  }
+};
+
+std::string option_value(const std::vector<protocol::SessionConfigOption>& options, std::string_view id) {
+  for (const auto& o : options)
+    if (o.id == id) return o.currentValue;
+  return "(none)";
+}
+
+bool rpc_error_at(const jsonrpc::RpcError& e, std::string_view pointer) {
+  return e.code() == -32602 && e.data() && e.data()->is_object() && e.data()->as_object().contains("path") &&
+         e.data()->as_object().at("path") == json::value(pointer);
+}
+
+protocol::LoadSessionRequest load_request(const std::string& id, const std::string& cwd) {
+  protocol::LoadSessionRequest r;
+  r.sessionId = id;
+  r.cwd = cwd;
+  return r;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(session_modes)
+
+BOOST_FIXTURE_TEST_CASE(always_rules_in_the_log_survive_load_and_resume_the_mode_does_not, Fixture) {
+  auto a = process();
+  const std::string cwd = root;
+  const std::string id = run(a->engine.create_session(cwd, {}))->id;
+  {
+    auto w = a->store.get().primary().open(id);
+    w.append({engine::permission_rule_event({"bash", "npm test", true}), engine::permission_rule_event({"edit", "", true}),
+              engine::permission_rule_event({"bash", "npm test", false})},
+             true);
+  }
+  auto check_rules = [](const engine::Session& s, const char* how) {
+    BOOST_TEST_CONTEXT(how) BOOST_TEST(s.permissions.rules().size() == 3u);
+    BOOST_TEST((s.permissions.check(engine::SessionMode::ask, "bash", engine::ToolEffect::runs_commands, "npm test") ==
+                engine::PermissionNeed::refused));
+    BOOST_TEST((s.permissions.check(engine::SessionMode::ask, "edit", engine::ToolEffect::changes_files) ==
+                engine::PermissionNeed::allowed));
+  };
+
+  auto b = process();
+  Wire wb(*b, *this);
+  auto loaded = run(handlers::session_load(wb.ctx, load_request(id, cwd)));
+  auto session = b->engine.require(id);
+  check_rules(*session, "load");
+  BOOST_REQUIRE(loaded.modes);
+  BOOST_TEST(loaded.modes->currentModeId == "ask");
+  BOOST_TEST(loaded.modes->availableModes.size() == 3u);
+  BOOST_REQUIRE(loaded.configOptions);
+  BOOST_TEST(option_value(*loaded.configOptions, "mode") == "ask");
+  BOOST_TEST(option_value(*loaded.configOptions, "model") == "m1");
+  BOOST_TEST(loaded.configOptions->back().category.value_or("") == "mode");
+
+  // A session already attached keeps its in-memory state: its mode and its rules.
+  session->mode = engine::SessionMode::auto_approve;
+  session->permissions.remember("write", "", false);
+  auto again = run(handlers::session_resume(wb.ctx, load_request(id, cwd)));
+  BOOST_TEST(again.modes->currentModeId == "auto");
+  BOOST_TEST(session->permissions.rules().size() == 4u);
+
+  // Another process resumes it (no replay): the rules are back, the mode starts at ask.
+  auto c = process();
+  Wire wc(*c, *this);
+  auto resumed = run(handlers::session_resume(wc.ctx, load_request(id, cwd)));
+  BOOST_TEST(wc.frames == 0u, "resume replays nothing");
+  check_rules(*c->engine.require(id), "resume");
+  BOOST_TEST(resumed.modes->currentModeId == "ask");
+  BOOST_TEST(option_value(*resumed.configOptions, "mode") == "ask");
+}
+
+BOOST_FIXTURE_TEST_CASE(set_mode_and_the_mode_option_switch_and_announce_it, Fixture) {
+  auto a = process();
+  Wire w(*a, *this);
+  auto session = run(a->engine.create_session(root, {}));
+  const std::string id = session->id;
+
+  run(handlers::session_set_mode(w.ctx, protocol::SetSessionModeRequest{id, "read-only", {}}));
+  BOOST_TEST((session->mode == engine::SessionMode::read_only));
+  BOOST_TEST(w.mode_updates() == std::vector<std::string>{"read-only"});
+  BOOST_TEST(w.option_updates() == 1u, "set_mode also tells clients that show only config options");
+  // The same mode again: nothing changes, nothing is sent.
+  run(handlers::session_set_mode(w.ctx, protocol::SetSessionModeRequest{id, "read-only", {}}));
+  BOOST_TEST(w.sent.size() == 2u);
+
+  protocol::SetSessionConfigOptionRequest set{id, "mode", json::value("auto"), std::nullopt, {}};
+  auto answer = run(handlers::session_set_config_option(w.ctx, set));
+  BOOST_TEST((session->mode == engine::SessionMode::auto_approve));
+  BOOST_TEST(option_value(answer.configOptions, "mode") == "auto");
+  BOOST_TEST(option_value(answer.configOptions, "model") == "m1", "the model option is still there");
+  BOOST_TEST((w.mode_updates() == std::vector<std::string>{"read-only", "auto"}));
+  BOOST_TEST(w.option_updates() == 1u, "the answer carries the options");
+
+  // Errors: the mode is unchanged after each.
+  BOOST_CHECK_EXCEPTION(run(handlers::session_set_mode(w.ctx, protocol::SetSessionModeRequest{id, "yolo", {}})),
+                        jsonrpc::RpcError, [](const jsonrpc::RpcError& e) { return rpc_error_at(e, "/modeId"); });
+  BOOST_CHECK_EXCEPTION(run(handlers::session_set_mode(w.ctx, protocol::SetSessionModeRequest{id, "", {}})),
+                        jsonrpc::RpcError, [](const jsonrpc::RpcError& e) { return rpc_error_at(e, "/modeId"); });
+  BOOST_CHECK_THROW(run(handlers::session_set_mode(w.ctx, protocol::SetSessionModeRequest{"no-such", "ask", {}})),
+                    engine::SessionNotFound);
+  for (json::value bad : {json::value("yolo"), json::value(true), json::value(3), json::value(nullptr)}) {
+    protocol::SetSessionConfigOptionRequest r{id, "mode", bad, std::nullopt, {}};
+    BOOST_CHECK_EXCEPTION(run(handlers::session_set_config_option(w.ctx, r)), jsonrpc::RpcError,
+                          [](const jsonrpc::RpcError& e) { return rpc_error_at(e, "/value"); });
+  }
+  protocol::SetSessionConfigOptionRequest boolean{id, "mode", json::value("ask"), std::string("boolean"), {}};
+  BOOST_CHECK_EXCEPTION(run(handlers::session_set_config_option(w.ctx, boolean)), jsonrpc::RpcError,
+                        [](const jsonrpc::RpcError& e) { return rpc_error_at(e, "/value"); });
+  protocol::SetSessionConfigOptionRequest unknown{id, "effort", json::value("high"), std::nullopt, {}};
+  BOOST_CHECK_EXCEPTION(run(handlers::session_set_config_option(w.ctx, unknown)), jsonrpc::RpcError,
+                        [](const jsonrpc::RpcError& e) { return rpc_error_at(e, "/configId"); });
+  BOOST_TEST((session->mode == engine::SessionMode::auto_approve));
+  BOOST_TEST(w.sent.size() == 3u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
