@@ -1,4 +1,5 @@
 #include "handlers/handlers.hpp"
+#include "handlers/mcp_servers.hpp"
 #include "handlers/model_option.hpp"
 #include "handlers/provider_auth.hpp"
 #include "handlers/replay.hpp"
@@ -110,6 +111,8 @@ private:
 
 boost::asio::awaitable<protocol::LoadSessionResponse> session_load(HandlerContext& ctx, protocol::LoadSessionRequest req) {
   require_provider_key(ctx);
+  std::optional<std::vector<mcp::ServerSpec>> servers;
+  if (req.mcpServers) servers = mcp_server_specs(*req.mcpServers, req.cwd);
   store::SessionHeader header = co_await ctx.engine.find_stored(req.sessionId, req.cwd);
   // Frames are queued on the session's stream in order, and the answer below goes to the same
   // stream after all of them (the session/load rule: the whole history first, then the response).
@@ -124,6 +127,8 @@ boost::asio::awaitable<protocol::LoadSessionResponse> session_load(HandlerContex
   auto read = ctx.engine.read_log(req.sessionId, replay, boundary);
   auto [provider, model] = co_await std::move(read);
   auto session = ctx.engine.attach(header, req.additionalDirectories, provider, model);
+  // A session already attached trades its servers for these (absent: it keeps its own).
+  if (servers) co_await use_mcp_servers(ctx, session, *servers);
   advertise_commands(ctx, session->id);
   co_return protocol::LoadSessionResponse{model_config_options(ctx, *session), std::nullopt};
 }

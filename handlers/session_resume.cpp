@@ -1,4 +1,5 @@
 #include "handlers/handlers.hpp"
+#include "handlers/mcp_servers.hpp"
 #include "handlers/model_option.hpp"
 #include "handlers/slash_commands.hpp"
 #include "support/log.hpp"
@@ -7,6 +8,8 @@ namespace acp::handlers {
 
 boost::asio::awaitable<protocol::LoadSessionResponse> session_resume(HandlerContext& ctx,
                                                                      protocol::ResumeSessionRequest req) {
+  std::optional<std::vector<mcp::ServerSpec>> servers;
+  if (req.mcpServers) servers = mcp_server_specs(*req.mcpServers, req.cwd);
   store::SessionHeader header = co_await ctx.engine.find_stored(req.sessionId, req.cwd);
   std::pair<std::string, std::string> logged;
   if (!ctx.engine.find(req.sessionId) && ctx.engine.offers_models()) {
@@ -19,6 +22,8 @@ boost::asio::awaitable<protocol::LoadSessionResponse> session_resume(HandlerCont
     }
   }
   auto session = ctx.engine.attach(header, req.additionalDirectories, logged.first, logged.second);
+  // A session already attached trades its servers for these (absent: it keeps its own).
+  if (servers) co_await use_mcp_servers(ctx, session, *servers);
   advertise_commands(ctx, session->id);
   co_return protocol::LoadSessionResponse{model_config_options(ctx, *session), std::nullopt};
 }
