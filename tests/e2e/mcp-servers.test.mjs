@@ -1,7 +1,8 @@
 // The client's MCP servers (mcpServers of session/new, load, resume): started before the answer in
 // the session's cwd (a broken one is logged and left out, the session works), stopped with the
 // session (close, delete) and with the process (stdin closed, SIGTERM): no server process outlives
-// them. http and sse servers and malformed entries are -32602 with the entry's JSON Pointer.
+// them. http and sse servers and malformed entries are -32602 with the entry's JSON Pointer. The model
+// calls their tools through the tool loop (echo directives): results, a server dying mid-call, cancel.
 // The working server is a real one, built with the official MCP TypeScript SDK (lib/mcp-test-server.mjs).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -189,5 +190,68 @@ test('http and sse servers and malformed entries are -32602 with the entry\'s po
   // Nothing was started and no session made.
   assert.deepEqual(serversOf(agent, 'mcp-test-server.mjs'), []);
   assert.deepEqual((await agent.call('session/list', {})).result.sessions, []);
+  await agent.finish();
+});
+
+// ---- calls from the model (the echo model's [[echo:tool=...]] directives) ------------------------
+
+/** Sends a prompt in raw mode, allowing every permission request; resolves to its answer frame. */
+async function promptAllowing(agent, sessionId, text, id) {
+  const from = agent.frames.length;
+  await agent.send({ jsonrpc: '2.0', id, method: 'session/prompt', params: { sessionId, prompt: [{ type: 'text', text }] } });
+  const asked = await agent.nextFrame((f) => f.method === 'session/request_permission', { from, what: 'a permission request' });
+  assert.match(asked.frame.params.toolCall.title ?? '', /mcp__test__/);
+  await agent.send({ jsonrpc: '2.0', id: asked.frame.id, result: { outcome: { outcome: 'selected', optionId: 'allow_once' } } });
+  return { from, answer: await agent.response(id, { from, timeout: 10000 }) };
+}
+
+function finalCard(agent, sessionId, from) {
+  const updates = agent.updates({ sessionId, from }).map((e) => e.frame.params.update)
+    .filter((u) => u.sessionUpdate === 'tool_call_update' && (u.status === 'completed' || u.status === 'failed'));
+  assert.equal(updates.length, 1, JSON.stringify(updates));
+  const u = updates[0];
+  return { status: u.status, text: (u.content ?? []).map((c) => c.content?.text ?? '').join('') };
+}
+
+test('the model calls an MCP tool: the server\'s answer is the tool result', async (t) => {
+  const agent = startAgent(t);
+  await agent.initialize();
+  const r = await agent.call('session/new', { cwd: agent.home, mcpServers: [sdkServer('test')] });
+  const sid = r.result.sessionId;
+  const { from, answer } = await promptAllowing(agent, sid, 'go [[echo:tool=mcp__test__echo {"text":"hello mcp"}]]', 'p1');
+  assert.equal(answer.result?.stopReason, 'end_turn', JSON.stringify(answer));
+  const card = finalCard(agent, sid, from);
+  assert.equal(card.status, 'completed');
+  assert.match(card.text, /echo: hello mcp/);
+  // A server that dies mid-call: an error result naming it, the turn goes on, its tools are gone.
+  const crash = await promptAllowing(agent, sid, 'now [[echo:tool=mcp__test__crash {}]]', 'p2');
+  assert.equal(crash.answer.result?.stopReason, 'end_turn', JSON.stringify(crash.answer));
+  const failed = finalCard(agent, sid, crash.from);
+  assert.equal(failed.status, 'failed');
+  assert.match(failed.text, /MCP server "test"/);
+  assert.deepEqual(serversOf(agent, 'mcp-test-server.mjs'), []);
+  await agent.finish();
+});
+
+test('session/cancel during an MCP call: the turn ends cancelled, the server stays usable', async (t) => {
+  const agent = startAgent(t);
+  await agent.initialize();
+  const sid = (await agent.call('session/new', { cwd: agent.home, mcpServers: [sdkServer('test')] })).result.sessionId;
+  const from = agent.frames.length;
+  await agent.send({ jsonrpc: '2.0', id: 'p', method: 'session/prompt', params: { sessionId: sid, prompt: [{ type: 'text', text: 'wait [[echo:tool=mcp__test__slow {"ms":30000}]]' }] } });
+  const asked = await agent.nextFrame((f) => f.method === 'session/request_permission', { from });
+  await agent.send({ jsonrpc: '2.0', id: asked.frame.id, result: { outcome: { outcome: 'selected', optionId: 'allow_once' } } });
+  await agent.nextFrame((f) => f.method === 'session/update' && f.params.update?.sessionUpdate === 'tool_call_update' &&
+    f.params.update.status === 'in_progress', { from, what: 'the call running' });
+  const since = performance.now();
+  await agent.notify('session/cancel', { sessionId: sid });
+  const answer = await agent.response('p', { from, timeout: 10000 });
+  assert.equal(answer.result?.stopReason, 'cancelled', JSON.stringify(answer));
+  t.diagnostic(`cancel answered after ${Math.round(performance.now() - since)} ms`);
+  // The server is still there and usable for the next turn.
+  assert.equal(serversOf(agent, 'mcp-test-server.mjs').length, 1);
+  const again = await promptAllowing(agent, sid, 'again [[echo:tool=mcp__test__echo {"text":"after"}]]', 'p2');
+  assert.equal(again.answer.result?.stopReason, 'end_turn');
+  assert.match(finalCard(agent, sid, again.from).text, /echo: after/);
   await agent.finish();
 });
