@@ -1,5 +1,6 @@
 #include "handlers/handlers.hpp"
 #include "engine/permission_log.hpp"
+#include "handlers/mcp_servers.hpp"
 #include "handlers/session_modes.hpp"
 #include "handlers/provider_auth.hpp"
 #include "handlers/replay.hpp"
@@ -111,7 +112,10 @@ private:
 
 boost::asio::awaitable<protocol::LoadSessionResponse> session_load(HandlerContext& ctx, protocol::LoadSessionRequest req) {
   require_provider_key(ctx);
+  std::optional<std::vector<mcp::ServerSpec>> servers;
+  if (req.mcpServers) servers = mcp_server_specs(*req.mcpServers, req.cwd);
   store::SessionHeader header = co_await ctx.engine.find_stored(req.sessionId, req.cwd);
+  if (req.additionalDirectories) co_await ctx.engine.check_directories(*req.additionalDirectories);
   // Frames are queued on the session's stream in order, and the answer below goes to the same
   // stream after all of them (the session/load rule: the whole history first, then the response).
   auto sink = std::make_shared<ReplaySink>(ctx, req.sessionId, ReplayPlaces{header.cwd.value_or(""), ctx.config.harness_home});
@@ -133,6 +137,8 @@ boost::asio::awaitable<protocol::LoadSessionResponse> session_load(HandlerContex
   const bool attached = ctx.engine.find(req.sessionId) != nullptr;
   auto session = ctx.engine.attach(header, req.additionalDirectories, provider, model);
   if (!attached) session->permissions = std::move(*rules);
+  // A session already attached trades its servers for these (absent: it keeps its own).
+  if (servers) co_await use_mcp_servers(ctx, session, *servers);
   advertise_commands(ctx, session->id);
   co_return protocol::LoadSessionResponse{session_modes(*session), session_config_options(ctx, *session), std::nullopt};
 }

@@ -1,5 +1,6 @@
 #include "handlers/handlers.hpp"
 #include "engine/permission_log.hpp"
+#include "handlers/mcp_servers.hpp"
 #include "handlers/session_modes.hpp"
 #include "handlers/slash_commands.hpp"
 #include "support/log.hpp"
@@ -8,7 +9,10 @@ namespace acp::handlers {
 
 boost::asio::awaitable<protocol::LoadSessionResponse> session_resume(HandlerContext& ctx,
                                                                      protocol::ResumeSessionRequest req) {
+  std::optional<std::vector<mcp::ServerSpec>> servers;
+  if (req.mcpServers) servers = mcp_server_specs(*req.mcpServers, req.cwd);
   store::SessionHeader header = co_await ctx.engine.find_stored(req.sessionId, req.cwd);
+  if (req.additionalDirectories) co_await ctx.engine.check_directories(*req.additionalDirectories);
   std::pair<std::string, std::string> logged;
   auto rules = std::make_shared<engine::Permissions>();
   // A named sink, not a temporary in the co_await expression (GCC 12 lost its events).
@@ -28,6 +32,8 @@ boost::asio::awaitable<protocol::LoadSessionResponse> session_resume(HandlerCont
   const bool attached = ctx.engine.find(req.sessionId) != nullptr;
   auto session = ctx.engine.attach(header, req.additionalDirectories, logged.first, logged.second);
   if (!attached) session->permissions = std::move(*rules);
+  // A session already attached trades its servers for these (absent: it keeps its own).
+  if (servers) co_await use_mcp_servers(ctx, session, *servers);
   advertise_commands(ctx, session->id);
   co_return protocol::LoadSessionResponse{session_modes(*session), session_config_options(ctx, *session), std::nullopt};
 }

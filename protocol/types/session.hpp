@@ -9,7 +9,7 @@ namespace acp::protocol {
 
 struct NewSessionRequest {
   std::string cwd;
-  std::optional<boost::json::array> mcpServers;  ///< accepted and ignored (we offer the model no tools)
+  std::optional<boost::json::array> mcpServers;  ///< checked by handlers/mcp_servers (stdio only)
   std::optional<std::vector<std::string>> additionalDirectories;
   Meta _meta;
 };

@@ -1,6 +1,7 @@
 #include "engine/engine.hpp"
 
 #include "engine/compaction.hpp"
+#include "engine/mcp_tools.hpp"
 #include "engine/offload.hpp"
 #include "engine/turn_log.hpp"
 #include "engine/turn_runner.hpp"
@@ -21,6 +22,7 @@
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
 #include <boost/uuid/random_generator.hpp>
@@ -441,6 +443,8 @@ asio::awaitable<void> Engine::close(const std::string& id) {
     // Let the prompt's own answer go out first (it is sent when its coroutine returns).
     co_await asio::post(executor_, asio::use_awaitable);
   }
+  // Its MCP servers end with it.
+  if (std::shared_ptr<McpTools> mcp = session->mcp) co_await mcp->stop();
 }
 
 asio::awaitable<void> Engine::remove(const std::string& id) {
@@ -460,8 +464,26 @@ asio::awaitable<void> Engine::remove(const std::string& id) {
 }
 
 void Engine::cancel_all() {
-  for (auto& [id, s] : sessions_)
+  for (auto& [id, s] : sessions_) {
     if (s->turn) s->turn->cancel();
+    if (s->mcp) s->mcp->abandon_start();
+  }
+}
+
+asio::awaitable<void> Engine::stop_mcp_servers() {
+  // Concurrently: each stop may wait for a server to exit.
+  std::vector<std::shared_ptr<McpTools>> sets;
+  for (auto& [id, s] : sessions_)
+    if (s->mcp) sets.push_back(s->mcp);
+  std::size_t left = sets.size();
+  support::Event done(executor_);
+  // Awaited to the end whatever happens to the caller: the stops refer to `left` and `done`.
+  co_await asio::this_coro::reset_cancellation_state(asio::cancellation_filter<asio::cancellation_type::none>());
+  for (auto& set : sets)
+    asio::co_spawn(executor_, set->stop(), [&left, &done](std::exception_ptr) {
+      if (--left == 0) done.set();
+    });
+  while (left > 0) co_await done.wait();
 }
 
 void Engine::stop() {

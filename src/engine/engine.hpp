@@ -250,8 +250,10 @@ public:
   /// Deletes a stored session (and detaches it). Throws SessionNotFound when neither exists.
   boost::asio::awaitable<void> remove(const std::string& id);
 
-  /// Cancels every running turn (shutdown).
+  /// Cancels every running turn (shutdown) and gives up MCP server starts still running.
   void cancel_all();
+  /// Stops the MCP servers of every session (shutdown).
+  boost::asio::awaitable<void> stop_mcp_servers();
   /// cancel_all(), and stops the work of no turn too — replays, deletes' lock waits — now and
   /// from now on (the end of the shutdown's grace period).
   void stop();

@@ -12,11 +12,18 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 
+#include <boost/asio/cancellation_signal.hpp>
+
+#include <cstddef>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
+namespace acp::support {
+class Event;
+}
 namespace acp::mcp {
 class Server;
 struct ServerSpec;
@@ -24,10 +31,15 @@ struct ServerSpec;
 
 namespace acp::engine {
 
-/// `mcp__<server>__<tool>` (the name offered to the model).
+/// `mcp__<server>__<tool>` (the name offered to the model), made a valid OpenAI function name:
+/// characters outside [A-Za-z0-9_-] become `_`, cut to 64 bytes.
 std::string mcp_tool_name(std::string_view server, std::string_view tool);
 
-class McpTools {
+/// The provider keys a tool's process must not inherit (DEEPSEEK_API_KEY, OPENAI_API_KEY).
+std::vector<std::string> provider_key_env();
+
+/// Owned by a shared_ptr (its calls and starts keep it alive).
+class McpTools : public std::enable_shared_from_this<McpTools> {
 public:
   McpTools();
   ~McpTools();
@@ -47,14 +59,33 @@ public:
   /// awaiting operation cancels the call (notifications/cancelled) and returns `cancelled`.
   boost::asio::awaitable<ToolOutcome> call(std::string name, std::string arguments);
 
+  /// Gives up the starts still running (shutdown: a server slow to start must not hold it up);
+  /// start() then returns soon, those servers left out.
+  void abandon_start();
+
   /// Stops every server and waits for them (idempotent).
   boost::asio::awaitable<void> stop();
 
+  /// Servers running now.
   std::size_t servers() const;
+  /// The process ids of the servers running now (tests look for them).
+  std::vector<long> pids() const;
 
 private:
   struct Entry;
+  struct Offered {
+    std::size_t entry;
+    std::string tool;  ///< the server's own name of it
+  };
+  void add_tools(std::size_t entry);
+  std::string withdrawn_tools(std::size_t entry) const;
+
   std::vector<std::unique_ptr<Entry>> entries_;
+  std::map<std::string, Offered, std::less<>> offered_;  ///< mcp__ name -> its server and tool
+  std::vector<std::string> order_;                       ///< mcp__ names in definition order
+  std::size_t starting_ = 0;                              ///< servers whose start has not finished
+  std::unique_ptr<support::Event> started_;               ///< notified as each start finishes
+  bool stopping_ = false;
 };
 
 } // namespace acp::engine

@@ -355,6 +355,8 @@ struct Connection::Impl {
     const std::function<bool()> writer_done = [this] { return !writer_running; };
     const std::function<bool()> children_done = [this] { return children == 0; };
     co_await settle(requests_done);
+    // The sessions' MCP servers end before we do (their starts were given up by cancel_all).
+    co_await engine.stop_mcp_servers();
     outbox.close();
     co_await settle(writer_done);
     // Ends the grace timer and the watchers.

@@ -5,8 +5,11 @@
   badversion  answers initialize with a protocol version nobody speaks
   dies        writes to stderr and exits at once with status 7
   noisy       prints a line that is not JSON-RPC before every answer, then behaves (one tool, "ok")
+  tidy        behaves (one tool, "ok"); when its stdin closes, appends "stdin closed" to the file named by
+              $DSH_MCP_FAKE_MARK and exits 0 (a graceful stop, not a kill)
 """
 import json
+import os
 import sys
 
 mode = sys.argv[1]
@@ -35,3 +38,7 @@ for line in sys.stdin:
         send({"jsonrpc": "2.0", "id": msg["id"], "result": {"tools": [{"name": "ok", "inputSchema": {"type": "object"}}]}})
     elif msg["method"] == "tools/call":
         send({"jsonrpc": "2.0", "id": msg["id"], "result": {"content": [{"type": "text", "text": "fine"}]}})
+
+if mode == "tidy":
+    with open(os.environ["DSH_MCP_FAKE_MARK"], "a") as mark:
+        mark.write("stdin closed\n")

@@ -1,0 +1,27 @@
+// The client's `mcpServers` (session/new, load, resume): checked, then started for the session.
+#pragma once
+
+#include "engine/session.hpp"
+#include "handlers/handler_context.hpp"
+#include "mcp/server.hpp"
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/json/array.hpp>
+
+#include <memory>
+#include <optional>
+#include <vector>
+
+namespace acp::handlers {
+
+/// The stdio servers of `servers`, each to run in `cwd`. Throws engine::InvalidInput with the
+/// entry's JSON Pointer (/mcpServers/1/command) for a malformed entry and for http and sse servers
+/// (we advertise mcpCapabilities.http and .sse false).
+std::vector<mcp::ServerSpec> mcp_server_specs(const boost::json::array& servers, const std::string& cwd);
+
+/// Replaces the session's MCP servers with `specs` (the old set is stopped first) and returns once
+/// each new one started or failed; a failure is logged and never fails the request.
+boost::asio::awaitable<void> use_mcp_servers(HandlerContext& ctx, const std::shared_ptr<engine::Session>& session,
+                                            std::vector<mcp::ServerSpec>& specs);
+
+} // namespace acp::handlers
