@@ -3,6 +3,7 @@
 #include "engine/compaction.hpp"
 #include "engine/mcp_tools.hpp"
 #include "engine/offload.hpp"
+#include "engine/permission_log.hpp"
 #include "engine/turn_log.hpp"
 #include "llm/token_estimate.hpp"
 #include "refs/errors.hpp"
@@ -558,10 +559,16 @@ asio::awaitable<std::optional<std::string>> TurnRunner::permission(const llm::To
   if (cancelled()) answer = PermissionAnswer::cancelled;
   const bool always = answer == PermissionAnswer::allow_always || answer == PermissionAnswer::reject_always;
   const bool allow = answer == PermissionAnswer::allow_once || answer == PermissionAnswer::allow_always;
-  if (always) session_->permissions.remember(call.name, command, allow);
-  auto decided = [this, &id, answer] {
+  // "Always" is remembered for the session and logged, so load and resume restore it.
+  std::optional<PermissionRule> rule;
+  if (always && session_->permissions.remember(call.name, command, allow)) {
+    rule = PermissionRule{call.name, {}, allow};
+    if (call.name == "bash") rule->command_prefix = Permissions::command_prefix(command).value_or("");
+  }
+  auto decided = [this, &id, answer, &rule] {
     std::vector<store::NewEvent> batch;
     batch.push_back(events::approval_decided(id, outcome_name(answer)));
+    if (rule) batch.push_back(permission_rule_event(*rule));
     return log_->records(std::move(batch));
   };
   co_await write(decided);

@@ -47,7 +47,9 @@ std::vector<json::object> SessionWriter::append(std::vector<NewEvent> batch, boo
     if (surface && !e.surfaceOp) throw InvalidBatch("surface event type " + e.type + " requires surfaceOp");
     records.push_back(event_record(e.type, seq++, e.time.value_or(now_ms()), std::move(e.data), e.surfaceOp,
                                    e.sourceEventSeqs));
-    if (e.ignorable) records.back().emplace("ignorable", true);  // last, where harness-0.1 §3.1 reads it
+    // Last, where harness-0.1 §3.1 reads it; a 45fc root's reader allows no key beyond the six it
+    // writes (harness-compat §1.3) and skips no type, so the marker would only make it refuse the line.
+    if (e.ignorable && store_->generation() == Generation::project_dirs) records.back().emplace("ignorable", true);
     // 0.1 messages and compactions carry ids; the returned (normalised) records carry them too.
     if (store_->generation() == Generation::project_dirs) assign_v01_ids(records.back(), compaction_id_);
   }

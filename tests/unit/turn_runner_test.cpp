@@ -4,6 +4,7 @@
 // and the holes issue 16 names: a cancel while /compact waits for the lock or before it re-reads
 // is not lost, and a log that stops taking writes mid-turn stops the model stream.
 #include "engine_fixture.hpp"
+#include "engine/permission_log.hpp"
 #include "tools/catalog.hpp"
 
 #include <boost/asio/co_spawn.hpp>
@@ -164,6 +165,15 @@ BOOST_FIXTURE_TEST_CASE(writes_ask_first_and_a_rejection_leaves_the_file_alone, 
   BOOST_TEST(store::string_at(diff, "oldText") == "two\n");
   BOOST_TEST(store::string_at(diff, "newText") == "three\n");
   BOOST_TEST(all_of(log, "approval/asked").size() == 2u);
+  // The "always" is in the log, and another process's session knows it.
+  BOOST_TEST(all_of(log, std::string(engine::kPermissionRuleEvent)).size() == 1u);
+  auto q = process();
+  auto header = run(q->engine.find_stored(session->id, cwd.string()));
+  engine::Permissions restored;
+  for (const auto& e : events(*q, session->id)) engine::restore_permission_rule(e, restored);
+  BOOST_TEST((restored.check(engine::SessionMode::ask, "edit", engine::ToolEffect::changes_files) ==
+              engine::PermissionNeed::allowed));
+  (void)header;
 }
 
 BOOST_FIXTURE_TEST_CASE(read_only_refuses_without_asking_and_auto_never_asks, ToolFixture) {
