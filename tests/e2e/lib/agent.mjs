@@ -63,6 +63,18 @@ function waitWithTimeout(promise, ms, what) {
   ]).finally(() => clearTimeout(timer));
 }
 
+/** The client methods a test may answer (connectSdk's `handlers`), by the SDK's method names. */
+export const CLIENT_HANDLERS = {
+  requestPermission: acp.methods.client.session.requestPermission,
+  readTextFile: acp.methods.client.fs.readTextFile,
+  writeTextFile: acp.methods.client.fs.writeTextFile,
+  createTerminal: acp.methods.client.terminal.create,
+  terminalOutput: acp.methods.client.terminal.output,
+  waitForTerminalExit: acp.methods.client.terminal.waitForExit,
+  killTerminal: acp.methods.client.terminal.kill,
+  releaseTerminal: acp.methods.client.terminal.release,
+};
+
 export class Agent {
   /**
    * @param {object} [opts]
@@ -246,8 +258,12 @@ export class Agent {
    * Connects the official SDK client app to the child's stdio. Returns the `ClientConnection`
    * (`.agent` is the ClientContext used to call agent methods). All session/update notifications
    * the SDK delivers are collected in `this.sdkUpdates` (params objects, arrival order).
+   * `handlers` answers the agent's requests, by the names of CLIENT_HANDLERS; each is called
+   * with the SDK's request context ({params, signal, requestId, ...}; `signal` aborts when the agent
+   * withdraws the request with $/cancel_request) and returns the result. Without one,
+   * requestPermission answers `cancelled` and the other methods are unknown to the client.
    */
-  connectSdk() {
+  connectSdk(handlers = {}) {
     assert.equal(this.sdkReadable, null, 'SDK already connected');
     this.sdkUpdates = [];
     const readable = new ReadableStream({
@@ -262,8 +278,11 @@ export class Agent {
     const app = acp.client({ name: 'dsh-acp-e2e' })
       .onNotification(acp.methods.client.session.update, ({ params }) => {
         this.sdkUpdates.push({ params, at: performance.now() });
-      })
-      .onRequest(acp.methods.client.session.requestPermission, () => ({ outcome: { outcome: 'cancelled' } }));
+      });
+    const unknown = Object.keys(handlers).filter((k) => !Object.hasOwn(CLIENT_HANDLERS, k));
+    assert.deepEqual(unknown, [], `unknown client handlers (known: ${Object.keys(CLIENT_HANDLERS)})`);
+    const all = { requestPermission: () => ({ outcome: { outcome: 'cancelled' } }), ...handlers };
+    for (const [name, handler] of Object.entries(all)) app.onRequest(CLIENT_HANDLERS[name], handler);
     this.connection = app.connect(acp.ndJsonStream(writable, readable));
     return this.connection;
   }
@@ -369,11 +388,13 @@ export function startAgent(t, opts) {
 
 /**
  * Starts an agent and connects the SDK client: returns {agent, ctx} where `ctx` is the SDK's
- * ClientContext (ctx.request(method, params), ctx.notify(method, params)).
+ * ClientContext (ctx.request(method, params), ctx.notify(method, params)). `opts.client` holds the
+ * client's request handlers (connectSdk's `handlers`).
  */
-export function startSdkAgent(t, opts) {
-  const agent = startAgent(t, opts);
-  const conn = agent.connectSdk();
+export function startSdkAgent(t, opts = {}) {
+  const { client, ...agentOpts } = opts;
+  const agent = startAgent(t, agentOpts);
+  const conn = agent.connectSdk(client);
   return { agent, ctx: conn.agent };
 }
 

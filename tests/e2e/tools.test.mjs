@@ -1,0 +1,746 @@
+// The agent's tools end to end (issue 16), driven by the official SDK client: the echo model calls
+// them through [[echo:tool=NAME {JSON}]] directives. Through the editor when the client offers
+// fs/terminal (an in-memory file system, real child processes per terminal), else in the server;
+// permission before writes, edits and commands; confinement to the session's directory; live cards
+// against session/load's replay; cancel at each stage; timeouts; bad calls; a kill -9 while a
+// command runs. Processes a command starts are found by a marker in their command line (/proc).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { Agent, INIT_PARAMS, acp, startSdkAgent } from './lib/agent.mjs';
+import { events } from './lib/store.mjs';
+
+const M = acp.methods.agent;
+
+const selected = (optionId) => ({ outcome: { outcome: 'selected', optionId } });
+const OPTION_IDS = ['allow_once', 'allow_always', 'reject_once', 'reject_always'];
+
+/** One [[echo:tool=...]] directive; `args` an object, or a string passed as written. */
+const tool = (name, args) => `[[echo:tool=${name} ${typeof args === 'string' ? args : JSON.stringify(args)}]]`;
+
+const promptText = (ctx, sessionId, text) =>
+  ctx.request(M.session.prompt, { sessionId, prompt: [{ type: 'text', text }] });
+
+/** A temp directory removed when the test ends (for a store or cwd shared by two processes). */
+function scratch(t) {
+  const dir = mkdtempSync(path.join(tmpdir(), 'dsh-acp-tools-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/**
+ * An agent with the SDK client, initialized with `caps` (merged over "no fs, no terminal"), and a
+ * session in `cwd` (default: <home>/work, created). `client`: the SDK handlers (agent.mjs).
+ */
+async function toolSession(t, { caps = {}, client = {}, store, cwd } = {}) {
+  const { agent, ctx } = startSdkAgent(t, { client, args: store ? ['--store', store] : [] });
+  const clientCapabilities = { fs: { readTextFile: false, writeTextFile: false }, terminal: false, ...caps };
+  await ctx.request(M.initialize, { ...INIT_PARAMS, clientCapabilities });
+  const dir = cwd ?? path.join(agent.home, 'work');
+  mkdirSync(dir, { recursive: true });
+  const { sessionId } = await ctx.request(M.session.new, { cwd: dir, mcpServers: [] });
+  return { agent, ctx, sessionId, cwd: dir };
+}
+
+/**
+ * The tool cards in session/update params, by toolCallId in first-seen order: `statuses` (every
+ * status sent, in order, and `at`, when each arrived), `updates` (the raw updates) and `card` (all
+ * fields merged, the last value of each winning: what a client shows once the call is over).
+ */
+function toolCards(updates) {
+  const cards = new Map();
+  for (const { params, at } of updates) {
+    const u = params.update;
+    if (u.sessionUpdate !== 'tool_call' && u.sessionUpdate !== 'tool_call_update') continue;
+    let c = cards.get(u.toolCallId);
+    if (!c) cards.set(u.toolCallId, (c = { statuses: [], updates: [], card: {}, at: [] }));
+    c.updates.push(u);
+    if (u.status) {
+      c.statuses.push(u.status);
+      c.at.push(at);
+    }
+    const { sessionUpdate, ...fields } = u;
+    Object.assign(c.card, fields);
+  }
+  return cards;
+}
+
+/** The text of a card's content blocks of type "content". */
+const cardText = (card) =>
+  (card.content ?? []).filter((b) => b.type === 'content').map((b) => b.content?.text ?? '').join('\n');
+
+/** The text of a tool/result event. */
+const resultText = (e) => (e.data.content ?? []).map((b) => b.text ?? '').join('\n');
+
+const byType = (evs, type) => evs.filter((e) => e.type === type);
+const resultOf = (evs, callId) => {
+  const found = evs.filter((e) => e.type === 'tool/result' && e.data.callId === callId);
+  assert.equal(found.length, 1, `one tool/result for ${callId}: ${JSON.stringify(found)}`);
+  return found[0];
+};
+
+/** Waits for the first frame the agent wrote (from frame index `from`) that is a status update of a card. */
+const cardStatus = (agent, toolCallId, status, from = 0) =>
+  agent.nextFrame((f) => f.method === 'session/update' && f.params?.update?.toolCallId === toolCallId &&
+    f.params.update.status === status, { from, what: `${toolCallId} ${status}` });
+
+// ---- processes -------------------------------------------------------------------------------
+
+/** {pid, ppid, state} of a process, or null once it is gone. */
+function procStat(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return { pid, state: rest[0], ppid: Number(rest[1]) };
+  } catch {
+    return null;
+  }
+}
+
+const pids = () => readdirSync('/proc').filter((n) => /^\d+$/.test(n)).map(Number);
+
+/** Live processes whose command line holds `marker`. */
+function processesWith(marker) {
+  return pids().filter((pid) => {
+    try {
+      return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(marker);
+    } catch {
+      return false;
+    }
+  });
+}
+
+const childrenOf = (ppid) => pids().filter((pid) => procStat(pid)?.ppid === ppid);
+
+/** Running: present and not a zombie. */
+const running = (pid) => {
+  const s = procStat(pid);
+  return s !== null && s.state !== 'Z' && s.state !== 'X';
+};
+
+/** Polls `probe` (a fact outside the server that no event announces) until truthy; `timeout` bounds a failure. */
+async function until(probe, what, timeout = 5000) {
+  const deadline = performance.now() + timeout;
+  for (;;) {
+    const v = probe();
+    if (v) return v;
+    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+// ---- the editor: an in-memory file system and real terminals ---------------------------------
+
+/** fs/read_text_file and fs/write_text_file over a Map (path -> text); every request recorded. */
+function memoryFs(files, calls) {
+  return {
+    readTextFile: ({ params }) => {
+      calls.push({ method: 'read', path: params.path, at: performance.now() });
+      if (!files.has(params.path)) throw acp.RequestError.resourceNotFound(params.path);
+      return { content: files.get(params.path) };
+    },
+    writeTextFile: ({ params }) => {
+      calls.push({ method: 'write', path: params.path, content: params.content, at: performance.now() });
+      files.set(params.path, params.content);
+      return {};
+    },
+  };
+}
+
+/**
+ * terminal/* with one real child process (its own process group) per terminal. `calls` records
+ * every request ({method, terminalId, params}); `aborted` the requests the agent withdrew.
+ */
+class Terminals {
+  constructor(t) {
+    this.calls = [];
+    this.aborted = [];
+    this.terms = new Map();
+    this.created = new Promise((resolve) => { this.onCreate = resolve; });
+    t.after(() => { for (const term of this.terms.values()) this.#kill(term); });
+  }
+
+  #kill(term) {
+    if (term.exit) return;
+    try { process.kill(-term.child.pid, 'SIGKILL'); } catch { /* gone */ }
+  }
+
+  #get(params) {
+    const term = this.terms.get(params.terminalId);
+    if (!term) throw acp.RequestError.invalidParams(`unknown terminal ${params.terminalId}`);
+    return term;
+  }
+
+  handlers() {
+    return {
+      createTerminal: ({ params }) => {
+        const terminalId = `term-${this.terms.size + 1}`;
+        this.calls.push({ method: 'create', terminalId, params });
+        const env = { ...process.env };
+        for (const v of params.env ?? []) env[v.name] = v.value;
+        const child = spawn(params.command, params.args ?? [], {
+          cwd: params.cwd ?? undefined, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true,
+        });
+        const term = { child, output: '', exit: null, limit: params.outputByteLimit ?? Infinity };
+        const add = (d) => {
+          term.output += d.toString('utf8');
+          if (Buffer.byteLength(term.output) > term.limit) term.output = term.output.slice(-term.limit);
+        };
+        child.stdout.on('data', add);
+        child.stderr.on('data', add);
+        term.exited = new Promise((resolve) => child.on('close', (exitCode, signal) => {
+          term.exit = { exitCode, signal };
+          resolve(term.exit);
+        }));
+        this.terms.set(terminalId, term);
+        this.onCreate(terminalId);
+        return { terminalId };
+      },
+      terminalOutput: ({ params }) => {
+        this.calls.push({ method: 'output', terminalId: params.terminalId });
+        const term = this.#get(params);
+        return { output: term.output, truncated: false, ...(term.exit ? { exitStatus: term.exit } : {}) };
+      },
+      waitForTerminalExit: ({ params, signal }) => {
+        this.calls.push({ method: 'wait_for_exit', terminalId: params.terminalId });
+        const term = this.#get(params);
+        return new Promise((resolve, reject) => {
+          term.exited.then(resolve);
+          signal.addEventListener('abort', () => {
+            this.aborted.push({ method: 'wait_for_exit', terminalId: params.terminalId });
+            reject(acp.RequestError.requestCancelled());
+          });
+        });
+      },
+      killTerminal: ({ params }) => {
+        this.calls.push({ method: 'kill', terminalId: params.terminalId });
+        this.#kill(this.#get(params));
+        return {};
+      },
+      releaseTerminal: ({ params }) => {
+        this.calls.push({ method: 'release', terminalId: params.terminalId });
+        const term = this.#get(params);
+        this.#kill(term);
+        this.terms.delete(params.terminalId);
+        return {};
+      },
+    };
+  }
+}
+
+// ---- 1. the editor's file system ---------------------------------------------------------------
+
+test('editor fs: read goes to fs/read_text_file, edit asks (allow_once) then goes to fs/write_text_file', async (t) => {
+  const files = new Map();
+  const fsCalls = [];
+  const asked = [];
+  const client = {
+    ...memoryFs(files, fsCalls),
+    requestPermission: ({ params }) => {
+      asked.push({ params, at: performance.now() });
+      return selected('allow_once');
+    },
+  };
+  const { agent, ctx, sessionId, cwd } = await toolSession(t, { caps: { fs: { readTextFile: true, writeTextFile: true } }, client });
+  // ghost.txt exists only in the editor; notes.txt differs on disk and in the editor's buffer.
+  const ghost = path.join(cwd, 'ghost.txt');
+  const notes = path.join(cwd, 'notes.txt');
+  writeFileSync(notes, 'on disk\n');
+  files.set(ghost, 'ghost line\n');
+  files.set(notes, 'one\ntwo\nthree\n');
+
+  const r = await promptText(ctx, sessionId,
+    `look ${tool('read', { file_path: 'ghost.txt' })} ${tool('edit', { file_path: 'notes.txt', old_string: 'two', new_string: 'TWO' })}`);
+  assert.equal(r.stopReason, 'end_turn');
+
+  // The editor saw: the read, then (after the permission) the edit's read and write.
+  assert.deepEqual(fsCalls.map((c) => [c.method, c.path]), [['read', ghost], ['read', notes], ['write', notes]]);
+  assert.equal(files.get(notes), 'one\nTWO\nthree\n');
+  assert.equal(readFileSync(notes, 'utf8'), 'on disk\n', 'the server never wrote the disk');
+  assert.ok(!existsSync(ghost), 'nor created the editor-only file');
+
+  // One question, for the edit only, with the four options and the change it asks about.
+  assert.equal(asked.length, 1, 'reads are free; the edit is asked for');
+  const q = asked[0].params;
+  assert.equal(q.sessionId, sessionId);
+  assert.equal(q.toolCall.toolCallId, 'echo_0_1');
+  assert.equal(q.toolCall.kind, 'edit');
+  assert.deepEqual(q.options.map((o) => o.optionId), OPTION_IDS);
+  assert.ok(q.toolCall.content?.some((b) => b.type === 'diff' && b.path === notes), JSON.stringify(q.toolCall));
+  assert.ok(fsCalls[1].at > asked[0].at, 'the edit ran only once allowed');
+
+  // Cards: pending -> in_progress -> completed, the read's text and the edit's diff.
+  const cards = toolCards(agent.sdkUpdatesFor(sessionId));
+  assert.deepEqual([...cards.keys()], ['echo_0_0', 'echo_0_1']);
+  const read = cards.get('echo_0_0');
+  const edit = cards.get('echo_0_1');
+  assert.deepEqual(read.statuses, ['pending', 'in_progress', 'completed']);
+  assert.deepEqual(edit.statuses, ['pending', 'in_progress', 'completed']);
+  assert.ok(edit.at[0] < asked[0].at && asked[0].at < edit.at[1], 'the card is pending while the user is asked');
+  assert.equal(read.card.kind, 'read');
+  assert.match(cardText(read.card), /1: ghost line/);
+  const diff = edit.card.content.find((b) => b.type === 'diff');
+  assert.ok(diff, `the edit's card shows a diff: ${JSON.stringify(edit.card)}`);
+  assert.equal(diff.path, notes);
+  assert.match(diff.oldText, /two/);
+  assert.match(diff.newText, /TWO/);
+  assert.ok(!diff.newText.includes('on disk'), 'the diff is of the editor\'s text');
+
+  // The log: both calls and results (the edit's with meta.diffs), the question and the answer.
+  const evs = events(agent.storeDir, sessionId);
+  assert.deepEqual(byType(evs, 'tool/call').map((e) => [e.data.callId, e.data.name]), [['echo_0_0', 'read'], ['echo_0_1', 'edit']]);
+  const readResult = resultOf(evs, 'echo_0_0');
+  assert.equal(readResult.data.isError, false);
+  assert.match(resultText(readResult), /1: ghost line/);
+  const editResult = resultOf(evs, 'echo_0_1');
+  assert.equal(editResult.data.isError, false);
+  assert.equal(editResult.data.meta.diffs[0].path, notes);
+  assert.match(editResult.data.meta.diffs[0].newText, /TWO/);
+  assert.deepEqual(byType(evs, 'approval/asked').map((e) => [e.data.toolName, e.data.callId]), [['edit', 'echo_0_1']]);
+  assert.deepEqual(byType(evs, 'approval/decided').map((e) => e.data.outcome), ['allowed-once']);
+  // The model got both results.
+  assert.match(Agent.sdkText(agent.sdkUpdatesFor(sessionId)), /\[4\] tool \d+ bytes: <path>.*\n\[5\] tool \d+ bytes: Edited notes\.txt/);
+  await agent.finish();
+});
+
+// ---- 2. the editor's terminal ------------------------------------------------------------------
+
+test('editor terminal: bash runs in terminal/create\'s process, the card embeds the terminal, the result has its output', async (t) => {
+  const terms = new Terminals(t);
+  const client = { ...terms.handlers(), requestPermission: () => selected('allow_once') };
+  const { agent, ctx, sessionId, cwd } = await toolSession(t, { caps: { terminal: true }, client });
+  const command = 'echo out-$((6*7)); pwd; echo err >&2; exit 3';
+  const r = await promptText(ctx, sessionId, `run ${tool('bash', { command, description: 'print things' })}`);
+  assert.equal(r.stopReason, 'end_turn');
+
+  const create = terms.calls[0];
+  assert.equal(create.method, 'create');
+  assert.equal(create.params.sessionId, sessionId);
+  assert.equal(create.params.command, 'bash');
+  assert.deepEqual(create.params.args, ['-c', command]);
+  assert.equal(create.params.cwd, cwd);
+  assert.ok(create.params.outputByteLimit > 0);
+  assert.deepEqual(terms.calls.map((c) => c.method), ['create', 'wait_for_exit', 'output', 'release']);
+  assert.ok(terms.calls.every((c) => c.terminalId === 'term-1'));
+
+  // pending, in_progress (dispatched), in_progress with the terminal once it exists, completed.
+  const card = toolCards(agent.sdkUpdatesFor(sessionId)).get('echo_0_0');
+  assert.deepEqual(card.statuses, ['pending', 'in_progress', 'in_progress', 'completed']);
+  assert.equal(card.card.kind, 'execute');
+  const embedding = card.updates.filter((u) => u.content?.some((b) => b.type === 'terminal'));
+  assert.equal(embedding.length, 1, `one card update embeds the terminal: ${JSON.stringify(card.updates)}`);
+  assert.equal(embedding[0].status, 'in_progress');
+  assert.deepEqual(embedding[0].content, [{ type: 'terminal', terminalId: 'term-1' }]);
+  const text = cardText(card.card);
+  assert.match(text, /out-42/);
+  assert.ok(text.includes(cwd), 'ran in the session\'s cwd');
+  assert.match(text, /err/);
+  assert.match(text, /\[exit code: 3\]/);
+
+  const result = resultOf(events(agent.storeDir, sessionId), 'echo_0_0');
+  assert.match(resultText(result), /out-42[\s\S]*\[exit code: 3\]/);
+  await agent.finish();
+});
+
+// ---- 3. the server's own tools -------------------------------------------------------------------
+
+test('no client capabilities: read, write, edit and bash run in the server; reject_once and allow_always', async (t) => {
+  const asked = [];
+  let answer = () => 'allow_once';
+  const client = { requestPermission: ({ params }) => { asked.push(params); return selected(answer(params)); } };
+  const { agent, ctx, sessionId, cwd } = await toolSession(t, { client });
+  const a = path.join(cwd, 'a.txt');
+  writeFileSync(a, 'alpha\n');
+
+  // Rejected: the file is untouched, the result an error, the turn goes on to its answer.
+  answer = () => 'reject_once';
+  let r = await promptText(ctx, sessionId, tool('edit', { file_path: 'a.txt', old_string: 'alpha', new_string: 'beta' }));
+  assert.equal(r.stopReason, 'end_turn');
+  assert.equal(readFileSync(a, 'utf8'), 'alpha\n');
+  assert.equal(asked.length, 1);
+  let cards = toolCards(agent.sdkUpdatesFor(sessionId));
+  assert.equal(cards.get('echo_0_0').card.status, 'failed');
+  assert.match(cardText(cards.get('echo_0_0').card), /rejected/);
+  let evs = events(agent.storeDir, sessionId);
+  assert.equal(resultOf(evs, 'echo_0_0').data.isError, true);
+  assert.deepEqual(byType(evs, 'approval/decided').map((e) => e.data.outcome), ['rejected']);
+  assert.deepEqual(byType(evs, 'turn/end').at(-1).data.reason, { kind: 'completed' });
+  assert.match(Agent.sdkText(agent.sdkUpdatesFor(sessionId)), /tool \d+ bytes: Error: the user rejected/);
+
+  // A write allowed always, a free read, a command allowed once: all run on the disk.
+  answer = (p) => (p.toolCall.kind === 'edit' ? 'allow_always' : 'allow_once');
+  r = await promptText(ctx, sessionId, [
+    tool('write', { file_path: 'sub/c.txt', content: 'made\n' }),
+    tool('read', { file_path: 'a.txt' }),
+    tool('bash', { command: 'cat a.txt sub/c.txt', description: 'show' }),
+    tool('bash', { command: 'cat a.txt | tr a-z A-Z', description: 'shout' }),
+  ].join(' '));
+  assert.equal(r.stopReason, 'end_turn');
+  assert.equal(readFileSync(path.join(cwd, 'sub/c.txt'), 'utf8'), 'made\n');
+  assert.deepEqual(asked.slice(1).map((p) => p.toolCall.toolCallId), ['echo_2_0', 'echo_2_2', 'echo_2_3'], 'the read was not asked for');
+  // A simple command may be allowed always; a compound one is only ever allowed once.
+  assert.deepEqual(asked[2].options.map((o) => o.optionId), OPTION_IDS);
+  assert.deepEqual(asked[3].options.map((o) => o.optionId), ['allow_once', 'reject_once']);
+  cards = toolCards(agent.sdkUpdatesFor(sessionId));
+  assert.equal(cards.get('echo_2_0').card.status, 'completed');
+  assert.ok(cards.get('echo_2_0').card.content.some((b) => b.type === 'diff' && b.oldText == null && b.newText === 'made\n'),
+    JSON.stringify(cards.get('echo_2_0').card));
+  assert.match(cardText(cards.get('echo_2_1').card), /1: alpha/);
+  assert.equal(cardText(cards.get('echo_2_2').card), 'alpha\nmade\n');
+  assert.equal(cardText(cards.get('echo_2_3').card), 'ALPHA\n');
+
+  // The next write is not asked for; an edit is (the "always" was for write).
+  r = await promptText(ctx, sessionId, tool('write', { file_path: 'd.txt', content: 'again\n' }));
+  assert.equal(r.stopReason, 'end_turn');
+  assert.equal(asked.length, 4, 'allow_always: the same tool is not asked again');
+  assert.equal(readFileSync(path.join(cwd, 'd.txt'), 'utf8'), 'again\n');
+  r = await promptText(ctx, sessionId, tool('edit', { file_path: 'd.txt', old_string: 'again', new_string: 'once more' }));
+  assert.equal(asked.length, 5, 'another tool is still asked for');
+  assert.equal(readFileSync(path.join(cwd, 'd.txt'), 'utf8'), 'once more\n');
+  evs = events(agent.storeDir, sessionId);
+  assert.deepEqual(byType(evs, 'approval/decided').map((e) => e.data.outcome),
+    ['rejected', 'allowed-once', 'allowed-once', 'allowed-once', 'allowed-once']);
+  await agent.finish();
+});
+
+// ---- 4. confinement --------------------------------------------------------------------------
+
+for (const editor of [false, true]) {
+  test(`confinement${editor ? ' (editor fs)' : ''}: .., absolute and symlinked paths outside cwd fail and touch nothing`, async (t) => {
+    const files = new Map();
+    const fsCalls = [];
+    const client = { ...memoryFs(files, fsCalls), requestPermission: () => selected('allow_once') };
+    const caps = editor ? { fs: { readTextFile: true, writeTextFile: true } } : {};
+    const { agent, ctx, sessionId, cwd } = await toolSession(t, { caps, client });
+    const outside = path.join(agent.home, 'outside');
+    mkdirSync(outside);
+    const secret = path.join(outside, 'secret.txt');
+    writeFileSync(secret, 's3cret\n');
+    symlinkSync(outside, path.join(cwd, 'link'));
+    symlinkSync(secret, path.join(cwd, 'secret-link.txt'));
+    const calls = [
+      tool('read', { file_path: '../outside/secret.txt' }),
+      tool('read', { file_path: secret }),
+      tool('read', { file_path: 'link/secret.txt' }),
+      tool('read', { file_path: 'secret-link.txt' }),
+      tool('grep', { pattern: 's3cret', path: '../outside' }),
+      tool('glob', { pattern: '*', path: 'link' }),
+      tool('write', { file_path: '../outside/new.txt', content: 'x' }),
+      tool('write', { file_path: path.join(outside, 'abs.txt'), content: 'x' }),
+      tool('write', { file_path: 'link/via-link.txt', content: 'x' }),
+      tool('write', { file_path: 'secret-link.txt', content: 'x' }),
+      tool('edit', { file_path: 'link/secret.txt', old_string: 's3cret', new_string: 'x' }),
+      tool('bash', { command: 'touch escaped.txt', description: 'x', workdir: '../outside' }),
+    ];
+    const r = await promptText(ctx, sessionId, calls.join(' '));
+    assert.equal(r.stopReason, 'end_turn');
+
+    const evs = events(agent.storeDir, sessionId);
+    const results = byType(evs, 'tool/result');
+    assert.equal(results.length, calls.length);
+    for (const res of results) {
+      assert.equal(res.data.isError, true, `${res.data.callId} fails: ${resultText(res)}`);
+      assert.match(resultText(res), /outside the session's directories/, res.data.callId);
+      assert.ok(!resultText(res).includes('s3cret\n'), 'nothing of the file leaks');
+    }
+    const cards = toolCards(agent.sdkUpdatesFor(sessionId));
+    assert.ok([...cards.values()].every((c) => c.card.status === 'failed'));
+    assert.deepEqual(readdirSync(outside), ['secret.txt'], 'nothing written outside');
+    assert.equal(readFileSync(secret, 'utf8'), 's3cret\n');
+    assert.deepEqual(fsCalls, [], 'the editor is never asked for a path outside');
+    await agent.finish();
+  });
+}
+
+// ---- 5. replay -----------------------------------------------------------------------------------
+
+test('session/load in a new process replays the tool cards as they were seen live', async (t) => {
+  const dir = scratch(t);
+  const store = path.join(dir, 'store');
+  const cwd = path.join(dir, 'work');
+  mkdirSync(cwd);
+  writeFileSync(path.join(cwd, 'a.txt'), 'alpha\nbeta\n');
+  const live = await toolSession(t, { store, cwd, client: { requestPermission: () => selected('allow_once') } });
+  const todos = [{ content: 'look', status: 'completed' }, { content: 'change', status: 'in_progress' }];
+  const r = await promptText(live.ctx, live.sessionId, [
+    tool('read', { file_path: 'a.txt' }),
+    tool('read', { file_path: 'missing.txt' }),
+    tool('edit', { file_path: 'a.txt', old_string: 'beta', new_string: 'gamma' }),
+    tool('write', { file_path: 'b.txt', content: 'new\n' }),
+    tool('bash', { command: 'echo ran', description: 'say' }),
+    tool('glob', { pattern: '*.txt' }),
+    tool('todo_write', { todos }),
+  ].join(' '));
+  assert.equal(r.stopReason, 'end_turn');
+  const liveUpdates = live.agent.sdkUpdatesFor(live.sessionId);
+  const liveCards = toolCards(liveUpdates);
+  assert.equal(liveCards.size, 7);
+  assert.equal(liveCards.get('echo_0_1').card.status, 'failed');
+  const livePlans = liveUpdates.filter((u) => u.params.update.sessionUpdate === 'plan').map((u) => u.params.update);
+  assert.equal(livePlans.length, 1);
+  assert.deepEqual(livePlans[0].entries.map((e) => [e.content, e.status]), todos.map((d) => [d.content, d.status]));
+  await live.agent.finish();
+
+  const { agent, ctx } = startSdkAgent(t, { args: ['--store', store] });
+  await ctx.request(M.initialize, INIT_PARAMS);
+  await ctx.request(M.session.load, { sessionId: live.sessionId, cwd, mcpServers: [] });
+  const replayUpdates = agent.sdkUpdatesFor(live.sessionId);
+  const replayCards = toolCards(replayUpdates);
+  assert.deepEqual([...replayCards.keys()], [...liveCards.keys()], 'the same calls, in the same order');
+  for (const [id, c] of liveCards) {
+    const replayed = replayCards.get(id);
+    assert.ok(['completed', 'failed'].includes(c.card.status));
+    assert.deepEqual(replayed.card, c.card, `card ${id}: replayed ${JSON.stringify(replayed.updates)} live ${JSON.stringify(c.updates)}`);
+  }
+  const replayPlans = replayUpdates.filter((u) => u.params.update.sessionUpdate === 'plan').map((u) => u.params.update);
+  assert.deepEqual(replayPlans, livePlans);
+  await agent.finish();
+});
+
+// ---- 6. cancel -------------------------------------------------------------------------------------
+
+test('cancel during a permission request: the request is withdrawn, the prompt answers cancelled, nothing runs', async (t) => {
+  let asked;
+  const question = new Promise((resolve) => { asked = resolve; });
+  let withdrawn = null;
+  const client = {
+    requestPermission: ({ params, signal }) => new Promise((resolve) => {
+      asked(params);
+      signal.addEventListener('abort', () => {
+        withdrawn = performance.now();
+        resolve({ outcome: { outcome: 'cancelled' } });
+      });
+      // Answered anyway later, so a broken cancel shows as a written file rather than a hang.
+      setTimeout(() => resolve(selected('allow_once')), 3000).unref();
+    }),
+  };
+  const { agent, ctx, sessionId, cwd } = await toolSession(t, { client });
+  const prompt = promptText(ctx, sessionId, tool('write', { file_path: 'never.txt', content: 'x' }));
+  const params = await question;
+  assert.equal(params.toolCall.toolCallId, 'echo_0_0');
+  const cancelledAt = performance.now();
+  await ctx.notify(M.session.cancel, { sessionId });
+  const r = await prompt;
+  const elapsed = performance.now() - cancelledAt;
+  assert.equal(r.stopReason, 'cancelled');
+  assert.ok(elapsed < 2000, `answered ${Math.round(elapsed)} ms after session/cancel`);
+  assert.ok(withdrawn !== null, 'the client saw its permission request withdrawn ($/cancel_request)');
+  assert.ok(!existsSync(path.join(cwd, 'never.txt')));
+  const evs = events(agent.storeDir, sessionId);
+  assert.deepEqual(byType(evs, 'approval/decided').map((e) => e.data.outcome), ['cancelled']);
+  assert.equal(resultOf(evs, 'echo_0_0').data.isError, true);
+  assert.deepEqual(byType(evs, 'turn/end').at(-1).data.reason, { kind: 'aborted' });
+  assert.equal(toolCards(agent.sdkUpdatesFor(sessionId)).get('echo_0_0').card.status, 'failed');
+  // The session goes on.
+  assert.equal((await promptText(ctx, sessionId, 'next')).stopReason, 'end_turn');
+  await agent.finish();
+});
+
+test('cancel during an editor fs/read_text_file: the request is withdrawn, the prompt answers cancelled', async (t) => {
+  let reading;
+  const started = new Promise((resolve) => { reading = resolve; });
+  let withdrawn = false;
+  const client = {
+    readTextFile: ({ params, signal }) => new Promise((resolve, reject) => {
+      reading(params);
+      signal.addEventListener('abort', () => { withdrawn = true; reject(acp.RequestError.requestCancelled()); });
+      setTimeout(() => resolve({ content: 'late\n' }), 3000).unref();
+    }),
+  };
+  const { agent, ctx, sessionId, cwd } = await toolSession(t, { caps: { fs: { readTextFile: true, writeTextFile: true } }, client });
+  const prompt = promptText(ctx, sessionId, tool('read', { file_path: 'slow.txt' }));
+  assert.equal((await started).path, path.join(cwd, 'slow.txt'));
+  const cancelledAt = performance.now();
+  await ctx.notify(M.session.cancel, { sessionId });
+  const r = await prompt;
+  const elapsed = performance.now() - cancelledAt;
+  assert.equal(r.stopReason, 'cancelled');
+  assert.ok(elapsed < 2000, `answered ${Math.round(elapsed)} ms after session/cancel`);
+  assert.ok(withdrawn, 'the client saw fs/read_text_file withdrawn ($/cancel_request)');
+  const result = resultOf(events(agent.storeDir, sessionId), 'echo_0_0');
+  assert.equal(result.data.isError, true);
+  assert.equal(result.data.error?.code, 'TOOL_ABORTED');
+  await agent.finish();
+});
+
+test('cancel during a server-side command: answered cancelled within 1 s, the command\'s processes gone', async (t) => {
+  const marker = `tools-e2e-${randomUUID()}`;
+  const { agent, ctx, sessionId } = await toolSession(t, { client: { requestPermission: () => selected('allow_once') } });
+  t.after(() => { for (const pid of processesWith(marker)) try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ } });
+  const prompt = promptText(ctx, sessionId, tool('bash', { command: `sleep 30; echo ${marker}`, description: 'wait' }));
+  await cardStatus(agent, 'echo_0_0', 'in_progress');
+  const [shell] = await until(() => processesWith(marker).length > 0 && processesWith(marker), 'the command\'s shell');
+  const [sleeper] = await until(() => childrenOf(shell).length > 0 && childrenOf(shell), 'its sleep');
+  const cancelledAt = performance.now();
+  await ctx.notify(M.session.cancel, { sessionId });
+  const r = await prompt;
+  const elapsed = performance.now() - cancelledAt;
+  t.diagnostic(`answered ${Math.round(elapsed)} ms after session/cancel`);
+  assert.equal(r.stopReason, 'cancelled');
+  assert.ok(elapsed < 1000, `answered ${Math.round(elapsed)} ms after session/cancel`);
+  assert.ok(!running(shell), 'the shell is gone when the prompt is answered');
+  // The sleep (killed with its group) is reaped by whoever inherited it: not the server's to wait for.
+  await until(() => !running(sleeper), 'the sleep to end', 2000);
+  const result = resultOf(events(agent.storeDir, sessionId), 'echo_0_0');
+  assert.equal(result.data.isError, true);
+  assert.equal(result.data.error?.code, 'TOOL_ABORTED');
+  assert.match(resultText(result), /cancelled/);
+  await agent.finish();
+});
+
+test('cancel during an editor-terminal command: terminal/kill, then release, the process killed', async (t) => {
+  const terms = new Terminals(t);
+  const client = { ...terms.handlers(), requestPermission: () => selected('allow_once') };
+  const { agent, ctx, sessionId } = await toolSession(t, { caps: { terminal: true }, client });
+  const prompt = promptText(ctx, sessionId, tool('bash', { command: 'sleep 30', description: 'wait' }));
+  const terminalId = await terms.created;
+  await cardStatus(agent, 'echo_0_0', 'in_progress');
+  await until(() => terms.calls.some((c) => c.method === 'wait_for_exit'), 'terminal/wait_for_exit');
+  const term = terms.terms.get(terminalId);
+  const cancelledAt = performance.now();
+  await ctx.notify(M.session.cancel, { sessionId });
+  const r = await prompt;
+  const elapsed = performance.now() - cancelledAt;
+  assert.equal(r.stopReason, 'cancelled');
+  assert.ok(elapsed < 2000, `answered ${Math.round(elapsed)} ms after session/cancel`);
+  const methods = terms.calls.map((c) => c.method);
+  assert.deepEqual(methods, ['create', 'wait_for_exit', 'kill', 'output', 'release']);
+  assert.deepEqual(terms.aborted, [{ method: 'wait_for_exit', terminalId }], 'the wait was withdrawn');
+  assert.equal((await term.exited).signal, 'SIGKILL');
+  const result = resultOf(events(agent.storeDir, sessionId), 'echo_0_0');
+  assert.equal(result.data.isError, true);
+  assert.equal(result.data.error?.code, 'TOOL_ABORTED');
+  await agent.finish();
+});
+
+test('a command past its timeoutMs is killed: in the server, and in the editor\'s terminal (kill, then release)', async (t) => {
+  const marker = `tools-e2e-${randomUUID()}`;
+  t.after(() => { for (const pid of processesWith(marker)) try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ } });
+  const command = `echo started; sleep 30; echo ${marker}`;
+  const server = await toolSession(t, { client: { requestPermission: () => selected('allow_once') } });
+  let r = await promptText(server.ctx, server.sessionId, tool('bash', { command, description: 'wait', timeoutMs: 300 }));
+  assert.equal(r.stopReason, 'end_turn');
+  let result = resultOf(events(server.agent.storeDir, server.sessionId), 'echo_0_0');
+  assert.match(resultText(result), /^started\n\[timed out after .*killed\]$/);
+  assert.deepEqual(processesWith(marker), [], 'the shell is gone');
+  await server.agent.finish();
+
+  const terms = new Terminals(t);
+  const editor = await toolSession(t, { caps: { terminal: true }, client: { ...terms.handlers(), requestPermission: () => selected('allow_once') } });
+  r = await promptText(editor.ctx, editor.sessionId, tool('bash', { command, description: 'wait', timeoutMs: 300 }));
+  assert.equal(r.stopReason, 'end_turn');
+  assert.deepEqual(terms.calls.map((c) => c.method), ['create', 'wait_for_exit', 'kill', 'output', 'release']);
+  assert.equal(terms.aborted.length, 1, 'the wait was withdrawn');
+  result = resultOf(events(editor.agent.storeDir, editor.sessionId), 'echo_0_0');
+  assert.match(resultText(result), /^started\n\[timed out after .*killed\]$/);
+  await editor.agent.finish();
+});
+
+// ---- 7. bad calls -----------------------------------------------------------------------------------
+
+test('malformed arguments and unknown tools give error results; the turn ends end_turn', async (t) => {
+  const asked = [];
+  const { agent, ctx, sessionId } = await toolSession(t, { client: { requestPermission: ({ params }) => { asked.push(params); return selected('allow_once'); } } });
+  const r = await promptText(ctx, sessionId, [
+    tool('read', '{"file_path": "a.txt"'),
+    tool('no_such_tool', { x: 1 }),
+    tool('read', { file_path: 5 }),
+    tool('read', '[1, 2]'),
+    tool('todo_write', { todos: [{ content: '', status: 'done' }] }),
+  ].join(' '));
+  assert.equal(r.stopReason, 'end_turn');
+  const evs = events(agent.storeDir, sessionId);
+  const expected = [/not valid JSON/, /no tool named "no_such_tool"/, /`file_path` must be a string/, /must be a JSON object/, /invalid todo/];
+  const cards = toolCards(agent.sdkUpdatesFor(sessionId));
+  expected.forEach((re, k) => {
+    const res = resultOf(evs, `echo_0_${k}`);
+    assert.equal(res.data.isError, true);
+    assert.match(resultText(res), re);
+    assert.equal(cards.get(`echo_0_${k}`).card.status, 'failed');
+  });
+  assert.deepEqual(asked, [], 'nothing to ask about');
+  assert.deepEqual(byType(evs, 'turn/end').at(-1).data.reason, { kind: 'completed' });
+  assert.match(Agent.sdkText(agent.sdkUpdatesFor(sessionId)), /\[8\] tool \d+ bytes: Error: invalid todo/);
+  await agent.finish();
+});
+
+test('a permission answer that is not one of the options, or an error, rejects the call (fail closed)', async (t) => {
+  const answers = [selected('allow_everything'), { outcome: { outcome: 'maybe' } }, 'error'];
+  const client = {
+    requestPermission: () => {
+      const a = answers.shift();
+      if (a === 'error') throw acp.RequestError.internalError(undefined, 'the dialog broke');
+      return a;
+    },
+  };
+  const { agent, ctx, sessionId, cwd } = await toolSession(t, { client });
+  const r = await promptText(ctx, sessionId, [1, 2, 3].map((n) => tool('write', { file_path: `f${n}.txt`, content: 'x' })).join(' '));
+  assert.equal(r.stopReason, 'end_turn');
+  assert.deepEqual(answers, [], 'each call was asked for');
+  assert.deepEqual(readdirSync(cwd), [], 'nothing written');
+  const evs = events(agent.storeDir, sessionId);
+  for (const k of [0, 1, 2]) {
+    const res = resultOf(evs, `echo_0_${k}`);
+    assert.equal(res.data.isError, true);
+    assert.match(resultText(res), /rejected/);
+  }
+  await agent.finish();
+});
+
+// ---- 8. crash while a tool runs ------------------------------------------------------------------
+
+test('kill -9 while a command runs: the next writer closes the call TOOL_OUTCOME_UNKNOWN, the card replays failed', async (t) => {
+  const dir = scratch(t);
+  const store = path.join(dir, 'store');
+  const cwd = path.join(dir, 'work');
+  const marker = `tools-e2e-${randomUUID()}`;
+  t.after(() => { for (const pid of processesWith(marker)) try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ } });
+  const first = await toolSession(t, { store, cwd, client: { requestPermission: () => selected('allow_once') } });
+  first.ctx.request(M.session.prompt, {
+    sessionId: first.sessionId,
+    prompt: [{ type: 'text', text: tool('bash', { command: `sleep 30; echo ${marker}`, description: 'wait' }) }],
+  }).catch(() => { /* the process is killed */ });
+  await cardStatus(first.agent, 'echo_0_0', 'in_progress');
+  const [shell] = await until(() => processesWith(marker).length > 0 && processesWith(marker), 'the command\'s shell');
+  first.agent.signal('SIGKILL');
+  assert.equal((await first.agent.waitExit()).signal, 'SIGKILL');
+  // The command outlives the server (its own process group): ours to end.
+  try { process.kill(-shell, 'SIGKILL'); } catch { /* gone */ }
+  const before = events(store, first.sessionId);
+  assert.ok(before.some((e) => e.type === 'tool/call' && e.data.callId === 'echo_0_0'));
+  assert.ok(!before.some((e) => e.type === 'tool/result' || e.type === 'turn/end'), 'killed mid-call');
+
+  // session/load is a reader (no lock: the turn may be another process's, still running): it
+  // replays the call as the log has it and leaves the log alone.
+  const { agent, ctx } = startSdkAgent(t, { args: ['--store', store] });
+  await ctx.request(M.initialize, INIT_PARAMS);
+  await ctx.request(M.session.load, { sessionId: first.sessionId, cwd, mcpServers: [] });
+  assert.ok(toolCards(agent.sdkUpdatesFor(first.sessionId)).has('echo_0_0'), 'the call is replayed');
+  assert.equal(events(store, first.sessionId).length, before.length, 'loading wrote nothing');
+
+  // The next write takes the lock and closes the dead turn first (the harness's closers).
+  const from = agent.sdkUpdates.length;
+  assert.equal((await promptText(ctx, first.sessionId, 'after')).stopReason, 'end_turn');
+  const evs = events(store, first.sessionId);
+  const result = resultOf(evs, 'echo_0_0');
+  assert.equal(result.data.isError, true);
+  assert.equal(result.data.error.code, 'TOOL_OUTCOME_UNKNOWN');
+  assert.match(resultText(result), /outcome is unknown/);
+  const closedAt = evs.indexOf(result);
+  assert.deepEqual(evs.slice(closedAt + 1, closedAt + 3).map((e) => [e.type, e.data.reason]),
+    [['step/end', undefined], ['turn/end', { kind: 'interrupted' }]]);
+  assert.match(Agent.sdkText(agent.sdkUpdates.slice(from)), /tool \d+ bytes: The tool call was interrupted/, 'the model is told');
+
+  // Replayed now, the card ends failed with the closer's text.
+  const again = agent.sdkUpdates.length;
+  await ctx.request(M.session.load, { sessionId: first.sessionId, cwd, mcpServers: [] });
+  const card = toolCards(agent.sdkUpdates.slice(again)).get('echo_0_0');
+  assert.equal(card.card.status, 'failed');
+  assert.match(cardText(card.card), /outcome is unknown/);
+  assert.match(Agent.sdkText(agent.sdkUpdates.slice(again)), /\[The turn was interrupted before it finished\.\]/);
+  await agent.finish();
+});
