@@ -339,7 +339,10 @@ asio::awaitable<ToolOutcome> ToolRunner::bash(const json::object& args,
     } catch (const EditorCallError&) {
     }
     if (failure) std::rethrow_exception(failure);
-    if (timed_out) text += (text.empty() || text.back() == '\n' ? "" : "\n") + std::string("[timed out after ") + std::to_string(timeout.count() / 1000) + " s: the command was killed]";
+    if (timed_out) {
+      out.is_error = true;  // the command did not finish: its card fails
+      text += (text.empty() || text.back() == '\n' ? "" : "\n") + tools::timeout_note(timeout);
+    }
     if (cancelled) {
       out.cancelled = true;
       out.is_error = true;
@@ -352,7 +355,7 @@ asio::awaitable<ToolOutcome> ToolRunner::bash(const json::object& args,
   tools::CommandOutcome result = co_await tools::run_command(std::move(request));
   out.text = tools::describe_outcome(result, timeout);
   out.cancelled = result.cancelled;
-  out.is_error = result.cancelled;
+  out.is_error = result.cancelled || result.timed_out;
   co_return out;
 }
 

@@ -140,6 +140,12 @@ asio::awaitable<CommandOutcome> run_command(CommandRequest request) {
   co_return outcome;
 }
 
+std::string timeout_note(std::chrono::milliseconds timeout) {
+  const auto ms = timeout.count();
+  const std::string after = ms % 1000 == 0 ? std::to_string(ms / 1000) + " s" : std::to_string(ms) + " ms";
+  return "[timed out after " + after + ": the command was killed]";
+}
+
 std::string describe_outcome(const CommandOutcome& outcome, std::chrono::milliseconds timeout) {
   std::string text = outcome.output;
   auto note = [&](const std::string& n) {
@@ -148,7 +154,7 @@ std::string describe_outcome(const CommandOutcome& outcome, std::chrono::millise
   };
   if (outcome.cancelled) note("[cancelled: the command was killed]");
   else if (outcome.timed_out)
-    note("[timed out after " + std::to_string(timeout.count() / 1000) + " s: the command was killed]");
+    note(timeout_note(timeout));
   else if (outcome.exit_code && *outcome.exit_code != 0) note("[exit code: " + std::to_string(*outcome.exit_code) + "]");
   else if (outcome.signal) note("[killed by signal " + std::to_string(*outcome.signal) + "]");
   if (text.empty()) text = "(no output)";

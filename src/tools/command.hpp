@@ -42,6 +42,8 @@ boost::asio::awaitable<CommandOutcome> run_command(CommandRequest request);
 
 /// What the model reads: the output, then `[exit code: N]`, `[timed out after N s: killed]` or
 /// `[killed by signal N]` when it did not exit with 0.
+/// `[timed out after N s: the command was killed]` (ms when not whole seconds).
+std::string timeout_note(std::chrono::milliseconds timeout);
 std::string describe_outcome(const CommandOutcome& outcome, std::chrono::milliseconds timeout);
 
 } // namespace acp::tools

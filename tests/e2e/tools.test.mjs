@@ -625,7 +625,8 @@ test('a command past its timeoutMs is killed: in the server, and in the editor\'
   let r = await promptText(server.ctx, server.sessionId, tool('bash', { command, description: 'wait', timeoutMs: 300 }));
   assert.equal(r.stopReason, 'end_turn');
   let result = resultOf(events(server.agent.storeDir, server.sessionId), 'echo_0_0');
-  assert.match(resultText(result), /^started\n\[timed out after .*killed\]$/);
+  assert.equal(resultText(result), 'started\n[timed out after 300 ms: the command was killed]');
+  assert.equal(result.data.isError, true, 'a command that did not finish fails its card');
   assert.deepEqual(processesWith(marker), [], 'the shell is gone');
   await server.agent.finish();
 
@@ -636,7 +637,8 @@ test('a command past its timeoutMs is killed: in the server, and in the editor\'
   assert.deepEqual(terms.calls.map((c) => c.method), ['create', 'wait_for_exit', 'kill', 'output', 'release']);
   assert.equal(terms.aborted.length, 1, 'the wait was withdrawn');
   result = resultOf(events(editor.agent.storeDir, editor.sessionId), 'echo_0_0');
-  assert.match(resultText(result), /^started\n\[timed out after .*killed\]$/);
+  assert.match(resultText(result), /^started\n\[timed out after 300 ms: the command was killed\]$/);
+  assert.equal(result.data.isError, true);
   await editor.agent.finish();
 });
 

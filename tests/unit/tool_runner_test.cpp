@@ -209,7 +209,8 @@ BOOST_AUTO_TEST_CASE(commands_run_in_the_editors_terminal_and_are_always_release
   editor.methods.clear();
   editor.terminal_exits = false;
   auto late = rig.run(runner, "bash", R"({"command":"sleep 1000","description":"wait","timeoutMs":100})");
-  BOOST_TEST(late.text.find("[timed out after 0 s: the command was killed]") != std::string::npos, late.text);
+  BOOST_TEST(late.text.find("[timed out after 100 ms: the command was killed]") != std::string::npos, late.text);
+  BOOST_TEST(late.is_error);  // it did not finish: the card fails
   BOOST_TEST(editor.methods == (std::vector<std::string>{"terminal/create", "terminal/wait_for_exit", "terminal/kill",
                                                          "terminal/output", "terminal/release"}),
              boost::test_tools::per_element());

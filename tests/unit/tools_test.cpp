@@ -396,7 +396,7 @@ BOOST_AUTO_TEST_CASE(a_timeout_kills_the_whole_group) {
   req.timeout = std::chrono::milliseconds(300);
   auto r = run(req);
   BOOST_TEST(r.timed_out);
-  BOOST_TEST(describe_outcome(r, req.timeout).find("[timed out after 0 s: the command was killed]") != std::string::npos);
+  BOOST_TEST(describe_outcome(r, req.timeout).find("[timed out after 300 ms: the command was killed]") != std::string::npos);
   long child = std::stol(r.output);
   BOOST_TEST(killed(child));
   BOOST_TEST(killed(r.pid));
