@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Reads the BENCH-RESULT lines the benchmark programs printed (bench/run collects them in a file) and
-prints one table: every figure of contracts §6 and issues 11 and 15, what it includes, its target, the measured
+prints one table: every figure of contracts §6 and issues 11, 15 and 16, what it includes, its target, the measured
 value and pass/miss. A figure whose program did not run or did not report shows "not measured".
 Usage: report.py RESULTS_FILE [--markdown]
 """
@@ -66,6 +66,14 @@ CATALOGUE += [
     ("compaction_raw_ms", "compaction, raw", "condensing a 10,000-message session on the echo model, model time excluded (bench_compaction)", REPORT, None, "ms"),
     ("compaction_zstd_ms", "compaction, zstd", "as above on a zstd store (bench_compaction)", REPORT, None, "ms"),
     ("provider_added_latency_ms", "provider added latency", "first SSE byte written -> first agent_message_chunk read, loopback (provider_e2e_bench.py)", LE, 1, "ms"),
+    ("tool_call_cpu_ms", "server CPU per tool call", "echo turns of 8 `read` calls answered by the client (fs/read_text_file) minus the same turns without calls, rusage of the server / calls, tmpfs store (tools_bench.py)", LE, 0.2, "ms"),
+    ("tool_call_marginal_cpu_ms", "server CPU of one more call in a step", "as above, 8 calls a turn against 1 (no second model step in the difference) (tools_bench.py)", REPORT, None, "ms"),
+    ("tool_call_glob_cpu_ms", "server CPU per glob call", "as the first, `glob` run in the server over one tiny file, its own work included (tools_bench.py)", REPORT, None, "ms"),
+    ("tool_cancel_answer_ms", "cancel with a command running: answer", "session/cancel -> the prompt's answer while `bash sleep 30` runs in the server, median of 10 (tools_bench.py)", LE, 100, "ms"),
+    ("tool_cancel_group_gone_ms", "cancel with a command running: group gone", "session/cancel -> the command's process group killed and reaped, median of 10 (tools_bench.py)", LE, 1000, "ms"),
+    ("mcp_start_ms", "MCP server start", "session/new naming one stdio MCP server minus session/new without one minus that server's own start-up (spawn -> tools/list answered), medians of 15 (tools_bench.py)", LE, 50, "ms"),
+    ("mcp_start_three_ms", "MCP start, three servers", "session/new naming three, minus without; their own start-up included (tools_bench.py)", REPORT, None, "ms"),
+    ("mcp_session_own_mb", "memory per session with 3 MCP servers", "our process's VmRSS growth per session over 20 sessions each naming three MCP servers; theirs not counted (tools_bench.py)", LE, 2, "MB"),
     ("peer_codex_acp_initialize_ratio", "codex-acp spawn -> initialize", "ratio to ours, same run, median of 10 (peers_bench.py)", REPORT, None, "x"),
     ("peer_codex_acp_rss_ratio", "codex-acp RSS after initialize", "ratio to ours, process tree (peers_bench.py)", REPORT, None, "x"),
     ("peer_claude_code_acp_initialize_ratio", "claude-code-acp spawn -> initialize", "ratio to ours, same run, median of 10 (peers_bench.py)", REPORT, None, "x"),
@@ -87,7 +95,8 @@ def rows(results):
     out = []
     for key, figure, includes, op, target, unit in CATALOGUE:
         r = results.get(key)
-        limit = r.get("limit") if r and target == "limit" else target
+        # A data-dependent target without its result (a partial run) has no limit to show.
+        limit = (r.get("limit") if r else None) if target == "limit" else target
         if op == REPORT:
             target_text = "report"
         elif limit is None:
@@ -129,7 +138,7 @@ def main():
         for row in table:
             print("| " + " | ".join(c.replace("|", "\\|") for c in row) + " |")
     else:
-        print("summary (contracts §6, issues 11 and 15): figure, target, result, measured; then what the figure includes")
+        print("summary (contracts §6, issues 11, 15 and 16): figure, target, result, measured; then what the figure includes")
         w = max(len(r[0]) for r in table)
         t = max(len(r[2]) for r in table)
         for figure, includes, target, measured, verdict in table:

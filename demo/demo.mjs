@@ -4,9 +4,11 @@
 // It shows the distinguishing feature end to end: two sessions, a prompt in the second that
 // mentions the first, the live reference card, the two user messages the model received (the
 // untrusted snapshot, then the user's readable @label text), and a fresh process replaying the
-// second session from its log with the card in place. Usage: node demo/demo.mjs path/to/dsh-acp
+// second session from its log with the card in place. Then the agent's tools: in a session on a
+// real project directory the model reads a file and edits it, after the client (the user) answered
+// session/request_permission with allow_once. Usage: node demo/demo.mjs path/to/dsh-acp
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, readFileSync, existsSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -31,6 +33,30 @@ const yellow = (s) => style('33', s);
 
 function indent(text, prefix) {
   return text.split('\n').map((l) => prefix + l).join('\n');
+}
+
+/** A tool card's content, short: a text's first lines, a diff as -/+ lines. */
+function showToolContent(content) {
+  for (const c of content ?? []) {
+    if (c.type === 'diff') {
+      console.log(dim(`         diff ${path.basename(c.path)}:`));
+      // The lines both sides share around the change are context.
+      const before = (c.oldText ?? '').split('\n').filter((l) => l !== '');
+      const after = (c.newText ?? '').split('\n').filter((l) => l !== '');
+      let head = 0;
+      while (head < before.length && head < after.length && before[head] === after[head]) head++;
+      let tail = 0;
+      while (tail < before.length - head && tail < after.length - head && before.at(-1 - tail) === after.at(-1 - tail)) tail++;
+      for (const l of before.slice(0, head)) console.log(`             ${l}`);
+      for (const l of before.slice(head, before.length - tail)) console.log(`           - ${l}`);
+      for (const l of after.slice(head, after.length - tail)) console.log(`           + ${l}`);
+      for (const l of after.slice(after.length - tail)) console.log(`             ${l}`);
+    } else if (c.content?.text) {
+      const lines = c.content.text.split('\n');
+      const shown = lines.slice(0, 8).join('\n') + (lines.length > 8 ? `\n… (${lines.length - 8} more lines)` : '');
+      console.log(indent(shown, '         '));
+    }
+  }
 }
 
 /** Starts the agent and connects the SDK client; prints every update as it arrives. */
@@ -60,7 +86,10 @@ function startAgent(label) {
       flush();
       if (u.sessionUpdate === 'tool_call') {
         console.log(yellow(`  [card] ${u.title}`) + dim(`  (${u.toolCallId}, ${u.kind}, ${u.status})`));
-        for (const c of u.content ?? []) console.log(indent(c.content?.text ?? '', '         '));
+        showToolContent(u.content);
+      } else if (u.sessionUpdate === 'tool_call_update') {
+        console.log(dim(`  [card ${u.toolCallId}] ${u.status ?? 'updated'}`));
+        if (u.status === 'completed' || u.status === 'failed') showToolContent(u.content);
       } else if (u.sessionUpdate === 'session_info_update') {
         console.log(dim(`  [title] ${u.title}`));
       } else if (u.sessionUpdate === 'available_commands_update') {
@@ -69,7 +98,14 @@ function startAgent(label) {
         console.log(dim(`  [${u.sessionUpdate}]`));
       }
     })
-    .onRequest(acp.methods.client.session.requestPermission, () => ({ outcome: { outcome: 'cancelled' } }));
+    // The user grants each request once (an editor would show the card and the four options).
+    .onRequest(acp.methods.client.session.requestPermission, ({ params }) => {
+      flush();
+      const options = params.options.map((o) => o.optionId).join(' / ');
+      console.log(cyan(`  agent → session/request_permission: “${params.toolCall.title}”`) + dim(`  (${options})`));
+      console.log(cyan('  client ← allow_once'));
+      return { outcome: { outcome: 'selected', optionId: 'allow_once' } };
+    });
   const conn = app.connect(acp.ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout)));
   const exited = new Promise((resolve) => child.on('exit', (code) => resolve(code)));
   console.log(bold(`\n=== ${label}: started ${path.relative(process.cwd(), BIN) || BIN} --provider echo (store ${home}/sessions)`));
@@ -128,6 +164,24 @@ try {
   for (const s of list.sessions) console.log(dim(`  ${s.sessionId}  ${s.cwd}  “${s.title}”  updated ${s.updatedAt}`));
   await b.call(M.session.load, { sessionId: beta, cwd: betaCwd, mcpServers: [] }, 'session/load (Beta: the history replays before the answer)');
   console.log(dim('  load answered: the user text shows @Alpha and the card; the snapshot itself is never shown as user text'));
+
+  // ---- Tools: read a file, then edit it once the user allowed it ----
+  // No fs/terminal capabilities were advertised at initialize, so the server runs the tools itself,
+  // confined to the session's cwd. The echo model calls the tools its prompt's directives name.
+  const project = path.join(home, 'project');
+  const notes = path.join(project, 'notes.md');
+  mkdirSync(project);
+  writeFileSync(notes, '# Reports\nMonthly reports recieve the billing totals.\n');
+  console.log(bold(`\n--- tools: ${notes}`));
+  console.log(indent(readFileSync(notes, 'utf8').trimEnd(), '  │ '));
+  const { sessionId: gamma } = await b.call(M.session.new, { cwd: project, mcpServers: [] }, `session/new (cwd ${project})`);
+  const fix = 'Fix the typo in notes.md. [[echo:tool=read {"file_path":"notes.md"}]] ' +
+    '[[echo:tool=edit {"file_path":"notes.md","old_string":"recieve","new_string":"receive"}]]';
+  userSays(fix);
+  r = await b.call(M.session.prompt, { sessionId: gamma, prompt: [{ type: 'text', text: fix }] }, 'session/prompt (read, then edit)');
+  console.log(dim(`  stopReason ${r.stopReason}  — reads run freely; the edit waited for the permission`));
+  console.log(bold(`  ${path.basename(notes)} now:`));
+  console.log(indent(readFileSync(notes, 'utf8').trimEnd(), '  │ '));
   await b.stop();
 
   const log = path.join(home, 'dsh-acp.log');

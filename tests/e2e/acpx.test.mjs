@@ -4,7 +4,9 @@
 // code. acpx launches a custom agent with `--agent '<command>'`; its state lives under $HOME/.acpx,
 // so each test gets its own HOME. Each acpx command talks to a "queue owner" process that keeps the
 // agent running for `--ttl` seconds: with `--ttl 1` later commands usually start a new agent process,
-// which attaches the stored session with session/resume.
+// which attaches the stored session with session/resume. The tool turns run on the offline echo
+// model, whose [[echo:tool=NAME {JSON}]] directive makes it call a tool; acpx's own permission
+// policy (--approve-all / --deny-all) answers our session/request_permission.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -21,7 +23,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{1
 const uriOf = (id) => `dsh-session:${Buffer.from(JSON.stringify(id)).toString('base64url')}`;
 
 /** A private HOME (acpx state), DSH_ACP_HOME (our store, log and config) and project directory. */
-async function setup(t) {
+async function setup(t, { echo = false } = {}) {
   const home = mkdtempSync(path.join(tmpdir(), 'dsh-acp-acpx-'));
   const dsh = path.join(home, 'dsh');
   const project = path.join(home, 'project');
@@ -32,7 +34,7 @@ async function setup(t) {
   const provider = await new FakeProvider().start();
   provider.fallback = answer({ content: ['fake ', 'answer'] });
   const env = { ...process.env, HOME: home, DSH_ACP_HOME: dsh };
-  const agent = [BIN, ...providerArgs(provider.url)].join(' ');
+  const agent = [BIN, ...(echo ? ['--provider', 'echo'] : providerArgs(provider.url))].join(' ');
   const running = new Set();
   t.after(async () => {
     for (const child of running) child.kill('SIGKILL');
@@ -42,8 +44,8 @@ async function setup(t) {
     rmSync(home, { recursive: true, force: true });
   });
   /** Runs acpx with the given arguments; resolves to {code, stdout, stderr}. */
-  const acpx = (args, { timeout = 30_000 } = {}) => new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [ACPX, '--agent', agent, '--ttl', '1', '--approve-all', ...args],
+  const acpx = (args, { timeout = 30_000, permissions = '--approve-all' } = {}) => new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [ACPX, '--agent', agent, '--ttl', '1', permissions, ...args],
       { cwd: project, env, stdio: ['ignore', 'pipe', 'pipe'] });
     running.add(child);
     let stdout = '';
@@ -180,4 +182,45 @@ test('acpx: cancel stops a running prompt, which ends cancelled', async (t) => {
   assert.match(prompt.stdout, /partial/);
   assert.match(prompt.stdout, /cancelled/);
   assert.equal(provider.requests.at(-1).closedAt !== null, true, 'the model request was closed');
+});
+
+// A prompt whose echo model writes a file and runs a command that creates another. acpx advertises
+// fs and terminal capabilities, so the write goes through its fs/write_text_file and the command
+// through its terminal/create, after our server asked session/request_permission for each.
+const toolPrompt = (tag) => `make two files [[echo:tool=write {"file_path":"${tag}-written.txt","content":"written via acpx\\n"}]] ` +
+  `[[echo:tool=bash {"command":"printf ran > ${tag}-ran.txt","description":"create a file"}]]`;
+
+test('acpx --approve-all: the echo model writes a file and runs a command', async (t) => {
+  const { acpx, project } = await setup(t, { echo: true });
+  const created = await acpx(['sessions', 'new']);
+  assert.equal(created.code, 0, created.stderr);
+
+  const run = await acpx(['prompt', toolPrompt('approved')]);
+  assert.equal(run.code, 0, `${run.stdout}\n${run.stderr}`);
+  assert.equal(readFileSync(path.join(project, 'approved-written.txt'), 'utf8'), 'written via acpx\n');
+  assert.equal(readFileSync(path.join(project, 'approved-ran.txt'), 'utf8'), 'ran');
+  // Through acpx, as the editor: each after its permission request.
+  assert.match(run.stdout, /session\/request_permission[^]*fs\/write_text_file[^]*session\/request_permission[^]*terminal\/create/);
+  // The model's second request carried both results; its answer lists them and the turn ends.
+  assert.match(run.stdout, /tool \d+ bytes: .*approved-written\.txt/, run.stdout);
+  assert.doesNotMatch(run.stdout, /rejected/);
+  assert.match(run.stdout, /\[done\] end_turn/);
+});
+
+test('acpx --deny-all: nothing is written or run, and the turn still ends normally', async (t) => {
+  const { acpx, project } = await setup(t, { echo: true });
+  const created = await acpx(['sessions', 'new'], { permissions: '--deny-all' });
+  assert.equal(created.code, 0, created.stderr);
+
+  const run = await acpx(['prompt', toolPrompt('denied')], { permissions: '--deny-all' });
+  // acpx's exit code 5 says its permission requests were all denied: our server asked it.
+  assert.equal(run.code, 5, `${run.stdout}\n${run.stderr}`);
+  assert.equal(existsSync(path.join(project, 'denied-written.txt')), false, 'the write did not happen');
+  assert.equal(existsSync(path.join(project, 'denied-ran.txt')), false, 'the command did not run');
+  assert.doesNotMatch(run.stdout, /fs\/write_text_file|terminal\/create/, 'acpx was not even asked to');
+  // Refused at our permission request (not by acpx refusing an fs or terminal call): each call's
+  // result, which the echo model lists in its answer, is the rejection; then the turn ends as usual.
+  const rejections = run.stdout.match(/tool \d+ bytes: Error: the user rejected this call/g) ?? [];
+  assert.equal(rejections.length, 2, run.stdout);
+  assert.match(run.stdout, /\[done\] end_turn/);
 });
