@@ -195,6 +195,46 @@ for (const enc of ['raw', 'zstd']) {
   });
 }
 
+// ---- tool turns: the harness reads the calls, approvals and rules dsh-acp logs ------------------
+
+for (const enc of ['raw', 'zstd']) {
+  test(`${enc}: tool turns dsh-acp writes (calls, results, approvals, an "always" rule, a plan) are read and continued by the harness`, async (t) => {
+    const { cwd, root } = makeDir(t);
+    writeFileSync(path.join(cwd, 'config.txt'), 'mode=DEBUG\nlevel=info\n');
+    // The client allows the edit always, rejects the write once and allows the command once.
+    const answers = ['allow_always', 'reject_once', 'allow_once'];
+    const client = { requestPermission: () => ({ outcome: { outcome: 'selected', optionId: answers.shift() ?? 'reject_once' } }) };
+    const { agent, ctx } = startSdkAgent(t, { args: rootArgs(root, enc), client });
+    await ctx.request(M.initialize, INIT_PARAMS);
+    const id = (await ctx.request(M.session.new, { cwd, mcpServers: [] })).sessionId;
+    const tool = (name, args) => `[[echo:tool=${name} ${JSON.stringify(args)}]]`;
+    const steps = [
+      tool('read', { file_path: 'config.txt' }) + ' ' + tool('glob', { pattern: '*.txt' }),
+      tool('edit', { file_path: 'config.txt', old_string: 'DEBUG', new_string: 'RELEASE' }),
+      tool('write', { file_path: 'new.txt', content: 'x' }) + ' ' + tool('bash', { command: 'ls', description: 'list' }),
+      tool('todo_write', { todos: [{ content: 'check', status: 'pending', id: '1' }] }) + ' ' + tool('nope', {}),
+    ];
+    for (const p of steps) assert.equal((await prompt({ agent, ctx }, id, p)).response.stopReason, 'end_turn', p);
+    await agent.finish();
+    assert.equal(readFileSync(path.join(cwd, 'config.txt'), 'utf8'), 'mode=RELEASE\nlevel=info\n');
+    assert.ok(!existsSync(path.join(cwd, 'new.txt')), 'the rejected write did not happen');
+    const types = eventsOf(root, id).map((e) => e.type);
+    for (const type of ['tool/call', 'tool/result', 'approval/asked', 'approval/decided', 'dsh-acp/permission-rule', 'todo/write'])
+      assert.ok(types.includes(type), `the log has ${type}: ${types}`);
+
+    // The harness reads it as a clean 0.1.1 log, resumes it and appends a turn of its own; we go on.
+    await harnessAccepts(root, enc, '--strict', '--copy', '--expect', '1');
+    await harnessAccepts(root, enc, '--strict', '--expect', '1', '--text', 'harness turn', '--append', id);
+    const b = await start(t, root, enc);
+    await b.ctx.request(M.session.load, { sessionId: id, cwd, mcpServers: [] });
+    assert.equal((await prompt(b, id, tool('edit', { file_path: 'config.txt', old_string: 'info', new_string: 'debug' }))).response.stopReason, 'end_turn');
+    await b.agent.finish();
+    // The rule survived the harness's turn and the reload: the second edit was not asked, and happened.
+    assert.equal(readFileSync(path.join(cwd, 'config.txt'), 'utf8'), 'mode=RELEASE\nlevel=debug\n');
+    await harnessAccepts(root, enc, '--strict', '--copy', '--expect', '1');
+  });
+}
+
 // ---- crash: the harness's repair and ours write the same closers -------------------------------
 
 for (const enc of ['raw', 'zstd']) {
