@@ -308,7 +308,7 @@ asio::awaitable<llm::StopKind> Engine::prompt(const std::string& id_in, PromptIn
   session->turn = turn;
   TurnScope scope{session, turn};
   TurnRunner runner(*this, session, turn, observer);
-  co_return co_await runner.prompt(std::move(input));
+  co_return co_await runner.prompt(input);
 }
 
 llm::Request Engine::model_request(const Session& session, const std::string& model) const {

@@ -233,7 +233,9 @@ asio::awaitable<void> TurnRunner::begin(PromptInput& input) {
   std::vector<json::object> first = co_await write(first_batch);
   begun_ = true;
   std::string().swap(input.text);  // logged, and in `first`: not needed any more
-  if (header_written) {
+  // The session's logged model changes once its header is in the log (held back when a compaction
+  // comes first: it goes with the next step/start).
+  if (header_written && !header_pending_) {
     session_->logged_provider = provider_name_;
     session_->logged_model = model_;
   }
@@ -245,7 +247,7 @@ asio::awaitable<void> TurnRunner::begin(PromptInput& input) {
   }
 }
 
-asio::awaitable<llm::StopKind> TurnRunner::prompt(PromptInput input) {
+asio::awaitable<llm::StopKind> TurnRunner::prompt(PromptInput& input) {
   // (Each co_await its own statement: GCC 12 miscompiles co_await inside `||`.)
   bool ready = co_await prepare_references(input);
   if (ready) ready = co_await open(/*logs_when_cancelled=*/true);
@@ -255,11 +257,13 @@ asio::awaitable<llm::StopKind> TurnRunner::prompt(PromptInput input) {
   }
   // Built-in tools work inside the session's roots; roots that do not exist (a cwd the client has
   // not created) leave the model without them.
-  auto make_tools = [this, editor = observer_.editor()] {
+  // (What it needs of the session is copied here: a load may change the directories meanwhile.)
+  auto make_tools = [this, id = session_->id, cwd = session_->cwd(), dirs = session_->additional_directories,
+                     editor = observer_.editor()] {
     ToolLimits limits;
     limits.max_result_bytes = static_cast<std::size_t>(engine_.services_.config.max_tool_result_bytes);
-    return std::make_unique<ToolRunner>(session_->id, tools::Roots(session_->cwd(), session_->additional_directories),
-                                        editor, engine_.bulk_reads_.executor(), limits, hidden_variables());
+    return std::make_unique<ToolRunner>(id, tools::Roots(cwd, dirs), editor, engine_.bulk_reads_.executor(), limits,
+                                        hidden_variables());
   };
   std::exception_ptr failure;
   try {
@@ -287,13 +291,18 @@ asio::awaitable<void> TurnRunner::steps() {
   for (std::int64_t n = 1;; ++n) {
     if (cancelled()) co_return;  // close(): aborted
     if (n > 1 || compact_first_) {
-      auto step_start = [this] {
+      const bool with_header = header_pending_;
+      auto step_start = [this, with_header] {
         std::optional<store::NewEvent> header;
-        if (header_pending_) header = std::move(request_header_);
-        header_pending_ = false;
+        if (with_header) header = std::move(request_header_);
         return log_->open_step(std::move(header));
       };
       co_await write(step_start);
+      if (with_header) {
+        header_pending_ = false;
+        session_->logged_provider = provider_name_;
+        session_->logged_model = model_;
+      }
     }
     Step step(log_->turn(), log_->step(), engine_.executor_);
     step.writes->log = log_.get();
@@ -469,7 +478,7 @@ std::vector<llm::ToolDefinition> TurnRunner::tool_definitions() const {
 // ---- tools ----
 
 template <class T>
-asio::awaitable<std::vector<std::optional<T>>> TurnRunner::run_all(std::vector<asio::awaitable<T>> ops) {
+asio::awaitable<std::vector<std::optional<T>>> TurnRunner::run_all(std::vector<asio::awaitable<T>>& ops) {
   struct State {
     State(const asio::any_io_executor& ex, std::size_t n) : results(n), left(n), done(ex) {}
     std::vector<std::optional<T>> results;  ///< nullopt: the operation threw
@@ -507,13 +516,21 @@ asio::awaitable<std::vector<std::optional<T>>> TurnRunner::run_all(std::vector<a
   co_return std::move(state->results);
 }
 
-asio::awaitable<ToolOutcome> TurnRunner::run_one(const llm::ToolCall& call_in) {
+TurnRunner::Route TurnRunner::route(const std::string& name) const {
+  if (session_->mcp && session_->mcp->offers(name)) return Route::mcp;
+  if (tools_ && tools::find_builtin(name)) return Route::builtin;
+  return Route::none;
+}
+
+asio::awaitable<ToolOutcome> TurnRunner::run_one(const llm::ToolCall& call_in, Route route) {
   const llm::ToolCall call = call_in;
   ToolOutcome out;
-  if (session_->mcp && session_->mcp->offers(call.name)) {
+  // The route decided when permission was asked: a server set swapped meanwhile never runs a call
+  // that was not asked for.
+  if (route == Route::mcp && session_->mcp) {
     out = co_await session_->mcp->call(call.name, call.arguments);
     out.text = capped(std::move(out.text), static_cast<std::size_t>(engine_.services_.config.max_tool_result_bytes));
-  } else if (tools_) {
+  } else if (route == Route::builtin) {
     std::function<void(const std::string&)> on_terminal = [this, id = call.id](const std::string& terminal) {
       if (!session_->closed) observer_.tool_running(id, terminal);
     };
@@ -524,12 +541,12 @@ asio::awaitable<ToolOutcome> TurnRunner::run_one(const llm::ToolCall& call_in) {
   co_return out;
 }
 
-asio::awaitable<std::optional<std::string>> TurnRunner::permission(const llm::ToolCall& call_in) {
+asio::awaitable<std::optional<std::string>> TurnRunner::permission(const llm::ToolCall& call_in, Route route) {
   const llm::ToolCall call = call_in;
   ToolEffect effect = ToolEffect::none;
-  if (session_->mcp && session_->mcp->offers(call.name)) {
+  if (route == Route::mcp) {
     effect = ToolEffect::external;
-  } else if (const tools::ToolSpec* spec = tools::find_builtin(call.name)) {
+  } else if (const tools::ToolSpec* spec = route == Route::builtin ? tools::find_builtin(call.name) : nullptr) {
     effect = spec->changes_files ? ToolEffect::changes_files : spec->runs_commands ? ToolEffect::runs_commands : ToolEffect::none;
   }
   if (effect == ToolEffect::none) co_return std::nullopt;
@@ -554,7 +571,7 @@ asio::awaitable<std::optional<std::string>> TurnRunner::permission(const llm::To
   // Withdrawn with the turn (the client is told the request was cancelled).
   std::vector<asio::awaitable<PermissionAnswer>> ops;
   ops.push_back(observer_.ask_permission(question));
-  std::vector<std::optional<PermissionAnswer>> answered = co_await run_all(std::move(ops));
+  std::vector<std::optional<PermissionAnswer>> answered = co_await run_all(ops);
   PermissionAnswer answer = answered.front().value_or(PermissionAnswer::cancelled);
   if (cancelled()) answer = PermissionAnswer::cancelled;
   const bool always = answer == PermissionAnswer::allow_always || answer == PermissionAnswer::reject_always;
@@ -600,10 +617,13 @@ asio::awaitable<void> TurnRunner::run_tools(const std::vector<llm::ToolCall>& ca
     }
     std::vector<ToolOutcome> outcomes(end - i);
     std::vector<bool> skipped(end - i, false);  // never started: the turn was cancelled first
+    std::vector<Route> routes(end - i, Route::none);
     std::vector<std::size_t> running;           // indexes into outcomes
     for (std::size_t k = i; k < end; ++k) {
+      routes[k - i] = route(calls[k].name);
       if (!cancelled()) {
-        if (std::optional<std::string> refusal = co_await permission(calls[k])) {
+        std::optional<std::string> refusal = co_await permission(calls[k], routes[k - i]);
+        if (refusal && !cancelled()) {
           outcomes[k - i] = error_outcome(std::move(*refusal));
           continue;
         }
@@ -618,9 +638,9 @@ asio::awaitable<void> TurnRunner::run_tools(const std::vector<llm::ToolCall>& ca
     std::vector<asio::awaitable<ToolOutcome>> ops;
     for (std::size_t r : running) {
       if (!session_->closed) observer_.tool_running(calls[i + r].id, std::nullopt);
-      ops.push_back(run_one(calls[i + r]));
+      ops.push_back(run_one(calls[i + r], routes[r]));
     }
-    std::vector<std::optional<ToolOutcome>> done = co_await run_all(std::move(ops));
+    std::vector<std::optional<ToolOutcome>> done = co_await run_all(ops);
     for (std::size_t r = 0; r < running.size(); ++r)
       outcomes[running[r]] = done[r] ? std::move(*done[r]) : error_outcome("Error: the tool failed unexpectedly");
     auto results = [this, &calls, &outcomes, &skipped, &call_seqs, i, turn, step] {

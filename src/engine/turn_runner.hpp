@@ -45,7 +45,8 @@ public:
   TurnRunner& operator=(const TurnRunner&) = delete;
 
   /// The prompt turn (Engine::prompt).
-  boost::asio::awaitable<llm::StopKind> prompt(PromptInput input);
+  /// `input` lives in the caller's frame for the whole turn (see Engine::prompt).
+  boost::asio::awaitable<llm::StopKind> prompt(PromptInput& input);
   /// `/compact [focus]` as a turn of its own (Engine::compact).
   boost::asio::awaitable<CompactResult> compact(const std::string& focus);
 
@@ -67,10 +68,13 @@ private:
   template <class F> boost::asio::awaitable<std::vector<boost::json::object>> write(F& work);
   /// Runs `ops` concurrently, each cancelled with the turn; every one has ended when this returns.
   template <class T>
-  boost::asio::awaitable<std::vector<std::optional<T>>> run_all(std::vector<boost::asio::awaitable<T>> ops);
-  boost::asio::awaitable<ToolOutcome> run_one(const llm::ToolCall& call);
+  boost::asio::awaitable<std::vector<std::optional<T>>> run_all(std::vector<boost::asio::awaitable<T>>& ops);
+  /// Where a call goes, decided once per call (before its permission).
+  enum class Route { builtin, mcp, none };
+  Route route(const std::string& name) const;
+  boost::asio::awaitable<ToolOutcome> run_one(const llm::ToolCall& call, Route route);
   /// Whether the call may run: nullopt, or the error text the model reads instead of a result.
-  boost::asio::awaitable<std::optional<std::string>> permission(const llm::ToolCall& call);
+  boost::asio::awaitable<std::optional<std::string>> permission(const llm::ToolCall& call, Route route);
   std::vector<llm::ToolDefinition> tool_definitions() const;
   bool cancelled() const;
 

@@ -383,4 +383,39 @@ BOOST_FIXTURE_TEST_CASE(a_log_that_stops_taking_writes_stops_the_model, ToolFixt
   BOOST_TEST(types(log).back() == "turn/end");
 }
 
+BOOST_FIXTURE_TEST_CASE(a_model_change_is_logged_even_when_its_first_turn_is_cancelled_while_compacting, ToolFixture) {
+  config.context_windows["m2"] = 1000;  // threshold 0.8 * (1000 - 125) = 700 tokens
+  auto p = process();
+  auto session = run(p->engine.create_session(cwd.string(), {}));
+  ToolRecorder r;
+  const std::string big(600, 'x');  // ~200 tokens a message
+  for (int i = 0; i < 3; ++i) run(p->engine.prompt(session->id, {big, {}}, r));
+  // The user picks m2; the next request would not fit, so the turn compacts first, and is cancelled there.
+  p->engine.set_model(*session, "m2");
+  provider.hang_summary = true;
+  std::optional<llm::StopKind> stop;
+  asio::co_spawn(io, p->engine.prompt(session->id, {big, {}}, r), [&](std::exception_ptr e, llm::StopKind k) {
+    BOOST_TEST(!e);
+    stop = k;
+  });
+  asio::steady_timer poll(io);
+  std::function<void()> check = [&] {
+    if (provider.waiting > 0) return p->engine.cancel(session->id);
+    poll.expires_after(std::chrono::milliseconds(2));
+    poll.async_wait([&](boost::system::error_code) { check(); });
+  };
+  check();
+  io.restart();
+  io.run();
+  BOOST_REQUIRE(stop);
+  BOOST_TEST((*stop == llm::StopKind::cancelled));
+  // The next turn (no compaction now) still names m2 in the log, so a reload restores it.
+  provider.hang_summary = false;
+  config.context_windows.erase("m2");
+  run(p->engine.prompt(session->id, {"short", {}}, r));
+  std::string logged_provider, logged_model;
+  for (const auto& e : events(*p, session->id)) engine::note_request_header(e, logged_provider, logged_model);
+  BOOST_TEST(logged_model == "m2");
+}
+
 BOOST_AUTO_TEST_SUITE_END()
