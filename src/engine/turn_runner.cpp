@@ -258,23 +258,27 @@ asio::awaitable<llm::StopKind> TurnRunner::prompt(PromptInput& input) {
   // Built-in tools work inside the session's roots; roots that do not exist (a cwd the client has
   // not created) leave the model without them.
   // (What it needs of the session is copied here: a load may change the directories meanwhile.)
+  // Unusable roots are an answer, not an exception: nothing is thrown across threads here.
   auto make_tools = [this, id = session_->id, cwd = session_->cwd(), dirs = session_->additional_directories,
-                     editor = observer_.editor()] {
+                     editor = observer_.editor()]() -> std::pair<std::unique_ptr<ToolRunner>, std::string> {
     ToolLimits limits;
     limits.max_result_bytes = static_cast<std::size_t>(engine_.services_.config.max_tool_result_bytes);
-    return std::make_unique<ToolRunner>(id, tools::Roots(cwd, dirs), editor, engine_.bulk_reads_.executor(), limits,
-                                        hidden_variables());
+    try {
+      return {std::make_unique<ToolRunner>(id, tools::Roots(cwd, dirs), editor, engine_.bulk_reads_.executor(), limits,
+                                           hidden_variables()),
+              std::string()};
+    } catch (const std::invalid_argument& e) {
+      return {nullptr, e.what()};
+    }
   };
   std::exception_ptr failure;
   try {
-    try {
-      tools_ = std::move(*co_await offload(session_->strand, make_tools));
-    } catch (const std::invalid_argument& e) {
-      acp::log::info("session " + session_->id + ": no built-in tools: " + e.what());
-    }
+    std::pair<std::unique_ptr<ToolRunner>, std::string> made = std::move(*co_await offload(session_->strand, make_tools));
+    tools_ = std::move(made.first);
+    if (!tools_) acp::log::info("session " + session_->id + ": no built-in tools: " + made.second);
     co_await begin(input);
     if (compact_first_ && !cancelled()) {
-      CompactResult result = co_await engine_.run_compaction(session_, *log_, turn_, observer_, {}, false);
+      CompactResult result = co_await engine_.run_compaction(session_, *log_, turn_, observer_, no_focus_, false);
       compacted_ = result.kind == CompactResult::Kind::compacted;
     }
     co_await steps();
@@ -446,7 +450,7 @@ asio::awaitable<void> TurnRunner::stream(Step& step) {
       // records are the next in the log and the conversation.)
       acp::log::info("session " + session_->id + ": the provider found the request too long (" + *too_long +
                      "): compacting");
-      CompactResult result = co_await engine_.run_compaction(session_, *log_, turn_, observer_, {}, true);
+      CompactResult result = co_await engine_.run_compaction(session_, *log_, turn_, observer_, no_focus_, true);
       if (result.kind == CompactResult::Kind::compacted) {
         compacted_ = true;
         request = engine_.model_request(*session_, model_);

@@ -95,6 +95,7 @@ private:
   bool ended_ = false;   ///< turn/end written
   std::unique_ptr<TurnEnding> ending_;
   llm::StopKind stop_ = llm::StopKind::end_turn;
+  const std::string no_focus_;  ///< automatic compactions have none
   /// The signals of the calls running now: a cancel of the turn is passed on to each.
   std::list<boost::asio::cancellation_signal> call_signals_;
 };
