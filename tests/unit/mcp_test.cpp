@@ -3,6 +3,7 @@
 // (tests/tools/mcp_fake_server.py): tools listed and called, results as text, cancellation,
 // crashes, refusal to start, and a stop that leaves no process behind.
 #include "mcp/server.hpp"
+#include "process_gone.hpp"
 #include "run_coroutine.hpp"
 
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -68,16 +69,6 @@ std::string start_failure(asio::io_context& io, mcp::ServerSpec spec) {
     return e.what();
   }
   return "(started)";
-}
-
-// Gone: no /proc entry, or a zombie.
-bool gone(long pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  if (!stat) return true;
-  std::string line;
-  std::getline(stat, line);
-  auto close = line.rfind(')');
-  return close != std::string::npos && line[close + 2] == 'Z';
 }
 
 } // namespace

@@ -5,6 +5,7 @@
 // (tests/e2e/lib/mcp-test-server.mjs) and a fake that misbehaves (tests/tools/mcp_fake_server.py).
 #include "engine/mcp_tools.hpp"
 #include "mcp/server.hpp"
+#include "process_gone.hpp"
 #include "run_coroutine.hpp"
 
 #include <boost/asio/co_spawn.hpp>
@@ -78,16 +79,6 @@ std::vector<std::string> names(const McpTools& tools) {
 }
 
 bool has(const std::vector<std::string>& v, const std::string& x) { return std::find(v.begin(), v.end(), x) != v.end(); }
-
-// Gone: no /proc entry, or a zombie.
-bool gone(long pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  if (!stat) return true;
-  std::string line;
-  std::getline(stat, line);
-  auto close = line.rfind(')');
-  return close != std::string::npos && line[close + 2] == 'Z';
-}
 
 } // namespace
 
