@@ -89,6 +89,13 @@ struct ToolFixture : Fixture {
     BOOST_REQUIRE(stop);
     return *stop;
   }
+  /// A session with four turns (something for /compact to condense); the model's requests forgotten.
+  std::shared_ptr<engine::Session> session_worth_compacting(Process& p, engine::TurnObserver& observer) {
+    auto session = run(p.engine.create_session(cwd.string(), {}));
+    for (const char* words : {"one", "two", "three", "four"}) run(p.engine.prompt(session->id, {words, {}}, observer));
+    provider.requests.clear();
+    return session;
+  }
   fs::path cwd;
 };
 
@@ -289,11 +296,9 @@ BOOST_FIXTURE_TEST_CASE(cancel_while_a_command_runs_ends_the_turn_and_the_comman
 
 BOOST_FIXTURE_TEST_CASE(a_cancel_before_compact_gets_the_lock_is_not_lost, ToolFixture) {
   auto p = process();
-  auto session = run(p->engine.create_session(cwd.string(), {}));
   ToolRecorder r;
-  for (const char* words : {"one", "two", "three", "four"}) run(p->engine.prompt(session->id, {words, {}}, r));
+  auto session = session_worth_compacting(*p, r);
   const auto before = events(*p, session->id).size();
-  provider.requests.clear();
   // Cancelled before the turn's coroutine first runs: the lock is free and the conversation known,
   // so nothing would wait — the cancel must still be honoured before any work.
   std::optional<engine::CompactResult> result;
@@ -314,11 +319,9 @@ BOOST_FIXTURE_TEST_CASE(a_cancel_before_compact_gets_the_lock_is_not_lost, ToolF
 
 BOOST_FIXTURE_TEST_CASE(a_cancel_while_compact_waits_for_the_lock_ends_it_at_once, ToolFixture) {
   auto p = process();
-  auto session = run(p->engine.create_session(cwd.string(), {}));
   ToolRecorder r;
-  for (const char* words : {"one", "two", "three", "four"}) run(p->engine.prompt(session->id, {words, {}}, r));
+  auto session = session_worth_compacting(*p, r);
   const auto before = events(*p, session->id).size();
-  provider.requests.clear();
   // Another writer holds the session.
   auto other = process();
   store::LockWait no_wait{false, std::chrono::steady_clock::now(), {}};
