@@ -218,7 +218,7 @@ void run_two_roots(int n, const std::string& base) {
   for (int i = 1; i < n; i += 2) write_v01_log(b, Encoding::zstd, i);
   double wrote = ms_since(t_write);
   auto open = [&] {
-    std::vector<std::unique_ptr<acp::store::SessionStore>> roots;
+    std::vector<std::unique_ptr<acp::store::Backend>> roots;
     roots.push_back(std::make_unique<acp::store::SessionStore>(
         acp::store::StoreOptions{a, Encoding::none, cache, std::chrono::milliseconds(2000), std::nullopt}));
     roots.push_back(std::make_unique<acp::store::SessionStore>(
@@ -230,7 +230,7 @@ void run_two_roots(int n, const std::string& base) {
   page.limit = 101;
   {
     auto set = open();  // first start-up: no index files, a full sweep of both roots; then they are written
-    for (auto& r : set.roots()) r->flush_index();
+    for (auto& r : set.roots()) r->flush();
   }
   std::vector<double> cold, cold_cpu;
   std::size_t rows = 0, from_01 = 0;

@@ -117,7 +117,7 @@ asio::awaitable<R> with_lock(const asio::any_io_executor& home_in, const asio::a
 StoreHandle::StoreHandle(std::function<std::unique_ptr<store::StoreSet>()> open) : open_(std::move(open)) {}
 StoreHandle::StoreHandle(std::function<std::unique_ptr<store::SessionStore>()> open)
     : open_([open = std::move(open)] {
-        std::vector<std::unique_ptr<store::SessionStore>> roots;
+        std::vector<std::unique_ptr<store::Backend>> roots;
         roots.push_back(open());
         return std::make_unique<store::StoreSet>(std::move(roots));
       }) {}

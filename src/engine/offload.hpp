@@ -14,6 +14,8 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include <exception>
+#include <memory>
+#include <utility>
 #include <optional>
 #include <type_traits>
 
@@ -28,20 +30,22 @@ template <class Executor, class F> auto offload(const Executor& where, F& work) 
       [where, &work](auto handler) {
         auto home = boost::asio::get_associated_executor(handler);
         boost::asio::post(where, [handler = std::move(handler), home, &work]() mutable {
-          std::exception_ptr error;
-          std::optional<Out> result;
+          // The outcome moves to the awaiting side whole: the worker must keep no reference to an
+          // exception once posted, or its release here could race the other side reading it (TSan
+          // cannot see libstdc++'s reference count order the two).
+          auto outcome = std::make_unique<std::pair<std::exception_ptr, std::optional<Out>>>();
           try {
             if constexpr (std::is_void_v<R>) {
               work();
-              result.emplace(true);
+              outcome->second.emplace(true);
             } else {
-              result.emplace(work());
+              outcome->second.emplace(work());
             }
           } catch (...) {
-            error = std::current_exception();
+            outcome->first = std::current_exception();
           }
-          boost::asio::post(home, [handler = std::move(handler), error, result = std::move(result)]() mutable {
-            std::move(handler)(error, std::move(result));
+          boost::asio::post(home, [handler = std::move(handler), outcome = std::move(outcome)]() mutable {
+            std::move(handler)(std::move(outcome->first), std::move(outcome->second));
           });
         });
       },

@@ -108,7 +108,7 @@ int main(int argc, char** argv) {
     }
   }
   engine::StoreHandle store([roots] {
-    std::vector<std::unique_ptr<store::SessionStore>> open;
+    std::vector<std::unique_ptr<store::Backend>> open;
     for (const auto& o : roots) open.push_back(std::make_unique<store::SessionStore>(o));
     return std::make_unique<store::StoreSet>(std::move(open));
   });

@@ -1,5 +1,7 @@
 #include "store/session_store.hpp"
 
+#include "store/file_appender.hpp"
+
 #include "store/errors.hpp"
 #include "store/file_io.hpp"
 #include "store/fold.hpp"
@@ -418,7 +420,7 @@ SessionWriter SessionStore::open(const std::string& id, const LockWait& wait) {
   UniqueFd fd;
   KnownLog log = load_for_write(id, *path, fd);
   remember(log);
-  return SessionWriter(*this, std::move(lock), std::move(log), std::move(fd));
+  return SessionWriter(generation_, std::move(log), std::make_unique<FileAppender>(*this, std::move(lock), std::move(fd)));
 }
 
 SessionWriter SessionStore::create(const SessionHeader& header, const LockWait& wait) {
@@ -438,12 +440,7 @@ SessionWriter SessionStore::create(const SessionHeader& header, const LockWait& 
   set_index_key(log, root_);
   log.header = header;
   log.header.version = kSessionFormatVersion;
-  return SessionWriter(*this, std::move(lock), std::move(log), UniqueFd());
-}
-
-SessionWriter SessionStore::open_or_create(const SessionHeader& header, const LockWait& wait) {
-  if (find_log(header.id)) return open(header.id, wait);
-  return create(header, wait);
+  return SessionWriter(generation_, std::move(log), std::make_unique<FileAppender>(*this, std::move(lock), UniqueFd()));
 }
 
 void SessionStore::ensure_root() {

@@ -5,6 +5,7 @@
 // sessions run independently, two writers on one session exclude each other through the lock.
 #pragma once
 
+#include "store/backend.hpp"
 #include "store/layout.hpp"
 #include "store/listing_index.hpp"
 #include "store/log_scan.hpp"
@@ -38,22 +39,7 @@ struct StoreOptions {
   bool read_only = false;                ///< list and read, never write (a discovered harness root)
 };
 
-/// All committed events of one log (inspect semantics: zstd records recovered from a torn final
-/// frame included, no truncation, no closers).
-struct LogSnapshot {
-  std::string path;
-  SessionHeader header;
-  std::vector<boost::json::object> events;
-};
-
-/// The result of a streaming read.
-struct StreamResult {
-  std::string path;
-  SessionHeader header;
-  std::optional<std::int64_t> capturedThroughSeq;
-};
-
-class SessionStore {
+class SessionStore final : public Backend {
 public:
   /// Detects the root's encoding; throws EncodingMismatch when the root holds both encodings or
   /// the requested one contradicts it. Loads and sweeps the listing index.
@@ -66,35 +52,35 @@ public:
   SessionStore& operator=(const SessionStore&) = delete;
 
   const std::string& root() const noexcept { return root_; }
+  const std::string& name() const noexcept override { return root_; }
   Encoding encoding() const noexcept { return encoding_; }
-  Generation generation() const noexcept { return generation_; }
-  bool read_only() const noexcept { return read_only_; }
+  Generation generation() const noexcept override { return generation_; }
+  bool read_only() const noexcept override { return read_only_; }
 
   /// Path the log of a session with this header has (whether or not it exists). Throws
   /// InvalidSessionId / IdTooLong.
   std::string log_path(const SessionHeader& header) const;
   /// Path of the existing log of `id`, nullopt when none. Throws on duplicates across buckets or a
   /// file of the other encoding (incompatible artifact).
-  std::optional<std::string> find_log(const std::string& id);
-  bool exists(const std::string& id) { return find_log(id).has_value(); }
+  std::optional<std::string> find_log(const std::string& id) override;
 
   // ---- readers: no lock, committed prefix, never modify a log ----
 
   /// Whole committed log in memory. Throws SessionNotFound / StoreCorrupt.
-  LogSnapshot read_log(const std::string& id);
+  LogSnapshot read_log(const std::string& id) override;
   /// Streams every committed event to `sink` in order; memory is bounded by one read chunk or one
   /// zstd frame. A hard error found after some events were delivered is still thrown. `stop` is
   /// checked per line; once requested the read ends with ReadCancelled. `lifetime`: whether the
   /// sink keeps events (see EventLifetime).
   StreamResult read_events(const std::string& id, const EventSink& sink, std::stop_token stop = {},
-                           EventLifetime lifetime = EventLifetime::kept);
+                           EventLifetime lifetime = EventLifetime::kept) override;
   /// foldSurface over the log (harness-compat §2.2). Throws FoldError on an invalid surface.
   SurfaceSnapshot read_surface(const std::string& id);
   /// Latest session/title by log position, nullopt when none.
   std::optional<TitleInfo> read_title(const std::string& id);
 
   /// Newest first by createdAt, ties by id in en-US collation; served from the listing index.
-  std::vector<SessionListing> list_sessions(const ListQuery& query = {});
+  std::vector<SessionListing> list_sessions(const ListQuery& query = {}) override;
   /// The same rows without copying them (candidate search over all sessions): `fn` returns false
   /// to stop. It runs under the store's lock: it must not call back into the store.
   void visit_sessions(const ListQuery& query, const std::function<bool(const SessionListing&)>& fn);
@@ -102,6 +88,7 @@ public:
   void rebuild_index();
   /// Persists the index now (also done after listings and on destruction).
   void flush_index();
+  void flush() override { flush_index(); }
   /// Number of logs the index has read since start-up (for tests and benchmarks).
   std::uint64_t index_files_read();
 
@@ -109,22 +96,20 @@ public:
 
   /// A writer for a new session (nothing is written until the first append). Throws
   /// SessionExists, SessionBusy, InvalidSessionId/IdTooLong.
-  SessionWriter create(const SessionHeader& header, const LockWait& wait = {});
+  SessionWriter create(const SessionHeader& header, const LockWait& wait = {}) override;
   /// A writer for an existing session, after refresh and (if needed) repair. Throws
   /// SessionNotFound, SessionBusy, StoreCorrupt.
-  SessionWriter open(const std::string& id, const LockWait& wait = {});
-  /// open() when the log exists, else create(header).
-  SessionWriter open_or_create(const SessionHeader& header, const LockWait& wait = {});
+  SessionWriter open(const std::string& id, const LockWait& wait = {}) override;
 
   /// Removes the log and its index entry. Throws SessionNotFound, SessionBusy.
-  void delete_session(const std::string& id, const LockWait& wait = {});
+  void delete_session(const std::string& id, const LockWait& wait = {}) override;
 
   /// Recreates the root (0700, like at start-up) if it was deleted while we run, so the next write
   /// works instead of failing until a restart. Called before every new log is created.
   void ensure_root();
 
 private:
-  friend class SessionWriter;
+  friend class FileAppender;
   void detect_layout(const StoreOptions& options);
   std::vector<std::string> bucket_dirs() const;
   /// Why the log at `path` must not be written, or "" when it may be.

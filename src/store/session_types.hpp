@@ -37,6 +37,9 @@ struct SessionListing {
   std::optional<std::string> title;  ///< latest session/title, if any (an empty title stays empty)
   std::int64_t updatedAt = 0;        ///< Unix ms of the last event (createdAt if none)
   std::uint64_t sizeBytes = 0;
+  /// A PostgreSQL store: the role that owns the session, and whether its owner shared it.
+  std::optional<std::string> owner;
+  bool shared = false;
 };
 
 } // namespace acp::store

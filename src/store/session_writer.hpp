@@ -1,39 +1,28 @@
-// One write sequence on one session (contracts §4): holds the session's cross-process lock from
-// construction to release, knows the log's committed state (refreshed and repaired on acquire),
-// and appends batches with contiguous seqs. Batches may be left unsynced while streaming; sync()
-// makes everything durable (step and turn ends). Obtained from SessionStore::open / create.
+// One write sequence on one session (contracts §4): holds the session's write lock (through its
+// backend's Appender) from construction to release, knows the log's committed state (refreshed and
+// repaired on acquire), and appends batches with contiguous seqs. Batches may be left unsynced
+// while streaming; sync() makes everything durable (step and turn ends). Obtained from a
+// Backend's open / create; the logic here is the same for every backend.
 #pragma once
 
-#include "store/file_io.hpp"
+#include "store/backend.hpp"
 #include "store/layout.hpp"
-#include "store/log_state.hpp"
 #include "store/new_event.hpp"
-#include "store/session_lock.hpp"
 #include "store/session_types.hpp"
 
 #include <boost/json/object.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace acp::store {
 
-class SessionStore;
-
-/// What the store remembers about one log between write sequences.
-struct KnownLog {
-  std::string id, bucket, file, path;
-  SessionHeader header;
-  LogState state;
-  bool on_disk = false;  ///< false until the first append publishes the file
-  std::uint64_t size = 0;
-  std::int64_t mtime_ns = 0;
-  std::uint64_t ino = 0, dev = 0;
-};
-
 class SessionWriter {
 public:
+  /// `generation`: the shape the lines are written in; `appender` holds the session's lock.
+  SessionWriter(Generation generation, KnownLog log, std::unique_ptr<Appender> appender);
   SessionWriter(SessionWriter&&) noexcept;
   SessionWriter& operator=(SessionWriter&&) = delete;
   SessionWriter(const SessionWriter&) = delete;
@@ -66,17 +55,12 @@ public:
   void release();
 
 private:
-  friend class SessionStore;
-  SessionWriter(SessionStore& store, SessionLock lock, KnownLog log, UniqueFd fd);
   void write_bytes(const std::vector<boost::json::object>& records, bool sync);
-  void publish(const std::string& lines);
   void ensure_usable() const;
 
-  SessionStore* store_;
-  SessionLock lock_;
+  Generation generation_;
   KnownLog log_;
-  UniqueFd fd_;
-  bool unsynced_ = false;
+  std::unique_ptr<Appender> appender_;
   std::string compaction_id_;  ///< 0.1: the open compaction's id (compact/start .. compact/end)
 };
 

@@ -8,18 +8,18 @@
 
 namespace acp::store {
 
-StoreSet::StoreSet(std::vector<std::unique_ptr<SessionStore>> roots) : roots_(std::move(roots)) {
+StoreSet::StoreSet(std::vector<std::unique_ptr<Backend>> roots) : roots_(std::move(roots)) {
   if (roots_.empty()) throw StoreError("no session store root");
 }
 
-SessionStore* StoreSet::holder(const std::string& id) {
+Backend* StoreSet::holder(const std::string& id) {
   for (auto& r : roots_)
     if (r->exists(id)) return r.get();
   return nullptr;
 }
 
-SessionStore& StoreSet::holder_or_throw(const std::string& id) {
-  if (SessionStore* s = holder(id)) return *s;
+Backend& StoreSet::holder_or_throw(const std::string& id) {
+  if (Backend* s = holder(id)) return *s;
   throw SessionNotFound(id);
 }
 
@@ -59,7 +59,7 @@ SessionWriter StoreSet::create(const SessionHeader& header) {
 }
 
 SessionWriter StoreSet::open_or_create(const SessionHeader& header, const LockWait& wait) {
-  if (SessionStore* s = holder(header.id)) return s->open(header.id, wait);
+  if (Backend* s = holder(header.id)) return s->open(header.id, wait);
   return primary().create(header, wait);
 }
 

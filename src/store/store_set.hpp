@@ -1,10 +1,11 @@
-// Several store roots seen as one (issue 15): `--store` given more than once, a discovered harness
-// root beside ours. Sessions of every root are listed together, newest first; an id is served by
+// Several stores seen as one (issue 15): `--store` given more than once, a discovered harness
+// root beside ours, a PostgreSQL database beside file roots. Sessions of every root are listed together, newest first; an id is served by
 // the root that holds it; new sessions go to the first root. Roots may be of either generation and
-// encoding: each SessionStore keeps its own layout, and every reader gets the normalised model.
+// encoding: each Backend keeps its own layout, and every reader gets the normalised model.
 #pragma once
 
-#include "store/session_store.hpp"
+#include "store/backend.hpp"
+#include "store/session_writer.hpp"
 
 #include <memory>
 #include <vector>
@@ -14,13 +15,13 @@ namespace acp::store {
 class StoreSet {
 public:
   /// `roots` non-empty; the first takes new sessions.
-  explicit StoreSet(std::vector<std::unique_ptr<SessionStore>> roots);
+  explicit StoreSet(std::vector<std::unique_ptr<Backend>> roots);
 
-  SessionStore& primary() { return *roots_.front(); }
-  const std::vector<std::unique_ptr<SessionStore>>& roots() const { return roots_; }
+  Backend& primary() { return *roots_.front(); }
+  const std::vector<std::unique_ptr<Backend>>& roots() const { return roots_; }
 
   /// The root holding `id` (the first, when several do), nullptr when none.
-  SessionStore* holder(const std::string& id);
+  Backend* holder(const std::string& id);
   std::optional<std::string> find_log(const std::string& id);
   bool exists(const std::string& id) { return holder(id) != nullptr; }
 
@@ -38,8 +39,8 @@ public:
   void delete_session(const std::string& id, const LockWait& wait = {});
 
 private:
-  SessionStore& holder_or_throw(const std::string& id);
-  std::vector<std::unique_ptr<SessionStore>> roots_;
+  Backend& holder_or_throw(const std::string& id);
+  std::vector<std::unique_ptr<Backend>> roots_;
 };
 
 } // namespace acp::store

@@ -381,7 +381,7 @@ BOOST_AUTO_TEST_CASE(repair_writes_the_closers_01_writes) {
 
 BOOST_AUTO_TEST_CASE(several_roots_list_and_serve_as_one) {
   TempDir dir;
-  std::vector<std::unique_ptr<SessionStore>> roots;
+  std::vector<std::unique_ptr<Backend>> roots;
   roots.push_back(open_root(dir / "ours", Generation::flat));
   roots.push_back(open_root(dir / "harness", Generation::project_dirs));
   {

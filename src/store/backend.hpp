@@ -1,0 +1,143 @@
+// The store seam: one backend per kind of store (a root of harness log files, a PostgreSQL
+// database). Every backend serves the same normalised event model (event_model.hpp) to readers and
+// takes the same records from SessionWriter, which owns the backend-independent write logic (seqs,
+// times, 0.1 ids and shapes, the log state) and persists through the backend's Appender.
+// Every call may block (file or database I/O, lock waits): call them off the connection thread.
+#pragma once
+
+#include "store/layout.hpp"
+#include "store/listing_index.hpp"
+#include "store/log_scan.hpp"
+#include "store/log_state.hpp"
+#include "store/session_lock.hpp"
+#include "store/session_types.hpp"
+
+#include <boost/json/object.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace acp::store {
+
+class SessionWriter;
+
+/// All committed events of one log (inspect semantics: zstd records recovered from a torn final
+/// frame included, no truncation, no closers).
+struct LogSnapshot {
+  std::string path;
+  SessionHeader header;
+  std::vector<boost::json::object> events;
+};
+
+/// The result of a streaming read.
+struct StreamResult {
+  std::string path;
+  SessionHeader header;
+  std::optional<std::int64_t> capturedThroughSeq;
+};
+
+/// What a store remembers about one log between write sequences. `path` names the log in messages
+/// (a file path, or the store's redacted URL and the id); the file fields are the file backend's.
+struct KnownLog {
+  std::string id, bucket, file, path;
+  SessionHeader header;
+  LogState state;
+  bool on_disk = false;  ///< false until the first append publishes the log (header included)
+  std::uint64_t size = 0;
+  std::int64_t mtime_ns = 0;
+  std::uint64_t ino = 0, dev = 0;
+};
+
+/// How one write sequence persists: owned by a SessionWriter, holding the session's write lock
+/// from creation to release().
+class Appender {
+public:
+  virtual ~Appender() = default;
+  /// Persists one batch: `lines` is the batch's log text (one record per line, each ending in
+  /// '\n', in the store's shape), `records` the same records normalised. When `!log.on_disk` the
+  /// log is published with its header first. Either the whole batch becomes visible to readers or
+  /// none of it does (then it throws). Updates the backend's fields of `log` (on_disk, size, ...).
+  /// `sync`: durable before returning.
+  virtual void write(KnownLog& log, const std::string& lines, const std::vector<boost::json::object>& records,
+                     bool sync) = 0;
+  /// After a write, once `log.state` has observed the batch: caches and listings may learn it.
+  virtual void committed(const KnownLog& log) { (void)log; }
+  /// Makes every write so far durable (no-op when nothing is pending).
+  virtual void sync(KnownLog& log) = 0;
+  virtual bool held() const noexcept = 0;
+  /// Releases the write lock without syncing (SessionWriter::release syncs first). Idempotent;
+  /// the appender is unusable afterwards.
+  virtual void release() noexcept = 0;
+};
+
+class Backend {
+public:
+  virtual ~Backend() = default;
+
+  /// Names the store in messages and logs: the root path, or the URL without its password.
+  virtual const std::string& name() const noexcept = 0;
+  /// The shape this store writes new sessions in.
+  virtual Generation generation() const noexcept = 0;
+  virtual bool read_only() const noexcept = 0;
+
+  /// Where the log of `id` is (a path, or name() and the id), nullopt when the store has none.
+  /// Throws for a store that cannot answer (a duplicate across buckets, an unreachable database).
+  virtual std::optional<std::string> find_log(const std::string& id) = 0;
+  bool exists(const std::string& id) { return find_log(id).has_value(); }
+
+  // ---- readers: no lock, committed prefix, never modify a log ----
+
+  /// Whole committed log in memory. Throws SessionNotFound / StoreCorrupt.
+  virtual LogSnapshot read_log(const std::string& id) = 0;
+  /// Streams every committed event to `sink` in order; memory bounded by a chunk of the log, not
+  /// its size. `stop` is checked per line (then ReadCancelled).
+  virtual StreamResult read_events(const std::string& id, const EventSink& sink, std::stop_token stop = {},
+                                   EventLifetime lifetime = EventLifetime::kept) = 0;
+  /// Newest first by createdAt, ties by id in en-US collation, after `query.after`, at most
+  /// `query.limit` rows.
+  virtual std::vector<SessionListing> list_sessions(const ListQuery& query = {}) = 0;
+
+  // ---- writers ----
+
+  /// A writer for a new session (nothing is written until the first append). Throws
+  /// SessionExists, SessionBusy, InvalidSessionId.
+  virtual SessionWriter create(const SessionHeader& header, const LockWait& wait = {}) = 0;
+  /// A writer for an existing session, after refresh and (if needed) repair. Throws
+  /// SessionNotFound, SessionBusy, StoreCorrupt, SessionReadOnly.
+  virtual SessionWriter open(const std::string& id, const LockWait& wait = {}) = 0;
+  /// open() when the log exists, else create(header).
+  SessionWriter open_or_create(const SessionHeader& header, const LockWait& wait = {});
+  /// Removes the session. Throws SessionNotFound, SessionBusy.
+  virtual void delete_session(const std::string& id, const LockWait& wait = {}) = 0;
+
+  // ---- copying between stores (`dsh-acp store copy`), byte for byte ----
+
+  /// The stored text of `id`: `header` gets the header line, then `line` each committed event line
+  /// from seq `from_seq` on, in order, verbatim (no '\n'). Returns the shape the lines are in.
+  /// Throws SessionNotFound / StoreCorrupt; StoreError when the backend cannot export.
+  virtual Generation export_lines(const std::string& id, const std::function<void(std::string_view)>& header,
+                                  const std::function<void(std::string_view)>& line, std::int64_t from_seq = 0);
+  /// Appends lines verbatim as one atomic batch: `first_seq` must be the log's event count (0 with
+  /// `header_line` creates the log). Lines are checked to parse and carry their seqs. Throws
+  /// StoreError when the backend cannot hold lines of generation `g`, SessionExists when
+  /// `first_seq` is 0 and the log exists.
+  virtual void import_lines(const std::string& id, Generation g, const std::string& header_line,
+                            std::int64_t first_seq, const std::vector<std::string>& lines);
+
+  // ---- people (a PostgreSQL store; a file root is one person's) ----
+
+  /// Marks a session of the connected person shared (or not). StoreError where not supported,
+  /// SessionNotFound when the person cannot see it, SessionReadOnly when it is someone else's.
+  virtual void set_shared(const std::string& id, bool shared);
+
+  /// Persists whatever the backend caches (a file root's listing index). Also done on destruction.
+  virtual void flush() {}
+};
+
+} // namespace acp::store

@@ -1,0 +1,38 @@
+// The file backend's Appender: a log file in a SessionStore root, guarded by its flock. The first
+// write publishes the file atomically with its header (harness-compat §1.1); later writes append
+// (one zstd frame or raw lines per batch) and roll back to the previous length on failure.
+#pragma once
+
+#include "store/backend.hpp"
+#include "store/file_io.hpp"
+#include "store/session_lock.hpp"
+
+namespace acp::store {
+
+class SessionStore;
+
+class FileAppender final : public Appender {
+public:
+  FileAppender(SessionStore& store, SessionLock lock, UniqueFd fd)
+      : store_(&store), lock_(std::move(lock)), fd_(std::move(fd)) {}
+
+  void write(KnownLog& log, const std::string& lines, const std::vector<boost::json::object>& records,
+             bool sync) override;
+  void committed(const KnownLog& log) override;
+  void sync(KnownLog& log) override;
+  bool held() const noexcept override { return lock_.held(); }
+  void release() noexcept override {
+    lock_.release();
+    fd_.reset();
+  }
+
+private:
+  void publish(KnownLog& log, const std::string& lines);
+
+  SessionStore* store_;
+  SessionLock lock_;
+  UniqueFd fd_;
+  bool unsynced_ = false;
+};
+
+} // namespace acp::store
