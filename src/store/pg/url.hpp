@@ -19,4 +19,8 @@ std::string redact_url(std::string_view url);
 /// come only the libpq ways (PGPASSFILE, a service file, PGPASSWORD).
 bool url_has_password(std::string_view url);
 
+/// `text` with every occurrence of a password `url` carries replaced by "***" (for messages libpq
+/// makes from the URL's text, such as a parse error quoting a malformed token).
+std::string scrub_passwords(std::string_view text, std::string_view url);
+
 } // namespace acp::store::pg
