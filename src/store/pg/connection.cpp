@@ -8,18 +8,22 @@
 namespace acp::store::pg {
 namespace {
 
-/// libpq's messages end in '\n' and continue lines with "\n\t": one line, trimmed.
+/// libpq's messages end in '\n' and may run over several lines ("\n\tIs the server running...",
+/// one line per host tried): one line, lines joined by "; ", runs of blanks collapsed.
 std::string one_line(std::string_view text) {
   std::string out;
-  bool space = false;
+  bool blank = false, newline = false;
   for (char ch : text) {
-    if (ch == '\n' || ch == '\t' || ch == '\r' || ch == ' ') {
-      space = !out.empty();
-      continue;
+    if (ch == '\n' || ch == '\r') {
+      newline = true;
+    } else if (ch == ' ' || ch == '\t') {
+      blank = true;
+    } else {
+      if (!out.empty() && newline) out += "; ";
+      else if (!out.empty() && blank) out += ' ';
+      blank = newline = false;
+      out += ch;
     }
-    if (space) out += ' ';
-    space = false;
-    out += ch;
   }
   return out;
 }

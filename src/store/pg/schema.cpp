@@ -112,14 +112,6 @@ std::string migrate_hint(const PgConnection& c) { return "run `dsh-acp store mig
 
 } // namespace
 
-std::string_view generation_name(Generation g) noexcept { return g == Generation::flat ? "45fc" : "0.1"; }
-
-std::optional<Generation> parse_generation(std::string_view s) noexcept {
-  if (s == "45fc") return Generation::flat;
-  if (s == "0.1") return Generation::project_dirs;
-  return std::nullopt;
-}
-
 std::optional<int> schema_version(PgConnection& c) {
   // Looked up step by step: naming a table of a schema the role may not use is an error.
   PgResult r = c.exec("SELECT to_regnamespace('dsh_acp') IS NOT NULL,"

@@ -3,9 +3,9 @@
 //
 // Everything lives in the schema `dsh_acp`:
 //   meta(key, value)          schema_version
-//   sessions                  one row per session: id, owner (a role), shared, generation ('45fc' =
-//                             Generation::flat, '0.1' = project_dirs), header_line (verbatim, no '\n'),
-//                             the header fields (version, created_at ms, cwd, cwd_key = normalize_cwd(cwd),
+//   sessions                  one row per session: id, owner (a role), shared, generation (the shape
+//                             of its lines: store::generation_name(), '45fc' or '0.1'), header_line
+//                             (verbatim, no '\n'), the header fields (version, created_at ms, cwd, cwd_key = normalize_cwd(cwd),
 //                             parent_session, seed_length, delegation_depth, origin, agent_preset),
 //                             title, updated_at (ms), size_bytes (raw JSONL size, header included),
 //                             event_count (the next seq), created_time/updated_time (timestamptz)
@@ -26,7 +26,6 @@
 #pragma once
 
 #include "store/errors.hpp"
-#include "store/layout.hpp"
 
 #include <optional>
 #include <string>
@@ -40,11 +39,6 @@ constexpr int kSchemaVersion = 1;
 inline constexpr std::string_view kSchemaName = "dsh_acp";
 inline constexpr std::string_view kUserRole = "dsh_acp_user";
 inline constexpr std::string_view kNotifyChannel = "dsh_acp_sessions";
-
-/// The sessions.generation value of a shape ("45fc" flat, "0.1" project_dirs) and back
-/// (nullopt for anything else).
-std::string_view generation_name(Generation g) noexcept;
-std::optional<Generation> parse_generation(std::string_view s) noexcept;
 
 /// The database cannot serve: base of the errors below. what() names the store (redacted URL).
 class SchemaError : public StoreError {
