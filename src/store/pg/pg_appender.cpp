@@ -38,7 +38,7 @@ void insert_session_row(PgConnection& c, const SessionHeader& h, Generation shap
            "parent_session, seed_length, delegation_depth, origin, agent_preset, updated_at, size_bytes, event_count) "
            "VALUES ($1, $2, $3, $4::bigint, $5::bigint, $6, $7, $8, $9::bigint, $10::bigint, $11, $12, $5::bigint, "
            "$13::bigint, 0)",
-           {h.id, generation_name(shape), header_line, version, created, opt_param(h.cwd), opt_param(cwd_key),
+           {h.id, pg::generation_name(shape), header_line, version, created, opt_param(h.cwd), opt_param(cwd_key),
             opt_param(h.parentSession), h.seedLength ? Param(seed) : std::nullopt, depth, opt_param(h.origin),
             opt_param(h.agentPreset), size});
   } catch (const PgError& e) {
@@ -160,7 +160,7 @@ void PgAppender::write(KnownLog& log, const std::string& lines, const std::vecto
     }
   } catch (const PgError& e) {
     // The lock went with the connection: this writer is done.
-    if (e.connection_lost() || !conn_->ok()) lost_ = true;
+    if (connection_gone(e) || !conn_->ok()) lost_ = true;
     throw store_->named(e);
   }
 }
@@ -172,7 +172,7 @@ void PgAppender::release() noexcept {
   bool reusable = !lost_ && conn_->ok();
   if (reusable && locked_) reusable = store_->unlock_session(*conn_, id_);
   locked_ = false;
-  store_->pool_->give_back(std::move(*conn_), reusable, false);
+  store_->give_back(std::move(*conn_), reusable);
   conn_.reset();
 }
 

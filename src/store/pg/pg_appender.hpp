@@ -33,6 +33,9 @@ struct BatchEffect {
   std::optional<std::int64_t> updated_at;   ///< the batch's last event time
 };
 
+/// The connection is gone with `e` (lost, or ended by the server).
+bool connection_gone(const PgError& e);
+
 /// Inserts the row of a new session, owned by the connected role. SessionExists when the id is
 /// taken, also by a session the role cannot see.
 void insert_session_row(PgConnection& c, const SessionHeader& h, Generation shape, std::string_view header_line);

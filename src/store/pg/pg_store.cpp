@@ -9,6 +9,8 @@
 #include "store/repair.hpp"
 #include "support/paths.hpp"
 
+#include <poll.h>
+
 #include <algorithm>
 #include <condition_variable>
 #include <limits>
@@ -79,6 +81,11 @@ void check_identity(const SessionHeader& h, const std::string& id, const std::st
 
 } // namespace
 
+bool connection_gone(const PgError& e) {
+  // 57P01..57P03: the server ended the session (an administrator, a shutdown, a crash restart).
+  return e.connection_lost() || e.sqlstate().starts_with("57P0");
+}
+
 // ---- the connections ----
 
 class PgStore::Pool {
@@ -107,13 +114,7 @@ public:
     }
     try {
       if (c) {
-        // A connection the server dropped while it was idle (a restart, pg_terminate_backend) has
-        // told us so already: reading what is pending notices it without a round trip.
-        try {
-          (void)c->take_notifications();
-        } catch (const PgError&) {
-        }
-        if (!c->ok()) reconnect([&] { c->reset(); });
+        if (!alive(*c)) reconnect([&] { c->reset(); });
       } else {
         reconnect([&] { c.emplace(PgConnection::connect(url_, options_)); });
       }
@@ -137,6 +138,16 @@ public:
   }
 
 private:
+  // A connection the server ended while it sat idle (a restart, pg_terminate_backend) has told us
+  // so: its FATAL message, then the end of the stream, wait on the socket (the end may come a moment
+  // after the message). Pool connections LISTEN to nothing, so anything there at all means the
+  // server spoke unasked: such a connection is not trusted with a statement (reset instead).
+  static bool alive(PgConnection& c) {
+    if (!c.ok()) return false;
+    pollfd p{c.socket(), POLLIN, 0};
+    return ::poll(&p, 1, 0) == 0;
+  }
+
   void done_counted() {
     {
       std::lock_guard g(mu_);
@@ -204,12 +215,14 @@ private:
 
 PgStore::Lease PgStore::lease() { return Lease(*pool_); }
 
+void PgStore::give_back(PgConnection c, bool reusable) noexcept { pool_->give_back(std::move(c), reusable, false); }
+
 PgError PgStore::named(const PgError& e) const {
   std::string what = e.what();
   static constexpr std::string_view kPrefix = "PostgreSQL store ";
   if (what.starts_with(kPrefix)) return e;
   std::string message = what.starts_with(name_ + ": ") ? what.substr(name_.size() + 2) : what;
-  if (e.connection_lost() && message.find("connection lost") == std::string::npos)
+  if (connection_gone(e) && message.find("connection lost") == std::string::npos)
     message = "connection lost: " + message;
   return PgError(std::string(kPrefix) + name_ + ": " + message, e.sqlstate());
 }

@@ -110,6 +110,8 @@ private:
   /// The committed state of `id` under the caller's lock: the cache when the row did not change,
   /// else the cache folded over the events written since, else every event. SessionNotFound.
   Loaded load(PgConnection& c, const std::string& id);
+  /// A writer's own connection back to the pool (closed unless `reusable`).
+  void give_back(PgConnection c, bool reusable) noexcept;
   void remember(const KnownLog& log, Generation shape, const std::string& header_line);
   void forget(const std::string& id);
   /// `e` as thrown to callers: naming the store, "connection lost" said as such.
