@@ -10,6 +10,7 @@
 #include "server/connection.hpp"
 #include "server/provider_setup.hpp"
 #include "store/errors.hpp"
+#include "store/pg/pg_store.hpp"
 #include "store/session_store.hpp"
 #include "store/store_set.hpp"
 #include "support/paths.hpp"
@@ -83,7 +84,16 @@ int main(int argc, char** argv) {
   // and it exists (read-only then: README says how to make it writable). A root's layout and
   // encoding are checked now, so a root that holds both encodings is a start-up error; the full
   // open (the listing index sweep) waits for first use, so it never delays initialize.
-  std::vector<store::StoreOptions> roots;
+  // A store is a root of log files or a PostgreSQL database (issue 17); the first takes new
+  // sessions. A database is connected and its schema checked now, so a bad URL, a missing or
+  // newer schema or a refused role is a start-up error like a bad root.
+  struct StoreSpec {
+    std::optional<store::StoreOptions> root;
+    std::unique_ptr<store::Backend> database;  ///< opened at start-up, handed to the StoreSet
+  };
+  // Shared with the (copyable) opener below, which moves the databases out once.
+  auto specs_held = std::make_shared<std::vector<StoreSpec>>();
+  std::vector<StoreSpec>& specs = *specs_held;
   auto add_root = [&](const std::string& path, bool read_only) {
     store::StoreOptions o;
     o.root = path;
@@ -94,22 +104,40 @@ int main(int argc, char** argv) {
     o.generation = store::parse_generation(config.store_generation);
     const bool harness_root = support::same_path(path, config.harness_store);
     o.default_generation = harness_root ? store::Generation::project_dirs : store::Generation::flat;
-    roots.push_back(std::move(o));
+    specs.push_back({std::move(o), nullptr});
   };
-  for (const auto& root : config.stores) add_root(root, false);
+  for (const auto& spec : config.stores) {
+    if (!support::is_store_url(spec)) {
+      add_root(spec, false);
+      continue;
+    }
+    store::pg::PgStoreOptions o;
+    o.url = spec;
+    o.generation = store::parse_generation(config.store_generation).value_or(store::Generation::flat);
+    try {
+      specs.push_back({std::nullopt, std::make_unique<store::pg::PgStore>(o)});
+    } catch (const store::StoreError& e) {
+      // The store's own messages name it by its redacted URL.
+      return fail_usage(std::string("--store ") + support::redact_store_url(spec) + ": " + e.what());
+    }
+  }
   if (!config.stores_configured && support::is_directory(config.harness_store) &&
       !support::same_path(config.harness_store, config.store))
     add_root(config.harness_store, true);
-  for (const auto& o : roots) {
+  for (const auto& s : specs) {
+    if (!s.root) continue;
     try {
-      store::SessionStore::check_root(o);
+      store::SessionStore::check_root(*s.root);
     } catch (const store::StoreError& e) {
-      return fail_usage(std::string("--store ") + o.root + ": " + e.what());
+      return fail_usage(std::string("--store ") + s.root->root + ": " + e.what());
     }
   }
-  engine::StoreHandle store([roots] {
+  engine::StoreHandle store([specs_held] {
     std::vector<std::unique_ptr<store::Backend>> open;
-    for (const auto& o : roots) open.push_back(std::make_unique<store::SessionStore>(o));
+    for (auto& s : *specs_held) {
+      if (s.root) open.push_back(std::make_unique<store::SessionStore>(*s.root));
+      else open.push_back(std::move(s.database));
+    }
     return std::make_unique<store::StoreSet>(std::move(open));
   });
 
@@ -127,7 +155,9 @@ int main(int argc, char** argv) {
   log::info(std::string("dsh-acp ") + DSH_ACP_VERSION + " starting; provider " + config.provider + ", stores " +
             [&] {
               std::string list;
-              for (const auto& o : roots) list += (list.empty() ? "" : ", ") + o.root + (o.read_only ? " (read-only)" : "");
+              for (const auto& s : specs)
+                list += (list.empty() ? "" : ", ") +
+                        (s.root ? s.root->root + (s.root->read_only ? " (read-only)" : "") : s.database->name());
               return list;
             }() + (config.config_file.empty() ? "" : ", config " + config.config_file));
 

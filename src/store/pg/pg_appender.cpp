@@ -38,7 +38,7 @@ void insert_session_row(PgConnection& c, const SessionHeader& h, Generation shap
            "parent_session, seed_length, delegation_depth, origin, agent_preset, updated_at, size_bytes, event_count) "
            "VALUES ($1, $2, $3, $4::bigint, $5::bigint, $6, $7, $8, $9::bigint, $10::bigint, $11, $12, $5::bigint, "
            "$13::bigint, 0)",
-           {h.id, pg::generation_name(shape), header_line, version, created, opt_param(h.cwd), opt_param(cwd_key),
+           {h.id, std::string(store::generation_name(shape)), header_line, version, created, opt_param(h.cwd), opt_param(cwd_key),
             opt_param(h.parentSession), h.seedLength ? Param(seed) : std::nullopt, depth, opt_param(h.origin),
             opt_param(h.agentPreset), size});
   } catch (const PgError& e) {
