@@ -5,7 +5,9 @@
 // too. The scan never writes; repair is the writer's job.
 #pragma once
 
+#include "store/chunk_rows.hpp"
 #include "store/layout.hpp"
+#include "store/log_source.hpp"
 #include "store/log_state.hpp"
 #include "store/session_types.hpp"
 
@@ -40,6 +42,36 @@ enum class EventLifetime {
   kept,       ///< events (or copies of their parts) may live on: each owns its memory
   transient,  ///< the sink is done with each event when it returns: a line's events share one
               ///< arena (fewer allocations; anything kept still keeps its line's arena alive)
+};
+
+/// The per-line rules of scan_log, for lines from any source (a file, a database's rows): line 1
+/// is the header; every other line is parsed, its packed row expanded, its seqs checked against
+/// `out.state` (which may hold an earlier prefix: the lines then continue at its count), legacy
+/// formats refused, its events normalised, folded into `out.state` and given to `sink`. A bad
+/// line of a `strict` PlainLine throws StoreCorrupt(where, number, why) at once; otherwise it ends
+/// the preserved prefix as scan_log describes.
+class LineWalker {
+public:
+  LineWalker(const std::string& where, const EventSink& sink, ScanResult& out, EventLifetime lifetime)
+      : path_(where), sink_(sink), out_(out), lifetime_(lifetime) {}
+
+  void line(const PlainLine& l);
+  /// file_end of the last preserved line.
+  std::uint64_t committed_end() const { return committed_end_; }
+
+private:
+  void header(const PlainLine& l);
+
+  const std::string& path_;
+  const EventSink& sink_;
+  ScanResult& out_;
+  EventLifetime lifetime_;
+  std::vector<boost::json::object> kept_;  ///< a line's events for a sink that keeps them
+  StorageLineEvents transient_;             ///< a line's events for a transient sink
+  bool suspended_ = false;
+  std::int64_t bad_line_ = 0;
+  std::string bad_reason_;
+  std::uint64_t committed_end_ = 0;
 };
 
 /// Scans the open log. Throws StoreCorrupt (file, 1-based line, reason). With a sink, events

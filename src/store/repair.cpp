@@ -16,6 +16,18 @@ namespace json = boost::json;
 
 bool needs_repair(const ScanResult& scan) { return scan.torn || scan.state.turn_open(); }
 
+std::string closer_lines(const std::vector<json::object>& closers, Generation gen) {
+  std::string lines;
+  for (const auto& r : closers) {
+    // In the shape the log's generation writes them (harness-0.1 §5).
+    std::optional<json::object> shaped;
+    if (gen == Generation::project_dirs) shaped = to_v01_record(r, string_at(r, "type") == "tool/result");
+    lines += support::to_json_text(shaped ? *shaped : r);
+    lines += '\n';
+  }
+  return lines;
+}
+
 LogState repair_log(int fd, const std::string& path, Encoding enc, Generation gen, const ScanResult& scan) {
   std::uint64_t size = scan.file_size;
   if (scan.torn) {
@@ -23,14 +35,11 @@ LogState repair_log(int fd, const std::string& path, Encoding enc, Generation ge
     fsync_fd(fd, path);
     size = scan.committed_bytes;
   }
-  auto lines_of = [&](const std::vector<json::object>& records, bool closers) {
+  // Recovered records are written back exactly as they were read.
+  auto lines_of = [](const std::vector<json::object>& records) {
     std::string lines;
     for (const auto& r : records) {
-      // Closers in the shape the log's generation writes them (harness-0.1 §5); recovered
-      // records are written back exactly as they were read.
-      std::optional<json::object> shaped;
-      if (closers && gen == Generation::project_dirs) shaped = to_v01_record(r, string_at(r, "type") == "tool/result");
-      lines += support::to_json_text(shaped ? *shaped : r);
+      lines += support::to_json_text(r);
       lines += '\n';
     }
     return lines;
@@ -50,12 +59,12 @@ LogState repair_log(int fd, const std::string& path, Encoding enc, Generation ge
   // records it still held are written again: 45fc appends them and the closers as two batches,
   // 0.1.1 as one (harness-0.1 §5).
   const std::vector<json::object> closers = scan.state.closers();
-  std::string recovered = enc == Encoding::zstd ? lines_of(scan.recovered, false) : std::string();
+  std::string recovered = enc == Encoding::zstd ? lines_of(scan.recovered) : std::string();
   if (gen == Generation::project_dirs) {
-    append(recovered + lines_of(closers, true));
+    append(recovered + closer_lines(closers, gen));
   } else {
     append(recovered);
-    append(lines_of(closers, true));
+    append(closer_lines(closers, gen));
   }
   fsync_fd(fd, path);
   LogState state = scan.state;

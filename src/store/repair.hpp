@@ -9,11 +9,16 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace acp::store {
 
 /// True when load() semantics require repair before anything is appended.
 bool needs_repair(const ScanResult& scan);
+
+/// The synthetic closers (LogState::closers) as log text in the shape `gen` writes them, one line
+/// each ending in '\n': what repair appends after an interrupted turn, in any backend.
+std::string closer_lines(const std::vector<boost::json::object>& closers, Generation gen);
 
 /// Repairs the open log `fd` in place and returns its state afterwards (the scan's state plus
 /// the closers). A failure while appending rolls back to the truncated length.

@@ -1,0 +1,83 @@
+// How a PgStore write sequence persists: the session's advisory lock, held on a connection of the
+// writer's own, and one transaction per batch whose first seq is checked against the row. Also the
+// statements a batch is made of, shared with PgStore::import_lines.
+#pragma once
+
+#include "store/backend.hpp"
+#include "store/pg/connection.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace acp::store::pg {
+
+class PgStore;
+
+/// One stored line: the seq of its (first) event, that event's normalised type and time, its text.
+struct LineRow {
+  std::int64_t seq = 0;
+  std::string type;
+  std::int64_t time = 0;
+  std::string_view line;  ///< without '\n'
+};
+
+/// What a batch of lines makes of its session's row.
+struct BatchEffect {
+  std::int64_t first_seq = 0;  ///< the row's event_count before the batch
+  std::int64_t next_seq = 0;   ///< and after it
+  std::uint64_t bytes = 0;     ///< the lines' bytes, '\n' included
+  std::optional<std::string> title;         ///< the batch's latest session/title
+  std::optional<std::int64_t> updated_at;   ///< the batch's last event time
+};
+
+/// The connection is gone with `e` (lost, or ended by the server).
+bool connection_gone(const PgError& e);
+
+/// Inserts the row of a new session, owned by the connected role. SessionExists when the id is
+/// taken, also by a session the role cannot see.
+void insert_session_row(PgConnection& c, const SessionHeader& h, Generation shape, std::string_view header_line);
+
+/// Appends `rows` to session `id` (`where` names it in messages): the row's event_count must be
+/// effect.first_seq (checked and moved on in the statement that inserts the lines, so a concurrent
+/// change fails the batch: StoreError "log changed under the writer"). `in_transaction`: the caller
+/// holds one; else one is opened when the lines need more than one statement.
+void insert_lines(PgConnection& c, const std::string& where, const std::string& id, const std::vector<LineRow>& rows,
+                  const BatchEffect& effect, bool in_transaction);
+
+class PgAppender final : public Appender {
+public:
+  /// `conn`: the writer's own connection (given back to the store's pool by release()). The lock
+  /// is taken by lock().
+  PgAppender(PgStore& store, PgConnection conn, std::string id, Generation shape);
+  ~PgAppender() override { release(); }
+
+  /// Takes the session's advisory lock (PgStore::lock_session).
+  void lock(const LockWait& wait);
+  PgConnection& connection() { return *conn_; }
+  void set_shape(Generation g) { shape_ = g; }
+  /// The stored header line of a published session (open()); create() makes it at the first write.
+  void set_header_line(std::string line) { header_line_ = std::move(line); }
+
+  void write(KnownLog& log, const std::string& lines, const std::vector<boost::json::object>& records,
+             bool sync) override;
+  void committed(const KnownLog& log) override;
+  /// Each batch committed durably (as the server's synchronous_commit says): nothing to do.
+  void sync(KnownLog& log) override { (void)log; }
+  /// False once the connection (and with it the lock) was lost.
+  bool held() const noexcept override { return conn_.has_value() && locked_ && !lost_; }
+  void release() noexcept override;
+
+private:
+  PgStore* store_;
+  std::optional<PgConnection> conn_;
+  std::string id_;
+  Generation shape_;
+  std::string header_line_;
+  bool locked_ = false;
+  bool lost_ = false;
+};
+
+} // namespace acp::store::pg

@@ -1,0 +1,661 @@
+#include "store/pg/pg_store.hpp"
+
+#include "store/errors.hpp"
+#include "store/log_scan.hpp"
+#include "store/pg/pg_appender.hpp"
+#include "store/pg/schema.hpp"
+#include "store/pg/url.hpp"
+#include "store/records.hpp"
+#include "store/repair.hpp"
+#include "support/paths.hpp"
+
+#include <poll.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <limits>
+#include <stop_token>
+
+namespace acp::store::pg {
+
+namespace json = boost::json;
+using namespace std::chrono_literals;
+
+namespace {
+
+// Rows per FETCH of a session's lines, shrunk for big lines so a chunk stays near kFetchBytes.
+constexpr std::int64_t kFetchRows = 512;
+constexpr std::int64_t kFetchBytes = 8 << 20;
+// Reconnect attempts after a failed one wait this long, doubling up to the cap.
+constexpr auto kFirstBackoff = 50ms;
+constexpr auto kMaxBackoff = 1000ms;
+
+std::optional<std::string> opt(const PgResult& r, int row, int col) {
+  auto v = r.get(row, col);
+  return v ? std::optional<std::string>(*v) : std::nullopt;
+}
+
+// Feeds every line of `id` from seq `from` on, in seq order, to fn(line, seq), fetching a chunk of
+// rows at a time through a cursor. Needs the caller's transaction.
+template <class Fn>
+void for_each_line(PgConnection& c, const std::string& id, std::int64_t from, Fn&& fn) {
+  const std::string from_text = std::to_string(from);
+  c.exec("DECLARE dsh_acp_lines NO SCROLL CURSOR FOR SELECT seq, line FROM dsh_acp.events "
+         "WHERE session_id = $1 AND seq >= $2::bigint ORDER BY seq",
+         {id, from_text});
+  std::int64_t rows = kFetchRows;
+  for (;;) {
+    PgResult r = c.exec("FETCH " + std::to_string(rows) + " FROM dsh_acp_lines");
+    const int n = r.rows();
+    std::int64_t bytes = 0;
+    for (int i = 0; i < n; ++i) {
+      std::string_view line = r.value(i, 1);
+      bytes += std::int64_t(line.size());
+      fn(line, r.int64(i, 0));
+    }
+    if (n < rows) break;
+    rows = std::clamp<std::int64_t>(kFetchBytes / std::max<std::int64_t>(1, bytes / n), 1, kFetchRows);
+  }
+  c.exec("CLOSE dsh_acp_lines");
+}
+
+// The line as the file reader takes it: strict (every stored line is committed; a bad one is
+// corruption, not a torn tail).
+PlainLine stored_line(std::string_view text, std::int64_t number) {
+  PlainLine l;
+  l.text = text;
+  l.number = number;
+  l.strict = true;
+  return l;
+}
+
+Generation shape_of(const PgResult& r, int row, int col, const std::string& where) {
+  auto g = parse_generation(r.value(row, col));
+  if (!g) throw StoreCorrupt(where, 1, "unknown generation \"" + std::string(r.value(row, col)) + "\"");
+  return *g;
+}
+
+void check_identity(const SessionHeader& h, const std::string& id, const std::string& where) {
+  if (h.id != id) throw StoreCorrupt(where, 1, "session header (id \"" + h.id + "\") does not match the row");
+}
+
+} // namespace
+
+bool connection_gone(const PgError& e) {
+  // 57P01..57P03: the server ended the session (an administrator, a shutdown, a crash restart).
+  return e.connection_lost() || e.sqlstate().starts_with("57P0");
+}
+
+// ---- the connections ----
+
+class PgStore::Pool {
+public:
+  Pool(std::string url, ConnectOptions options, std::size_t size, std::string name, PgConnection first)
+      : url_(std::move(url)), options_(std::move(options)), size_(std::max<std::size_t>(size, 1)),
+        name_(std::move(name)) {
+    idle_.push_back(std::move(first));
+  }
+
+  /// A connection for the caller alone: an idle one (reconnected when found lost) or a new one.
+  /// `counted`: one of the pool's `size` shared ones (waits for one to come back); a writer's own
+  /// connection is not counted (the number of sessions being written bounds those).
+  PgConnection take(bool counted) {
+    std::optional<PgConnection> c;
+    {
+      std::unique_lock g(mu_);
+      if (counted) {
+        cv_.wait(g, [&] { return in_use_ < size_; });
+        ++in_use_;
+      }
+      if (!idle_.empty()) {
+        c.emplace(std::move(idle_.back()));
+        idle_.pop_back();
+      }
+    }
+    try {
+      if (c) {
+        if (!alive(*c)) reconnect([&] { c->reset(); });
+      } else {
+        reconnect([&] { c.emplace(PgConnection::connect(url_, options_)); });
+      }
+      return std::move(*c);
+    } catch (...) {
+      if (counted) done_counted();
+      throw;
+    }
+  }
+
+  /// Back from take(): kept for the next caller when `reusable` and there is room, else closed.
+  void give_back(PgConnection c, bool reusable, bool counted) noexcept {
+    std::optional<PgConnection> drop;
+    {
+      std::lock_guard g(mu_);
+      if (reusable && c.ok() && idle_.size() < size_) idle_.push_back(std::move(c));
+      else drop.emplace(std::move(c));
+      if (counted) --in_use_;
+    }
+    if (counted) cv_.notify_one();
+  }
+
+private:
+  // A connection the server ended while it sat idle (a restart, pg_terminate_backend) has told us
+  // so: its FATAL message, then the end of the stream, wait on the socket (the end may come a moment
+  // after the message). Pool connections LISTEN to nothing, so anything there at all means the
+  // server spoke unasked: such a connection is not trusted with a statement (reset instead).
+  static bool alive(PgConnection& c) {
+    if (!c.ok()) return false;
+    pollfd p{c.socket(), POLLIN, 0};
+    return ::poll(&p, 1, 0) == 0;
+  }
+
+  void done_counted() {
+    {
+      std::lock_guard g(mu_);
+      --in_use_;
+    }
+    cv_.notify_one();
+  }
+
+  // Connects through `attempt`, unless the last attempt failed less than the backoff ago: then the
+  // caller fails at once (a server that is down is not asked again and again by every call).
+  template <class Fn>
+  void reconnect(Fn&& attempt) {
+    const auto now = std::chrono::steady_clock::now();
+    {
+      std::lock_guard g(mu_);
+      if (now < retry_at_)
+        throw PgError(name_ + ": connection lost; reconnecting after " +
+                          std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(retry_at_ - now).count()) +
+                          " ms (last attempt: " + last_error_ + ")",
+                      "08006");
+    }
+    try {
+      attempt();
+    } catch (const PgError& e) {
+      std::lock_guard g(mu_);
+      backoff_ = std::min<std::chrono::milliseconds>(backoff_ == 0ms ? kFirstBackoff : backoff_ * 2, kMaxBackoff);
+      retry_at_ = std::chrono::steady_clock::now() + backoff_;
+      last_error_ = e.what();
+      throw;
+    }
+    std::lock_guard g(mu_);
+    backoff_ = 0ms;
+    retry_at_ = {};
+  }
+
+  const std::string url_;
+  const ConnectOptions options_;
+  const std::size_t size_;
+  const std::string name_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<PgConnection> idle_;  ///< guarded by mu_
+  std::size_t in_use_ = 0;          ///< counted connections taken
+  std::chrono::milliseconds backoff_{0};
+  std::chrono::steady_clock::time_point retry_at_{};
+  std::string last_error_;
+};
+
+class PgStore::Lease {
+public:
+  explicit Lease(Pool& pool) : pool_(&pool), c_(pool.take(true)) {}
+  Lease(const Lease&) = delete;
+  Lease& operator=(const Lease&) = delete;
+  ~Lease() { pool_->give_back(std::move(c_), !dirty_, true); }
+  PgConnection& operator*() { return c_; }
+  PgConnection* operator->() { return &c_; }
+  /// It may hold something the next user must not inherit (a lock that could not be released).
+  void dirty() { dirty_ = true; }
+
+private:
+  Pool* pool_;
+  PgConnection c_;
+  bool dirty_ = false;
+};
+
+PgStore::Lease PgStore::lease() { return Lease(*pool_); }
+
+void PgStore::give_back(PgConnection c, bool reusable) noexcept { pool_->give_back(std::move(c), reusable, false); }
+
+PgError PgStore::named(const PgError& e) const {
+  std::string what = e.what();
+  static constexpr std::string_view kPrefix = "PostgreSQL store ";
+  if (what.starts_with(kPrefix)) return e;
+  std::string message = what.starts_with(name_ + ": ") ? what.substr(name_.size() + 2) : what;
+  if (connection_gone(e) && message.find("connection lost") == std::string::npos)
+    message = "connection lost: " + message;
+  return PgError(std::string(kPrefix) + name_ + ": " + message, e.sqlstate());
+}
+
+// ---- construction ----
+
+PgStore::PgStore(PgStoreOptions options) : options_(std::move(options)), name_(redact_url(options_.url)) {
+  ConnectOptions co;
+  co.statement_timeout = options_.statement_timeout;
+  co.lock_timeout = options_.lock_timeout;
+  try {
+    PgConnection first = PgConnection::connect(options_.url, co);
+    check_schema(first);
+    role_ = first.user();
+    pool_ = std::make_unique<Pool>(options_.url, co, options_.pool_size, name_, std::move(first));
+  } catch (const PgError& e) {
+    throw named(e);
+  }
+}
+
+PgStore::~PgStore() = default;
+
+// ---- readers ----
+
+std::optional<PgStore::Visible> PgStore::visible(PgConnection& c, const std::string& id) {
+  PgResult r = c.exec("SELECT owner, owner = current_user FROM dsh_acp.sessions WHERE id = $1", {id});
+  if (r.rows() == 0) return std::nullopt;
+  return Visible{std::string(r.value(0, 0)), r.value(0, 1) == "t"};
+}
+
+std::optional<std::string> PgStore::find_log(const std::string& id) {
+  try {
+    Lease c = lease();
+    if (!visible(*c, id)) return std::nullopt;
+    return locator(id);
+  } catch (const PgError& e) {
+    throw named(e);
+  }
+}
+
+LogSnapshot PgStore::read_log(const std::string& id) {
+  LogSnapshot snap;
+  StreamResult r = read_events(id, [&](json::object&& e) { snap.events.push_back(std::move(e)); });
+  snap.path = std::move(r.path);
+  snap.header = std::move(r.header);
+  return snap;
+}
+
+StreamResult PgStore::read_events(const std::string& id, const EventSink& sink, std::stop_token stop,
+                                  EventLifetime lifetime) {
+  try {
+    Lease c = lease();
+    // One snapshot: the header and exactly the events committed with it.
+    Transaction tx(*c, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+    PgResult row = c->exec("SELECT header_line, event_count FROM dsh_acp.sessions WHERE id = $1", {id});
+    if (row.rows() == 0) throw SessionNotFound(id);
+    const std::string where = locator(id);
+    const std::int64_t count = row.int64(0, 1);
+    ScanResult out;
+    LineWalker walker(where, sink, out, lifetime);
+    walker.line(stored_line(row.value(0, 0), 1));
+    check_identity(out.header, id, where);
+    std::int64_t number = 1;
+    for_each_line(*c, id, 0, [&](std::string_view line, std::int64_t) {
+      if (stop.stop_requested()) throw ReadCancelled();
+      walker.line(stored_line(line, ++number));
+    });
+    if (out.state.count() != count)
+      throw StoreCorrupt(where, number, "the session row counts " + std::to_string(count) + " events, its lines hold " +
+                                            std::to_string(out.state.count()));
+    tx.commit();
+    StreamResult r;
+    r.path = where;
+    r.header = std::move(out.header);
+    if (count > 0) r.capturedThroughSeq = count - 1;
+    return r;
+  } catch (const PgError& e) {
+    throw named(e);
+  }
+}
+
+std::vector<SessionListing> PgStore::list_sessions(const ListQuery& q) {
+  std::string sql =
+      "SELECT id, version, created_at, cwd, parent_session, seed_length, delegation_depth, origin, agent_preset, "
+      "title, updated_at, size_bytes, owner, shared FROM dsh_acp.sessions WHERE true";
+  std::vector<std::string> values;
+  values.reserve(4);
+  auto param = [&](std::string v) {
+    values.push_back(std::move(v));
+    return "$" + std::to_string(values.size());
+  };
+  if (q.cwd) sql += " AND cwd_key = " + param(normalize_cwd(*q.cwd));
+  else if (q.with_cwd_only) sql += " AND cwd IS NOT NULL";
+  if (q.after) {
+    const std::string at = param(std::to_string(q.after->first));
+    const std::string after_id = param(q.after->second);
+    sql += " AND (created_at < " + at + "::bigint OR (created_at = " + at + "::bigint AND id COLLATE \"en-US-x-icu\" > " +
+           after_id + "::text))";
+  }
+  sql += " ORDER BY created_at DESC, id COLLATE \"en-US-x-icu\"";
+  if (q.limit < std::size_t(std::numeric_limits<std::int64_t>::max()))
+    sql += " LIMIT " + param(std::to_string(q.limit)) + "::bigint";
+  std::vector<Param> params(values.begin(), values.end());
+  try {
+    Lease c = lease();
+    PgResult r = c->exec(sql, params);
+    std::vector<SessionListing> out;
+    out.reserve(std::size_t(r.rows()));
+    for (int i = 0; i < r.rows(); ++i) {
+      SessionListing s;
+      SessionHeader& h = s.header;
+      h.id = std::string(r.value(i, 0));
+      h.version = r.int64(i, 1);
+      h.createdAt = r.int64(i, 2);
+      h.cwd = opt(r, i, 3);
+      h.parentSession = opt(r, i, 4);
+      if (!r.is_null(i, 5)) h.seedLength = r.int64(i, 5);
+      h.delegationDepth = r.int64(i, 6);
+      h.origin = opt(r, i, 7);
+      h.agentPreset = opt(r, i, 8);
+      s.title = opt(r, i, 9);
+      s.updatedAt = r.int64(i, 10);
+      s.sizeBytes = std::uint64_t(r.int64(i, 11));
+      s.owner = std::string(r.value(i, 12));
+      s.shared = r.value(i, 13) == "t";
+      out.push_back(std::move(s));
+    }
+    return out;
+  } catch (const PgError& e) {
+    throw named(e);
+  }
+}
+
+// ---- locks ----
+
+void PgStore::lock_session(PgConnection& c, const std::string& id, const LockWait& wait) {
+  using clock = std::chrono::steady_clock;
+  if (wait.stop.stop_requested()) throw SessionBusy(id);
+  const auto deadline = wait.since.value_or(clock::now()) + options_.lock_timeout;
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now());
+  // lock_timeout 0 would mean "forever": a wait with no time left only tries.
+  if (!wait.wait || left < 1ms) {
+    PgResult r = c.exec("SELECT pg_try_advisory_lock(dsh_acp.session_lock_key($1))", {id});
+    if (r.value(0, 0) != "t") throw SessionBusy(id);
+    return;
+  }
+  bool locked = false;
+  try {
+    std::stop_callback cancel(wait.stop, [&c] { c.cancel(); });
+    // A session-level lock taken inside a transaction outlives it; SET LOCAL ends with it.
+    Transaction tx(c);
+    c.exec("SELECT set_config('lock_timeout', $1, true)", {std::to_string(left.count()) + "ms"});
+    c.exec("SELECT pg_advisory_lock(dsh_acp.session_lock_key($1))", {id});
+    locked = true;
+    tx.commit();
+  } catch (const PgError& e) {
+    if (locked) unlock_session(c, id);
+    // 55P03: lock_timeout; 57014: cancelled (the stop token) or statement_timeout.
+    if (e.sqlstate() == "55P03" || e.sqlstate() == "57014") throw SessionBusy(id);
+    throw;
+  }
+  // A stop that came as the lock was granted: its cancel found nothing to cancel.
+  if (wait.stop.stop_requested()) {
+    unlock_session(c, id);
+    throw SessionBusy(id);
+  }
+}
+
+bool PgStore::unlock_session(PgConnection& c, const std::string& id) noexcept {
+  try {
+    PgResult r = c.exec("SELECT pg_advisory_unlock(dsh_acp.session_lock_key($1))", {id});
+    return r.value(0, 0) == "t";
+  } catch (...) {
+    return false;
+  }
+}
+
+// ---- writers ----
+
+PgStore::Loaded PgStore::load(PgConnection& c, const std::string& id) {
+  const std::string where = locator(id);
+  PgResult row = c.exec("SELECT header_line, generation, event_count FROM dsh_acp.sessions WHERE id = $1", {id});
+  if (row.rows() == 0) throw SessionNotFound(id);
+  const std::string header_line(row.value(0, 0));
+  const Generation shape = shape_of(row, 0, 1, where);
+  const std::int64_t count = row.int64(0, 2);
+  ScanResult out;
+  std::int64_t from = 0;
+  {
+    std::lock_guard g(mu_);
+    auto it = known_.find(id);
+    // The cache is good up to its count when the row still has its header (not a session deleted
+    // and created again) and at least that many events. A turn left open is folded again: the
+    // closers must be computed from the stored events, whoever left it open.
+    if (it != known_.end() && it->second.header_line == header_line && it->second.shape == shape &&
+        it->second.log.state.count() <= count && !it->second.log.state.turn_open()) {
+      if (it->second.log.state.count() == count) return it->second;
+      out.header = it->second.log.header;
+      out.state = it->second.log.state;
+      from = out.state.count();
+    }
+  }
+  const EventSink none;
+  LineWalker walker(where, none, out, EventLifetime::transient);
+  if (from == 0) {
+    walker.line(stored_line(header_line, 1));
+    check_identity(out.header, id, where);
+  }
+  {
+    Transaction tx(c, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+    std::int64_t number = from + 1;
+    for_each_line(c, id, from, [&](std::string_view line, std::int64_t) { walker.line(stored_line(line, ++number)); });
+    tx.commit();
+  }
+  if (out.state.count() != count)
+    throw StoreCorrupt(where, count + 1, "the session row counts " + std::to_string(count) + " events, its lines hold " +
+                                            std::to_string(out.state.count()));
+  Loaded l;
+  l.log.id = id;
+  l.log.path = where;
+  l.log.header = std::move(out.header);
+  l.log.state = std::move(out.state);
+  l.log.on_disk = true;
+  l.shape = shape;
+  l.header_line = header_line;
+  return l;
+}
+
+void PgStore::remember(const KnownLog& log, Generation shape, const std::string& header_line) {
+  std::lock_guard g(mu_);
+  Loaded& l = known_[log.id];
+  l.log = log;
+  l.shape = shape;
+  l.header_line = header_line;
+}
+
+void PgStore::forget(const std::string& id) {
+  std::lock_guard g(mu_);
+  known_.erase(id);
+}
+
+SessionWriter PgStore::create(const SessionHeader& header, const LockWait& wait) {
+  if (header.id.empty()) throw InvalidSessionId("session id must not be empty");
+  if (header.cwd && !support::is_absolute_path(*header.cwd))
+    throw StoreError("session cwd must be an absolute path: " + *header.cwd);
+  try {
+    auto appender = std::make_unique<PgAppender>(*this, pool_->take(false), header.id, options_.generation);
+    appender->lock(wait);
+    if (visible(appender->connection(), header.id)) throw SessionExists(header.id);
+    KnownLog log;
+    log.id = header.id;
+    log.path = locator(header.id);
+    log.header = header;
+    log.header.version = kSessionFormatVersion;
+    return SessionWriter(options_.generation, std::move(log), std::move(appender));
+  } catch (const PgError& e) {
+    throw named(e);
+  }
+}
+
+SessionWriter PgStore::open(const std::string& id, const LockWait& wait) {
+  try {
+    auto appender = std::make_unique<PgAppender>(*this, pool_->take(false), id, options_.generation);
+    auto v = visible(appender->connection(), id);
+    if (!v) throw SessionNotFound(id);
+    if (!v->mine) throw SessionReadOnly(id, "it belongs to " + v->owner);
+    appender->lock(wait);
+    Loaded l = load(appender->connection(), id);
+    appender->set_shape(l.shape);
+    appender->set_header_line(l.header_line);
+    if (l.log.state.turn_open()) {
+      // A turn left open by a writer that died: closed as file repair closes it, in one batch.
+      const std::vector<json::object> closers = l.log.state.closers();
+      appender->write(l.log, closer_lines(closers, l.shape), closers, true);
+      for (const auto& c : closers) l.log.state.observe(c);
+    }
+    remember(l.log, l.shape, l.header_line);
+    return SessionWriter(l.shape, std::move(l.log), std::move(appender));
+  } catch (const PgError& e) {
+    throw named(e);
+  }
+}
+
+void PgStore::delete_session(const std::string& id, const LockWait& wait) {
+  try {
+    Lease c = lease();
+    auto v = visible(*c, id);
+    if (!v) throw SessionNotFound(id);
+    if (!v->mine) throw SessionReadOnly(id, "it belongs to " + v->owner);
+    lock_session(*c, id, wait);
+    struct Unlock {
+      PgStore& s;
+      Lease& c;
+      const std::string& id;
+      ~Unlock() {
+        if (!s.unlock_session(*c, id)) c.dirty();
+      }
+    } unlock{*this, c, id};
+    PgResult r = c->exec("DELETE FROM dsh_acp.sessions WHERE id = $1", {id});
+    forget(id);
+    if (r.affected() == 0) throw SessionNotFound(id);
+  } catch (const PgError& e) {
+    throw named(e);
+  }
+}
+
+// ---- copying ----
+
+Generation PgStore::export_lines(const std::string& id, const std::function<void(std::string_view)>& header,
+                                 const std::function<void(std::string_view)>& line, std::int64_t from_seq) {
+  try {
+    Lease c = lease();
+    Transaction tx(*c, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+    PgResult row = c->exec("SELECT header_line, generation FROM dsh_acp.sessions WHERE id = $1", {id});
+    if (row.rows() == 0) throw SessionNotFound(id);
+    const Generation shape = shape_of(row, 0, 1, locator(id));
+    if (header) header(row.value(0, 0));
+    for_each_line(*c, id, from_seq, [&](std::string_view text, std::int64_t) {
+      if (line) line(text);
+    });
+    tx.commit();
+    return shape;
+  } catch (const PgError& e) {
+    throw named(e);
+  }
+}
+
+void PgStore::import_lines(const std::string& id, Generation g, const std::string& header_line, std::int64_t first_seq,
+                           const std::vector<std::string>& lines) {
+  if (id.empty()) throw InvalidSessionId("session id must not be empty");
+  if (first_seq < 0) throw StoreError("import into " + locator(id) + ": negative first seq");
+  const std::string where = locator(id);
+  try {
+    Lease c = lease();
+    ScanResult out;
+    std::string stored_header;
+    if (first_seq == 0) {
+      if (visible(*c, id)) throw SessionExists(id);
+    } else {
+      auto v = visible(*c, id);
+      if (!v) throw SessionNotFound(id);
+      if (!v->mine) throw SessionReadOnly(id, "it belongs to " + v->owner);
+    }
+    lock_session(*c, id, {});
+    struct Unlock {
+      PgStore& s;
+      Lease& c;
+      const std::string& id;
+      ~Unlock() {
+        if (!s.unlock_session(*c, id)) c.dirty();
+      }
+    } unlock{*this, c, id};
+
+    // Every line is read as read_events would read it, continuing the stored state.
+    std::int64_t number = 1;
+    EventSink sink;
+    std::vector<LineRow> rows;
+    rows.reserve(lines.size());
+    BatchEffect effect;
+    effect.first_seq = first_seq;
+    bool first_of_line = false;
+    sink = [&](json::object&& e) {
+      if (string_member(e, 0, "type") == "session/title")
+        if (const json::object* d = object_member(e, 3, "data")) effect.title = std::string(string_at(*d, "title"));
+      auto time = member_at(e, 2, "time");
+      effect.updated_at = time ? safe_int(*time) : std::nullopt;
+      if (!first_of_line) return;
+      first_of_line = false;
+      LineRow& row = rows.back();
+      auto seq = member_at(e, 1, "seq");
+      row.seq = seq ? safe_int(*seq).value_or(0) : 0;
+      row.type = std::string(string_member(e, 0, "type"));
+      row.time = effect.updated_at.value_or(0);
+    };
+    LineWalker walker(where, sink, out, EventLifetime::transient);
+    Loaded existing;
+    if (first_seq == 0) {
+      walker.line(stored_line(header_line, 1));
+      check_identity(out.header, id, where);
+      stored_header = header_line;
+    } else {
+      existing = load(*c, id);
+      if (existing.shape != g)
+        throw StoreError("import into " + where + ": the session holds harness " +
+                         std::string(acp::store::generation_name(existing.shape)) + " lines, not " +
+                         std::string(acp::store::generation_name(g)));
+      if (existing.log.state.count() != first_seq)
+        throw StoreError("import into " + where + ": the session holds " + std::to_string(existing.log.state.count()) +
+                         " events, the lines start at seq " + std::to_string(first_seq));
+      out.header = existing.log.header;
+      out.state = existing.log.state;
+      number = first_seq + 1;
+      stored_header = existing.header_line;
+    }
+    for (const auto& l : lines) {
+      if (l.find('\n') != std::string::npos) throw StoreCorrupt(where, number + 1, "a line holds a line break");
+      rows.push_back(LineRow{0, {}, 0, l});
+      first_of_line = true;
+      walker.line(stored_line(l, ++number));
+      effect.bytes += l.size() + 1;
+    }
+    effect.next_seq = out.state.count();
+
+    Transaction tx(*c);
+    if (first_seq == 0) insert_session_row(*c, out.header, g, header_line);
+    insert_lines(*c, where, id, rows, effect, true);
+    tx.commit();
+
+    KnownLog log;
+    log.id = id;
+    log.path = where;
+    log.header = out.header;
+    log.state = std::move(out.state);
+    log.on_disk = true;
+    remember(log, g, stored_header);
+  } catch (const PgError& e) {
+    forget(id);
+    throw named(e);
+  }
+}
+
+void PgStore::set_shared(const std::string& id, bool shared) {
+  try {
+    Lease c = lease();
+    PgResult r = c->exec("UPDATE dsh_acp.sessions SET shared = $2::boolean WHERE id = $1 AND owner = current_user",
+                         {id, shared ? "true" : "false"});
+    if (r.affected() > 0) return;
+    auto v = visible(*c, id);
+    if (!v) throw SessionNotFound(id);
+    throw SessionReadOnly(id, "it belongs to " + v->owner);
+  } catch (const PgError& e) {
+    throw named(e);
+  }
+}
+
+} // namespace acp::store::pg

@@ -1,0 +1,129 @@
+// The PostgreSQL backend of the store seam (issue 17): sessions of the dsh_acp schema (schema.hpp)
+// served as the same normalised event model as a root of log files. Lines go in and come out as
+// the text the file backend would write (no JSON re-encoding): a session's row keeps the shape its
+// lines are in ('45fc' or '0.1'), and every line read goes through the file reader's own per-line
+// rules (LineWalker). A write sequence holds the session's advisory lock on a connection of its
+// own; a batch is one transaction whose first seq is checked against the row.
+//
+// Every call blocks (database round trips, lock waits): call them on store threads, never on the
+// connection thread. Thread-safe: connections come from a small pool, one thread per connection.
+#pragma once
+
+#include "store/backend.hpp"
+#include "store/pg/connection.hpp"
+#include "store/session_writer.hpp"
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace acp::store::pg {
+
+struct PgStoreOptions {
+  std::string url;  ///< postgresql:// URL or conninfo (no password: the libpq ways only)
+  std::chrono::milliseconds lock_timeout{2000};        ///< a session's write lock, and every row lock
+  std::chrono::milliseconds statement_timeout{30000};  ///< every statement
+  Generation generation = Generation::flat;             ///< the shape of new sessions
+  std::size_t pool_size = 4;                            ///< connections readers share (writers own one each)
+};
+
+class PgStore final : public Backend {
+public:
+  /// Connects and checks the schema. Throws PgError (naming the redacted URL) when the server
+  /// cannot be reached or refuses the role, SchemaError when the schema is missing, of another
+  /// version or not usable by the role.
+  explicit PgStore(PgStoreOptions options);
+  ~PgStore() override;
+  PgStore(const PgStore&) = delete;
+  PgStore& operator=(const PgStore&) = delete;
+
+  /// The URL without its password.
+  const std::string& name() const noexcept override { return name_; }
+  Generation generation() const noexcept override { return options_.generation; }
+  bool read_only() const noexcept override { return false; }
+  /// The role this store's connections log in as (the owner of the sessions it creates).
+  const std::string& role() const noexcept { return role_; }
+  /// "<name()>#<id>": where a session is, in messages and StoreCorrupt.
+  std::string locator(const std::string& id) const { return name_ + "#" + id; }
+
+  /// locator(id) when the role can see the session (its own or a shared one), else nullopt: a
+  /// session of someone else that is not shared is indistinguishable from one that does not exist.
+  std::optional<std::string> find_log(const std::string& id) override;
+
+  LogSnapshot read_log(const std::string& id) override;
+  /// One snapshot of the session (header and events of one transaction), fetched in chunks of
+  /// rows, each line read as the file reader reads a line of the session's shape.
+  StreamResult read_events(const std::string& id, const EventSink& sink, std::stop_token stop = {},
+                           EventLifetime lifetime = EventLifetime::kept) override;
+  /// In SQL: newest first by createdAt, ties by id in en-US collation ("en-US-x-icu"), keyset cursor;
+  /// rows carry owner and shared.
+  std::vector<SessionListing> list_sessions(const ListQuery& query = {}) override;
+
+  /// Takes the session's advisory lock (wait bounded by lock_timeout from wait.since, or none with
+  /// wait.wait == false; wait.stop ends it): SessionBusy. SessionExists when a visible session has
+  /// the id (an invisible one is found by the first write's insert: SessionExists then).
+  SessionWriter create(const SessionHeader& header, const LockWait& wait = {}) override;
+  /// SessionNotFound (also for an invisible session), SessionReadOnly for someone else's shared
+  /// session, SessionBusy; refreshes the cached state by the events written since, and closes a turn
+  /// left open by a writer that died with the closers file repair writes.
+  SessionWriter open(const std::string& id, const LockWait& wait = {}) override;
+  /// Under the session's lock; the events go with the row (ON DELETE CASCADE).
+  void delete_session(const std::string& id, const LockWait& wait = {}) override;
+
+  Generation export_lines(const std::string& id, const std::function<void(std::string_view)>& header,
+                          const std::function<void(std::string_view)>& line, std::int64_t from_seq = 0) override;
+  /// Under the session's lock, one transaction; lines of either shape (the row keeps one: a session
+  /// holding the other shape refuses them). Lines are read as read_events would (StoreCorrupt).
+  void import_lines(const std::string& id, Generation g, const std::string& header_line, std::int64_t first_seq,
+                    const std::vector<std::string>& lines) override;
+  void set_shared(const std::string& id, bool shared) override;
+
+  class Pool;  ///< the connections (pg_store.cpp)
+
+private:
+  friend class PgAppender;
+
+  /// A pooled connection for the length of one call.
+  class Lease;
+  Lease lease();
+  /// The session's advisory lock on `c`, waiting as `wait` says: SessionBusy when not obtained.
+  void lock_session(PgConnection& c, const std::string& id, const LockWait& wait);
+  /// False when the connection could not say (then it must not be reused).
+  bool unlock_session(PgConnection& c, const std::string& id) noexcept;
+  /// The visible row's owner and whether it is this role's; nullopt when the role cannot see it.
+  struct Visible {
+    std::string owner;
+    bool mine = false;
+  };
+  std::optional<Visible> visible(PgConnection& c, const std::string& id);
+  /// What a writer needs to know of an existing session.
+  struct Loaded {
+    KnownLog log;
+    Generation shape = Generation::flat;
+    std::string header_line;
+  };
+  /// The committed state of `id` under the caller's lock: the cache when the row did not change,
+  /// else the cache folded over the events written since, else every event. SessionNotFound.
+  Loaded load(PgConnection& c, const std::string& id);
+  /// A writer's own connection back to the pool (closed unless `reusable`).
+  void give_back(PgConnection c, bool reusable) noexcept;
+  void remember(const KnownLog& log, Generation shape, const std::string& header_line);
+  void forget(const std::string& id);
+  /// `e` as thrown to callers: naming the store, "connection lost" said as such.
+  PgError named(const PgError& e) const;
+
+  PgStoreOptions options_;
+  std::string name_;
+  std::string role_;
+  std::unique_ptr<Pool> pool_;
+
+  std::mutex mu_;
+  std::unordered_map<std::string, Loaded> known_;  ///< guarded by mu_
+};
+
+} // namespace acp::store::pg

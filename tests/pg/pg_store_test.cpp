@@ -1,0 +1,690 @@
+// PgStore (src/store/pg/pg_store.hpp) against the suite's own PostgreSQL: every test gets a
+// database of its own, migrated, and roles of its own in dsh_acp_user. The file backend
+// (SessionStore) is the oracle: the same batches written to both read back the same, and the stored
+// lines are the file's bytes.
+#include "support.hpp"
+
+#include "store/errors.hpp"
+#include "store/pg/connection.hpp"
+#include "store/pg/pg_store.hpp"
+#include "store/pg/schema.hpp"
+#include "store/session_store.hpp"
+#include "store/session_writer.hpp"
+
+#include <boost/json.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <sstream>
+#include <thread>
+
+using namespace acp::store;
+using namespace acp::store::pg;
+using namespace std::chrono;
+namespace json = boost::json;
+
+namespace {
+
+// DSH_ACP_TEST_PG with another user and database: postgresql://USER@/DB?QUERY.
+std::string url_as(const std::string& user, const std::string& db) {
+  const std::string u = pg_test::url();
+  const std::size_t scheme = u.find("://");
+  BOOST_TEST_REQUIRE(scheme != std::string::npos, "DSH_ACP_TEST_PG must be a URL: " << u);
+  const std::size_t q = u.find('?', scheme);
+  const std::string query = q == std::string::npos ? std::string() : u.substr(q);
+  std::string hostpart = u.substr(scheme + 3, (q == std::string::npos ? u.size() : q) - scheme - 3);
+  if (auto at = hostpart.find('@'); at != std::string::npos) hostpart = hostpart.substr(at + 1);
+  hostpart = hostpart.substr(0, hostpart.find('/'));
+  return "postgresql://" + user + "@" + hostpart + "/" + db + query;
+}
+
+// A database of this test's own, migrated, with two people (LOGIN IN ROLE dsh_acp_user).
+struct Db {
+  std::string name, alice, bob;
+  pg_test::Connection admin;  ///< superuser on the test database
+
+  Db() {
+    static std::atomic<int> counter{0};
+    name = "pgstore_" + std::to_string(::getpid()) + "_" + std::to_string(counter++);
+    alice = pg_test::unique_role("alice");
+    bob = pg_test::unique_role("bob");
+    auto root = pg_test::connect();
+    pg_test::exec(root.get(), "DROP DATABASE IF EXISTS " + name + " WITH (FORCE)");
+    pg_test::exec(root.get(), "CREATE DATABASE " + name);
+    {
+      PgConnection c = PgConnection::connect(url_as("postgres", name));
+      migrate(c);
+    }
+    for (const auto& r : {alice, bob}) {
+      pg_test::Result exists(PQexec(root.get(), ("SELECT 1 FROM pg_roles WHERE rolname = '" + r + "'").c_str()));
+      if (PQntuples(exists.get()) == 0) pg_test::exec(root.get(), "CREATE ROLE " + r + " LOGIN IN ROLE dsh_acp_user");
+    }
+    admin = pg_test::Connection(PQconnectdb(url_as("postgres", name).c_str()));
+    BOOST_TEST_REQUIRE(PQstatus(admin.get()) == CONNECTION_OK);
+  }
+  ~Db() {
+    admin.reset();
+    auto root = pg_test::try_connect();
+    pg_test::Result(PQexec(root.get(), ("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)").c_str()));
+  }
+
+  std::string url(const std::string& user) const { return url_as(user, name); }
+
+  std::unique_ptr<PgStore> store(const std::string& user, Generation g = Generation::flat,
+                                 milliseconds lock_timeout = milliseconds(2000)) const {
+    PgStoreOptions o;
+    o.url = url(user);
+    o.generation = g;
+    o.lock_timeout = lock_timeout;
+    return std::make_unique<PgStore>(o);
+  }
+
+  std::string value(const std::string& sql) { return pg_test::value(admin.get(), sql); }
+  void exec(const std::string& sql) { pg_test::exec(admin.get(), sql); }
+  /// Ends the backends of `user` that hold an advisory lock (a writer's connection).
+  int kill_lock_holders(const std::string& user) {
+    return std::stoi(value("SELECT count(pg_terminate_backend(l.pid)) FROM pg_locks l JOIN pg_stat_activity a "
+                           "USING (pid) WHERE l.locktype = 'advisory' AND l.granted AND a.usename = '" +
+                           user + "'"));
+  }
+};
+
+// A private temporary directory for a file store, removed at the end.
+struct TempDir {
+  std::string path;
+  TempDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "pgstore-XXXXXX").string();
+    BOOST_TEST_REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
+    path = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
+
+std::unique_ptr<SessionStore> file_store(const TempDir& dir, Generation g) {
+  StoreOptions o;
+  o.root = dir.path + "/root";
+  o.encoding = Encoding::none;
+  o.generation = g;
+  return std::make_unique<SessionStore>(o);
+}
+
+SessionHeader header(const std::string& id, std::optional<std::string> cwd = "/work/project",
+                     std::int64_t created = 1000) {
+  SessionHeader h;
+  h.id = id;
+  h.cwd = std::move(cwd);
+  h.createdAt = created;
+  return h;
+}
+
+NewEvent ev(std::string type, json::object data, std::int64_t time, bool surface = false) {
+  NewEvent e;
+  e.type = std::move(type);
+  e.data = std::move(data);
+  e.time = time;
+  if (surface) e.surfaceOp = json::value("append");
+  return e;
+}
+
+json::array text(const std::string& t) { return json::array{json::object{{"type", "text"}, {"text", t}}}; }
+
+// The batches of one prompt turn with a tool call; `finished` false leaves it open after the call
+// (a writer that died mid-turn). Message ids are given, so a 0.1 writer mints none (the two stores
+// then write the same bytes).
+std::vector<std::vector<NewEvent>> turn(int n, bool finished = true, std::int64_t t = 5000) {
+  const std::string k = std::to_string(n);
+  std::vector<std::vector<NewEvent>> out;
+  out.push_back({ev("turn/start", {{"turn", n}}, t),
+                 ev("user/message", {{"turn", n}, {"content", text("question " + k)}, {"id", "u" + k}}, t, true)});
+  std::vector<NewEvent> b2;
+  if (n == 1)
+    b2.push_back(ev("session/title", {{"title", "Title " + k}, {"messageSeqs", json::array{1}}, {"source", {{"kind", "user"}}}},
+                    t + 1));
+  b2.push_back(ev("step/start", {{"turn", n}, {"step", 1}}, t + 1));
+  b2.push_back(ev("assistant/chunk", {{"turn", n}, {"step", 1}, {"index", 0}, {"delta", "thinking \"quoted\" \\ é"}}, t + 2));
+  out.push_back(std::move(b2));
+  json::array content = text("answer " + k);
+  content.push_back(json::object{{"type", "tool-call"}, {"id", "c" + k}, {"name", "read"}, {"arguments", "{}"}});
+  out.push_back({ev("assistant/message",
+                    {{"turn", n}, {"step", 1}, {"content", content}, {"provenance", {{"provider", "echo"}, {"model", "m"}}},
+                     {"id", "a" + k}},
+                    t + 3, true),
+                 ev("tool/call", {{"turn", n}, {"step", 1}, {"callId", "c" + k}, {"name", "read"}}, t + 4)});
+  if (finished)
+    out.push_back({ev("tool/result",
+                      {{"turn", n}, {"step", 1}, {"callId", "c" + k}, {"content", text("file")}, {"isError", false}, {"id", "t" + k}},
+                      t + 5, true),
+                   ev("step/end", {{"turn", n}, {"step", 1}}, t + 6),
+                   ev("turn/end", {{"turn", n}, {"reason", {{"kind", "completed"}}}}, t + 7)});
+  return out;
+}
+
+void write_batches(SessionWriter& w, std::vector<std::vector<NewEvent>> batches) {
+  for (auto& b : batches) w.append(std::move(b));
+}
+
+std::vector<std::string> file_lines(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<std::string> out;
+  for (std::string l; std::getline(in, l);) out.push_back(l);
+  return out;
+}
+
+// header line + event lines as exported.
+std::vector<std::string> exported(Backend& s, const std::string& id, Generation* g = nullptr) {
+  std::vector<std::string> out;
+  Generation shape = s.export_lines(
+      id, [&](std::string_view h) { out.emplace_back(h); }, [&](std::string_view l) { out.emplace_back(l); });
+  if (g) *g = shape;
+  return out;
+}
+
+std::vector<std::int64_t> stored_seqs(Db& db, const std::string& id) {
+  pg_test::Result r(PQexec(db.admin.get(), ("SELECT seq FROM dsh_acp.events WHERE session_id = '" + id + "' ORDER BY seq").c_str()));
+  std::vector<std::int64_t> out;
+  for (int i = 0; i < PQntuples(r.get()); ++i) out.push_back(std::stoll(PQgetvalue(r.get(), i, 0)));
+  return out;
+}
+
+std::vector<std::int64_t> iota(std::int64_t n) {
+  std::vector<std::int64_t> v;
+  for (std::int64_t i = 0; i < n; ++i) v.push_back(i);
+  return v;
+}
+
+template <class E, class Fn>
+std::string message_of(Fn&& fn) {
+  try {
+    fn();
+  } catch (const E& e) {
+    return e.what();
+  }
+  BOOST_FAIL("expected exception not thrown");
+  return {};
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(pg_store)
+
+BOOST_AUTO_TEST_CASE(writes_read_back_as_the_file_store_reads_them_in_both_generations) {
+  Db db;
+  for (Generation g : {Generation::flat, Generation::project_dirs}) {
+    BOOST_TEST_CONTEXT("generation " << acp::store::generation_name(g)) {
+      TempDir dir;
+      auto files = file_store(dir, g);
+      auto pg = db.store(db.alice, g);
+      const std::string id = std::string("s-") + std::string(acp::store::generation_name(g));
+      for (Backend* b : {static_cast<Backend*>(files.get()), static_cast<Backend*>(pg.get())}) {
+        {
+          auto w = b->create(header(id));
+          write_batches(w, turn(1));
+        }
+        auto w = b->open(id);  // a second write sequence continues the log
+        write_batches(w, turn(2, true, 9000));
+        w.release();
+      }
+      LogSnapshot a = files->read_log(id), p = pg->read_log(id);
+      BOOST_TEST(p.events.size() == a.events.size());
+      BOOST_TEST((p.events == a.events));
+      BOOST_TEST(p.header.id == a.header.id);
+      BOOST_TEST(p.header.createdAt == a.header.createdAt);
+      BOOST_TEST((p.header.cwd == a.header.cwd));
+      BOOST_TEST(p.path == pg->locator(id));
+      // The stored text is the file's, byte for byte, in the generation's shape.
+      Generation shape;
+      BOOST_TEST((exported(*pg, id, &shape) == file_lines(*files->find_log(id))));
+      BOOST_TEST((shape == g));
+      BOOST_TEST((stored_seqs(db, id) == iota(std::int64_t(a.events.size()))));
+      // The listing row says what the file store's says.
+      auto fl = files->list_sessions(), pl = pg->list_sessions();
+      BOOST_TEST_REQUIRE(pl.size() == 1u);
+      BOOST_TEST(pl[0].header.id == id);
+      BOOST_TEST((pl[0].title == fl[0].title));
+      BOOST_TEST(pl[0].updatedAt == fl[0].updatedAt);
+      BOOST_TEST(pl[0].sizeBytes == fl[0].sizeBytes);
+      BOOST_TEST((pl[0].owner == db.alice));
+      BOOST_TEST(!pl[0].shared);
+      pg->delete_session(id);
+      BOOST_TEST(!pg->find_log(id));
+      BOOST_CHECK_THROW(pg->read_log(id), SessionNotFound);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(streamed_read_gives_every_event_and_stops_when_asked) {
+  Db db;
+  auto pg = db.store(db.alice);
+  {
+    auto w = pg->create(header("big"));
+    // More lines than one FETCH and one INSERT statement hold.
+    std::vector<NewEvent> batch;
+    batch.push_back(ev("turn/start", {{"turn", 1}}, 1));
+    for (int i = 0; i < 2500; ++i)
+      batch.push_back(ev("assistant/chunk", {{"turn", 1}, {"step", 1}, {"index", 0}, {"delta", std::to_string(i)}}, 2));
+    batch.push_back(ev("turn/end", {{"turn", 1}, {"reason", {{"kind", "completed"}}}}, 3));
+    w.append(std::move(batch));
+  }
+  std::int64_t seen = 0;
+  StreamResult r = pg->read_events(
+      "big", [&](json::object&& e) { BOOST_TEST(e.at("seq").as_int64() == seen++); }, {}, EventLifetime::transient);
+  BOOST_TEST(seen == 2502);
+  BOOST_TEST((r.capturedThroughSeq == std::optional<std::int64_t>(2501)));
+  std::stop_source stop;
+  std::int64_t before_stop = 0;
+  BOOST_CHECK_THROW(pg->read_events("big",
+                                    [&](json::object&&) {
+                                      if (++before_stop == 10) stop.request_stop();
+                                    },
+                                    stop.get_token()),
+                    ReadCancelled);
+  BOOST_TEST(before_stop == 10);
+  BOOST_TEST((stored_seqs(db, "big") == iota(2502)));
+}
+
+BOOST_AUTO_TEST_CASE(a_corrupt_line_names_the_store_the_session_and_the_line) {
+  Db db;
+  auto pg = db.store(db.alice);
+  {
+    auto w = pg->create(header("c"));
+    write_batches(w, turn(1));
+  }
+  db.exec("UPDATE dsh_acp.events SET line = '{\"type\":' WHERE session_id = 'c' AND seq = 2");
+  const std::string what = message_of<StoreCorrupt>([&] { pg->read_log("c"); });
+  BOOST_TEST(what.find(pg->locator("c") + ":4:") == 0u, what);
+  BOOST_TEST(what.find("unparsable line") != std::string::npos, what);
+}
+
+BOOST_AUTO_TEST_CASE(a_failed_batch_is_never_half_visible_and_the_writer_goes_on) {
+  Db db;
+  // A line the server refuses half-way through the batch's INSERT.
+  db.exec("CREATE FUNCTION public.refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+          "RAISE EXCEPTION 'refused line'; END $$");
+  db.exec("CREATE TRIGGER refuse BEFORE INSERT ON dsh_acp.events FOR EACH ROW WHEN (NEW.line LIKE '%REFUSE-ME%') "
+          "EXECUTE FUNCTION public.refuse()");
+  auto pg = db.store(db.alice);
+  {
+    // The first batch publishes the session: refused, the session does not exist at all.
+    auto w = pg->create(header("new"));
+    BOOST_CHECK_THROW(w.append({ev("turn/start", {{"turn", 1}}, 1), ev("user/message", {{"turn", 1}, {"content", text("REFUSE-ME")}}, 2, true)}),
+                      StoreError);
+    BOOST_TEST(!pg->find_log("new"));
+  }
+  auto w = pg->create(header("s"));
+  write_batches(w, turn(1));
+  const std::string count = db.value("SELECT event_count FROM dsh_acp.sessions WHERE id = 's'");
+  // A batch of more rows than one statement takes, refused in its second statement.
+  std::vector<NewEvent> batch{ev("turn/start", {{"turn", 2}}, 10)};
+  for (int i = 0; i < 1500; ++i)
+    batch.push_back(ev("assistant/chunk", {{"turn", 2}, {"step", 1}, {"index", 0}, {"delta", i == 1400 ? "REFUSE-ME" : "x"}}, 11));
+  BOOST_CHECK_THROW(w.append(std::move(batch)), StoreError);
+  BOOST_TEST(db.value("SELECT event_count FROM dsh_acp.sessions WHERE id = 's'") == count);
+  BOOST_TEST((stored_seqs(db, "s") == iota(std::stoll(count))));
+  // The writer still holds the session and continues the log where it was.
+  write_batches(w, turn(2, true, 20));
+  w.release();
+  auto again = pg->open("s");
+  BOOST_TEST(again.next_seq() == std::int64_t(stored_seqs(db, "s").size()));
+  BOOST_TEST((stored_seqs(db, "s") == iota(again.next_seq())));
+  BOOST_TEST(again.last_turn() == 2);
+}
+
+BOOST_AUTO_TEST_CASE(a_log_changed_under_the_writer_fails_the_batch) {
+  Db db;
+  auto pg = db.store(db.alice);
+  auto w = pg->create(header("s"));
+  write_batches(w, turn(1));
+  // Somebody bypassing the lock adds an event.
+  db.exec("INSERT INTO dsh_acp.events SELECT id, event_count, 'x', 0, '{}' FROM dsh_acp.sessions WHERE id = 's'");
+  db.exec("UPDATE dsh_acp.sessions SET event_count = event_count + 1 WHERE id = 's'");
+  const std::string what = message_of<StoreError>([&] { write_batches(w, turn(2)); });
+  BOOST_TEST(what.find("log changed under the writer") != std::string::npos, what);
+  BOOST_TEST(db.value("SELECT count(*) FROM dsh_acp.events WHERE session_id = 's'") ==
+             db.value("SELECT event_count FROM dsh_acp.sessions WHERE id = 's'"));
+}
+
+BOOST_AUTO_TEST_CASE(a_killed_connection_fails_the_batch_whole_releases_the_lock_and_the_next_open_works) {
+  Db db;
+  auto pg = db.store(db.alice);
+  auto w = pg->create(header("s"));
+  write_batches(w, turn(1));
+  const auto before = stored_seqs(db, "s");
+  BOOST_TEST(db.kill_lock_holders(db.alice) == 1);
+  const std::string what = message_of<StoreError>([&] { write_batches(w, turn(2)); });
+  BOOST_TEST(what.find("PostgreSQL store " + pg->name()) == 0u, what);
+  BOOST_TEST(what.find("connection lost") != std::string::npos, what);
+  BOOST_TEST((stored_seqs(db, "s") == before));
+  BOOST_CHECK_THROW(w.append({ev("turn/start", {{"turn", 9}}, 1)}), StoreError);  // the lock is gone with it
+  // Another writer gets the session at once: the lock died with the backend.
+  auto other = db.store(db.alice);
+  auto w2 = other->open("s", LockWait{false, std::nullopt, {}});
+  BOOST_TEST(w2.next_seq() == std::int64_t(before.size()));
+  write_batches(w2, turn(2, true, 9000));
+  BOOST_TEST((stored_seqs(db, "s") == iota(w2.next_seq())));
+  w2.release();
+  w.release();
+  // The first store's pool recovers from the killed connection on its own.
+  auto w3 = pg->open("s");
+  BOOST_TEST(w3.last_turn() == 2);
+}
+
+BOOST_AUTO_TEST_CASE(idle_connections_killed_under_the_pool_are_replaced) {
+  Db db;
+  auto pg = db.store(db.alice);
+  { auto w = pg->create(header("s")); write_batches(w, turn(1)); }
+  BOOST_TEST(pg->list_sessions().size() == 1u);
+  db.value("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE usename = '" + db.alice + "'");
+  // Gone for the server before the store is asked again (each has told its client by then).
+  while (db.value("SELECT count(*) FROM pg_stat_activity WHERE usename = '" + db.alice + "'") != "0")
+    std::this_thread::sleep_for(milliseconds(5));
+  BOOST_TEST(pg->list_sessions().size() == 1u);
+  BOOST_TEST(pg->read_log("s").events.size() == 10u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(pg_store_locks)
+
+// Waiters on an advisory lock in the test database (pg_locks: not granted).
+int advisory_waiters(Db& db) {
+  return std::stoi(db.value("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND "
+                            "database = (SELECT oid FROM pg_database WHERE datname = current_database())"));
+}
+
+BOOST_AUTO_TEST_CASE(a_second_writer_is_busy_after_the_lock_timeout_or_at_once_without_waiting) {
+  Db db;
+  auto one = db.store(db.alice, Generation::flat, milliseconds(500));
+  auto two = db.store(db.alice, Generation::flat, milliseconds(500));
+  auto w = one->create(header("s"));
+  write_batches(w, turn(1));
+  auto t0 = steady_clock::now();
+  BOOST_CHECK_THROW(two->open("s"), SessionBusy);
+  BOOST_TEST(duration_cast<milliseconds>(steady_clock::now() - t0).count() >= 450);
+  BOOST_CHECK_THROW(two->create(header("s")), SessionBusy);
+  BOOST_CHECK_THROW(two->delete_session("s", LockWait{false, std::nullopt, {}}), SessionBusy);
+  BOOST_CHECK_THROW(one->open("s", LockWait{false, std::nullopt, {}}), SessionBusy);  // one store, two writers
+  // Queued for longer than the timeout already: one try only.
+  BOOST_CHECK_THROW(two->open("s", LockWait{true, steady_clock::now() - seconds(10), {}}), SessionBusy);
+  w.release();
+  auto w2 = two->open("s", LockWait{false, std::nullopt, {}});
+  BOOST_TEST(w2.next_seq() == 10);
+}
+
+BOOST_AUTO_TEST_CASE(a_stop_ends_a_lock_wait) {
+  Db db;
+  auto one = db.store(db.alice);
+  auto two = db.store(db.alice, Generation::flat, milliseconds(600000));  // never reached
+  auto w = one->create(header("s"));
+  write_batches(w, turn(1));
+  std::stop_source stop;
+  auto waiting = std::async(std::launch::async, [&] {
+    try {
+      two->open("s", LockWait{true, std::nullopt, stop.get_token()});
+      return std::string("locked");
+    } catch (const SessionBusy&) {
+      return std::string("busy");
+    }
+  });
+  // The waiter is queued on the lock in the server before the stop (the cancel path, not the
+  // check before waiting).
+  while (advisory_waiters(db) == 0) std::this_thread::sleep_for(milliseconds(5));
+  stop.request_stop();
+  BOOST_TEST(waiting.get() == "busy");
+  BOOST_TEST(advisory_waiters(db) == 0);
+  BOOST_CHECK_THROW(two->open("s", LockWait{true, std::nullopt, stop.get_token()}), SessionBusy);
+  w.release();
+  BOOST_CHECK_NO_THROW(two->open("s"));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(pg_store_listing)
+
+BOOST_AUTO_TEST_CASE(newest_first_ties_in_en_us_collation_keyset_cursor_and_cwd_filter_as_the_file_store) {
+  Db db;
+  TempDir dir;
+  auto files = file_store(dir, Generation::flat);
+  auto pg = db.store(db.alice);
+  // Ties at 2000 whose en-US order differs from byte order ("a" < "B" < "c", "_x" first).
+  struct S {
+    std::string id;
+    std::optional<std::string> cwd;
+    std::int64_t created;
+  };
+  const std::vector<S> sessions{{"B", "/w/p", 2000},      {"a", "/w/p/", 2000},   {"c", "/w/q", 2000},
+                                {"_x", std::nullopt, 2000}, {"old", "/w/p/./", 1000}, {"new", "/w/q", 3000},
+                                {"A", "/w/p", 2000}};
+  for (const auto& s : sessions)
+    for (Backend* b : {static_cast<Backend*>(files.get()), static_cast<Backend*>(pg.get())}) {
+      auto w = b->create(header(s.id, s.cwd, s.created));
+      w.append({ev("turn/start", {{"turn", 1}}, s.created + 1)});
+    }
+  auto ids = [](const std::vector<SessionListing>& rows) {
+    std::vector<std::string> out;
+    for (const auto& r : rows) out.push_back(r.header.id);
+    return out;
+  };
+  const std::vector<std::string> all = ids(pg->list_sessions());
+  BOOST_TEST((all == std::vector<std::string>{"new", "_x", "a", "A", "B", "c", "old"}));
+  BOOST_TEST((all == ids(files->list_sessions())));
+  // Pages of two through the keyset cursor give the whole list, once.
+  std::vector<std::string> paged;
+  ListQuery q;
+  q.limit = 2;
+  for (;;) {
+    auto page = pg->list_sessions(q);
+    for (const auto& r : page) paged.push_back(r.header.id);
+    if (page.size() < 2) break;
+    q.after = std::make_pair(page.back().header.createdAt, page.back().header.id);
+  }
+  BOOST_TEST((paged == all));
+  ListQuery by_cwd;
+  by_cwd.cwd = "/w/p/";
+  BOOST_TEST((ids(pg->list_sessions(by_cwd)) == std::vector<std::string>{"a", "A", "B", "old"}));
+  BOOST_TEST((ids(pg->list_sessions(by_cwd)) == ids(files->list_sessions(by_cwd))));
+  ListQuery with_cwd;
+  with_cwd.with_cwd_only = true;
+  BOOST_TEST((ids(pg->list_sessions(with_cwd)) == ids(files->list_sessions(with_cwd))));
+  BOOST_TEST(ids(pg->list_sessions(with_cwd)).size() == all.size() - 1);
+  ListQuery after_tie;
+  after_tie.after = std::make_pair(std::int64_t(2000), std::string("a"));
+  BOOST_TEST((ids(pg->list_sessions(after_tie)) == ids(files->list_sessions(after_tie))));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(pg_store_people)
+
+BOOST_AUTO_TEST_CASE(a_person_sees_only_their_own_and_shared_sessions_and_writes_only_their_own) {
+  Db db;
+  auto alice = db.store(db.alice);
+  auto bob = db.store(db.bob);
+  BOOST_TEST(alice->role() == db.alice);
+  {
+    auto w = alice->create(header("plans"));
+    write_batches(w, turn(1));
+  }
+  // Unshared: for bob it does not exist, exactly as an id nobody has.
+  BOOST_TEST(!bob->find_log("plans"));
+  BOOST_TEST(bob->list_sessions().empty());
+  BOOST_CHECK_THROW(bob->read_log("plans"), SessionNotFound);
+  BOOST_TEST(message_of<SessionNotFound>([&] { bob->open("plans"); }) == std::string(SessionNotFound("plans").what()));
+  BOOST_CHECK_THROW(bob->set_shared("plans", true), SessionNotFound);
+  BOOST_CHECK_THROW(bob->delete_session("plans"), SessionNotFound);
+  {
+    // Taking the id is refused at the first write, as for any existing id.
+    auto w = bob->create(header("plans"));
+    BOOST_CHECK_THROW(w.append({ev("turn/start", {{"turn", 1}}, 1)}), SessionExists);
+  }
+  alice->set_shared("plans", true);
+  BOOST_TEST(bob->find_log("plans").has_value());
+  auto rows = bob->list_sessions();
+  BOOST_TEST_REQUIRE(rows.size() == 1u);
+  BOOST_TEST((rows[0].owner == db.alice));
+  BOOST_TEST(rows[0].shared);
+  BOOST_TEST((bob->read_log("plans").events == alice->read_log("plans").events));
+  const std::string why = message_of<SessionReadOnly>([&] { bob->open("plans"); });
+  BOOST_TEST(why.find("it belongs to " + db.alice) != std::string::npos, why);
+  BOOST_CHECK_THROW(bob->delete_session("plans"), SessionReadOnly);
+  BOOST_CHECK_THROW(bob->set_shared("plans", false), SessionReadOnly);
+  BOOST_CHECK_THROW(bob->import_lines("plans", Generation::flat, "", 10, {}), SessionReadOnly);
+  // Bob's own sessions stay his.
+  {
+    auto w = bob->create(header("bobs", "/b", 500));
+    write_batches(w, turn(1));
+  }
+  BOOST_TEST(!alice->find_log("bobs"));
+  BOOST_TEST(bob->list_sessions().size() == 2u);
+  alice->set_shared("plans", false);
+  BOOST_TEST(!bob->find_log("plans"));
+  BOOST_TEST(bob->list_sessions().size() == 1u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(pg_store_copy)
+
+BOOST_AUTO_TEST_CASE(export_then_import_is_byte_identical_in_both_generations) {
+  Db db;
+  for (Generation g : {Generation::flat, Generation::project_dirs}) {
+    BOOST_TEST_CONTEXT("generation " << acp::store::generation_name(g)) {
+      // The lines of a file log, imported into PostgreSQL and exported again.
+      TempDir dir;
+      auto files = file_store(dir, g);
+      const std::string id = "copied-" + std::string(acp::store::generation_name(g));
+      {
+        auto w = files->create(header(id));
+        write_batches(w, turn(1));
+        write_batches(w, turn(2, true, 9000));
+      }
+      const std::vector<std::string> text = file_lines(*files->find_log(id));
+      auto pg = db.store(db.alice);  // its own shape is 45fc: imports keep theirs
+      std::vector<std::string> first(text.begin() + 1, text.begin() + 6), rest(text.begin() + 6, text.end());
+      pg->import_lines(id, g, text[0], 0, first);
+      BOOST_CHECK_THROW(pg->import_lines(id, g, text[0], 0, first), SessionExists);
+      BOOST_CHECK_THROW(pg->import_lines(id, g, "", 4, rest), StoreError);  // not where the log ends
+      const Generation other = g == Generation::flat ? Generation::project_dirs : Generation::flat;
+      BOOST_CHECK_THROW(pg->import_lines(id, other, "", 5, rest), StoreError);
+      pg->import_lines(id, g, "", 5, rest);
+      Generation shape;
+      BOOST_TEST((exported(*pg, id, &shape) == text));
+      BOOST_TEST((shape == g));
+      BOOST_TEST((pg->read_log(id).events == files->read_log(id).events));
+      // From a seq on.
+      std::vector<std::string> tail;
+      pg->export_lines(id, {}, [&](std::string_view l) { tail.emplace_back(l); }, 7);
+      BOOST_TEST((tail == std::vector<std::string>(text.begin() + 8, text.end())));
+      // Written on after the import, in the session's own shape.
+      {
+        auto w = pg->open(id);
+        write_batches(w, turn(3, true, 12000));
+        auto f = files->open(id);
+        write_batches(f, turn(3, true, 12000));
+      }
+      BOOST_TEST((exported(*pg, id) == file_lines(*files->find_log(id))));
+      // And back into an empty place: the same bytes again.
+      const auto all = exported(*pg, id);
+      pg->delete_session(id);
+      pg->import_lines(id, g, all[0], 0, std::vector<std::string>(all.begin() + 1, all.end()));
+      BOOST_TEST((exported(*pg, id) == all));
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(import_refuses_lines_that_do_not_parse_or_continue_the_seqs) {
+  Db db;
+  auto pg = db.store(db.alice);
+  TempDir dir;
+  auto files = file_store(dir, Generation::flat);
+  {
+    auto w = files->create(header("x"));
+    write_batches(w, turn(1));
+  }
+  std::vector<std::string> text = file_lines(*files->find_log("x"));
+  std::vector<std::string> skipping{text[1], text[3]};
+  BOOST_CHECK_THROW(pg->import_lines("x", Generation::flat, text[0], 0, skipping), StoreCorrupt);
+  BOOST_CHECK_THROW(pg->import_lines("x", Generation::flat, text[0], 0, {text[1], "{\"type\":"}), StoreCorrupt);
+  BOOST_CHECK_THROW(pg->import_lines("x", Generation::flat, text[0], 0, {text[1] + "\n" + text[2]}), StoreCorrupt);
+  BOOST_CHECK_THROW(pg->import_lines("y", Generation::flat, text[0], 0, {}), StoreCorrupt);  // header of another id
+  BOOST_TEST(!pg->find_log("x"));  // nothing of a refused import
+  pg->import_lines("x", Generation::flat, text[0], 0, std::vector<std::string>(text.begin() + 1, text.end()));
+  BOOST_TEST((exported(*pg, "x") == text));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(pg_store_repair)
+
+BOOST_AUTO_TEST_CASE(a_turn_left_open_is_closed_as_file_repair_closes_it) {
+  Db db;
+  for (Generation g : {Generation::flat, Generation::project_dirs}) {
+    BOOST_TEST_CONTEXT("generation " << acp::store::generation_name(g)) {
+      TempDir dir;
+      auto files = file_store(dir, g);
+      auto pg = db.store(db.alice, g);
+      const std::string id = "crashed-" + std::string(acp::store::generation_name(g));
+      for (Backend* b : {static_cast<Backend*>(files.get()), static_cast<Backend*>(pg.get())}) {
+        auto w = b->create(header(id));
+        write_batches(w, turn(1));
+        write_batches(w, turn(2, false, 9000));  // the writer dies after the tool call
+      }
+      // The pg writer died with its process: its connection is gone (lock included).
+      // A second process (another store, no cache) opens the session: repaired on open.
+      auto later = db.store(db.alice, g);
+      auto w = later->open(id);
+      auto f = files->open(id);
+      BOOST_TEST(!w.turn_open());
+      BOOST_TEST(w.next_seq() == f.next_seq());
+      BOOST_TEST((exported(*later, id) == file_lines(*files->find_log(id))));
+      BOOST_TEST((later->read_log(id).events == files->read_log(id).events));
+      write_batches(w, turn(3, true, 12000));
+      BOOST_TEST((stored_seqs(db, id) == iota(w.next_seq())));
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(an_open_sees_what_other_writers_added_since_its_last_write) {
+  Db db;
+  auto one = db.store(db.alice);
+  auto two = db.store(db.alice);
+  {
+    auto w = one->create(header("s"));
+    write_batches(w, turn(1));
+  }
+  {
+    auto w = two->open("s");
+    write_batches(w, turn(2, true, 9000));
+  }
+  auto w = one->open("s");  // its cache knows turn 1 only
+  BOOST_TEST(w.last_turn() == 2);
+  BOOST_TEST(w.next_seq() == 19);
+  BOOST_TEST((w.title() && w.title()->title == "Title 1"));
+  write_batches(w, turn(3, true, 12000));
+  BOOST_TEST((stored_seqs(db, "s") == iota(28)));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(pg_store_setup)
+
+BOOST_AUTO_TEST_CASE(start_up_errors_name_the_store_without_its_password) {
+  Db db;
+  PgStoreOptions o;
+  o.url = url_as("postgres", "no_such_db_" + std::to_string(::getpid()));
+  o.url.insert(o.url.find("://") + 3 + std::string("postgres").size(), ":secret");
+  const std::string what = message_of<StoreError>([&] { PgStore s(o); });
+  BOOST_TEST(what.find("secret") == std::string::npos, what);
+  BOOST_TEST(what.find("PostgreSQL store postgresql://postgres:***@") == 0u, what);
+  // A database without the schema.
+  o.url = url_as("postgres", "postgres");
+  BOOST_CHECK_THROW(PgStore{o}, SchemaMissing);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
