@@ -512,7 +512,7 @@ class Table:
                     continue
                 try:
                     out = fn(store, *fn_args)
-                except (BenchError, subprocess.TimeoutExpired, OSError) as e:
+                except Exception as e:  # noqa: BLE001 - one store's failure (any shape) must not cost the other's figures
                     failed.add(store.name)
                     reason = (str(e) or repr(e)).splitlines()[0][:300]
                     for key in keys:
