@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Reads the BENCH-RESULT lines the benchmark programs printed (bench/run collects them in a file) and
-prints one table: every figure of contracts §6 and issues 11, 15 and 16, what it includes, its target, the measured
+prints one table: every figure of contracts §6 and issues 11, 15, 16 and 17, what it includes, its target, the measured
 value and pass/miss. A figure whose program did not run or did not report shows "not measured".
 Usage: report.py RESULTS_FILE [--markdown]
 """
@@ -74,6 +74,21 @@ CATALOGUE += [
     ("mcp_start_ms", "MCP server start", "session/new naming one stdio MCP server minus session/new without one minus that server's own start-up (spawn -> tools/list answered), medians of 15 (tools_bench.py)", LE, 50, "ms"),
     ("mcp_start_three_ms", "MCP start, three servers", "session/new naming three, minus without; their own start-up included (tools_bench.py)", REPORT, None, "ms"),
     ("mcp_session_own_mb", "memory per session with 3 MCP servers", "our process's VmRSS growth per session over 20 sessions each naming three MCP servers; theirs not counted (tools_bench.py)", LE, 2, "MB"),
+    # Issue 17 (pg_bench.py): the PostgreSQL store held to the issue's targets, the file store beside it in the same run.
+    ("i17_rt_pg_per_s", "PostgreSQL: prompt round trips, 1 session", "sequential echo prompts, a fresh session every 5, synchronous_commit = on and fsync on, login role under RLS; median of runs (pg_bench.py)", GE, 500, "/s"),
+    ("i17_rt_file_per_s", "file store beside it: prompt round trips", "the same on a JSONL root in the same run (pg_bench.py)", REPORT, None, "/s"),
+    ("i17_list_warm_pg_ms", "PostgreSQL: session/list 10k, warm", "first page, the same process again, median (pg_bench.py)", LE, 10, "ms"),
+    ("i17_list_warm_file_ms", "file store beside it: session/list 10k, warm", "the same on a JSONL root (pg_bench.py)", REPORT, None, "ms"),
+    ("i17_list_cold_pg_ms", "PostgreSQL: session/list 10k, cold", "a fresh process's first listing after initialize, median of runs (pg_bench.py)", LE, 150, "ms"),
+    ("i17_list_cold_file_ms", "file store beside it: session/list 10k, cold", "the same on a JSONL root, index cache file present (pg_bench.py)", REPORT, None, "ms"),
+    ("i17_replay_pg_mbps", "PostgreSQL: replay", "session/load of a ~100 MB session, request -> response, fresh process, MB of log per second (pg_bench.py)", GE, 100, "MB/s"),
+    ("i17_replay_file_mbps", "file store beside it: replay", "the same raw JSONL log (pg_bench.py)", REPORT, None, "MB/s"),
+    ("i17_ref_rss_pg_mb", "PostgreSQL: reference to a 200 MB session", "server VmHWM increase over the prompt mentioning it (pg_bench.py)", LE, 64, "MB"),
+    ("i17_ref_rss_file_mb", "file store beside it: reference to a 200 MB session", "the same from a JSONL root (pg_bench.py)", REPORT, None, "MB"),
+    ("i17_visible_pg_ms", "PostgreSQL: visible in another process", "A's first prompt answered -> B's session/list shows the session (NOTIFY), median (pg_bench.py)", LE, 50, "ms"),
+    ("i17_visible_file_ms", "file store beside it: visible in another process", "the same on a JSONL root (directory mtime sweep) (pg_bench.py)", REPORT, None, "ms"),
+    ("i17_copy_sessions_per_s", "store copy into PostgreSQL, small sessions", "`dsh-acp store copy ROOT URL` of the 10k listing sessions (pg_bench.py)", REPORT, None, "/s"),
+    ("i17_copy_mbps", "store copy into PostgreSQL, big sessions", "`dsh-acp store copy ROOT URL` of the replay and reference sessions (pg_bench.py)", REPORT, None, "MB/s"),
     ("peer_codex_acp_initialize_ratio", "codex-acp spawn -> initialize", "ratio to ours, same run, median of 10 (peers_bench.py)", REPORT, None, "x"),
     ("peer_codex_acp_rss_ratio", "codex-acp RSS after initialize", "ratio to ours, process tree (peers_bench.py)", REPORT, None, "x"),
     ("peer_claude_code_acp_initialize_ratio", "claude-code-acp spawn -> initialize", "ratio to ours, same run, median of 10 (peers_bench.py)", REPORT, None, "x"),
@@ -138,7 +153,7 @@ def main():
         for row in table:
             print("| " + " | ".join(c.replace("|", "\\|") for c in row) + " |")
     else:
-        print("summary (contracts §6, issues 11, 15 and 16): figure, target, result, measured; then what the figure includes")
+        print("summary (contracts §6, issues 11, 15, 16 and 17): figure, target, result, measured; then what the figure includes")
         w = max(len(r[0]) for r in table)
         t = max(len(r[2]) for r in table)
         for figure, includes, target, measured, verdict in table:
