@@ -335,12 +335,13 @@ std::vector<SessionListing> PgStore::list_sessions(const ListQuery& q) {
       SessionListing s;
       SessionHeader& h = s.header;
       h.id = std::string(r.value(i, 0));
-      h.version = r.int64(i, 1);
+      // Nullable columns (a row written by another tool): the header's defaults.
+      h.version = r.is_null(i, 1) ? kSessionFormatVersion : r.int64(i, 1);
       h.createdAt = r.int64(i, 2);
       h.cwd = opt(r, i, 3);
       h.parentSession = opt(r, i, 4);
       if (!r.is_null(i, 5)) h.seedLength = r.int64(i, 5);
-      h.delegationDepth = r.int64(i, 6);
+      h.delegationDepth = r.is_null(i, 6) ? 0 : r.int64(i, 6);
       h.origin = opt(r, i, 7);
       h.agentPreset = opt(r, i, 8);
       s.title = opt(r, i, 9);
