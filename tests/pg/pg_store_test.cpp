@@ -388,6 +388,30 @@ BOOST_AUTO_TEST_CASE(idle_connections_killed_under_the_pool_are_replaced) {
   BOOST_TEST(pg->read_log("s").events.size() == 10u);
 }
 
+// More threads than pooled connections: readers wait for one, writers own theirs.
+BOOST_AUTO_TEST_CASE(threads_share_one_store) {
+  Db db;
+  PgStoreOptions o;
+  o.url = db.url(db.alice);
+  o.pool_size = 2;
+  PgStore pg(o);
+  std::vector<std::future<std::size_t>> done;
+  for (int t = 0; t < 8; ++t)
+    done.push_back(std::async(std::launch::async, [&pg, t] {
+      const std::string id = "t" + std::to_string(t);
+      {
+        auto w = pg.create(header(id, "/w", 1000 + t));
+        for (int n = 1; n <= 3; ++n) write_batches(w, turn(n, true, 5000 * n));
+      }
+      std::size_t seen = 0;
+      for (int i = 0; i < 5; ++i) seen = pg.list_sessions().size() + pg.read_log(id).events.size();
+      return seen;
+    }));
+  for (auto& f : done) BOOST_TEST(f.get() >= 29u);  // its own 28 events and at least itself listed
+  BOOST_TEST(pg.list_sessions().size() == 8u);
+  for (int t = 0; t < 8; ++t) BOOST_TEST((stored_seqs(db, "t" + std::to_string(t)) == iota(28)));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(pg_store_locks)

@@ -335,12 +335,13 @@ std::vector<SessionListing> PgStore::list_sessions(const ListQuery& q) {
       SessionListing s;
       SessionHeader& h = s.header;
       h.id = std::string(r.value(i, 0));
-      h.version = r.int64(i, 1);
+      // Nullable columns (a row written by another tool): the header's defaults.
+      h.version = r.is_null(i, 1) ? kSessionFormatVersion : r.int64(i, 1);
       h.createdAt = r.int64(i, 2);
       h.cwd = opt(r, i, 3);
       h.parentSession = opt(r, i, 4);
       if (!r.is_null(i, 5)) h.seedLength = r.int64(i, 5);
-      h.delegationDepth = r.int64(i, 6);
+      h.delegationDepth = r.is_null(i, 6) ? 0 : r.int64(i, 6);
       h.origin = opt(r, i, 7);
       h.agentPreset = opt(r, i, 8);
       s.title = opt(r, i, 9);
@@ -468,6 +469,9 @@ SessionWriter PgStore::create(const SessionHeader& header, const LockWait& wait)
   if (header.id.empty()) throw InvalidSessionId("session id must not be empty");
   if (header.cwd && !support::is_absolute_path(*header.cwd))
     throw StoreError("session cwd must be an absolute path: " + *header.cwd);
+  // As a 0.1 root refuses it: the session could not be copied into one.
+  if (options_.generation == Generation::project_dirs && header.cwd && header.cwd->empty())
+    throw StoreError("session cwd must not be empty in a harness 0.1 store");
   try {
     auto appender = std::make_unique<PgAppender>(*this, pool_->take(false), header.id, options_.generation);
     appender->lock(wait);
@@ -540,6 +544,8 @@ Generation PgStore::export_lines(const std::string& id, const std::function<void
     if (row.rows() == 0) throw SessionNotFound(id);
     const Generation shape = shape_of(row, 0, 1, locator(id));
     if (header) header(row.value(0, 0));
+    // A packed chunk row (imported from a 45fc log) is stored at its first member's seq: a
+    // `from_seq` inside one starts at the next line.
     for_each_line(*c, id, from_seq, [&](std::string_view text, std::int64_t) {
       if (line) line(text);
     });
