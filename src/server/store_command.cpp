@@ -522,6 +522,10 @@ int run_store_command(const std::vector<std::string>& args) {
       return 0;
     }
     if (a.command.empty()) throw UsageError("store needs a command: copy, verify or migrate");
+    for (const auto& spec : a.operands)
+      if (st::store_url_has_password(spec))
+        throw UsageError(st::redact_store_spec(spec) +
+                         ": a password in the URL is refused; give it through PGPASSFILE, a service file or PGPASSWORD");
     if (a.command == "copy") return run_copy(a);
     if ((a.encoding || a.generation || a.batch_bytes != kBatchBytes))
       throw UsageError("--store-compression, --store-generation and --batch-bytes are options of store copy");

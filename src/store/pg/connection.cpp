@@ -1,0 +1,275 @@
+#include "store/pg/connection.hpp"
+
+#include "store/pg/url.hpp"
+
+#include <charconv>
+#include <mutex>
+
+namespace acp::store::pg {
+namespace {
+
+/// libpq's messages end in '\n' and may run over several lines ("\n\tIs the server running...",
+/// one line per host tried): one line, lines joined by "; ", runs of blanks collapsed.
+std::string one_line(std::string_view text) {
+  std::string out;
+  bool blank = false, newline = false;
+  for (char ch : text) {
+    if (ch == '\n' || ch == '\r') {
+      newline = true;
+    } else if (ch == ' ' || ch == '\t') {
+      blank = true;
+    } else {
+      if (!out.empty() && newline) out += "; ";
+      else if (!out.empty() && blank) out += ' ';
+      blank = newline = false;
+      out += ch;
+    }
+  }
+  return out;
+}
+
+bool contains(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }
+
+/// The SQLSTATE of a failed connection attempt. libpq hands over only the text of the server's
+/// startup error, so the cases the user must act on differently are recognised by that text.
+std::string connect_sqlstate(PGconn* conn, std::string_view message) {
+  if (PQconnectionNeedsPassword(conn) || contains(message, "authentication failed")) return "28P01";
+  if (contains(message, "database \"") && contains(message, "does not exist")) return "3D000";
+  if (contains(message, "role \"") && contains(message, "does not exist")) return "28000";
+  return "08001";
+}
+
+std::string connect_message(const std::string& name, PGconn* conn, const std::string& url) {
+  std::string why = scrub_passwords(one_line(conn ? PQerrorMessage(conn) : "out of memory"), url);
+  std::string message = name + ": cannot connect: " + why;
+  if (conn && PQconnectionNeedsPassword(conn))
+    message += " (give the password through PGPASSFILE, a service file or PGPASSWORD)";
+  return message;
+}
+
+std::string timeout_option(std::string_view setting, std::chrono::milliseconds ms) {
+  return std::string("-c ").append(setting).append("=").append(std::to_string(ms.count()));
+}
+
+} // namespace
+
+// ---- PgResult ----
+
+PgResult& PgResult::operator=(PgResult&& o) noexcept {
+  if (this != &o) {
+    if (r_) PQclear(r_);
+    r_ = std::exchange(o.r_, nullptr);
+  }
+  return *this;
+}
+
+PgResult::~PgResult() {
+  if (r_) PQclear(r_);
+}
+
+int PgResult::rows() const noexcept { return r_ ? PQntuples(r_) : 0; }
+int PgResult::columns() const noexcept { return r_ ? PQnfields(r_) : 0; }
+bool PgResult::is_null(int row, int col) const noexcept { return PQgetisnull(r_, row, col) != 0; }
+
+std::string_view PgResult::value(int row, int col) const noexcept {
+  return {PQgetvalue(r_, row, col), static_cast<std::size_t>(PQgetlength(r_, row, col))};
+}
+
+std::optional<std::string_view> PgResult::get(int row, int col) const noexcept {
+  if (is_null(row, col)) return std::nullopt;
+  return value(row, col);
+}
+
+std::int64_t PgResult::int64(int row, int col) const {
+  std::string_view text = value(row, col);
+  std::int64_t v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || text.empty())
+    throw StoreError("not an integer in column " + std::to_string(col) + ": \"" + std::string(text) + "\"");
+  return v;
+}
+
+std::int64_t PgResult::affected() const noexcept {
+  const char* n = r_ ? PQcmdTuples(r_) : "";
+  std::int64_t v = 0;
+  std::from_chars(n, n + std::char_traits<char>::length(n), v);
+  return v;
+}
+
+// ---- PgConnection ----
+
+struct PgConnection::State {
+  PGconn* conn = nullptr;
+  std::string name;
+  std::mutex cancel_mutex;            // guards canceller against reset() on another thread
+  PGcancel* canceller = nullptr;
+
+  ~State() {
+    if (canceller) PQfreeCancel(canceller);
+    if (conn) PQfinish(conn);
+  }
+
+  void refresh_canceller() {
+    std::lock_guard lock(cancel_mutex);
+    if (canceller) PQfreeCancel(canceller);
+    canceller = PQgetCancel(conn);
+  }
+
+  /// The PgError of a failed call: PostgreSQL's SQLSTATE and primary message, or libpq's message.
+  PgError error(const PGresult* r) const {
+    const char* state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : nullptr;
+    const char* primary = r ? PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY) : nullptr;
+    std::string sqlstate = state ? state : (PQstatus(conn) == CONNECTION_BAD ? "08006" : "");
+    std::string message = primary ? primary : one_line(PQerrorMessage(conn));
+    if (message.empty()) message = "unknown libpq failure";
+    return PgError(name + ": " + message, std::move(sqlstate));
+  }
+
+  PgResult check(PGresult* r) const {
+    PgResult result(r);
+    switch (r ? PQresultStatus(r) : PGRES_FATAL_ERROR) {
+    case PGRES_COMMAND_OK:
+    case PGRES_TUPLES_OK:
+    case PGRES_EMPTY_QUERY:
+      return result;
+    default:
+      throw error(r);
+    }
+  }
+};
+
+PgConnection::PgConnection(std::unique_ptr<State> s) noexcept : s_(std::move(s)) {}
+PgConnection::PgConnection(PgConnection&&) noexcept = default;
+PgConnection& PgConnection::operator=(PgConnection&&) noexcept = default;
+PgConnection::~PgConnection() = default;
+
+PgConnection PgConnection::connect(const std::string& url, const ConnectOptions& options) {
+  auto s = std::make_unique<State>();
+  s->name = redact_url(url);
+
+  // Parse first: a clear error for a malformed URL, and the URL's own options and connect_timeout.
+  char* parse_error = nullptr;
+  PQconninfoOption* parsed = PQconninfoParse(url.c_str(), &parse_error);
+  if (!parsed) {
+    std::string why = parse_error ? scrub_passwords(one_line(parse_error), url) : "out of memory";
+    PQfreemem(parse_error);
+    throw PgError(s->name + ": invalid connection URL: " + why, "");
+  }
+  std::string url_options;
+  bool url_has_timeout = false;
+  for (PQconninfoOption* o = parsed; o->keyword; ++o) {
+    if (!o->val) continue;
+    if (std::string_view(o->keyword) == "options") url_options = o->val;
+    if (std::string_view(o->keyword) == "connect_timeout") url_has_timeout = true;
+  }
+  PQconninfoFree(parsed);
+
+  // Our settings follow the URL's options so they apply; the URL's application_name wins over ours.
+  std::string server_options = url_options;
+  if (options.statement_timeout.count() > 0)
+    server_options += (server_options.empty() ? "" : " ") + timeout_option("statement_timeout", options.statement_timeout);
+  if (options.lock_timeout.count() > 0)
+    server_options += (server_options.empty() ? "" : " ") + timeout_option("lock_timeout", options.lock_timeout);
+  std::string connect_timeout = std::to_string(options.connect_timeout_s);
+
+  std::vector<const char*> keys{"dbname", "fallback_application_name"}, values{url.c_str(), options.application_name.c_str()};
+  if (!server_options.empty()) keys.push_back("options"), values.push_back(server_options.c_str());
+  if (!url_has_timeout && options.connect_timeout_s > 0)
+    keys.push_back("connect_timeout"), values.push_back(connect_timeout.c_str());
+  keys.push_back(nullptr), values.push_back(nullptr);
+
+  s->conn = PQconnectdbParams(keys.data(), values.data(), /*expand_dbname=*/1);
+  if (!s->conn || PQstatus(s->conn) != CONNECTION_OK) {
+    std::string message = connect_message(s->name, s->conn, url);
+    throw PgError(message, s->conn ? connect_sqlstate(s->conn, PQerrorMessage(s->conn)) : "08001");
+  }
+  s->refresh_canceller();
+  return PgConnection(std::move(s));
+}
+
+const std::string& PgConnection::name() const noexcept {
+  static const std::string none;
+  return s_ ? s_->name : none;
+}
+
+PgResult PgConnection::exec(std::string_view sql, std::initializer_list<Param> params) {
+  return exec(sql, std::vector<Param>(params));
+}
+
+PgResult PgConnection::exec(std::string_view sql, const std::vector<Param>& params) {
+  // Text-format parameters are NUL-terminated strings: copy them into one buffer.
+  std::string text(sql);
+  std::size_t total = 0;
+  for (const Param& p : params) total += p ? p->size() + 1 : 0;
+  std::string buffer;
+  buffer.reserve(total);
+  std::vector<std::size_t> offsets;
+  offsets.reserve(params.size());
+  for (const Param& p : params) {
+    offsets.push_back(buffer.size());
+    if (p) buffer.append(*p).push_back('\0');
+  }
+  std::vector<const char*> values;
+  values.reserve(params.size());
+  for (std::size_t i = 0; i < params.size(); ++i) values.push_back(params[i] ? buffer.data() + offsets[i] : nullptr);
+  return s_->check(PQexecParams(s_->conn, text.c_str(), static_cast<int>(params.size()), nullptr, values.data(),
+                                nullptr, nullptr, 0));
+}
+
+void PgConnection::exec_script(std::string_view sql) { s_->check(PQexec(s_->conn, std::string(sql).c_str())); }
+
+bool PgConnection::ok() const noexcept { return s_ && PQstatus(s_->conn) == CONNECTION_OK; }
+
+void PgConnection::reset() {
+  PQreset(s_->conn);
+  if (PQstatus(s_->conn) != CONNECTION_OK)
+    throw PgError(s_->name + ": cannot reconnect: " + one_line(PQerrorMessage(s_->conn)), "08001");
+  s_->refresh_canceller();
+}
+
+int PgConnection::socket() const noexcept { return s_ ? PQsocket(s_->conn) : -1; }
+
+void PgConnection::cancel() noexcept {
+  if (!s_) return;
+  std::lock_guard lock(s_->cancel_mutex);
+  if (!s_->canceller) return;
+  char why[256];
+  PQcancel(s_->canceller, why, sizeof why);  // best effort: the interrupted call reports the outcome
+}
+
+std::vector<Notification> PgConnection::take_notifications() {
+  if (!PQconsumeInput(s_->conn)) throw s_->error(nullptr);
+  std::vector<Notification> out;
+  while (PGnotify* n = PQnotifies(s_->conn)) {
+    out.push_back({n->relname, n->extra, n->be_pid});
+    PQfreemem(n);
+  }
+  return out;
+}
+
+std::string PgConnection::user() const { return PQuser(s_->conn); }
+
+PGconn* PgConnection::native() const noexcept { return s_ ? s_->conn : nullptr; }
+
+// ---- Transaction ----
+
+Transaction::Transaction(PgConnection& c, std::string_view begin) : c_(c) { c_.exec(begin); }
+
+Transaction::~Transaction() {
+  if (!open_) return;
+  try {
+    c_.exec("ROLLBACK");
+  } catch (const StoreError&) {
+    // The connection is gone: the server rolls back on its own.
+  }
+}
+
+void Transaction::commit() {
+  open_ = false;
+  // COMMIT of a transaction that already failed succeeds with the tag ROLLBACK.
+  PgResult r = c_.exec("COMMIT");
+  if (std::string_view(PQcmdStatus(r.native())) == "ROLLBACK")
+    throw PgError(c_.name() + ": the transaction failed earlier and was rolled back", "25P02");
+}
+
+} // namespace acp::store::pg

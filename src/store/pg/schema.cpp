@@ -1,0 +1,179 @@
+#include "store/pg/schema.hpp"
+
+#include "store/pg/connection.hpp"
+
+#include <array>
+#include <charconv>
+
+namespace acp::store::pg {
+namespace {
+
+// Version 1. Each later version appends one script that upgrades from the one before; a script
+// never changes once released.
+constexpr std::string_view kVersion1 = R"sql(
+-- Roles belong to the cluster: another database's migration may have created it, or be doing so.
+DO $$ BEGIN
+  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'dsh_acp_user') THEN
+    CREATE ROLE dsh_acp_user NOLOGIN;
+  END IF;
+EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;
+END $$;
+
+CREATE TABLE dsh_acp.sessions (
+  id               text PRIMARY KEY,
+  owner            name NOT NULL DEFAULT current_user,
+  shared           boolean NOT NULL DEFAULT false,
+  generation       text NOT NULL CHECK (generation IN ('45fc', '0.1')),
+  header_line      text NOT NULL,
+  version          bigint,
+  created_at       bigint NOT NULL,
+  cwd              text,
+  cwd_key          text,
+  parent_session   text,
+  seed_length      bigint,
+  delegation_depth bigint,
+  origin           text,
+  agent_preset     text,
+  title            text,
+  updated_at       bigint NOT NULL,
+  size_bytes       bigint NOT NULL DEFAULT 0,
+  event_count      bigint NOT NULL DEFAULT 0,
+  created_time     timestamptz NOT NULL DEFAULT now(),
+  updated_time     timestamptz NOT NULL DEFAULT now()
+);
+-- session/list: newest first, ties by id in en-US collation (keyset cursor), with or without a cwd.
+CREATE INDEX sessions_listing ON dsh_acp.sessions (created_at DESC, id COLLATE "en-US-x-icu");
+CREATE INDEX sessions_cwd ON dsh_acp.sessions (cwd_key, created_at DESC, id COLLATE "en-US-x-icu");
+
+CREATE TABLE dsh_acp.events (
+  session_id text NOT NULL REFERENCES dsh_acp.sessions (id) ON DELETE CASCADE,
+  seq        bigint NOT NULL,
+  type       text NOT NULL,
+  time       bigint NOT NULL,
+  line       text NOT NULL,
+  PRIMARY KEY (session_id, seq)
+);
+
+-- People: a role sees its own sessions and shared ones, writes only its own. FORCE: the tables'
+-- owner too (superusers and BYPASSRLS roles are never subject to it).
+ALTER TABLE dsh_acp.sessions ENABLE ROW LEVEL SECURITY;
+ALTER TABLE dsh_acp.sessions FORCE ROW LEVEL SECURITY;
+CREATE POLICY sessions_select ON dsh_acp.sessions FOR SELECT USING (owner = current_user OR shared);
+CREATE POLICY sessions_insert ON dsh_acp.sessions FOR INSERT WITH CHECK (owner = current_user);
+CREATE POLICY sessions_update ON dsh_acp.sessions FOR UPDATE
+  USING (owner = current_user) WITH CHECK (owner = current_user);
+CREATE POLICY sessions_delete ON dsh_acp.sessions FOR DELETE USING (owner = current_user);
+
+-- Events follow their session (the subqueries see sessions through its own policies). No UPDATE
+-- policy: event lines never change.
+ALTER TABLE dsh_acp.events ENABLE ROW LEVEL SECURITY;
+ALTER TABLE dsh_acp.events FORCE ROW LEVEL SECURITY;
+CREATE POLICY events_select ON dsh_acp.events FOR SELECT
+  USING (EXISTS (SELECT FROM dsh_acp.sessions s WHERE s.id = session_id));
+CREATE POLICY events_insert ON dsh_acp.events FOR INSERT
+  WITH CHECK (EXISTS (SELECT FROM dsh_acp.sessions s WHERE s.id = session_id AND s.owner = current_user));
+CREATE POLICY events_delete ON dsh_acp.events FOR DELETE
+  USING (EXISTS (SELECT FROM dsh_acp.sessions s WHERE s.id = session_id AND s.owner = current_user));
+
+GRANT USAGE ON SCHEMA dsh_acp TO dsh_acp_user;
+GRANT SELECT ON dsh_acp.meta TO dsh_acp_user;
+GRANT SELECT, INSERT, UPDATE, DELETE ON dsh_acp.sessions, dsh_acp.events TO dsh_acp_user;
+
+-- Servers LISTEN on dsh_acp_sessions to keep their listings current; the payload is the id.
+CREATE FUNCTION dsh_acp.sessions_notify() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_OP = 'DELETE' THEN
+    PERFORM pg_notify('dsh_acp_sessions', OLD.id);
+  ELSE
+    PERFORM pg_notify('dsh_acp_sessions', NEW.id);
+  END IF;
+  RETURN NULL;
+END $$;
+CREATE TRIGGER sessions_notify AFTER INSERT OR UPDATE OR DELETE ON dsh_acp.sessions
+  FOR EACH ROW EXECUTE FUNCTION dsh_acp.sessions_notify();
+
+CREATE FUNCTION dsh_acp.sessions_touch() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  NEW.updated_time := now();
+  RETURN NEW;
+END $$;
+CREATE TRIGGER sessions_touch BEFORE UPDATE ON dsh_acp.sessions
+  FOR EACH ROW EXECUTE FUNCTION dsh_acp.sessions_touch();
+
+-- The advisory lock serialising the writers of a session: pg_try_advisory_lock(session_lock_key(id)).
+CREATE FUNCTION dsh_acp.session_lock_key(id text) RETURNS bigint
+  LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+  RETURN hashtextextended('dsh-acp:' || id, 0);
+)sql";
+
+constexpr std::array<std::string_view, kSchemaVersion> kUpgrades{kVersion1};
+
+std::string migrate_hint(const PgConnection& c) { return "run `dsh-acp store migrate " + c.name() + "`"; }
+
+} // namespace
+
+std::optional<int> schema_version(PgConnection& c) {
+  // Looked up step by step: naming a table of a schema the role may not use is an error.
+  PgResult r = c.exec("SELECT to_regnamespace('dsh_acp') IS NOT NULL,"
+                      " has_schema_privilege(current_user, 'dsh_acp', 'USAGE') IS TRUE, current_user"
+                      " FROM (SELECT) x WHERE to_regnamespace('dsh_acp') IS NOT NULL");
+  if (r.rows() == 0) return std::nullopt;
+  if (r.value(0, 1) != "t")
+    throw SchemaDenied(c.name() + ": role \"" + std::string(r.value(0, 2)) +
+                       "\" may not use the dsh_acp schema: grant it dsh_acp_user (GRANT dsh_acp_user TO " +
+                       std::string(r.value(0, 2)) + ")");
+  if (c.exec("SELECT to_regclass('dsh_acp.meta')").is_null(0, 0)) return std::nullopt;
+  PgResult v = c.exec("SELECT value FROM dsh_acp.meta WHERE key = 'schema_version'");
+  if (v.rows() == 0) return 0;
+  std::string_view text = v.value(0, 0);
+  int version = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), version);
+  if (ec != std::errc() || end != text.data() + text.size())
+    throw SchemaError(c.name() + ": dsh_acp.meta holds an invalid schema_version \"" + std::string(text) + "\"");
+  return version;
+}
+
+void check_schema(PgConnection& c) {
+  std::optional<int> version = schema_version(c);
+  if (!version)
+    throw SchemaMissing(c.name() + ": no dsh_acp schema in this database: " + migrate_hint(c));
+  if (*version < kSchemaVersion)
+    throw SchemaOutdated(c.name() + ": the dsh_acp schema is version " + std::to_string(*version) +
+                         ", this dsh-acp needs " + std::to_string(kSchemaVersion) + ": " + migrate_hint(c));
+  if (*version > kSchemaVersion)
+    throw SchemaTooNew(c.name() + ": the dsh_acp schema was written by a newer dsh-acp (schema " +
+                       std::to_string(*version) + ", this one knows " + std::to_string(kSchemaVersion) + ")");
+  PgResult r = c.exec("SELECT has_table_privilege('dsh_acp.sessions', 'SELECT, INSERT, UPDATE, DELETE')"
+                      " AND has_table_privilege('dsh_acp.events', 'SELECT, INSERT, DELETE'), current_user");
+  if (r.value(0, 0) != "t")
+    throw SchemaDenied(c.name() + ": role \"" + std::string(r.value(0, 1)) +
+                       "\" may not use the dsh_acp tables: grant it dsh_acp_user");
+}
+
+void migrate(PgConnection& c) {
+  try {
+    Transaction tx(c);
+    // Concurrent migrations of one database wait for each other here.
+    c.exec("SELECT pg_advisory_xact_lock(hashtextextended('dsh-acp:migrate', 0))");
+    int version = schema_version(c).value_or(0);
+    if (version > kSchemaVersion)
+      throw SchemaTooNew(c.name() + ": the dsh_acp schema was written by a newer dsh-acp (schema " +
+                         std::to_string(version) + ", this one knows " + std::to_string(kSchemaVersion) + ")");
+    if (version == kSchemaVersion) return;  // nothing to do: the transaction rolls back
+    c.exec_script("CREATE SCHEMA IF NOT EXISTS dsh_acp;"
+                  "CREATE TABLE IF NOT EXISTS dsh_acp.meta (key text PRIMARY KEY, value text NOT NULL);");
+    for (int v = version; v < kSchemaVersion; ++v) c.exec_script(kUpgrades[static_cast<std::size_t>(v)]);
+    c.exec("INSERT INTO dsh_acp.meta (key, value) VALUES ('schema_version', $1)"
+           " ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+           {std::to_string(kSchemaVersion)});
+    tx.commit();
+  } catch (const PgError& e) {
+    if (e.sqlstate() == "42501")
+      throw SchemaDenied(std::string(e.what()) +
+                         " (migrate needs a role that may create schemas in the database and roles: the"
+                         " database owner with CREATEROLE, or a superuser)");
+    throw;
+  }
+}
+
+} // namespace acp::store::pg

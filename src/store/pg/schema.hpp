@@ -1,0 +1,83 @@
+// The dsh_acp schema of a PostgreSQL store: created and upgraded by `dsh-acp store migrate`
+// (migrate()), checked by a serving process at start-up (check_schema()).
+//
+// Everything lives in the schema `dsh_acp`:
+//   meta(key, value)          schema_version
+//   sessions                  one row per session: id, owner (a role), shared, generation (the shape
+//                             of its lines: store::generation_name(), '45fc' or '0.1'), header_line
+//                             (verbatim, no '\n'), the header fields (version, created_at ms, cwd, cwd_key = normalize_cwd(cwd),
+//                             parent_session, seed_length, delegation_depth, origin, agent_preset),
+//                             title, updated_at (ms), size_bytes (raw JSONL size, header included),
+//                             event_count (the next seq), created_time/updated_time (timestamptz)
+//   events                    (session_id, seq) primary key, type, time (ms), line (verbatim, no '\n')
+// Listing order uses the index on (created_at DESC, id COLLATE "en-US-x-icu"): write ORDER BY
+// created_at DESC, id COLLATE "en-US-x-icu" to use it.
+//
+// People: each person is a login role in the group role dsh_acp_user (NOLOGIN, created by migrate):
+//   CREATE ROLE alice LOGIN IN ROLE dsh_acp_user;
+// Row-level security (forced, also for the tables' owner; superusers bypass it): a role sees its own
+// sessions and shared ones (and their events), and inserts/updates/deletes only its own sessions and
+// inserts/deletes only events of its own sessions. Events are never updated.
+//
+// Every insert, update or delete of a sessions row sends NOTIFY dsh_acp_sessions with the id as
+// payload (kNotifyChannel). The advisory lock that serialises writers of a session:
+//   SELECT pg_try_advisory_lock(dsh_acp.session_lock_key($1))
+// where session_lock_key(id) = hashtextextended('dsh-acp:' || id, 0).
+#pragma once
+
+#include "store/errors.hpp"
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace acp::store::pg {
+
+class PgConnection;
+
+constexpr int kSchemaVersion = 1;
+inline constexpr std::string_view kSchemaName = "dsh_acp";
+inline constexpr std::string_view kUserRole = "dsh_acp_user";
+inline constexpr std::string_view kNotifyChannel = "dsh_acp_sessions";
+
+/// The database cannot serve: base of the errors below. what() names the store (redacted URL).
+class SchemaError : public StoreError {
+public:
+  using StoreError::StoreError;
+};
+/// No dsh_acp schema: "... run `dsh-acp store migrate URL`".
+class SchemaMissing : public SchemaError {
+public:
+  using SchemaError::SchemaError;
+};
+/// An older schema version: same hint.
+class SchemaOutdated : public SchemaError {
+public:
+  using SchemaError::SchemaError;
+};
+/// Written by a newer dsh-acp: "... (schema N, this one knows M)".
+class SchemaTooNew : public SchemaError {
+public:
+  using SchemaError::SchemaError;
+};
+/// The role may not use the schema (not in dsh_acp_user), or may not create it (migrate).
+class SchemaDenied : public SchemaError {
+public:
+  using SchemaError::SchemaError;
+};
+
+/// Creates or upgrades the schema to kSchemaVersion in one transaction (serialised against
+/// concurrent migrations), creating the role dsh_acp_user if missing. Idempotent. Throws
+/// SchemaTooNew for a newer schema, SchemaDenied when the role lacks the rights (it needs to create
+/// schemas in the database and roles: the database owner with CREATEROLE, or a superuser), PgError
+/// otherwise.
+void migrate(PgConnection& c);
+
+/// For a serving process: the schema exists at exactly kSchemaVersion and the role may use it.
+/// Throws SchemaMissing, SchemaOutdated, SchemaTooNew, SchemaDenied; PgError for other failures.
+void check_schema(PgConnection& c);
+
+/// The schema version stored in the database; nullopt when there is no dsh_acp schema.
+std::optional<int> schema_version(PgConnection& c);
+
+} // namespace acp::store::pg

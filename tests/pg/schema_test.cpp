@@ -1,0 +1,231 @@
+// The dsh_acp schema against a real PostgreSQL: migrate (idempotent), check_schema's start-up
+// errors, the NOTIFY trigger, the advisory lock key, and row-level security between two people.
+#include "scratch_db.hpp"
+
+#include "store/pg/connection.hpp"
+#include "store/pg/schema.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+#include <poll.h>
+
+using namespace acp::store::pg;
+
+namespace {
+
+template <class E, class F>
+std::string message_of(F&& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  }
+  BOOST_FAIL("expected " << typeid(E).name());
+  return {};
+}
+
+std::string sqlstate_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const PgError& e) {
+    return e.sqlstate();
+  }
+  return "no error";
+}
+
+bool contains(const std::string& s, std::string_view part) { return s.find(part) != std::string::npos; }
+
+/// A session row with only the required columns, as the connected role.
+void insert_session(PgConnection& c, const std::string& id) {
+  c.exec("INSERT INTO dsh_acp.sessions (id, generation, header_line, created_at, updated_at)"
+         " VALUES ($1, '0.1', $2, 1700000000000, 1700000000000)",
+         {id, "{\"type\":\"session\",\"id\":\"" + id + "\"}"});
+}
+
+void insert_event(PgConnection& c, const std::string& id, int seq) {
+  std::string s = std::to_string(seq);
+  c.exec("INSERT INTO dsh_acp.events (session_id, seq, type, time, line) VALUES ($1, $2, 'user', 1, $3)",
+         {id, s, "{\"seq\":" + s + "}"});
+}
+
+std::vector<Notification> wait_notifications(PgConnection& c) {
+  for (;;) {
+    std::vector<Notification> n = c.take_notifications();
+    if (!n.empty()) return n;
+    pollfd p{c.socket(), POLLIN, 0};
+    if (::poll(&p, 1, 10'000) != 1) return {};
+  }
+}
+
+PgConnection migrated(const pg_test::ScratchDb& db) {
+  PgConnection c = db.connect();
+  migrate(c);
+  return c;
+}
+
+/// A migrated database with two people in it, each connected as themselves.
+struct People {
+  pg_test::ScratchDb db;
+  PgConnection super = migrated(db);
+  std::string alice_role = pg_test::ensure_person(super, "alice");
+  std::string bob_role = pg_test::ensure_person(super, "bob");
+  PgConnection alice = db.connect(alice_role);
+  PgConnection bob = db.connect(bob_role);
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(pg_schema)
+
+BOOST_AUTO_TEST_CASE(migrate_creates_the_schema_and_is_idempotent) {
+  pg_test::ScratchDb db;
+  PgConnection c = db.connect();
+  BOOST_TEST(!schema_version(c).has_value());
+  std::string missing = message_of<SchemaMissing>([&] { check_schema(c); });
+  BOOST_TEST(contains(missing, "run `dsh-acp store migrate " + c.name() + "`"), missing);
+
+  migrate(c);
+  BOOST_TEST(schema_version(c).value_or(-1) == kSchemaVersion);
+  check_schema(c);
+  migrate(c);  // again: nothing to do, nothing fails
+  BOOST_TEST(schema_version(c).value_or(-1) == kSchemaVersion);
+  BOOST_TEST(c.exec("SELECT count(*) FROM dsh_acp.meta").int64(0, 0) == 1);
+  PgResult tables = c.exec("SELECT string_agg(relname, ',' ORDER BY relname) FROM pg_class c"
+                           " JOIN pg_namespace n ON n.oid = c.relnamespace"
+                           " WHERE n.nspname = 'dsh_acp' AND relkind = 'r'");
+  BOOST_TEST(tables.value(0, 0) == "events,meta,sessions");
+  PgResult rls = c.exec("SELECT bool_and(relrowsecurity AND relforcerowsecurity) FROM pg_class"
+                        " WHERE oid IN ('dsh_acp.sessions'::regclass, 'dsh_acp.events'::regclass)");
+  BOOST_TEST(rls.value(0, 0) == "t");
+  BOOST_TEST(c.exec("SELECT rolcanlogin FROM pg_roles WHERE rolname = 'dsh_acp_user'").value(0, 0) == "f");
+}
+
+BOOST_AUTO_TEST_CASE(outdated_and_newer_schemas_are_refused) {
+  pg_test::ScratchDb db;
+  PgConnection c = db.connect();
+  migrate(c);
+  c.exec("UPDATE dsh_acp.meta SET value = '0' WHERE key = 'schema_version'");
+  std::string outdated = message_of<SchemaOutdated>([&] { check_schema(c); });
+  BOOST_TEST(contains(outdated, "version 0, this dsh-acp needs 1"), outdated);
+  BOOST_TEST(contains(outdated, "run `dsh-acp store migrate"), outdated);
+
+  c.exec("UPDATE dsh_acp.meta SET value = '2' WHERE key = 'schema_version'");
+  std::string newer = message_of<SchemaTooNew>([&] { check_schema(c); });
+  BOOST_TEST(contains(newer, "written by a newer dsh-acp (schema 2, this one knows 1)"), newer);
+  BOOST_TEST(newer.starts_with(c.name() + ": "), newer);
+  message_of<SchemaTooNew>([&] { migrate(c); });
+  BOOST_TEST(schema_version(c).value_or(-1) == 2);  // migrate left it alone
+}
+
+BOOST_AUTO_TEST_CASE(a_role_outside_dsh_acp_user_is_denied_clearly) {
+  pg_test::ScratchDb db;
+  PgConnection super = db.connect();
+  std::string role = pg_test::unique_role("outsider");
+  super.exec_script("DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '" + role + "') THEN CREATE ROLE " +
+                    role + " LOGIN; END IF; END $$");
+  PgConnection outsider = db.connect(role);
+  // It may not create the schema either.
+  std::string cannot = message_of<SchemaDenied>([&] { migrate(outsider); });
+  BOOST_TEST(contains(cannot, "migrate needs a role that may create schemas"), cannot);
+  migrate(super);
+  std::string denied = message_of<SchemaDenied>([&] { check_schema(outsider); });
+  BOOST_TEST(contains(denied, "role \"" + role + "\" may not use the dsh_acp schema"), denied);
+  BOOST_TEST(contains(denied, "GRANT dsh_acp_user TO " + role), denied);
+}
+
+BOOST_AUTO_TEST_CASE(generation_is_one_of_the_two_spellings) {
+  pg_test::ScratchDb db;
+  PgConnection c = db.connect();
+  migrate(c);
+  BOOST_TEST(sqlstate_of([&] {
+               c.exec("INSERT INTO dsh_acp.sessions (id, generation, header_line, created_at, updated_at)"
+                      " VALUES ('x', '0.2', '{}', 0, 0)");
+             }) == "23514");
+}
+
+BOOST_AUTO_TEST_CASE(session_changes_are_notified) {
+  People p;
+  PgConnection listener = p.db.connect();
+  listener.exec("LISTEN dsh_acp_sessions");
+  insert_session(p.alice, "s-notify");
+  std::vector<Notification> n = wait_notifications(listener);
+  BOOST_REQUIRE(n.size() == 1);
+  BOOST_TEST(n[0].channel == std::string(kNotifyChannel));
+  BOOST_TEST(n[0].payload == "s-notify");
+  p.alice.exec("UPDATE dsh_acp.sessions SET title = 'x' WHERE id = 's-notify'");
+  BOOST_TEST(wait_notifications(listener).at(0).payload == "s-notify");
+  p.alice.exec("DELETE FROM dsh_acp.sessions WHERE id = 's-notify'");
+  BOOST_TEST(wait_notifications(listener).at(0).payload == "s-notify");
+}
+
+BOOST_AUTO_TEST_CASE(advisory_lock_key_serialises_writers) {
+  People p;
+  PgResult key = p.alice.exec("SELECT dsh_acp.session_lock_key($1) = hashtextextended('dsh-acp:' || $1, 0)", {"s1"});
+  BOOST_TEST(key.value(0, 0) == "t");
+  const char* lock = "SELECT pg_try_advisory_lock(dsh_acp.session_lock_key($1))";
+  BOOST_TEST(p.alice.exec(lock, {"s1"}).value(0, 0) == "t");
+  BOOST_TEST(p.bob.exec(lock, {"s1"}).value(0, 0) == "f");
+  BOOST_TEST(p.bob.exec(lock, {"s2"}).value(0, 0) == "t");
+}
+
+BOOST_AUTO_TEST_CASE(updates_touch_updated_time) {
+  People p;
+  insert_session(p.alice, "s-touch");
+  Transaction tx(p.alice);  // now() is the transaction's start: a later transaction moves it
+  p.alice.exec("UPDATE dsh_acp.sessions SET title = 't' WHERE id = 's-touch'");
+  BOOST_TEST(p.alice.exec("SELECT updated_time = now() AND created_time < now() FROM dsh_acp.sessions").value(0, 0) == "t");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(pg_rls)
+
+BOOST_AUTO_TEST_CASE(people_see_their_own_and_shared_sessions_and_write_only_their_own) {
+  People p;
+  BOOST_TEST(p.alice.user() == p.alice_role);
+  check_schema(p.alice);
+  check_schema(p.bob);
+  insert_session(p.alice, "s-alice");
+  insert_event(p.alice, "s-alice", 0);
+  insert_event(p.alice, "s-alice", 1);
+  BOOST_TEST(p.alice.exec("SELECT owner FROM dsh_acp.sessions").value(0, 0) == p.alice_role);
+
+  // Not shared: bob sees nothing, and writing into it looks like writing into no session.
+  BOOST_TEST(p.bob.exec("SELECT count(*) FROM dsh_acp.sessions").int64(0, 0) == 0);
+  BOOST_TEST(p.bob.exec("SELECT count(*) FROM dsh_acp.events").int64(0, 0) == 0);
+  BOOST_TEST(sqlstate_of([&] { insert_event(p.bob, "s-alice", 2); }) == "42501");
+  BOOST_TEST(sqlstate_of([&] { insert_event(p.bob, "s-nobody", 0); }) == "42501");
+
+  p.alice.exec("UPDATE dsh_acp.sessions SET shared = true WHERE id = 's-alice'");
+  BOOST_TEST(p.bob.exec("SELECT owner FROM dsh_acp.sessions WHERE id = 's-alice'").value(0, 0) == p.alice_role);
+  BOOST_TEST(p.bob.exec("SELECT string_agg(line, ',' ORDER BY seq) FROM dsh_acp.events").value(0, 0) ==
+             "{\"seq\":0},{\"seq\":1}");
+
+  // Shared is read-only for bob.
+  BOOST_TEST(p.bob.exec("UPDATE dsh_acp.sessions SET title = 'mine', shared = false").affected() == 0);
+  BOOST_TEST(sqlstate_of([&] { insert_event(p.bob, "s-alice", 2); }) == "42501");
+  BOOST_TEST(p.bob.exec("UPDATE dsh_acp.events SET line = 'x'").affected() == 0);
+  BOOST_TEST(p.bob.exec("DELETE FROM dsh_acp.events").affected() == 0);
+  BOOST_TEST(p.bob.exec("DELETE FROM dsh_acp.sessions").affected() == 0);
+  BOOST_TEST(sqlstate_of([&] {
+               p.bob.exec("INSERT INTO dsh_acp.sessions (id, owner, generation, header_line, created_at, updated_at)"
+                          " VALUES ('s-forged', $1, '0.1', '{}', 0, 0)",
+                          {p.alice_role});
+             }) == "42501");
+  // Nor can alice give a session away.
+  BOOST_TEST(sqlstate_of([&] { p.alice.exec("UPDATE dsh_acp.sessions SET owner = $1", {p.bob_role}); }) == "42501");
+
+  PgResult left = p.alice.exec("SELECT title IS NULL, shared, (SELECT count(*) FROM dsh_acp.events) FROM dsh_acp.sessions");
+  BOOST_TEST(left.value(0, 0) == "t");
+  BOOST_TEST(left.value(0, 1) == "t");
+  BOOST_TEST(left.int64(0, 2) == 2);
+
+  // Unshared again: gone from bob's view.
+  p.alice.exec("UPDATE dsh_acp.sessions SET shared = false WHERE id = 's-alice'");
+  BOOST_TEST(p.bob.exec("SELECT count(*) FROM dsh_acp.events").int64(0, 0) == 0);
+  // Alice's deletion takes the events with it.
+  p.alice.exec("DELETE FROM dsh_acp.sessions WHERE id = 's-alice'");
+  BOOST_TEST(p.super.exec("SELECT count(*) FROM dsh_acp.events").int64(0, 0) == 0);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
