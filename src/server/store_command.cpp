@@ -25,6 +25,7 @@ namespace st = acp::store;
 
 constexpr std::size_t kBatchBytes = 4u << 20;  // per import: a copy never holds a whole big session
 constexpr std::size_t kListPage = 500;
+constexpr std::uint64_t kProgressBytes = 64u << 20;  // a progress line per this much of one session
 constexpr int kMaxProblemsPerSession = 20;
 
 struct UsageError : std::runtime_error {
@@ -218,6 +219,8 @@ SessionCopy copy_session(st::Backend& from, st::Backend& to, const std::string& 
     next_seq += batch_events;
     r.events += batch_events;
     r.bytes += batch_size;
+    if (r.bytes / kProgressBytes != (r.bytes - batch_size) / kProgressBytes)  // a big session: say it moves
+      std::cerr << "  " << id << ": " << human_bytes(r.bytes) << " so far\n";
     batch.clear();
     batch_size = 0;
     batch_events = 0;
@@ -453,6 +456,23 @@ int run_verify(const Args& a) {
   std::size_t done = 0;
   for (const auto& s : sessions) {
     const std::string& id = s.header.id;
+    if (!files) {
+      // Another store's lines, as they are stored: each a record, seqs contiguous.
+      try {
+        std::int64_t expect = 0, line = 1;
+        b->export_lines(id, {}, [&](std::string_view l) {
+          ++line;
+          auto seqs = st::line_seqs(l);
+          if (!seqs) return report(id, "line " + std::to_string(line) + ": unparsable line (not a log record)");
+          if (seqs->first != expect)
+            report(id, "line " + std::to_string(line) + ": event seq " + std::to_string(seqs->first) +
+                           " is not contiguous; expected " + std::to_string(expect));
+          expect = seqs->first + seqs->second;
+        });
+      } catch (const st::StoreError& e) {
+        report(id, e.what());
+      }
+    }
     try {
       st::SurfaceFold fold;
       b->read_events(
