@@ -9,6 +9,7 @@
 #include "refs/service.hpp"
 #include "server/connection.hpp"
 #include "server/provider_setup.hpp"
+#include "server/store_command.hpp"
 #include "store/errors.hpp"
 #include "store/pg/pg_store.hpp"
 #include "store/session_store.hpp"
@@ -32,6 +33,7 @@
 #include <malloc.h>
 #include <iostream>
 #include <sstream>
+#include <string_view>
 #include <unistd.h>
 
 namespace {
@@ -55,6 +57,9 @@ int main(int argc, char** argv) {
   // was written and the next batch faulted its pages in again. A page fault costs ~11 us on this
   // project's (virtualised) machines: a 60 MB replay took 11,000 faults, 6,700 with this.
   ::mallopt(M_TRIM_THRESHOLD, 2 << 20);
+  // `dsh-acp store copy|verify|migrate`: a tool run, not the ACP server.
+  if (argc > 1 && std::string_view(argv[1]) == "store")
+    return server::run_store_command(std::vector<std::string>(argv + 2, argv + argc));
   support::CliResult cli;
   try {
     cli = support::load_config(std::vector<std::string>(argv + 1, argv + argc), support::process_environment());

@@ -17,7 +17,8 @@ namespace acp::store {
 
 void FileAppender::publish(KnownLog& log, const std::string& lines) {
   // Lazy atomic creation (harness-compat §1.1): the file appears complete or not at all.
-  const std::string header_line = support::to_json_text(header_record(log.header)) + "\n";
+  const std::string header_line =
+      header_line_.empty() ? support::to_json_text(header_record(log.header)) + "\n" : header_line_;
   std::string bytes;
   if (store_->encoding() == Encoding::zstd) {
     bytes = compress_frame(header_line);

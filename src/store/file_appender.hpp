@@ -25,6 +25,9 @@ public:
     lock_.release();
     fd_.reset();
   }
+  /// Publishes a new log with this header line (verbatim, ending in '\n') instead of one built
+  /// from the header: a log copied from another store keeps its bytes (import_lines).
+  void set_header_line(std::string line) { header_line_ = std::move(line); }
 
 private:
   void publish(KnownLog& log, const std::string& lines);
@@ -33,6 +36,7 @@ private:
   SessionLock lock_;
   UniqueFd fd_;
   bool unsynced_ = false;
+  std::string header_line_;  ///< "" = built from log.header
 };
 
 } // namespace acp::store

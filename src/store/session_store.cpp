@@ -27,14 +27,6 @@ namespace {
 
 Encoding other(Encoding e) { return e == Encoding::zstd ? Encoding::none : Encoding::zstd; }
 
-// The listing index keys a log by its bucket (the root's child) and the rest of its path.
-void set_index_key(KnownLog& log, const std::string& root) {
-  const std::string rel = log.path.substr(root.size() + 1);
-  const std::size_t slash = rel.find('/');
-  log.bucket = rel.substr(0, slash);
-  log.file = rel.substr(slash + 1);
-}
-
 // ".jsonl.zstd" also ends in neither ".jsonl"; classify a name as one encoding's log, if any.
 std::optional<Encoding> log_encoding_of(std::string_view name) {
   if (is_log_file_name(name, Encoding::zstd)) return Encoding::zstd;
@@ -49,6 +41,14 @@ std::string absolute_root(const std::string& root) {
 }
 
 } // namespace
+
+// The listing index keys a log by its bucket (the root's child) and the rest of its path.
+void SessionStore::set_index_key(KnownLog& log, const std::string& root) {
+  const std::string rel = log.path.substr(root.size() + 1);
+  const std::size_t slash = rel.find('/');
+  log.bucket = rel.substr(0, slash);
+  log.file = rel.substr(slash + 1);
+}
 
 SessionStore::SessionStore(StoreOptions options) : lock_timeout_(options.lock_timeout) {
   if (options.root.empty()) throw StoreError("session store root is empty");

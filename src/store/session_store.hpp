@@ -104,6 +104,28 @@ public:
   /// Removes the log and its index entry. Throws SessionNotFound, SessionBusy.
   void delete_session(const std::string& id, const LockWait& wait = {}) override;
 
+  // ---- copying between stores (file_export.cpp) ----
+
+  /// The log's plaintext lines verbatim (a zstd log decompressed): its header line, then every
+  /// committed event line from `from_seq` on. Throws StoreError when `from_seq` falls inside a
+  /// packed chunk row, or for a flat log left in a 0.1 root (its lines are not in the root's shape).
+  Generation export_lines(const std::string& id, const std::function<void(std::string_view)>& header,
+                          const std::function<void(std::string_view)>& line, std::int64_t from_seq = 0) override;
+  /// Appends verbatim lines as one batch under the session's lock (a new log is published whole,
+  /// header included). An open turn at the end of the log is not closed: the lines that follow
+  /// are the source's own. A torn tail (a copy killed mid-batch) is cut first.
+  void import_lines(const std::string& id, Generation g, const std::string& header_line, std::int64_t first_seq,
+                    const std::vector<std::string>& lines) override;
+  /// Every log file under the root (also those the listing skips: an invalid header, a flat log
+  /// in a 0.1 root), for `dsh-acp store verify` and `copy`.
+  std::vector<std::string> log_paths() const;
+  /// `dsh-acp store verify`: every plaintext line of the log at `path`, strictly (not the reader's
+  /// committed prefix): `problem` gets the 1-based line and why for an invalid header or one that
+  /// does not match the log's place, a line that is no record or breaks the seq sequence, a torn
+  /// tail. Returns the header's id ("" when there is no valid header). Throws StoreCorrupt for
+  /// framing the log cannot be read past.
+  std::string check_log_file(const std::string& path, const std::function<void(std::int64_t, const std::string&)>& problem);
+
   /// Recreates the root (0700, like at start-up) if it was deleted while we run, so the next write
   /// works instead of failing until a restart. Called before every new log is created.
   void ensure_root();
@@ -119,8 +141,11 @@ private:
   /// Creates the directories the log at `path` lives in (0700), each made durable in its parent.
   void ensure_log_dirs(const std::string& path);
   KnownLog load_for_write(const std::string& id, const std::string& path, UniqueFd& fd);
+  /// load_for_write without repair (import_lines): cached when unchanged, even with a turn open.
+  KnownLog load_for_import(const std::string& id, const std::string& path, int fd);
   void check_identity(const SessionHeader& h, const std::string& id, const std::string& path) const;
   void remember(const KnownLog& log);  // writer -> caches and index
+  static void set_index_key(KnownLog& log, const std::string& root);
   void persist_index(const std::string& text, std::uint64_t generation);
 
   std::string root_;

@@ -438,7 +438,8 @@ CliResult load_config(const std::vector<std::string>& args, const Environment& e
 std::string usage_text() {
   std::string out =
       "Usage: dsh-acp [options]\n"
-      "An Agent Client Protocol (ACP v1) agent on stdin/stdout. Editors start it with no arguments.\n\n"
+      "An Agent Client Protocol (ACP v1) agent on stdin/stdout. Editors start it with no arguments.\n"
+      "Moving sessions between stores: dsh-acp store copy|verify|migrate (see dsh-acp store --help).\n\n"
       "Options (each also settable as DSH_ACP_<NAME> in the environment or as a camelCase key in the config file;\n"
       "precedence: flag > environment > config file > default):\n"
       "  --help                     print this help and exit\n"

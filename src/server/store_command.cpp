@@ -1,0 +1,561 @@
+#include "server/store_command.hpp"
+
+#include "store/errors.hpp"
+#include "store/fold.hpp"
+#include "store/open_backend.hpp"
+#include "store/session_store.hpp"
+#include "support/paths.hpp"
+
+#include <openssl/evp.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <iostream>
+#include <limits>
+#include <map>
+#include <set>
+#include <stdexcept>
+
+namespace acp::server {
+
+namespace {
+
+namespace st = acp::store;
+
+constexpr std::size_t kBatchBytes = 4u << 20;  // per import: a copy never holds a whole big session
+constexpr std::size_t kListPage = 500;
+constexpr std::uint64_t kProgressBytes = 64u << 20;  // a progress line per this much of one session
+constexpr int kMaxProblemsPerSession = 20;
+
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct Args {
+  std::string command;
+  std::vector<std::string> operands;
+  std::optional<st::Encoding> encoding;
+  std::optional<st::Generation> generation;
+  std::size_t batch_bytes = kBatchBytes;
+  bool help = false;
+};
+
+Args parse_args(const std::vector<std::string>& args) {
+  Args a;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& s = args[i];
+    const std::size_t eq = s.find('=');
+    const std::string name = s.starts_with("--") ? s.substr(0, eq) : s;
+    auto value = [&]() -> std::string {
+      if (eq != std::string::npos) return s.substr(eq + 1);
+      if (i + 1 >= args.size()) throw UsageError(name + " needs a value");
+      return args[++i];
+    };
+    if (s == "--help" || s == "-h") {
+      a.help = true;
+    } else if (name == "--store-compression") {
+      const std::string v = value();
+      if (v == "zstd") a.encoding = st::Encoding::zstd;
+      else if (v == "none") a.encoding = st::Encoding::none;
+      else throw UsageError("--store-compression must be zstd or none, not \"" + v + "\"");
+    } else if (name == "--store-generation") {
+      const std::string v = value();
+      a.generation = st::parse_generation(v);
+      if (!a.generation) throw UsageError("--store-generation must be 45fc or 0.1, not \"" + v + "\"");
+    } else if (name == "--batch-bytes") {
+      const std::string v = value();
+      std::size_t n = 0;
+      auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+      if (ec != std::errc() || end != v.data() + v.size() || n == 0)
+        throw UsageError("--batch-bytes must be a positive integer, not \"" + v + "\"");
+      a.batch_bytes = n;
+    } else if (s.size() > 1 && s[0] == '-') {
+      throw UsageError("unknown option " + name);
+    } else if (a.command.empty()) {
+      a.command = s;
+    } else {
+      a.operands.push_back(s);
+    }
+  }
+  return a;
+}
+
+/// Streaming SHA-256 (OpenSSL).
+class Digest {
+public:
+  Digest() : ctx_(EVP_MD_CTX_new()) {
+    if (!ctx_ || EVP_DigestInit_ex(ctx_, EVP_sha256(), nullptr) != 1) throw std::runtime_error("SHA-256 unavailable");
+  }
+  ~Digest() { EVP_MD_CTX_free(ctx_); }
+  Digest(const Digest&) = delete;
+  Digest& operator=(const Digest&) = delete;
+  void add(std::string_view s) { EVP_DigestUpdate(ctx_, s.data(), s.size()); }
+  /// The digest of everything added so far (the context goes on).
+  std::string value() const {
+    EVP_MD_CTX* copy = EVP_MD_CTX_new();
+    unsigned char out[EVP_MAX_MD_SIZE];
+    unsigned int len = 0;
+    if (!copy || EVP_MD_CTX_copy_ex(copy, ctx_) != 1 || EVP_DigestFinal_ex(copy, out, &len) != 1) {
+      EVP_MD_CTX_free(copy);
+      throw std::runtime_error("SHA-256 failed");
+    }
+    EVP_MD_CTX_free(copy);
+    return std::string(reinterpret_cast<const char*>(out), len);
+  }
+
+private:
+  EVP_MD_CTX* ctx_;
+};
+
+/// A log's text as exported (its header line and event lines, each with its '\n'), measured.
+struct Text {
+  std::uint64_t bytes = 0;
+  std::int64_t events = 0;
+  Digest digest;
+  void add(std::string_view line) {
+    digest.add(line);
+    digest.add("\n");
+    bytes += line.size() + 1;
+  }
+};
+
+std::int64_t events_of(std::string_view line, const std::string& id) {
+  auto seqs = st::line_seqs(line);
+  if (!seqs) throw st::StoreError("session \"" + id + "\": an exported line is not a log record");
+  return seqs->second;
+}
+
+st::Generation measure(st::Backend& b, const std::string& id, Text& out) {
+  return b.export_lines(
+      id, [&](std::string_view h) { out.add(h); },
+      [&](std::string_view l) {
+        out.add(l);
+        out.events += events_of(l, id);
+      });
+}
+
+/// The shape of the lines of `id` in `b`: a root's own (its export refuses anything else); another
+/// store's export of nothing (a PostgreSQL store keeps each session's generation).
+st::Generation lines_generation(st::Backend& b, const std::string& id) {
+  if (dynamic_cast<st::SessionStore*>(&b)) return b.generation();
+  return b.export_lines(id, {}, {}, std::numeric_limits<std::int64_t>::max());
+}
+
+std::string human_bytes(std::uint64_t n) {
+  char buf[32];
+  if (n < 1024) std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(n));
+  else if (n < (1u << 20)) std::snprintf(buf, sizeof buf, "%.1f KiB", double(n) / 1024);
+  else std::snprintf(buf, sizeof buf, "%.1f MiB", double(n) / (1 << 20));
+  return buf;
+}
+
+/// Every session of the store, in listing order (all pages).
+std::vector<st::SessionListing> all_sessions(st::Backend& b) {
+  std::vector<st::SessionListing> all;
+  st::ListQuery q;
+  q.limit = kListPage;
+  for (;;) {
+    auto page = b.list_sessions(q);
+    if (page.empty()) break;
+    q.after = std::pair{page.back().header.createdAt, page.back().header.id};
+    const bool last = page.size() < kListPage;
+    for (auto& r : page) all.push_back(std::move(r));
+    if (last) break;
+  }
+  return all;
+}
+
+// ---- copy ----
+
+enum class Outcome { copied, continued, complete, diverged, failed };
+
+struct SessionCopy {
+  Outcome outcome = Outcome::failed;
+  std::int64_t events = 0;   ///< events copied now
+  std::uint64_t bytes = 0;   ///< bytes copied now
+  std::int64_t from_seq = 0; ///< where the copy started (continued)
+  std::string why;           ///< diverged / failed
+};
+
+struct Diverged {
+  std::string why;
+};
+
+SessionCopy copy_session(st::Backend& from, st::Backend& to, const std::string& id, std::size_t batch_bytes) {
+  SessionCopy r;
+  Text dest;
+  const bool in_dest = to.find_log(id).has_value();
+  if (in_dest) measure(to, id, dest);
+  const std::string dest_digest = in_dest ? dest.digest.value() : std::string();
+  const st::Generation g = lines_generation(from, id);
+
+  Text src;     // all of FROM's text
+  Text prefix;  // FROM's text up to TO's event count
+  bool prefix_checked = !in_dest;
+  bool created = in_dest;
+  std::string header;
+  std::vector<std::string> batch;
+  std::uint64_t batch_size = 0;
+  std::int64_t batch_events = 0;
+  std::int64_t next_seq = dest.events;
+  r.from_seq = dest.events;
+
+  auto check_prefix = [&] {
+    if (prefix.bytes != dest.bytes || prefix.digest.value() != dest_digest)
+      throw Diverged{"the destination's " + std::to_string(dest.events) + " events (" + std::to_string(dest.bytes) +
+                     " bytes) differ from the source's first ones"};
+    prefix_checked = true;
+  };
+  auto flush = [&] {
+    if (!created) {
+      to.import_lines(id, g, header, 0, batch);  // creates the log, header first
+      created = true;
+    } else if (!batch.empty()) {
+      to.import_lines(id, g, header, next_seq, batch);
+    } else {
+      return;
+    }
+    next_seq += batch_events;
+    r.events += batch_events;
+    r.bytes += batch_size;
+    if (r.bytes / kProgressBytes != (r.bytes - batch_size) / kProgressBytes)  // a big session: say it moves
+      std::cerr << "  " << id << ": " << human_bytes(r.bytes) << " so far\n";
+    batch.clear();
+    batch_size = 0;
+    batch_events = 0;
+  };
+  try {
+    from.export_lines(
+        id,
+        [&](std::string_view h) {
+          header.assign(h);
+          src.add(h);
+          if (!prefix_checked) {
+            prefix.add(h);
+            if (dest.events == 0) check_prefix();
+          } else if (!created) {
+            r.bytes += h.size() + 1;
+          }
+        },
+        [&](std::string_view l) {
+          const std::int64_t n = events_of(l, id);
+          src.add(l);
+          src.events += n;
+          if (!prefix_checked) {
+            prefix.add(l);
+            prefix.events += n;
+            if (prefix.events > dest.events)
+              throw Diverged{"the destination's " + std::to_string(dest.events) +
+                             " events end inside a line of the source"};
+            if (prefix.events == dest.events) check_prefix();
+            return;
+          }
+          batch.emplace_back(l);
+          batch_size += l.size() + 1;
+          batch_events += n;
+          if (batch_size >= batch_bytes) flush();
+        });
+    if (!prefix_checked)
+      throw Diverged{"the destination holds " + std::to_string(dest.events) + " events, the source only " +
+                     std::to_string(src.events)};
+    flush();
+  } catch (const Diverged& d) {
+    r.outcome = Outcome::diverged;
+    r.why = d.why;
+    return r;
+  }
+  if (r.events == 0 && in_dest) {
+    r.outcome = Outcome::complete;
+    return r;
+  }
+  // Counts and bytes of the whole session as the destination now holds it.
+  Text after;
+  measure(to, id, after);
+  if (after.events != src.events || after.bytes != src.bytes || after.digest.value() != src.digest.value()) {
+    r.outcome = Outcome::failed;
+    r.why = "verification after the copy failed: the destination holds " + std::to_string(after.events) +
+            " events in " + std::to_string(after.bytes) + " bytes, the source " + std::to_string(src.events) +
+            " in " + std::to_string(src.bytes);
+    return r;
+  }
+  r.outcome = in_dest ? Outcome::continued : Outcome::copied;
+  return r;
+}
+
+/// Opens a store for reading: a directory must exist.
+std::unique_ptr<st::Backend> open_source(const std::string& spec, const st::OpenOptions& o) {
+  if (!st::is_store_url(spec) && !support::is_directory(spec))
+    throw UsageError(spec + ": no such directory (a store is a directory or a postgresql:// URL)");
+  st::OpenOptions ro = o;
+  ro.read_only = true;
+  return st::open_backend(spec, ro);
+}
+
+int run_copy(const Args& a) {
+  if (a.operands.size() != 2) throw UsageError("store copy takes FROM and TO");
+  const std::string& from_spec = a.operands[0];
+  const std::string& to_spec = a.operands[1];
+  const std::string from_name = st::redact_store_spec(from_spec), to_name = st::redact_store_spec(to_spec);
+  std::unique_ptr<st::Backend> from, to;
+  try {
+    st::OpenOptions o;
+    from = open_source(from_spec, o);
+    // A new destination root takes the source's shape unless told otherwise.
+    o.encoding = a.encoding;
+    if (!o.encoding)
+      if (auto* fs = dynamic_cast<st::SessionStore*>(from.get())) o.encoding = fs->encoding();
+    o.generation = a.generation;
+    o.default_generation = from->generation();
+    to = st::open_backend(to_spec, o);
+  } catch (const UsageError&) {
+    throw;
+  } catch (const st::StoreError& e) {
+    std::cerr << "dsh-acp store copy: " << e.what() << "\n";
+    return 2;
+  }
+  if (to->read_only()) throw UsageError(to_name + " is read-only");
+  if (dynamic_cast<st::SessionStore*>(from.get()) && dynamic_cast<st::SessionStore*>(to.get()) &&
+      from->generation() != to->generation()) {
+    std::cerr << "dsh-acp store copy: cannot copy the " << st::generation_name(from->generation()) << " root "
+              << from->name() << " into the " << st::generation_name(to->generation()) << " root " << to->name()
+              << "\n";
+    return 2;
+  }
+
+  std::vector<st::SessionListing> sessions;
+  try {
+    sessions = all_sessions(*from);
+  } catch (const st::StoreError& e) {
+    std::cerr << "dsh-acp store copy: " << from_name << ": " << e.what() << "\n";
+    return 2;
+  }
+  const std::size_t total = sessions.size();
+  std::size_t copied = 0, continued = 0, complete = 0, problems = 0, done = 0;
+  std::int64_t events = 0;
+  std::uint64_t bytes = 0;
+  std::cerr << "copying " << total << " sessions from " << from_name << " to " << to_name << "\n";
+  for (const auto& s : sessions) {
+    const std::string& id = s.header.id;
+    SessionCopy c;
+    try {
+      c = copy_session(*from, *to, id, a.batch_bytes);
+    } catch (const std::exception& e) {
+      c.outcome = Outcome::failed;
+      c.why = e.what();
+    }
+    ++done;
+    events += c.events;
+    bytes += c.bytes;
+    std::string what;
+    switch (c.outcome) {
+      case Outcome::copied:
+        ++copied;
+        what = "copied " + std::to_string(c.events) + " events (" + human_bytes(c.bytes) + ")";
+        break;
+      case Outcome::continued:
+        ++continued;
+        what = "continued from seq " + std::to_string(c.from_seq) + ": " + std::to_string(c.events) + " events (" +
+               human_bytes(c.bytes) + ")";
+        break;
+      case Outcome::complete:
+        ++complete;
+        what = "already complete";
+        break;
+      case Outcome::diverged:
+        ++problems;
+        what = "DIVERGED, left untouched: " + c.why;
+        break;
+      case Outcome::failed:
+        ++problems;
+        what = "FAILED: " + c.why;
+        break;
+    }
+    std::cerr << "[" << done << "/" << total << "] " << id << ": " << what << "; " << human_bytes(bytes)
+              << " copied so far\n";
+    if (c.outcome == Outcome::diverged || c.outcome == Outcome::failed) std::cout << id << ": " << what << "\n";
+  }
+  // Logs the listing skips (an invalid header) are not copied: say so, the copy is incomplete.
+  if (auto* fs = dynamic_cast<st::SessionStore*>(from.get())) {
+    std::set<std::string> listed;
+    for (const auto& s : sessions) {
+      try {
+        listed.insert(fs->log_path(s.header));
+      } catch (const st::StoreError&) {
+      }
+    }
+    for (const auto& path : fs->log_paths())
+      if (!listed.count(path)) {
+        ++problems;
+        std::cout << path << ": not copied: not a listed session of " << from_name
+                  << " (dsh-acp store verify says why)\n";
+      }
+  }
+  try {
+    to->flush();
+  } catch (const st::StoreError& e) {
+    std::cerr << "dsh-acp store copy: " << e.what() << "\n";
+  }
+  std::cout << "copy " << from_name << " -> " << to_name << ": " << total << " sessions, " << copied << " copied, "
+            << continued << " continued, " << complete << " already complete, " << problems << " with problems; "
+            << events << " events (" << bytes << " bytes) written\n";
+  std::cout.flush();
+  return problems ? 1 : 0;
+}
+
+// ---- verify ----
+
+int run_verify(const Args& a) {
+  if (a.operands.size() != 1) throw UsageError("store verify takes one STORE");
+  const std::string name = st::redact_store_spec(a.operands[0]);
+  std::unique_ptr<st::Backend> b;
+  std::vector<st::SessionListing> sessions;
+  try {
+    b = open_source(a.operands[0], {});
+    sessions = all_sessions(*b);
+  } catch (const UsageError&) {
+    throw;
+  } catch (const st::StoreError& e) {
+    std::cerr << "dsh-acp store verify: " << e.what() << "\n";
+    return 2;
+  }
+  auto* files = dynamic_cast<st::SessionStore*>(b.get());
+  std::size_t problems = 0, total = sessions.size();
+  std::int64_t events = 0;
+  std::map<std::string, int> found;                          // session (its id, else its path) -> problems
+  std::set<std::pair<std::string, std::int64_t>> reported;  // (path, line) the line check named
+  // One line per problem: "<id>: <what>", or "<what>" alone when the log has no id to name (what
+  // then starts with its path).
+  auto report = [&](const std::string& who, const std::string& what) {
+    ++problems;
+    const int n = ++found[who];
+    if (n <= kMaxProblemsPerSession) std::cout << (what.starts_with(who) ? what : who + ": " + what) << "\n";
+    else if (n == kMaxProblemsPerSession + 1) std::cout << who << ": further problems not shown\n";
+  };
+  if (files) {
+    // Every line of every log file, strictly: also logs the listing skips (an invalid header) and
+    // lines past the committed prefix the reader below stops at.
+    const std::vector<std::string> paths = files->log_paths();
+    total = std::max(total, paths.size());
+    for (const auto& path : paths) {
+      std::vector<std::pair<std::int64_t, std::string>> here;
+      std::string id;
+      try {
+        id = files->check_log_file(path, [&](std::int64_t line, const std::string& why) { here.emplace_back(line, why); });
+      } catch (const st::StoreCorrupt& e) {
+        here.emplace_back(e.line(), e.reason());
+      } catch (const st::StoreError& e) {
+        here.emplace_back(0, e.what());
+      }
+      for (const auto& [line, why] : here) {
+        reported.insert({path, line});
+        report(id.empty() ? path : id, path + ":" + std::to_string(line) + ": " + why);
+      }
+    }
+  }
+  std::size_t done = 0;
+  for (const auto& s : sessions) {
+    const std::string& id = s.header.id;
+    if (!files) {
+      // Another store's lines, as they are stored: each a record, seqs contiguous.
+      try {
+        std::int64_t expect = 0, line = 1;
+        b->export_lines(id, {}, [&](std::string_view l) {
+          ++line;
+          auto seqs = st::line_seqs(l);
+          if (!seqs) return report(id, "line " + std::to_string(line) + ": unparsable line (not a log record)");
+          if (seqs->first != expect)
+            report(id, "line " + std::to_string(line) + ": event seq " + std::to_string(seqs->first) +
+                           " is not contiguous; expected " + std::to_string(expect));
+          expect = seqs->first + seqs->second;
+        });
+      } catch (const st::StoreError& e) {
+        report(id, e.what());
+      }
+    }
+    try {
+      st::SurfaceFold fold;
+      b->read_events(
+          id, [&](boost::json::object&& e) { fold.apply(e); }, {}, st::EventLifetime::transient);
+      events += fold.count();
+    } catch (const st::FoldError& e) {
+      report(id, std::string("invalid surface: ") + e.what());
+    } catch (const st::StoreCorrupt& e) {
+      if (!reported.count({e.file(), e.line()})) report(id, e.what());
+    } catch (const st::StoreError& e) {
+      report(id, e.what());
+    }
+    ++done;
+    if (done % 100 == 0 || done == sessions.size())
+      std::cerr << "[" << done << "/" << sessions.size() << "] sessions verified\n";
+  }
+  std::cout << "verify " << name << ": " << total << " sessions, " << events << " events; ";
+  if (problems) std::cout << problems << " problems in " << found.size() << " sessions\n";
+  else std::cout << "no problems\n";
+  std::cout.flush();
+  return problems ? 1 : 0;
+}
+
+// ---- migrate ----
+
+int run_migrate(const Args& a) {
+  if (a.operands.size() != 1) throw UsageError("store migrate takes one URL");
+  const std::string& url = a.operands[0];
+  if (!st::is_store_url(url)) throw UsageError(url + " is not a postgresql:// or postgres:// URL");
+  try {
+    st::migrate_store(url);
+  } catch (const st::StoreError& e) {
+    std::cerr << "dsh-acp store migrate: " << e.what() << "\n";
+    return 2;
+  }
+  std::cout << "migrate " << st::redact_store_spec(url) << ": schema is current\n";
+  return 0;
+}
+
+} // namespace
+
+std::string store_usage_text() {
+  return "Usage: dsh-acp store copy [options] FROM TO\n"
+         "       dsh-acp store verify STORE\n"
+         "       dsh-acp store migrate URL\n"
+         "Moves sessions between stores and checks them. A store is a directory (a root of harness log\n"
+         "files, 45fc or 0.1 layout, zstd or plain JSONL) or a postgresql:// / postgres:// URL (credentials\n"
+         "the libpq ways: PGPASSFILE, a service file, PGPASSWORD; passwords are never printed).\n\n"
+         "  copy     copies every session of FROM into TO, byte for byte. Idempotent and resumable: a session\n"
+         "           TO already holds whole is skipped, one it holds a prefix of is continued after the\n"
+         "           prefix's bytes are checked, one that differs is reported and left untouched. Counts and\n"
+         "           bytes are verified after each session.\n"
+         "  verify   checks every session: header, parseable lines, contiguous seqs, a valid surface.\n"
+         "  migrate  creates or upgrades the schema of a PostgreSQL store.\n\n"
+         "Options (copy; for a TO directory that holds no log yet, which otherwise takes FROM's layout):\n"
+         "  --store-compression zstd|none   --store-generation 45fc|0.1\n"
+         "  --batch-bytes N                 bytes of lines per import batch (default 4194304)\n\n"
+         "Output: problems and the summary on stdout, progress and errors on stderr.\n"
+         "Exit status: 0 ok, 1 problems found or copy incomplete, 2 usage or start-up errors.\n";
+}
+
+int run_store_command(const std::vector<std::string>& args) {
+  try {
+    Args a = parse_args(args);
+    if (a.help || a.command == "help") {
+      std::cout << store_usage_text();
+      return 0;
+    }
+    if (a.command.empty()) throw UsageError("store needs a command: copy, verify or migrate");
+    for (const auto& spec : a.operands)
+      if (st::store_url_has_password(spec))
+        throw UsageError(st::redact_store_spec(spec) +
+                         ": a password in the URL is refused; give it through PGPASSFILE, a service file or PGPASSWORD");
+    if (a.command == "copy") return run_copy(a);
+    if ((a.encoding || a.generation || a.batch_bytes != kBatchBytes))
+      throw UsageError("--store-compression, --store-generation and --batch-bytes are options of store copy");
+    if (a.command == "verify") return run_verify(a);
+    if (a.command == "migrate") return run_migrate(a);
+    throw UsageError("unknown store command \"" + a.command + "\" (copy, verify or migrate)");
+  } catch (const UsageError& e) {
+    std::cerr << "dsh-acp store: " << e.what() << "\nTry 'dsh-acp store --help'.\n";
+    return 2;
+  }
+}
+
+} // namespace acp::server

@@ -1,0 +1,284 @@
+// The file backend's side of `dsh-acp store copy`: a log's lines out verbatim, and verbatim lines
+// appended to a log, so a session copied out of a root and back is byte-identical (a zstd root:
+// the same plaintext; frames are cut per batch).
+#include "store/session_store.hpp"
+
+#include "store/chunk_rows.hpp"
+#include "store/errors.hpp"
+#include "store/event_model.hpp"
+#include "store/file_appender.hpp"
+#include "store/file_io.hpp"
+#include "store/log_source.hpp"
+#include "store/records.hpp"
+#include "support/json_text.hpp"
+#include "support/paths.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+namespace acp::store {
+
+namespace json = boost::json;
+
+namespace {
+
+// Thrown through read_log_lines once every committed line was delivered.
+struct ExportDone {};
+
+// The events a storage line stands for (a packed row: several), or nullopt when it is no record.
+std::optional<std::vector<json::object>> line_events(std::string_view text) {
+  boost::system::error_code ec;
+  json::value v = support::parse_json(text, ec);
+  if (ec) return std::nullopt;
+  std::vector<json::object> events;
+  if (decode_storage_line(std::move(v), events) == LineDecode::malformed || events.empty()) return std::nullopt;
+  return events;
+}
+
+std::string gen(Generation g) { return std::string(generation_name(g)); }
+
+} // namespace
+
+Generation SessionStore::export_lines(const std::string& id, const std::function<void(std::string_view)>& header,
+                                      const std::function<void(std::string_view)>& line, std::int64_t from_seq) {
+  auto path = find_log(id);
+  if (!path) throw SessionNotFound(id);
+  const bool flat_in_v01 = generation_ == Generation::project_dirs &&
+                           path->find('/', root_.size() + 1) == path->rfind('/');
+  if (flat_in_v01)
+    throw StoreError("session \"" + id + "\" is a 45fc log left in the 0.1 root " + root_ +
+                     ": its lines are not in the root's shape; copy it from a 45fc root");
+  UniqueFd fd = open_nofollow(*path, O_RDONLY);
+  if (!fd) {
+    if (errno == ENOENT) throw SessionNotFound(id);
+    throw_errno("open", *path, errno);
+  }
+  // The scan decides which events are committed (a torn tail or a damaged final turn is not);
+  // the second walk hands out those lines as they are.
+  ScanResult scan = scan_log(fd.get(), *path, encoding_, {}, {}, EventLifetime::transient);
+  check_identity(scan.header, id, *path);
+  const std::int64_t count = scan.state.count();
+  std::int64_t next = 0;
+  try {
+    read_log_lines(fd.get(), *path, encoding_, [&](const PlainLine& l) {
+      if (l.number == 1) {
+        if (header) header(l.text);
+        if (from_seq >= count) {  // nothing to hand out: no need to walk the lines
+          next = count;
+          throw ExportDone{};
+        }
+        return;
+      }
+      if (next >= count) throw ExportDone{};
+      auto events = line_events(l.text);
+      const json::value* sv = events ? events->front().if_contains("seq") : nullptr;
+      auto seq = sv ? safe_int(*sv) : std::nullopt;
+      if (!seq || *seq != next)
+        throw StoreCorrupt(*path, l.number, "changed while it was exported (expected seq " + std::to_string(next) + ")");
+      const auto n = std::int64_t(events->size());
+      if (next >= from_seq) {
+        if (line) line(l.text);
+      } else if (next + n > from_seq) {
+        throw StoreError("session \"" + id + "\": seq " + std::to_string(from_seq) +
+                         " falls inside a packed chunk row (seqs " + std::to_string(next) + ".." +
+                         std::to_string(next + n - 1) + "); lines cannot be split");
+      }
+      next += n;
+    });
+  } catch (const ExportDone&) {
+  }
+  if (next < count) throw StoreCorrupt(*path, 0, "changed while it was exported (fewer events than scanned)");
+  return generation_;
+}
+
+std::vector<std::string> SessionStore::log_paths() const {
+  std::vector<std::string> out;
+  for (const auto& b : bucket_dirs()) {
+    const std::string dir = root_ + "/" + b;
+    for_each_dir_entry(dir, [&](std::string_view n, int dfd) {
+      struct stat st {};
+      const std::string name(n);
+      if (::fstatat(dfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return;
+      if (S_ISREG(st.st_mode) && is_log_file_name(n, encoding_)) {
+        out.push_back(dir + "/" + name);  // a 45fc log, or a flat one left in a 0.1 root
+      } else if (S_ISDIR(st.st_mode) && generation_ == Generation::project_dirs) {
+        const std::string rel = name + "/" + v01_log_name(encoding_);
+        if (::fstatat(dfd, rel.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+          out.push_back(dir + "/" + rel);
+      }
+    });
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string SessionStore::check_log_file(const std::string& path,
+                                         const std::function<void(std::int64_t, const std::string&)>& problem) {
+  UniqueFd fd = open_nofollow(path, O_RDONLY);
+  if (!fd) throw_errno("open", path, errno);
+  std::string id;
+  std::int64_t expect = 0;
+  SourceTail tail = read_log_lines(fd.get(), path, encoding_, [&](const PlainLine& l) {
+    if (l.number == 1) {
+      boost::system::error_code ec;
+      json::value v = support::parse_json(l.text, ec);
+      std::optional<SessionHeader> h;
+      if (!ec) h = parse_header(v);
+      if (!h) return problem(1, "invalid session header");
+      id = h->id;
+      if (h->version != kSessionFormatVersion) return problem(1, "unsupported session format version");
+      try {
+        check_identity(*h, h->id, path);
+      } catch (const StoreCorrupt& e) {
+        problem(1, e.reason());
+      }
+      return;
+    }
+    auto events = line_events(l.text);
+    if (!events) {
+      problem(l.number, "unparsable line (not a log record)");
+      ++expect;  // most likely one event: the next line is then judged on its own
+      return;
+    }
+    const json::value* sv = events->front().if_contains("seq");
+    const std::int64_t seq = sv ? safe_int(*sv).value_or(-1) : -1;
+    if (seq != expect) {
+      problem(l.number, "event seq " + (sv ? support::to_json_text(*sv) : std::string("(missing)")) +
+                            " is not contiguous; expected " + std::to_string(expect));
+      if (seq >= 0) expect = seq;  // judge the next lines against this one
+    }
+    expect += std::int64_t(events->size());
+  });
+  if (tail.lines == 0) problem(1, "empty or header-less session log");
+  else if (tail.torn)
+    problem(tail.lines + 1, encoding_ == Encoding::zstd ? "torn final zstd frame" : "torn final line (no line end)");
+  return id;
+}
+
+KnownLog SessionStore::load_for_import(const std::string& id, const std::string& path, int fd) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) throw_errno("stat", path, errno);
+  {
+    std::lock_guard g(mu_);
+    auto it = known_.find(id);
+    // A copy's batches come one after another: without this each would rescan the whole log.
+    if (it != known_.end() && it->second.on_disk && it->second.path == path && it->second.ino == st.st_ino &&
+        it->second.dev == st.st_dev && it->second.size == std::uint64_t(st.st_size) &&
+        it->second.mtime_ns == mtime_ns(st))
+      return it->second;
+  }
+  ScanResult scan = scan_log(fd, path, encoding_);
+  check_identity(scan.header, id, path);
+  if (scan.torn) {
+    // A copy killed inside a batch: cut the torn tail (a zstd torn frame's recovered events go too,
+    // so the copy resends them), and no closers, unlike repair: the source's own lines follow.
+    if (::ftruncate(fd, off_t(scan.committed_bytes)) != 0) throw_errno("truncate", path, errno);
+    fsync_fd(fd, path);
+    scan = scan_log(fd, path, encoding_);
+    if (::fstat(fd, &st) != 0) throw_errno("stat", path, errno);
+  }
+  KnownLog log;
+  log.id = id;
+  log.path = path;
+  set_index_key(log, root_);
+  log.header = std::move(scan.header);
+  log.state = std::move(scan.state);
+  log.on_disk = true;
+  log.ino = st.st_ino;
+  log.dev = st.st_dev;
+  log.size = std::uint64_t(st.st_size);
+  log.mtime_ns = mtime_ns(st);
+  return log;
+}
+
+void SessionStore::import_lines(const std::string& id, Generation g, const std::string& header_line,
+                                std::int64_t first_seq, const std::vector<std::string>& lines) {
+  if (g != generation_)
+    throw StoreError("cannot copy a " + gen(g) + " session into a " + gen(generation_) + " root (" + root_ +
+                     "): the lines are in the other generation's shape");
+  if (read_only_) throw SessionReadOnly(id, read_only_reason(root_ + "/"));
+  if (first_seq < 0) throw InvalidBatch("first seq " + std::to_string(first_seq) + " is negative");
+
+  // Every line is one record (or a packed row) continuing the seqs; the normalised events feed the
+  // log state (title, times) the listing learns.
+  std::vector<json::object> records;
+  std::string text;
+  std::int64_t expect = first_seq;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    const std::string& l = lines[i];
+    const std::string where = "session \"" + id + "\": imported line " + std::to_string(i + 1) + " (seq " +
+                              std::to_string(expect) + ")";
+    if (l.find('\n') != std::string::npos) throw InvalidBatch(where + " holds a line break");
+    auto events = line_events(l);
+    if (!events) throw InvalidBatch(where + " is not a log record");
+    for (auto& e : *events) {
+      auto s = e.if_contains("seq");
+      auto si = s ? safe_int(*s) : std::nullopt;
+      if (!si || *si != expect)
+        throw InvalidBatch(where + ": seq " + (s ? support::to_json_text(*s) : std::string("(missing)")) +
+                           " does not continue the log; expected " + std::to_string(expect));
+      ++expect;
+      normalise_event(e);
+      records.push_back(std::move(e));
+    }
+    text.append(l);
+    text += '\n';
+  }
+
+  if (first_seq == 0) {
+    boost::system::error_code ec;
+    json::value hv = support::parse_json(header_line, ec);
+    std::optional<SessionHeader> h;
+    if (!ec) h = parse_header(hv);
+    if (!h || header_line.find('\n') != std::string::npos)
+      throw InvalidBatch("session \"" + id + "\": the imported header line is not a session header");
+    if (h->id != id) throw InvalidBatch("session \"" + id + "\": the imported header names \"" + h->id + "\"");
+    if (h->version != kSessionFormatVersion)
+      throw InvalidBatch("session \"" + id + "\": unsupported session format version " + std::to_string(h->version));
+    if (h->cwd && !support::is_absolute_path(*h->cwd))
+      throw InvalidBatch("session cwd must be an absolute path: " + *h->cwd);
+    if (generation_ == Generation::project_dirs && h->cwd && h->cwd->empty())
+      throw InvalidBatch("session cwd must not be empty in a harness 0.1 store");
+    const std::string path = log_path(*h);
+    ensure_log_dirs(path);
+    SessionLock lock = SessionLock::acquire(lock_path_of(path, id), lock_timeout_, id, {});
+    if (find_log(id)) throw SessionExists(id);
+    KnownLog log;
+    log.id = id;
+    log.path = path;
+    set_index_key(log, root_);
+    log.header = std::move(*h);
+    FileAppender appender(*this, std::move(lock), UniqueFd());
+    appender.set_header_line(header_line + "\n");
+    appender.write(log, text, records, true);  // published whole: header and lines, fsynced
+    for (const auto& r : records) log.state.observe(r);
+    appender.committed(log);
+    return;
+  }
+
+  auto path = find_log(id);
+  if (!path) throw SessionNotFound(id);
+  if (auto why = read_only_reason(*path); !why.empty()) throw SessionReadOnly(id, why);
+  SessionLock lock = SessionLock::acquire(lock_path_of(*path, id), lock_timeout_, id, {});
+  UniqueFd fd = open_nofollow(*path, O_RDWR);
+  if (!fd) {
+    if (errno == ENOENT) throw SessionNotFound(id);
+    throw_errno("open", *path, errno);
+  }
+  KnownLog log = load_for_import(id, *path, fd.get());
+  remember(log);
+  if (log.state.count() != first_seq)
+    throw InvalidBatch("session \"" + id + "\" in " + root_ + " holds " + std::to_string(log.state.count()) +
+                       " events; the imported lines start at seq " + std::to_string(first_seq));
+  if (lines.empty()) return;
+  FileAppender appender(*this, std::move(lock), std::move(fd));
+  appender.write(log, text, records, true);  // rolled back to the old length on failure
+  for (const auto& r : records) log.state.observe(r);
+  appender.committed(log);
+}
+
+} // namespace acp::store

@@ -1,0 +1,49 @@
+// Opening a store named by a spec, as `--store` and `dsh-acp store` take it: a directory (a root
+// of harness log files, either generation) or a postgresql:// / postgres:// URL.
+#pragma once
+
+#include "store/backend.hpp"
+#include "store/layout.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace acp::store {
+
+struct OpenOptions {
+  /// A root's options (as StoreOptions): encoding and generation are for a root that holds no log.
+  std::optional<Encoding> encoding;
+  std::optional<Generation> generation;
+  Generation default_generation = Generation::flat;
+  std::string cache_dir;  ///< listing index directory; empty = memory only
+  bool read_only = false;
+  std::chrono::milliseconds lock_timeout{2000};
+};
+
+/// True for "postgresql://..." and "postgres://..." (scheme case-insensitive).
+bool is_store_url(std::string_view spec);
+
+/// The spec as it may appear in messages: a URL's password replaced by "***" (pg::redact_url).
+std::string redact_store_spec(std::string_view spec);
+
+/// True when a URL carries a password: refused, credentials come the libpq ways only (PGPASSFILE,
+/// a service file, PGPASSWORD).
+bool store_url_has_password(std::string_view spec);
+
+/// Opens the store `spec` names. Throws StoreError (a missing PostgreSQL schema, a root holding
+/// both encodings, ...).
+std::unique_ptr<Backend> open_backend(const std::string& spec, const OpenOptions& options);
+
+/// `dsh-acp store migrate URL`: creates or upgrades the PostgreSQL schema. Throws StoreError.
+void migrate_store(const std::string& url);
+
+/// The first seq and the number of events of one storage line (a packed chunk row stands for
+/// several), nullopt when the line is no log record.
+std::optional<std::pair<std::int64_t, std::int64_t>> line_seqs(std::string_view line);
+
+} // namespace acp::store
