@@ -13,6 +13,8 @@ jsonrpc::RpcError to_rpc_error(std::exception_ptr error) {
     return e;
   } catch (const engine::SessionNotFound& e) {
     return jsonrpc::resource_not_found(e.session_id());
+  } catch (const engine::ReadOnlySession& e) {
+    return jsonrpc::invalid_params("/sessionId", e.what());
   } catch (const engine::InvalidInput& e) {
     return jsonrpc::invalid_params(e.path(), e.what());
   } catch (const engine::ProviderFailed& e) {

@@ -74,6 +74,11 @@ boost::asio::awaitable<protocol::ListSessionsResponse> session_list(HandlerConte
     info.updatedAt = support::iso_time(row.updatedAt);
     // Discovery: clients and scripts can build mentions without parsing our URI scheme.
     info._meta = json::object{{"deepseek-harness/sessionReference", {{"uri", refs::encode_uri(row.header.id)}}}};
+    // A store with people: whose the session is, and whether its owner shared it.
+    if (row.owner) {
+      info._meta->emplace("dsh-acp/owner", *row.owner);
+      info._meta->emplace("dsh-acp/shared", row.shared);
+    }
     std::size_t bytes = json::serialize(wire::encode(info)).size() + 1;  // and its comma
     if (!response.sessions.empty() && items_bytes + bytes > kMaxItemsBytes) {
       full = true;

@@ -114,7 +114,8 @@ boost::asio::awaitable<protocol::LoadSessionResponse> session_load(HandlerContex
   require_provider_key(ctx);
   std::optional<std::vector<mcp::ServerSpec>> servers;
   if (req.mcpServers) servers = mcp_server_specs(*req.mcpServers, req.cwd);
-  store::SessionHeader header = co_await ctx.engine.find_stored(req.sessionId, req.cwd);
+  engine::StoredSession stored = co_await ctx.engine.find_stored(req.sessionId, req.cwd);
+  const store::SessionHeader& header = stored.header;
   if (req.additionalDirectories) co_await ctx.engine.check_directories(*req.additionalDirectories);
   // Frames are queued on the session's stream in order, and the answer below goes to the same
   // stream after all of them (the session/load rule: the whole history first, then the response).
@@ -135,7 +136,7 @@ boost::asio::awaitable<protocol::LoadSessionResponse> session_load(HandlerContex
   auto read = ctx.engine.read_log(req.sessionId, replay, boundary);
   auto [provider, model] = co_await std::move(read);
   const bool attached = ctx.engine.find(req.sessionId) != nullptr;
-  auto session = ctx.engine.attach(header, req.additionalDirectories, provider, model);
+  auto session = ctx.engine.attach(stored, req.additionalDirectories, provider, model);
   if (!attached) session->permissions = std::move(*rules);
   // A session already attached trades its servers for these (absent: it keeps its own).
   if (servers) co_await use_mcp_servers(ctx, session, *servers);

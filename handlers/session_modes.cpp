@@ -43,6 +43,19 @@ std::vector<protocol::SessionConfigOption> session_config_options(const HandlerC
     option.options.push_back(
         protocol::SessionConfigSelectOption{std::string(engine::mode_id(m.mode)), m.name, m.description, {}});
   options.push_back(std::move(option));
+  // Sharing, where the session's store has people and the session is the user's to share.
+  if (session.ownership.can_share && session.ownership.mine) {
+    protocol::SessionConfigOption shared;
+    shared.id = kSharedOptionId;
+    shared.name = "Shared";
+    shared.description = "Whether people with access to this store can see and reference this session";
+    shared.type = "select";
+    shared.currentValue = session.ownership.shared ? "on" : "off";
+    shared.options.push_back(
+        protocol::SessionConfigSelectOption{"on", "Shared", "Others with access to the store can see it", {}});
+    shared.options.push_back(protocol::SessionConfigSelectOption{"off", "Private", "Only you can see it", {}});
+    options.push_back(std::move(shared));
+  }
   return options;
 }
 

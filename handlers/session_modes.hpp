@@ -12,10 +12,14 @@
 namespace acp::handlers {
 
 inline constexpr const char* kModeOptionId = "mode";
+/// "on" / "off": whether the session is shared (issue 17), offered where its store can share and
+/// the session is the user's own.
+inline constexpr const char* kSharedOptionId = "shared";
 
 protocol::SessionModeState session_modes(const engine::Session& session);
 
-/// Every config option of the session: the model (when the provider offers models), then the mode.
+/// Every config option of the session: the model (when the provider offers models), the mode, then
+/// `shared` (when offered).
 std::vector<protocol::SessionConfigOption> session_config_options(const HandlerContext& ctx,
                                                                   const engine::Session& session);
 

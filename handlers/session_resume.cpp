@@ -11,7 +11,8 @@ boost::asio::awaitable<protocol::LoadSessionResponse> session_resume(HandlerCont
                                                                      protocol::ResumeSessionRequest req) {
   std::optional<std::vector<mcp::ServerSpec>> servers;
   if (req.mcpServers) servers = mcp_server_specs(*req.mcpServers, req.cwd);
-  store::SessionHeader header = co_await ctx.engine.find_stored(req.sessionId, req.cwd);
+  engine::StoredSession stored = co_await ctx.engine.find_stored(req.sessionId, req.cwd);
+  const store::SessionHeader& header = stored.header;
   if (req.additionalDirectories) co_await ctx.engine.check_directories(*req.additionalDirectories);
   std::pair<std::string, std::string> logged;
   auto rules = std::make_shared<engine::Permissions>();
@@ -30,7 +31,7 @@ boost::asio::awaitable<protocol::LoadSessionResponse> session_resume(HandlerCont
   // An already attached session keeps its state (its rules are in memory); the scan above ran for
   // a session attached here and now, unless another request attached it while the log was read.
   const bool attached = ctx.engine.find(req.sessionId) != nullptr;
-  auto session = ctx.engine.attach(header, req.additionalDirectories, logged.first, logged.second);
+  auto session = ctx.engine.attach(stored, req.additionalDirectories, logged.first, logged.second);
   if (!attached) session->permissions = std::move(*rules);
   // A session already attached trades its servers for these (absent: it keeps its own).
   if (servers) co_await use_mcp_servers(ctx, session, *servers);

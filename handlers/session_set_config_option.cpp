@@ -11,6 +11,20 @@ namespace acp::handlers {
 boost::asio::awaitable<protocol::SetSessionConfigOptionResponse> session_set_config_option(
     HandlerContext& ctx, protocol::SetSessionConfigOptionRequest req) {
   auto session = ctx.engine.require(req.sessionId);
+  // Sharing is the store's: done before the answer. Someone else's session refuses it (-32602).
+  if (req.configId == kSharedOptionId && session->ownership.can_share) {
+    const bool boolean = req.type && *req.type == "boolean";
+    bool shared = false;
+    if (boolean && req.value.is_bool())
+      shared = req.value.get_bool();
+    else if (!boolean && req.value.is_string() && (req.value.get_string() == "on" || req.value.get_string() == "off"))
+      shared = req.value.get_string() == "on";
+    else
+      throw jsonrpc::invalid_params("/value", "the shared option takes \"on\" or \"off\" (or true/false with type \"boolean\")");
+    if (auto refused = co_await ctx.engine.set_shared(req.sessionId, shared))
+      throw jsonrpc::invalid_params("/configId", *refused);
+    co_return protocol::SetSessionConfigOptionResponse{session_config_options(ctx, *session), std::nullopt};
+  }
   const bool model = req.configId == kModelOptionId && ctx.engine.offers_models();
   if (!model && req.configId != kModeOptionId)
     throw jsonrpc::invalid_params("/configId", "unknown config option '" + req.configId + "'");

@@ -6,7 +6,7 @@ namespace acp::handlers {
 
 namespace {
 
-constexpr std::array<std::string_view, 2> kCommands = {"ref", "compact"};
+constexpr std::array<std::string_view, 4> kCommands = {"ref", "compact", "share", "unshare"};
 
 bool space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 

@@ -17,7 +17,8 @@ struct SlashCommand {
   std::string argument;  ///< the rest of the text, trimmed
 };
 
-/// The command a prompt text invokes, if it starts with one we implement (`ref`, `compact`).
+/// The command a prompt text invokes, if it starts with one we implement (`ref`, `compact`,
+/// `share`, `unshare`).
 std::optional<SlashCommand> parse_slash_command(std::string_view text);
 
 /// The word of a `/word` the text starts with when it is no command we implement.

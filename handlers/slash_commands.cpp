@@ -1,6 +1,7 @@
 #include "handlers/slash_commands.hpp"
 
 #include "handlers/compaction_card.hpp"
+#include "handlers/session_modes.hpp"
 #include "handlers/text_chunks.hpp"
 #include "handlers/text_frames.hpp"
 
@@ -70,7 +71,19 @@ std::string describe_unknown_command(const std::string& word) {
   return "Unknown command /" + word +
          ". Commands:\n- /compact [focus] \u2014 condense the conversation so far into a summary now\n"
          "- /ref [query] \u2014 list other sessions you can reference\n"
+         "- /share \u2014 let people with access to this store see and reference this session\n"
+         "- /unshare \u2014 stop sharing this session\n"
          "To send text that starts with a slash to the model, start it with // or \"/ \".";
+}
+
+std::string describe_sharing(bool shared, const std::optional<std::string>& refused) {
+  if (refused) {
+    std::string why = *refused;
+    if (!why.empty() && why.back() != '.') why += '.';
+    return std::string(shared ? "Cannot share" : "Cannot unshare") + " this session: " + why;
+  }
+  return shared ? "Shared: people with access to this store can now see and reference this session."
+                : "No longer shared.";
 }
 
 std::string describe_compaction(const engine::CompactResult& result) {
@@ -99,6 +112,16 @@ boost::asio::awaitable<protocol::PromptResponse> run_slash_command(HandlerContex
     send_text(ctx, session_id, describe_compaction(result));
     co_return protocol::PromptResponse{protocol::StopReason::end_turn, std::nullopt};
   }
+  if (command.name == "share" || command.name == "unshare") {
+    const bool shared = command.name == "share";
+    std::optional<std::string> refused = co_await ctx.engine.set_shared(session_id, shared);
+    send_text(ctx, session_id, describe_sharing(shared, refused));
+    // The `shared` option shows the new state (the change did not come through set_config_option).
+    if (!refused && session->ownership.can_share)
+      ctx.notify(protocol::SessionNotification{
+          session_id, protocol::ConfigOptionUpdate{session_config_options(ctx, *session), {}}, std::nullopt});
+    co_return protocol::PromptResponse{protocol::StopReason::end_turn, std::nullopt};
+  }
   std::vector<refs::Candidate> candidates = co_await ctx.engine.candidates(*session, command.argument, std::nullopt, true);
   send_text(ctx, session_id, describe_candidates(candidates, command.argument));
   co_return protocol::PromptResponse{protocol::StopReason::end_turn, std::nullopt};
@@ -112,6 +135,9 @@ void advertise_commands(HandlerContext& ctx, const std::string& session_id) {
   update.availableCommands.push_back(protocol::AvailableCommand{
       "ref", "List other sessions you can reference, with ready-to-paste @mentions",
       protocol::AvailableCommandInput{"optional filter: part of a session id, working directory or title"}});
+  update.availableCommands.push_back(protocol::AvailableCommand{
+      "share", "Let people with access to this store see and reference this session", std::nullopt});
+  update.availableCommands.push_back(protocol::AvailableCommand{"unshare", "Stop sharing this session", std::nullopt});
   // Posted, so the client has the session/new (or load) answer before the update that names it.
   boost::asio::post(ctx.executor, [&ctx, note = protocol::SessionNotification{session_id, update, std::nullopt}] {
     ctx.notify(note);

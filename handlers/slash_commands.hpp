@@ -2,7 +2,9 @@
 //
 // `/ref [query]` answers with the sessions the user may reference and ready-to-paste mentions,
 // without a model request and without writing to the session log. `/compact [focus]` condenses the
-// conversation now (a turn of its own in the log) and answers with what it condensed. Any other
+// conversation now (a turn of its own in the log) and answers with what it condensed. `/share` and
+// `/unshare` mark the session shared or not in its store (no log record; a store without people
+// answers why it cannot). Writing commands in someone else's session are refused (-32602). Any other
 // `/word` answers with the list of commands (no model request, no log write). Commands are
 // advertised after session/new, load and resume.
 #pragma once
@@ -24,6 +26,9 @@ boost::asio::awaitable<protocol::PromptResponse> run_slash_command(HandlerContex
 
 /// The answer to an unknown `/word`.
 std::string describe_unknown_command(const std::string& word);
+
+/// The answer to `/share` (`shared`) or `/unshare`: done, or why the store cannot (`refused`).
+std::string describe_sharing(bool shared, const std::optional<std::string>& refused);
 
 /// The answer to `/compact`.
 std::string describe_compaction(const engine::CompactResult& result);

@@ -74,6 +74,22 @@ constexpr std::size_t kBulkReadThreads = 4;
 // summary request; /compact and the context-too-long retry take any.
 constexpr std::int64_t kMinAutoCompactTokens = 256;
 
+// Whose a listed session is, as `holder` (the store serving it) sees it.
+Ownership ownership_of(const store::Backend& holder, const store::SessionListing& row) {
+  Ownership o;
+  o.owner = row.owner;
+  o.shared = row.shared;
+  const std::optional<std::string> me = holder.person();
+  o.mine = !row.owner || !me || *row.owner == *me;
+  o.can_share = holder.supports_sharing();
+  return o;
+}
+
+// Someone else's shared session takes no writes here: refused before anything is read or logged.
+void require_writable(const Session& session) {
+  if (!session.ownership.mine) throw ReadOnlySession(session.id, session.ownership.owner.value_or("someone else"));
+}
+
 // Releases the session's turn slot and wakes waiters however the prompt ends.
 struct TurnScope {
   std::shared_ptr<Session> session;
@@ -164,10 +180,15 @@ asio::awaitable<std::shared_ptr<Session>> Engine::create_session(const std::stri
   // The header alone, atomically and fsynced: the session exists for every later process.
   auto create = [this, header] {
     note_missing_cwd(*header.cwd);
-    store::SessionWriter writer = services_.store.get().create(header);
+    store::StoreSet& store = services_.store.get();
+    store::SessionWriter writer = store.create(header);
     writer.append({}, /*sync=*/true);
+    Ownership mine;  // new sessions go to the first store, as its person's
+    mine.owner = store.primary().person();
+    mine.can_share = store.primary().supports_sharing();
+    return mine;
   };
-  co_await offload(session->strand, create);
+  session->ownership = std::move(*co_await offload(session->strand, create));
   session->additional_directories = std::move(additional_directories);
   session->conversation_known = true;  // an empty log: nothing to read back
   sessions_[session->id] = session;
@@ -188,28 +209,31 @@ asio::awaitable<void> Engine::check_directories(const std::vector<std::string>& 
   co_await offload(pool_, check);
 }
 
-asio::awaitable<store::SessionHeader> Engine::find_stored(const std::string& id, const std::string& cwd) {
+asio::awaitable<StoredSession> Engine::find_stored(const std::string& id, const std::string& cwd) {
   require_absolute(cwd, "/cwd");
-  auto lookup = [this, id, cwd]() -> std::optional<store::SessionHeader> {
+  auto lookup = [this, id, cwd]() -> std::optional<StoredSession> {
     note_missing_cwd(cwd);
     store::StoreSet& store = services_.store.get();
-    if (!store.exists(id)) return std::nullopt;
+    // A store with people finds no session its person may not see: not found, as a missing one.
+    const store::Backend* holder = store.holder(id);
+    if (!holder) return std::nullopt;
     for (auto& listing : store.list_sessions())
-      if (listing.header.id == id) return listing.header;
+      if (listing.header.id == id) return StoredSession{listing.header, ownership_of(*holder, listing)};
     // A log the index does not list has no valid header: reading it names the defect.
     store.read_log(id);
     throw store::StoreCorrupt(*store.find_log(id), 1, "invalid session header");
   };
-  std::optional<store::SessionHeader> header = std::move(*co_await offload(pool_, lookup));
-  if (!header) {
-    if (auto attached = find(id)) header = attached->header;
+  std::optional<StoredSession> stored = std::move(*co_await offload(pool_, lookup));
+  if (!stored) {
+    if (auto attached = find(id)) stored = StoredSession{attached->header, attached->ownership};
   }
-  if (!header) throw SessionNotFound(id);
+  if (!stored) throw SessionNotFound(id);
+  const store::SessionHeader* header = &stored->header;
   if (!header->cwd)
     throw InvalidInput("/sessionId", "this session has no working directory and cannot be loaded over ACP");
   if (store::normalize_cwd(cwd) != store::normalize_cwd(*header->cwd))
     throw InvalidInput("/cwd", "does not match the session's working directory " + *header->cwd);
-  co_return *header;
+  co_return std::move(*stored);
 }
 
 asio::awaitable<std::pair<std::string, std::string>> Engine::read_log(const std::string& id_in, const EventSink& sink_in,
@@ -242,6 +266,14 @@ asio::awaitable<std::pair<std::string, std::string>> Engine::read_log(const std:
     }
   } slot{*this};
   co_return std::move(*co_await offload(log_readers_.executor(), read));
+}
+
+std::shared_ptr<Session> Engine::attach(const StoredSession& stored,
+                                        const std::optional<std::vector<std::string>>& additional_directories,
+                                        const std::string& logged_provider, const std::string& logged_model) {
+  auto session = attach(stored.header, additional_directories, logged_provider, logged_model);
+  session->ownership = stored.ownership;
+  return session;
 }
 
 std::shared_ptr<Session> Engine::attach(const store::SessionHeader& header,
@@ -303,6 +335,7 @@ asio::awaitable<bool> Engine::refresh_conversation(Session& session, std::int64_
 asio::awaitable<llm::StopKind> Engine::prompt(const std::string& id_in, PromptInput input, TurnObserver& observer) {
   const std::string id = id_in;
   std::shared_ptr<Session> session = require(id);
+  require_writable(*session);
   if (session->turn) throw InvalidInput("/sessionId", "a prompt is already running in this session");
   auto turn = std::make_shared<Turn>(executor_);
   session->turn = turn;
@@ -416,6 +449,7 @@ asio::awaitable<CompactResult> Engine::compact(const std::string& id_in, const s
   const std::string id = id_in;
   const std::string focus = focus_in;
   std::shared_ptr<Session> session = require(id);
+  require_writable(*session);
   if (session->turn) throw InvalidInput("/sessionId", "a prompt is already running in this session");
   auto turn = std::make_shared<Turn>(executor_);
   session->turn = turn;
@@ -448,7 +482,10 @@ asio::awaitable<void> Engine::close(const std::string& id) {
 }
 
 asio::awaitable<void> Engine::remove(const std::string& id) {
-  bool attached = find(id) != nullptr;
+  std::shared_ptr<Session> session = find(id);
+  if (session) require_writable(*session);  // before closing it: the refusal leaves it attached
+  const bool attached = session != nullptr;
+  session.reset();
   if (attached) co_await close(id);
   const std::function<bool(const store::LockWait&)> remove = [this, id](const store::LockWait& wait) {
     try {
@@ -461,6 +498,30 @@ asio::awaitable<void> Engine::remove(const std::string& id) {
   const std::stop_token stop = stopping_.get_token();
   bool deleted = co_await with_lock(pool_, lock_waits_.executor(), remove, stop);
   if (!deleted && !attached) throw SessionNotFound(id);
+}
+
+asio::awaitable<std::optional<std::string>> Engine::set_shared(const std::string& id_in, bool shared) {
+  const std::string id = id_in;
+  std::shared_ptr<Session> session = require(id);
+  require_writable(*session);
+  // A store without people refuses with a reason, returned rather than thrown across threads.
+  auto mark = [this, id, shared]() -> std::optional<std::string> {
+    try {
+      services_.store.get().set_shared(id, shared);
+      return std::nullopt;
+    } catch (const store::SharingUnsupported& e) {
+      return std::string(e.what());
+    }
+  };
+  std::optional<std::string> refused = std::move(*co_await offload(session->strand, mark));
+  if (refused) {
+    session->ownership.can_share = false;
+    log::info("session " + id + ": not " + (shared ? "shared" : "unshared") + ": " + *refused);
+    co_return refused;
+  }
+  session->ownership.shared = shared;
+  log::info("session " + id + (shared ? ": shared" : ": no longer shared"));
+  co_return std::nullopt;
 }
 
 void Engine::cancel_all() {

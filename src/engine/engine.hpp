@@ -80,6 +80,13 @@ private:
   std::string id_;
 };
 
+/// A write to someone else's shared session (prompt, /compact, /share): it is read-only here.
+class ReadOnlySession : public std::runtime_error {
+public:
+  ReadOnlySession(const std::string& id, const std::string& owner)
+      : std::runtime_error("session " + id + " belongs to " + owner + " and is read-only here") {}
+};
+
 /// Input the engine refuses; `path` is the JSON Pointer of the offending parameter.
 class InvalidInput : public std::invalid_argument {
 public:
@@ -181,6 +188,7 @@ struct PromptInput {
 /// A stored session found for load or resume.
 struct StoredSession {
   store::SessionHeader header;
+  Ownership ownership;
 };
 
 /// Called on a pool thread for every raw event of a replayed log, in order.
@@ -219,27 +227,33 @@ public:
   /// Checks `additionalDirectories` (absolute, existing directories: the roots tools work in);
   /// throws InvalidInput(/additionalDirectories/N).
   boost::asio::awaitable<void> check_directories(const std::vector<std::string>& directories);
-  /// Finds a stored session for load/resume; checks its cwd against `cwd` (InvalidInput /cwd).
-  boost::asio::awaitable<store::SessionHeader> find_stored(const std::string& id, const std::string& cwd);
+  /// Finds a stored session for load/resume, and whose it is; checks its cwd against `cwd`
+  /// (InvalidInput /cwd). A session the person cannot see is not found, as one that does not exist.
+  boost::asio::awaitable<StoredSession> find_stored(const std::string& id, const std::string& cwd);
   /// Streams a stored log's raw events to `sink` on the pool (replay; model restore); `boundary`,
   /// when set, runs there before the first and after the last event. Events are transient (see
   /// store::EventLifetime): the sink should let each go before it returns. Returns the log's latest
   /// request/header (provider, model), "" when none.
   boost::asio::awaitable<std::pair<std::string, std::string>> read_log(const std::string& id, const EventSink& sink,
                                                                       const std::function<void()>& boundary = {});
-  /// Attaches a stored session (load/resume). A session already attached keeps its state.
+  /// Attaches a stored session (load/resume). A session already attached keeps its state, its
+  /// ownership taken anew from `stored`.
+  std::shared_ptr<Session> attach(const StoredSession& stored,
+                                  const std::optional<std::vector<std::string>>& additional_directories,
+                                  const std::string& logged_provider, const std::string& logged_model);
+  /// As above, for a session of the user's own.
   std::shared_ptr<Session> attach(const store::SessionHeader& header,
                                   const std::optional<std::vector<std::string>>& additional_directories,
                                   const std::string& logged_provider, const std::string& logged_model);
   std::shared_ptr<Session> find(const std::string& id) const;
   std::shared_ptr<Session> require(const std::string& id) const;  ///< throws SessionNotFound
 
-  /// Runs one prompt turn; returns how it stopped. Throws InvalidInput, reference errors (nothing
-  /// written), store errors, and ProviderFailed (after the turn is logged `error`).
+  /// Runs one prompt turn; returns how it stopped. Throws ReadOnlySession, InvalidInput, reference
+  /// errors (nothing written), store errors, and ProviderFailed (after the turn is logged `error`).
   /// `input` is taken by value (move it in: a prompt may be tens of megabytes) and let go once logged.
   boost::asio::awaitable<llm::StopKind> prompt(const std::string& id, PromptInput input, TurnObserver& observer);
   /// Runs `/compact [focus]` as a turn of its own (turn/start, the compaction, turn/end). Writes
-  /// nothing when there is nothing worth condensing.
+  /// nothing when there is nothing worth condensing. Throws ReadOnlySession.
   boost::asio::awaitable<CompactResult> compact(const std::string& id, const std::string& focus, TurnObserver& observer);
   /// The context window (tokens) of `model`: configured, else published (DeepSeek), else none.
   std::optional<std::int64_t> context_window(const std::string& model) const;
@@ -249,6 +263,11 @@ public:
   boost::asio::awaitable<void> close(const std::string& id);
   /// Deletes a stored session (and detaches it). Throws SessionNotFound when neither exists.
   boost::asio::awaitable<void> remove(const std::string& id);
+  /// Marks an attached session shared or not in its store (/share, /unshare, the `shared` option);
+  /// no log record (sharing is the store's, not the conversation's). Returns nullopt when done, else
+  /// why its store cannot share (a store without people: an answer, not a failure). Throws
+  /// ReadOnlySession (someone else's session) and store errors.
+  boost::asio::awaitable<std::optional<std::string>> set_shared(const std::string& id, bool shared);
 
   /// Cancels every running turn (shutdown) and gives up MCP server starts still running.
   void cancel_all();

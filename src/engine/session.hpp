@@ -12,6 +12,7 @@
 #include <boost/asio/strand.hpp>
 
 #include <memory>
+#include <optional>
 #include <stop_token>
 #include <string>
 #include <vector>
@@ -39,6 +40,14 @@ struct Turn {
 
 class McpTools;
 
+/// Whose a session is (issue 17). A store without people (a file root) holds only the user's own.
+struct Ownership {
+  std::optional<std::string> owner;  ///< the person (role) owning it, in a store with people
+  bool mine = true;                  ///< false: someone else's shared session, read-only here
+  bool shared = false;               ///< its owner shared it
+  bool can_share = false;            ///< its store can mark sessions shared (/share, the `shared` option)
+};
+
 struct Session {
   Session(std::string id_, store::SessionHeader header_, boost::asio::strand<boost::asio::any_io_executor> strand_)
       : id(std::move(id_)), header(std::move(header_)), strand(std::move(strand_)) {}
@@ -57,6 +66,7 @@ struct Session {
   SessionMode mode = SessionMode::ask;  ///< what tool calls need (session/set_mode, the `mode` option)
   Permissions permissions;              ///< the user's "always" choices (restored from the log)
   std::shared_ptr<McpTools> mcp;        ///< the client's MCP servers; null = none
+  Ownership ownership;                  ///< as the store said when the session was created or attached
 
   const std::string& cwd() const { return *header.cwd; }
 };

@@ -21,7 +21,7 @@ void Backend::import_lines(const std::string&, Generation, const std::string&, s
 }
 
 void Backend::set_shared(const std::string&, bool) {
-  throw StoreError("sharing needs a PostgreSQL store; " + name() + " is one person's files");
+  throw SharingUnsupported("sharing needs a PostgreSQL store; " + name() + " is one person's files");
 }
 
 } // namespace acp::store

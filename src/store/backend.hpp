@@ -132,8 +132,13 @@ public:
 
   // ---- people (a PostgreSQL store; a file root is one person's) ----
 
-  /// Marks a session of the connected person shared (or not). StoreError where not supported,
-  /// SessionNotFound when the person cannot see it, SessionReadOnly when it is someone else's.
+  /// Whether set_shared can work here: a store with people (PostgreSQL).
+  virtual bool supports_sharing() const noexcept { return false; }
+  /// The person this store reads and writes as (a PostgreSQL role), compared with a listing's
+  /// `owner` to tell someone else's (read-only) session; nullopt for a store without people.
+  virtual std::optional<std::string> person() const { return std::nullopt; }
+  /// Marks a session of the connected person shared (or not). SharingUnsupported where not
+  /// supported, SessionNotFound when the person cannot see it, SessionReadOnly when it is someone else's.
   virtual void set_shared(const std::string& id, bool shared);
 
   /// Persists whatever the backend caches (a file root's listing index). Also done on destruction.

@@ -76,6 +76,12 @@ public:
   explicit SessionExists(const std::string& id) : StoreError("session \"" + id + "\" already exists") {}
 };
 
+/// The store cannot mark sessions shared: it has no people (a file root is one person's files).
+class SharingUnsupported : public StoreError {
+public:
+  using StoreError::StoreError;
+};
+
 /// The root holds the other encoding than the one requested, or holds both (incompatible artifact).
 class EncodingMismatch : public StoreError {
 public:

@@ -67,4 +67,6 @@ void StoreSet::delete_session(const std::string& id, const LockWait& wait) {
   holder_or_throw(id).delete_session(id, wait);
 }
 
+void StoreSet::set_shared(const std::string& id, bool shared) { holder_or_throw(id).set_shared(id, shared); }
+
 } // namespace acp::store

@@ -37,6 +37,8 @@ public:
   /// open() in the root holding the id, else create(header).
   SessionWriter open_or_create(const SessionHeader& header, const LockWait& wait = {});
   void delete_session(const std::string& id, const LockWait& wait = {});
+  /// set_shared() in the root holding the id; SessionNotFound when none does.
+  void set_shared(const std::string& id, bool shared);
 
 private:
   Backend& holder_or_throw(const std::string& id);

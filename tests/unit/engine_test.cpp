@@ -42,7 +42,7 @@ BOOST_FIXTURE_TEST_CASE(new_session_is_durable_and_loads_in_another_process, Fix
   BOOST_TEST(rows[0].header.id == session->id);
   BOOST_TEST(!rows[0].title);
   auto header = run(b->engine.find_stored(session->id, "/work/p/"));
-  BOOST_TEST(header.id == session->id);
+  BOOST_TEST(header.header.id == session->id);
   BOOST_TEST(events(*b, session->id).empty());
   // The first prompt goes to the existing header-only log.
   b->engine.attach(header, std::nullopt, "", "");
