@@ -12,7 +12,6 @@ boost::asio::awaitable<protocol::LoadSessionResponse> session_resume(HandlerCont
   std::optional<std::vector<mcp::ServerSpec>> servers;
   if (req.mcpServers) servers = mcp_server_specs(*req.mcpServers, req.cwd);
   engine::StoredSession stored = co_await ctx.engine.find_stored(req.sessionId, req.cwd);
-  const store::SessionHeader& header = stored.header;
   if (req.additionalDirectories) co_await ctx.engine.check_directories(*req.additionalDirectories);
   std::pair<std::string, std::string> logged;
   auto rules = std::make_shared<engine::Permissions>();

@@ -82,6 +82,8 @@ public:
   void import_lines(const std::string& id, Generation g, const std::string& header_line, std::int64_t first_seq,
                     const std::vector<std::string>& lines) override;
   void set_shared(const std::string& id, bool shared) override;
+  bool supports_sharing() const noexcept override { return true; }
+  std::optional<std::string> person() const override { return role_; }
 
   class Pool;  ///< the connections (pg_store.cpp)
 

@@ -1,0 +1,78 @@
+// PostgreSQL for the e2e tests: the cluster the test suite started (tests/pg/pg-cluster, CTest
+// fixture `postgres`), reached through DSH_ACP_TEST_PG (the superuser's URL over a unix socket).
+// Each test gets its own database, migrated by the real binary, and its own login roles, so tests
+// in parallel (and the suite's two passes) never see each other's sessions.
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { BIN } from './agent.mjs';
+
+const ADMIN = process.env.DSH_ACP_TEST_PG;
+
+/** The admin URL; a test that needs PostgreSQL fails (never skips) without one. */
+export function adminUrl() {
+  assert.ok(ADMIN, 'DSH_ACP_TEST_PG is not set: run through ctest (the postgres fixture starts the server)');
+  return ADMIN;
+}
+
+/** `url` with its user and database replaced (the socket and other parameters kept). */
+export function urlFor(role, db) {
+  const u = new URL(adminUrl());
+  u.username = role;
+  u.pathname = `/${db}`;
+  return u.toString();
+}
+
+/** Runs SQL through psql as the superuser in `db`; returns psql's unaligned output. */
+export function psql(db, sql) {
+  const r = spawnSync('psql', [urlFor(new URL(adminUrl()).username || 'postgres', db), '-v', 'ON_ERROR_STOP=1', '-XAtq', '-c', sql],
+    { encoding: 'utf8' });
+  assert.equal(r.status, 0, `psql failed: ${r.stderr}\n${sql}`);
+  return r.stdout.trim();
+}
+
+/** Runs the binary with `args` (no ACP): {status, stdout, stderr}. */
+export function runBin(args, env = {}) {
+  const r = spawnSync(BIN, args, { encoding: 'utf8', env: { ...process.env, ...env }, timeout: 60000 });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/**
+ * A fresh database migrated by `dsh-acp store migrate`, with login roles `people` (each a member of
+ * dsh_acp_user). Returns {db, url(role)}; dropped after the test.
+ */
+export function freshStore(t, people = ['alice', 'bob']) {
+  const tag = randomBytes(4).toString('hex');
+  const db = `dsh_e2e_${tag}`;
+  psql('postgres', `CREATE DATABASE ${db}`);
+  const migrated = runBin(['store', 'migrate', urlFor(new URL(adminUrl()).username || 'postgres', db)]);
+  assert.equal(migrated.status, 0, `store migrate: ${migrated.stderr}`);
+  const roles = {};
+  for (const p of people) {
+    roles[p] = `${p}_${tag}`;
+    psql(db, `CREATE ROLE ${roles[p]} LOGIN IN ROLE dsh_acp_user`);
+  }
+  t.after(() => {
+    psql('postgres', `DROP DATABASE IF EXISTS ${db} WITH (FORCE)`);
+    for (const r of Object.values(roles)) psql('postgres', `DROP ROLE IF EXISTS ${r}`);
+  });
+  return { db, roles, url: (p) => urlFor(roles[p], db), admin: urlFor(new URL(adminUrl()).username || 'postgres', db) };
+}
+
+/** Events of a session as stored (seq order): [{seq, type, line}]. */
+export function storedEvents(db, id) {
+  const out = psql(db, `SELECT json_build_object('seq', seq, 'type', type, 'line', line) FROM dsh_acp.events ` +
+    `WHERE session_id = '${id.replaceAll("'", "''")}' ORDER BY seq`);
+  return out ? out.split('\n').map((l) => JSON.parse(l)) : [];
+}
+
+/** Resolves once the session holds `count` turn/start events (its prompt is running). */
+export async function turnStarted(db, id, count = 1, timeout = 5000) {
+  const deadline = performance.now() + timeout;
+  for (;;) {
+    const n = Number(psql(db, `SELECT count(*) FROM dsh_acp.events WHERE session_id = '${id}' AND type = 'turn/start'`));
+    if (n >= count) return;
+    if (performance.now() > deadline) throw new Error(`turn ${count} of ${id} did not start within ${timeout} ms`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
