@@ -16,14 +16,18 @@ SessionWriter::SessionWriter(Generation generation, KnownLog log, std::unique_pt
 
 SessionWriter::SessionWriter(SessionWriter&& o) noexcept
     : generation_(o.generation_), log_(std::move(o.log_)), appender_(std::move(o.appender_)),
-      compaction_id_(std::move(o.compaction_id_)) {}
+      compaction_id_(std::move(o.compaction_id_)), released_(o.released_) {}
 
 SessionWriter::~SessionWriter() {
   if (appender_) appender_->release();
 }
 
 void SessionWriter::ensure_usable() const {
-  if (!appender_ || !appender_->held()) throw StoreError("session writer already released");
+  if (!appender_ || released_) throw StoreError("session writer already released");
+  // Not released by us: the backend lost the lock (a database connection that went away).
+  if (!appender_->held())
+    throw StoreError(log_.path + ": the session's write lock was lost with its store connection; nothing more is "
+                                 "written in this turn");
 }
 
 std::vector<json::object> SessionWriter::append(std::vector<NewEvent> batch, bool sync) {
@@ -94,6 +98,7 @@ void SessionWriter::release() {
   if (!appender_) return;
   if (appender_->held()) appender_->sync(log_);
   appender_->release();
+  released_ = true;
 }
 
 } // namespace acp::store

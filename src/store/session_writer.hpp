@@ -61,7 +61,8 @@ private:
   Generation generation_;
   KnownLog log_;
   std::unique_ptr<Appender> appender_;
-  std::string compaction_id_;  ///< 0.1: the open compaction's id (compact/start .. compact/end)
+  std::string compaction_id_;
+  bool released_ = false;  ///< 0.1: the open compaction's id (compact/start .. compact/end)
 };
 
 } // namespace acp::store

@@ -15,17 +15,25 @@ export function adminUrl() {
   return ADMIN;
 }
 
-/** `url` with its user and database replaced (the socket and other parameters kept). */
+// libpq URLs may have an empty host (the socket is a parameter), which WHATWG URL refuses.
+const URL_PARTS = /^(postgres(?:ql)?:\/\/)(?:([^@/?]*)@)?([^/?]*)(?:\/([^?]*))?(\?.*)?$/;
+
+/** The admin URL's role. */
+export function adminRole() {
+  const m = URL_PARTS.exec(adminUrl());
+  assert.ok(m, `DSH_ACP_TEST_PG is no postgresql:// URL: ${adminUrl()}`);
+  return m[2] || 'postgres';
+}
+
+/** The admin URL with its user and database replaced (the socket and other parameters kept). */
 export function urlFor(role, db) {
-  const u = new URL(adminUrl());
-  u.username = role;
-  u.pathname = `/${db}`;
-  return u.toString();
+  const m = URL_PARTS.exec(adminUrl());
+  return `${m[1]}${role}@${m[3]}/${db}${m[5] ?? ''}`;
 }
 
 /** Runs SQL through psql as the superuser in `db`; returns psql's unaligned output. */
 export function psql(db, sql) {
-  const r = spawnSync('psql', [urlFor(new URL(adminUrl()).username || 'postgres', db), '-v', 'ON_ERROR_STOP=1', '-XAtq', '-c', sql],
+  const r = spawnSync('psql', [urlFor(adminRole(), db), '-v', 'ON_ERROR_STOP=1', '-XAtq', '-c', sql],
     { encoding: 'utf8' });
   assert.equal(r.status, 0, `psql failed: ${r.stderr}\n${sql}`);
   return r.stdout.trim();
@@ -45,7 +53,7 @@ export function freshStore(t, people = ['alice', 'bob']) {
   const tag = randomBytes(4).toString('hex');
   const db = `dsh_e2e_${tag}`;
   psql('postgres', `CREATE DATABASE ${db}`);
-  const migrated = runBin(['store', 'migrate', urlFor(new URL(adminUrl()).username || 'postgres', db)]);
+  const migrated = runBin(['store', 'migrate', urlFor(adminRole(), db)]);
   assert.equal(migrated.status, 0, `store migrate: ${migrated.stderr}`);
   const roles = {};
   for (const p of people) {
@@ -56,7 +64,7 @@ export function freshStore(t, people = ['alice', 'bob']) {
     psql('postgres', `DROP DATABASE IF EXISTS ${db} WITH (FORCE)`);
     for (const r of Object.values(roles)) psql('postgres', `DROP ROLE IF EXISTS ${r}`);
   });
-  return { db, roles, url: (p) => urlFor(roles[p], db), admin: urlFor(new URL(adminUrl()).username || 'postgres', db) };
+  return { db, roles, url: (p) => urlFor(roles[p], db), admin: urlFor(adminRole(), db) };
 }
 
 /** Events of a session as stored (seq order): [{seq, type, line}]. */
