@@ -112,7 +112,7 @@ public:
   /// SessionNotFound, SessionBusy, StoreCorrupt, SessionReadOnly.
   virtual SessionWriter open(const std::string& id, const LockWait& wait = {}) = 0;
   /// open() when the log exists, else create(header).
-  SessionWriter open_or_create(const SessionHeader& header, const LockWait& wait = {});
+  virtual SessionWriter open_or_create(const SessionHeader& header, const LockWait& wait = {});
   /// Removes the session. Throws SessionNotFound, SessionBusy.
   virtual void delete_session(const std::string& id, const LockWait& wait = {}) = 0;
 

@@ -59,6 +59,7 @@ SessionWriter StoreSet::create(const SessionHeader& header) {
 }
 
 SessionWriter StoreSet::open_or_create(const SessionHeader& header, const LockWait& wait) {
+  if (roots_.size() == 1) return roots_.front()->open_or_create(header, wait);
   if (Backend* s = holder(header.id)) return s->open(header.id, wait);
   return primary().create(header, wait);
 }

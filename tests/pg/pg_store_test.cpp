@@ -336,6 +336,45 @@ BOOST_AUTO_TEST_CASE(a_failed_batch_is_never_half_visible_and_the_writer_goes_on
   BOOST_TEST(again.last_turn() == 2);
 }
 
+BOOST_AUTO_TEST_CASE(unsynced_batches_are_visible_at_once_and_keep_every_byte) {
+  Db db;
+  TempDir dir;
+  auto files = file_store(dir, Generation::flat);
+  auto pg = db.store(db.alice);
+  auto other = db.store(db.alice);  // another server process of the same person
+  // Text an array literal would have to quote, and lines of one statement and of several.
+  const std::vector<std::string> deltas{"{a,b}", "\"NULL\"", "NULL", "back\\slash", "é 漢字 🙂", "tab\tand\nnewline",
+                                        ""};
+  auto batches = [&](int turn_no) {
+    std::vector<std::vector<NewEvent>> out;
+    out.push_back({ev("turn/start", {{"turn", turn_no}}, 1), ev("user/message", {{"turn", turn_no}, {"content", text("{}")}}, 2, true)});
+    std::vector<NewEvent> chunks;
+    for (int i = 0; i < 2500; ++i)
+      chunks.push_back(ev("assistant/chunk", {{"turn", turn_no}, {"step", 1}, {"index", 0}, {"delta", deltas[i % deltas.size()]}}, 3));
+    out.push_back(std::move(chunks));
+    out.push_back({ev("turn/end", {{"turn", turn_no}, {"reason", {{"kind", "completed"}}}}, 4)});
+    return out;
+  };
+  for (Backend* b : {static_cast<Backend*>(files.get()), static_cast<Backend*>(pg.get())}) {
+    auto w = b->create(header("s"));
+    auto turn1 = batches(1);
+    for (auto& batch : turn1) w.append(std::move(batch), /*sync=*/false);
+    if (b == pg.get()) {
+      // Committed without the flush, yet committed: another process reads them before any sync.
+      BOOST_TEST(other->read_log("s").events.size() == std::size_t(w.next_seq()));
+    }
+    w.sync();
+    auto turn2 = batches(2);
+    w.append(std::move(turn2[0]), false);
+    w.append(std::move(turn2[1]), true);
+    w.append(std::move(turn2[2]), false);
+    w.release();
+  }
+  BOOST_TEST((exported(*pg, "s") == file_lines(*files->find_log("s"))));
+  BOOST_TEST((pg->read_log("s").events == files->read_log("s").events));
+  BOOST_TEST((stored_seqs(db, "s") == iota(2 * 2503)));
+}
+
 BOOST_AUTO_TEST_CASE(a_log_changed_under_the_writer_fails_the_batch) {
   Db db;
   auto pg = db.store(db.alice);

@@ -4,6 +4,7 @@
 
 #include <charconv>
 #include <mutex>
+#include <unordered_set>
 
 namespace acp::store::pg {
 namespace {
@@ -103,6 +104,7 @@ struct PgConnection::State {
   std::string name;
   std::mutex cancel_mutex;            // guards canceller against reset() on another thread
   PGcancel* canceller = nullptr;
+  std::unordered_set<std::string> prepared;  // statement names prepared on this server session
 
   ~State() {
     if (canceller) PQfreeCancel(canceller);
@@ -216,11 +218,30 @@ PgResult PgConnection::exec(std::string_view sql, const std::vector<Param>& para
                                 nullptr, nullptr, 0));
 }
 
+PgResult PgConnection::exec_prepared(const std::string& name, std::string_view sql, const std::vector<unsigned>& types,
+                                     const std::vector<Param>& binary_params) {
+  if (!s_->prepared.contains(name)) {
+    std::vector<Oid> oids(types.begin(), types.end());
+    s_->check(PQprepare(s_->conn, name.c_str(), std::string(sql).c_str(), static_cast<int>(oids.size()), oids.data()));
+    s_->prepared.insert(name);
+  }
+  const int n = static_cast<int>(binary_params.size());
+  std::vector<const char*> values(binary_params.size());
+  std::vector<int> lengths(binary_params.size()), formats(binary_params.size(), 1);
+  for (std::size_t i = 0; i < binary_params.size(); ++i) {
+    if (!binary_params[i]) continue;
+    values[i] = binary_params[i]->data();
+    lengths[i] = static_cast<int>(binary_params[i]->size());
+  }
+  return s_->check(PQexecPrepared(s_->conn, name.c_str(), n, values.data(), lengths.data(), formats.data(), 0));
+}
+
 void PgConnection::exec_script(std::string_view sql) { s_->check(PQexec(s_->conn, std::string(sql).c_str())); }
 
 bool PgConnection::ok() const noexcept { return s_ && PQstatus(s_->conn) == CONNECTION_OK; }
 
 void PgConnection::reset() {
+  s_->prepared.clear();  // a new server session knows none
   PQreset(s_->conn);
   if (PQstatus(s_->conn) != CONNECTION_OK)
     throw PgError(s_->name + ": cannot reconnect: " + one_line(PQerrorMessage(s_->conn)), "08001");

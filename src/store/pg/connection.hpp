@@ -106,6 +106,11 @@ public:
   /// command or query; throws PgError otherwise (the message names the store).
   PgResult exec(std::string_view sql, std::initializer_list<Param> params = {});
   PgResult exec(std::string_view sql, const std::vector<Param>& params);
+  /// A statement prepared once per connection under `name` (again after a reset), then executed with
+  /// binary-format parameters (PostgreSQL's send format of each `types` OID; nullopt is NULL): no
+  /// parse or plan per call, and no copy or quoting of the values.
+  PgResult exec_prepared(const std::string& name, std::string_view sql, const std::vector<unsigned>& types,
+                         const std::vector<Param>& binary_params);
   /// Several ';'-separated statements without parameters (simple query protocol), e.g. a schema
   /// script. Throws PgError at the first failing statement.
   void exec_script(std::string_view sql);

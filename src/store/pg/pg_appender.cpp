@@ -14,8 +14,64 @@ namespace json = boost::json;
 
 namespace {
 
-// Lines per INSERT: 4 parameters each, well below the protocol's 65535.
+// Lines per INSERT, and their bytes (a parameter's length is an int; a huge batch takes several).
 constexpr std::size_t kRowsPerStatement = 1000;
+constexpr std::size_t kBytesPerStatement = 64u << 20;
+
+constexpr unsigned kInt8Oid = 20, kTextOid = 25, kInt8ArrayOid = 1016, kTextArrayOid = 1009;
+
+// A batch's lines: the row's count checked and moved on by the statement that inserts them, so a
+// batch that does not continue the stored log inserts nothing. Prepared once per connection; the
+// lines go as arrays in binary format (no quoting, no copy into a statement text).
+#define DSH_APPEND_BODY                                                                                          \
+  "u AS (UPDATE dsh_acp.sessions SET event_count = $2, size_bytes = size_bytes + $3, "                           \
+  "updated_at = COALESCE($4, updated_at), title = COALESCE($5, title) "                                          \
+  "WHERE id = $1 AND event_count = $6 RETURNING id) "                                                            \
+  "INSERT INTO dsh_acp.events (session_id, seq, type, time, line) "                                              \
+  "SELECT u.id, v.seq, v.type, v.time, v.line FROM u, "
+constexpr std::string_view kAppend =
+    "WITH " DSH_APPEND_BODY "unnest($7, $8, $9, $10) AS v(seq, type, time, line)";
+// Committed without waiting for the WAL flush: set_config(..., true) lasts to the end of the
+// statement's own transaction, so its commit reads it.
+constexpr std::string_view kAppendAsync =
+    "WITH s AS (SELECT set_config('synchronous_commit', 'off', true)), " DSH_APPEND_BODY
+    "s, unnest($7, $8, $9, $10) AS v(seq, type, time, line)";
+#undef DSH_APPEND_BODY
+const std::vector<unsigned> kAppendTypes{kTextOid, kInt8Oid,      kInt8Oid,      kInt8Oid,      kTextOid,
+                                         kInt8Oid, kInt8ArrayOid, kTextArrayOid, kInt8ArrayOid, kTextArrayOid};
+
+void put_be32(std::string& out, std::uint32_t v) {
+  for (int shift = 24; shift >= 0; shift -= 8) out.push_back(char((v >> shift) & 0xff));
+}
+
+// bigint in PostgreSQL's binary send format: 8 bytes, big-endian.
+std::string binary_int8(std::int64_t v) {
+  std::string out;
+  const auto u = static_cast<std::uint64_t>(v);
+  for (int shift = 56; shift >= 0; shift -= 8) out.push_back(char((u >> shift) & 0xff));
+  return out;
+}
+
+// A one-dimensional array without NULLs in binary send format (array_recv): header, then each
+// element's length and bytes.
+class BinaryArray {
+public:
+  BinaryArray(unsigned element_oid, std::size_t n) {
+    put_be32(bytes_, 1);  // dimensions
+    put_be32(bytes_, 0);  // no NULLs
+    put_be32(bytes_, element_oid);
+    put_be32(bytes_, std::uint32_t(n));
+    put_be32(bytes_, 1);  // lower bound
+  }
+  void add(std::string_view element) {
+    put_be32(bytes_, std::uint32_t(element.size()));
+    bytes_.append(element);
+  }
+  std::string_view bytes() const { return bytes_; }
+
+private:
+  std::string bytes_;
+};
 
 Param opt_param(const std::optional<std::string>& v) {
   return v ? Param(std::string_view(*v)) : std::nullopt;
@@ -50,55 +106,54 @@ void insert_session_row(PgConnection& c, const SessionHeader& h, Generation shap
 }
 
 void insert_lines(PgConnection& c, const std::string& where, const std::string& id, const std::vector<LineRow>& rows,
-                  const BatchEffect& effect, bool in_transaction) {
+                  const BatchEffect& effect, bool in_transaction, bool durable) {
   if (rows.empty()) return;
+  // The statements of the batch: [begin, end) pairs, each within kRowsPerStatement and kBytesPerStatement.
+  std::vector<std::pair<std::size_t, std::size_t>> parts;
+  for (std::size_t begin = 0; begin < rows.size();) {
+    std::size_t end = begin, bytes = 0;
+    while (end < rows.size() && end - begin < kRowsPerStatement &&
+           (end == begin || bytes + rows[end].line.size() <= kBytesPerStatement))
+      bytes += rows[end++].line.size();
+    parts.emplace_back(begin, end);
+    begin = end;
+  }
   std::optional<Transaction> tx;
-  if (!in_transaction && rows.size() > kRowsPerStatement) tx.emplace(c);
-  for (std::size_t begin = 0; begin < rows.size(); begin += kRowsPerStatement) {
-    const std::size_t end = std::min(rows.size(), begin + kRowsPerStatement);
+  if (!in_transaction && parts.size() > 1) {
+    tx.emplace(c);
+    if (!durable) c.exec("SET LOCAL synchronous_commit = off");
+  }
+  // A statement that is its own transaction says how it commits itself (no extra round trip).
+  const bool async_statement = !durable && !in_transaction && !tx;
+  for (const auto& [begin, end] : parts) {
     const bool last = end == rows.size();
     const std::int64_t first = rows[begin].seq;
     const std::int64_t next = last ? effect.next_seq : rows[end].seq;
     std::uint64_t bytes = 0;
     for (std::size_t i = begin; i < end; ++i) bytes += rows[i].line.size() + 1;
-    // The row's count is checked and moved on by the statement that inserts the lines: a batch that
-    // does not continue the stored log inserts nothing.
-    std::vector<std::string> numbers;
-    numbers.reserve(5 + 2 * (end - begin));
-    numbers.push_back(std::to_string(next));
-    numbers.push_back(std::to_string(bytes));
-    numbers.push_back(last && effect.updated_at ? std::to_string(*effect.updated_at) : std::string());
-    numbers.push_back(std::to_string(first));
-    std::vector<Param> params;
-    params.reserve(6 + 4 * (end - begin));
-    params.emplace_back(id);
-    params.emplace_back(numbers[0]);
-    params.emplace_back(numbers[1]);
-    params.push_back(last && effect.updated_at ? Param(numbers[2]) : std::nullopt);
-    params.push_back(last && effect.title ? Param(*effect.title) : std::nullopt);
-    params.emplace_back(numbers[3]);
-    std::string sql =
-        "WITH u AS (UPDATE dsh_acp.sessions SET event_count = $2::bigint, size_bytes = size_bytes + $3::bigint, "
-        "updated_at = COALESCE($4::bigint, updated_at), title = COALESCE($5::text, title) "
-        "WHERE id = $1 AND event_count = $6::bigint RETURNING id) "
-        "INSERT INTO dsh_acp.events (session_id, seq, type, time, line) "
-        "SELECT u.id, v.seq, v.type, v.time, v.line FROM u, (VALUES ";
+    const std::string next_bin = binary_int8(next), bytes_bin = binary_int8(std::int64_t(bytes)),
+                      first_bin = binary_int8(first);
+    const std::string updated_bin = last && effect.updated_at ? binary_int8(*effect.updated_at) : std::string();
+    BinaryArray seqs(kInt8Oid, end - begin), types(kTextOid, end - begin), times(kInt8Oid, end - begin),
+        lines(kTextOid, end - begin);
     for (std::size_t i = begin; i < end; ++i) {
-      numbers.push_back(std::to_string(rows[i].seq));
-      numbers.push_back(std::to_string(rows[i].time));
+      seqs.add(binary_int8(rows[i].seq));
+      types.add(rows[i].type);
+      times.add(binary_int8(rows[i].time));
+      lines.add(rows[i].line);
     }
-    for (std::size_t i = begin; i < end; ++i) {
-      const std::size_t k = params.size() + 1;
-      if (i > begin) sql += ',';
-      sql += "($" + std::to_string(k) + "::bigint,$" + std::to_string(k + 1) + "::text,$" + std::to_string(k + 2) +
-             "::bigint,$" + std::to_string(k + 3) + "::text)";
-      params.emplace_back(numbers[4 + 2 * (i - begin)]);
-      params.emplace_back(rows[i].type);
-      params.emplace_back(numbers[5 + 2 * (i - begin)]);
-      params.emplace_back(rows[i].line);
-    }
-    sql += ") AS v(seq, type, time, line)";
-    PgResult r = c.exec(sql, params);
+    const std::vector<Param> params{id,
+                                    next_bin,
+                                    bytes_bin,
+                                    last && effect.updated_at ? Param(updated_bin) : std::nullopt,
+                                    last && effect.title ? Param(*effect.title) : std::nullopt,
+                                    first_bin,
+                                    seqs.bytes(),
+                                    types.bytes(),
+                                    times.bytes(),
+                                    lines.bytes()};
+    PgResult r = async_statement ? c.exec_prepared("dsh_acp_append_async", kAppendAsync, kAppendTypes, params)
+                                 : c.exec_prepared("dsh_acp_append", kAppend, kAppendTypes, params);
     if (r.affected() != std::int64_t(end - begin)) {
       PgResult now = c.exec("SELECT event_count FROM dsh_acp.sessions WHERE id = $1", {id});
       throw StoreError(where + ": log changed under the writer: it holds " +
@@ -117,7 +172,12 @@ void PgAppender::lock(const LockWait& wait) {
   locked_ = true;
 }
 
-void PgAppender::write(KnownLog& log, const std::string& lines, const std::vector<json::object>& records, bool) {
+void PgAppender::claim(const LockWait& wait) {
+  store_->claim_session(*conn_, id_, wait);
+  locked_ = true;
+}
+
+void PgAppender::write(KnownLog& log, const std::string& lines, const std::vector<json::object>& records, bool sync) {
   if (!held()) throw StoreError("PostgreSQL store " + store_->name() + ": session " + id_ + ": the writer lost its lock");
   BatchEffect effect;
   effect.first_seq = log.state.count();
@@ -148,6 +208,7 @@ void PgAppender::write(KnownLog& log, const std::string& lines, const std::vecto
       // Published with its header in the batch's transaction: the session appears whole or not at all.
       const std::string header_line = support::to_json_text(header_record(log.header));
       Transaction tx(*conn_);
+      if (!sync) conn_->exec("SET LOCAL synchronous_commit = off");
       insert_session_row(*conn_, log.header, shape_, header_line);
       insert_lines(*conn_, log.path, id_, rows, effect, true);
       tx.commit();
@@ -155,9 +216,10 @@ void PgAppender::write(KnownLog& log, const std::string& lines, const std::vecto
       log.on_disk = true;
       log.size = header_line.size() + 1 + lines.size();
     } else {
-      insert_lines(*conn_, log.path, id_, rows, effect, false);
+      insert_lines(*conn_, log.path, id_, rows, effect, false, sync);
       log.size += lines.size();
     }
+    unsynced_ = !sync;
   } catch (const PgError& e) {
     // The lock went with the connection: this writer is done.
     if (connection_gone(e) || !conn_->ok()) lost_ = true;
@@ -166,6 +228,21 @@ void PgAppender::write(KnownLog& log, const std::string& lines, const std::vecto
 }
 
 void PgAppender::committed(const KnownLog& log) { store_->remember(log, shape_, header_line_); }
+
+void PgAppender::sync(KnownLog& log) {
+  if (!unsynced_) return;
+  if (!held()) throw StoreError("PostgreSQL store " + store_->name() + ": session " + id_ + ": the writer lost its lock");
+  try {
+    // A commit waits for the WAL flush only when its transaction wrote WAL: a row update that
+    // changes nothing is the smallest such write, and the flush covers every earlier commit.
+    conn_->exec("UPDATE dsh_acp.sessions SET event_count = event_count WHERE id = $1", {id_});
+    unsynced_ = false;
+  } catch (const PgError& e) {
+    if (connection_gone(e) || !conn_->ok()) lost_ = true;
+    throw store_->named(e);
+  }
+  (void)log;
+}
 
 void PgAppender::release() noexcept {
   if (!conn_) return;

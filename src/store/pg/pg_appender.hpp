@@ -43,9 +43,11 @@ void insert_session_row(PgConnection& c, const SessionHeader& h, Generation shap
 /// Appends `rows` to session `id` (`where` names it in messages): the row's event_count must be
 /// effect.first_seq (checked and moved on in the statement that inserts the lines, so a concurrent
 /// change fails the batch: StoreError "log changed under the writer"). `in_transaction`: the caller
-/// holds one; else one is opened when the lines need more than one statement.
+/// holds one (and says how it commits); else one is opened when the lines need more than one
+/// statement. `durable`: committed as the server's synchronous_commit says; else without waiting
+/// for the WAL flush (visible at once, made durable by the next durable commit of the connection).
 void insert_lines(PgConnection& c, const std::string& where, const std::string& id, const std::vector<LineRow>& rows,
-                  const BatchEffect& effect, bool in_transaction);
+                  const BatchEffect& effect, bool in_transaction, bool durable = true);
 
 class PgAppender final : public Appender {
 public:
@@ -56,6 +58,8 @@ public:
 
   /// Takes the session's advisory lock (PgStore::lock_session).
   void lock(const LockWait& wait);
+  /// Takes an existing session's lock (PgStore::claim_session).
+  void claim(const LockWait& wait);
   PgConnection& connection() { return *conn_; }
   void set_shape(Generation g) { shape_ = g; }
   /// The stored header line of a published session (open()); create() makes it at the first write.
@@ -64,8 +68,11 @@ public:
   void write(KnownLog& log, const std::string& lines, const std::vector<boost::json::object>& records,
              bool sync) override;
   void committed(const KnownLog& log) override;
-  /// Each batch committed durably (as the server's synchronous_commit says): nothing to do.
-  void sync(KnownLog& log) override { (void)log; }
+  /// A batch written with sync == false commits without waiting for the WAL flush (as a file's
+  /// unsynced write reaches the page cache, not the disk); a sync batch commits as the server's
+  /// synchronous_commit says, which makes every earlier commit durable with it. sync() without a
+  /// batch flushes by a durable commit of its own, when unsynced batches are pending.
+  void sync(KnownLog& log) override;
   /// False once the connection (and with it the lock) was lost.
   bool held() const noexcept override { return conn_.has_value() && locked_ && !lost_; }
   void release() noexcept override;
@@ -78,6 +85,7 @@ private:
   std::string header_line_;
   bool locked_ = false;
   bool lost_ = false;
+  bool unsynced_ = false;  ///< batches committed without the flush since the last durable commit
 };
 
 } // namespace acp::store::pg

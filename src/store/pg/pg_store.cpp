@@ -215,6 +215,24 @@ private:
 
 PgStore::Lease PgStore::lease() { return Lease(*pool_); }
 
+class PgStore::HeldLock {
+public:
+  HeldLock(PgStore& store, Lease& c, const std::string& id, const LockWait& wait) : store_(store), c_(c), id_(id) {
+    store_.lock_session(*c_, id_, wait);
+  }
+  HeldLock(const HeldLock&) = delete;
+  HeldLock& operator=(const HeldLock&) = delete;
+  /// A lock that could not be released stays with the connection: the pool must not hand it on.
+  ~HeldLock() {
+    if (!store_.unlock_session(*c_, id_)) c_.dirty();
+  }
+
+private:
+  PgStore& store_;
+  Lease& c_;
+  const std::string& id_;
+};
+
 void PgStore::give_back(PgConnection c, bool reusable) noexcept { pool_->give_back(std::move(c), reusable, false); }
 
 PgError PgStore::named(const PgError& e) const {
@@ -364,12 +382,15 @@ void PgStore::lock_session(PgConnection& c, const std::string& id, const LockWai
   if (wait.stop.stop_requested()) throw SessionBusy(id);
   const auto deadline = wait.since.value_or(clock::now()) + options_.lock_timeout;
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now());
+  // A free lock is taken in one round trip; only a held one costs the timed wait's transaction.
   // lock_timeout 0 would mean "forever": a wait with no time left only tries.
-  if (!wait.wait || left < 1ms) {
-    PgResult r = c.exec("SELECT pg_try_advisory_lock(dsh_acp.session_lock_key($1))", {id});
-    if (r.value(0, 0) != "t") throw SessionBusy(id);
-    return;
-  }
+  PgResult tried = c.exec("SELECT pg_try_advisory_lock(dsh_acp.session_lock_key($1))", {id});
+  if (tried.value(0, 0) == "t") return;
+  if (!wait.wait || left < 1ms) throw SessionBusy(id);
+  lock_waiting(c, id, wait, left);
+}
+
+void PgStore::lock_waiting(PgConnection& c, const std::string& id, const LockWait& wait, std::chrono::milliseconds left) {
   bool locked = false;
   try {
     std::stop_callback cancel(wait.stop, [&c] { c.cancel(); });
@@ -390,6 +411,19 @@ void PgStore::lock_session(PgConnection& c, const std::string& id, const LockWai
     unlock_session(c, id);
     throw SessionBusy(id);
   }
+}
+
+void PgStore::claim_session(PgConnection& c, const std::string& id, const LockWait& wait) {
+  if (wait.stop.stop_requested()) throw SessionBusy(id);
+  // Visibility, ownership and a free lock in one round trip; the lock is tried only on a session of
+  // this role's (someone else's shared session is never locked by a reader).
+  PgResult r = c.exec("SELECT owner, owner = current_user, CASE WHEN owner = current_user THEN "
+                      "pg_try_advisory_lock(dsh_acp.session_lock_key(id)) END FROM dsh_acp.sessions WHERE id = $1",
+                      {id});
+  if (r.rows() == 0) throw SessionNotFound(id);
+  if (r.value(0, 1) != "t") throw SessionReadOnly(id, "it belongs to " + std::string(r.value(0, 0)));
+  if (r.value(0, 2) == "t") return;
+  lock_session(c, id, wait);
 }
 
 bool PgStore::unlock_session(PgConnection& c, const std::string& id) noexcept {
@@ -490,10 +524,7 @@ SessionWriter PgStore::create(const SessionHeader& header, const LockWait& wait)
 SessionWriter PgStore::open(const std::string& id, const LockWait& wait) {
   try {
     auto appender = std::make_unique<PgAppender>(*this, pool_->take(false), id, options_.generation);
-    auto v = visible(appender->connection(), id);
-    if (!v) throw SessionNotFound(id);
-    if (!v->mine) throw SessionReadOnly(id, "it belongs to " + v->owner);
-    appender->lock(wait);
+    appender->claim(wait);
     Loaded l = load(appender->connection(), id);
     appender->set_shape(l.shape);
     appender->set_header_line(l.header_line);
@@ -510,21 +541,21 @@ SessionWriter PgStore::open(const std::string& id, const LockWait& wait) {
   }
 }
 
+SessionWriter PgStore::open_or_create(const SessionHeader& header, const LockWait& wait) {
+  try {
+    return open(header.id, wait);
+  } catch (const SessionNotFound&) {
+    return create(header, wait);
+  }
+}
+
 void PgStore::delete_session(const std::string& id, const LockWait& wait) {
   try {
     Lease c = lease();
     auto v = visible(*c, id);
     if (!v) throw SessionNotFound(id);
     if (!v->mine) throw SessionReadOnly(id, "it belongs to " + v->owner);
-    lock_session(*c, id, wait);
-    struct Unlock {
-      PgStore& s;
-      Lease& c;
-      const std::string& id;
-      ~Unlock() {
-        if (!s.unlock_session(*c, id)) c.dirty();
-      }
-    } unlock{*this, c, id};
+    HeldLock held(*this, c, id, wait);
     PgResult r = c->exec("DELETE FROM dsh_acp.sessions WHERE id = $1", {id});
     forget(id);
     if (r.affected() == 0) throw SessionNotFound(id);
@@ -572,15 +603,7 @@ void PgStore::import_lines(const std::string& id, Generation g, const std::strin
       if (!v) throw SessionNotFound(id);
       if (!v->mine) throw SessionReadOnly(id, "it belongs to " + v->owner);
     }
-    lock_session(*c, id, {});
-    struct Unlock {
-      PgStore& s;
-      Lease& c;
-      const std::string& id;
-      ~Unlock() {
-        if (!s.unlock_session(*c, id)) c.dirty();
-      }
-    } unlock{*this, c, id};
+    HeldLock held(*this, c, id, {});
 
     // Every line is read as read_events would read it, continuing the stored state.
     std::int64_t number = 1;

@@ -72,6 +72,8 @@ public:
   /// session, SessionBusy; refreshes the cached state by the events written since, and closes a turn
   /// left open by a writer that died with the closers file repair writes.
   SessionWriter open(const std::string& id, const LockWait& wait = {}) override;
+  /// open(), and create() when the role sees no such session: one round trip fewer than asking first.
+  SessionWriter open_or_create(const SessionHeader& header, const LockWait& wait = {}) override;
   /// Under the session's lock; the events go with the row (ON DELETE CASCADE).
   void delete_session(const std::string& id, const LockWait& wait = {}) override;
 
@@ -93,8 +95,15 @@ private:
   /// A pooled connection for the length of one call.
   class Lease;
   Lease lease();
+  /// The session's lock on a leased connection for the length of one call.
+  class HeldLock;
   /// The session's advisory lock on `c`, waiting as `wait` says: SessionBusy when not obtained.
   void lock_session(PgConnection& c, const std::string& id, const LockWait& wait);
+  /// lock_session's wait for a lock another connection holds, `left` at most.
+  void lock_waiting(PgConnection& c, const std::string& id, const LockWait& wait, std::chrono::milliseconds left);
+  /// An existing session's lock for a writer: SessionNotFound when the role cannot see it,
+  /// SessionReadOnly when it is someone else's, else lock_session.
+  void claim_session(PgConnection& c, const std::string& id, const LockWait& wait);
   /// False when the connection could not say (then it must not be reused).
   bool unlock_session(PgConnection& c, const std::string& id) noexcept;
   /// The visible row's owner and whether it is this role's; nullopt when the role cannot see it.
