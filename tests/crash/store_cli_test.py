@@ -211,10 +211,10 @@ def migrate():
             assert "schema is current" in p.stdout, p.stdout
         version = subprocess.run(psql + [target, "-c", "SELECT value FROM dsh_acp.meta WHERE key = 'schema_version'"],
                                  capture_output=True, text=True, check=True).stdout.strip()
-        assert version == "1", version
+        assert version == "2", version
         p = run(binary, "migrate", with_database(url, db + "_missing"), expect=2)
         assert db + "_missing" in p.stderr, p.stderr
-        print("store cli: migrate created the schema (version 1), twice")
+        print("store cli: migrate created the schema (version 2), twice")
     finally:
         subprocess.run(psql + [url, "-c", f"DROP DATABASE IF EXISTS {db}"], check=True)
 

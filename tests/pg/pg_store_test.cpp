@@ -561,6 +561,91 @@ BOOST_AUTO_TEST_CASE(newest_first_ties_in_en_us_collation_keyset_cursor_and_cwd_
   BOOST_TEST((ids(pg->list_sessions(after_tie)) == ids(files->list_sessions(after_tie))));
 }
 
+namespace {
+
+bool lists(PgStore& s, const std::string& id) {
+  for (const auto& row : s.list_sessions())
+    if (row.header.id == id) return true;
+  return false;
+}
+
+// Asks `s` for its listing until `id` is in it (or not, `present` false), up to 10 s.
+bool listing_shows(PgStore& s, const std::string& id, bool present = true) {
+  const auto deadline = steady_clock::now() + seconds(10);
+  while (steady_clock::now() < deadline) {
+    if (lists(s, id) == present) return true;
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+  return false;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(another_process_change_reaches_a_repeated_listing_through_notify) {
+  Db db;
+  auto a = db.store(db.alice), b = db.store(db.alice), bob = db.store(db.bob);
+  BOOST_TEST_REQUIRE(a->wait_listening(seconds(10)));
+  BOOST_TEST(!lists(*a, "s1"));
+  BOOST_TEST(!lists(*a, "s1"));  // the page again, while nothing changed
+  {
+    auto w = b->create(header("s1"));
+    w.append({ev("turn/start", {{"turn", 1}}, 1)}, true);
+  }
+  BOOST_TEST(listing_shows(*a, "s1"));
+  // A title set by the other process shows too (an update, not a new row).
+  {
+    auto w = b->open("s1");
+    w.append({ev("session/title", {{"title", "Renamed"}, {"messageSeqs", json::array{}}, {"source", {{"kind", "user"}}}}, 2)},
+             true);
+  }
+  const auto deadline = steady_clock::now() + seconds(10);
+  std::optional<std::string> title;
+  while (steady_clock::now() < deadline && title != "Renamed") title = a->list_sessions().at(0).title;
+  BOOST_TEST((title == std::optional<std::string>("Renamed")));
+  // Someone else's session shared and unshared; deleted by the other process.
+  {
+    auto w = bob->create(header("bobs"));
+    w.append({ev("turn/start", {{"turn", 1}}, 1)}, true);
+  }
+  BOOST_TEST(!lists(*a, "bobs"));
+  bob->set_shared("bobs", true);
+  BOOST_TEST(listing_shows(*a, "bobs"));
+  bob->set_shared("bobs", false);
+  BOOST_TEST(listing_shows(*a, "bobs", false));
+  b->delete_session("s1");
+  BOOST_TEST(listing_shows(*a, "s1", false));
+}
+
+BOOST_AUTO_TEST_CASE(a_lost_listener_connection_relists_when_it_comes_back) {
+  Db db;
+  auto a = db.store(db.alice), b = db.store(db.bob);
+  BOOST_TEST_REQUIRE(a->wait_listening(seconds(10)));
+  BOOST_TEST(!lists(*a, "after"));
+  BOOST_TEST(!lists(*a, "after"));
+  const std::string listeners = "FROM pg_stat_activity WHERE application_name = 'dsh-acp listener' AND usename = '" +
+                                db.alice + "' AND datname = '" + db.name + "'";
+  const std::string old_pid = db.value("SELECT min(pid) " + listeners);
+  // The listener's connection ends, and a change is made that it never hears of.
+  BOOST_TEST(db.value("SELECT count(pg_terminate_backend(pid)) " + listeners) == "1");
+  {
+    auto w = b->create(header("after"));
+    w.append({ev("turn/start", {{"turn", 1}}, 1)}, true);
+  }
+  b->set_shared("after", true);
+  BOOST_TEST(listing_shows(*a, "after"));
+  // And it is back, on a new connection.
+  const auto deadline = steady_clock::now() + seconds(10);
+  std::string pid;
+  while (steady_clock::now() < deadline && ((pid = db.value("SELECT coalesce(min(pid)::text, '') " + listeners)).empty() ||
+                                           pid == old_pid))
+    std::this_thread::sleep_for(milliseconds(5));
+  BOOST_TEST(!pid.empty());
+  BOOST_TEST(pid != old_pid);
+  BOOST_TEST_REQUIRE(a->wait_listening(seconds(10)));
+  b->set_shared("after", false);
+  BOOST_TEST(listing_shows(*a, "after", false));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(pg_store_people)

@@ -106,15 +106,18 @@ BOOST_AUTO_TEST_CASE(outdated_and_newer_schemas_are_refused) {
   migrate(c);
   c.exec("UPDATE dsh_acp.meta SET value = '0' WHERE key = 'schema_version'");
   std::string outdated = message_of<SchemaOutdated>([&] { check_schema(c); });
-  BOOST_TEST(contains(outdated, "version 0, this dsh-acp needs 1"), outdated);
+  BOOST_TEST(contains(outdated, "version 0, this dsh-acp needs " + std::to_string(kSchemaVersion)), outdated);
   BOOST_TEST(contains(outdated, "run `dsh-acp store migrate"), outdated);
 
-  c.exec("UPDATE dsh_acp.meta SET value = '2' WHERE key = 'schema_version'");
+  const std::string next = std::to_string(kSchemaVersion + 1);
+  c.exec("UPDATE dsh_acp.meta SET value = $1 WHERE key = 'schema_version'", {next});
   std::string newer = message_of<SchemaTooNew>([&] { check_schema(c); });
-  BOOST_TEST(contains(newer, "written by a newer dsh-acp (schema 2, this one knows 1)"), newer);
+  BOOST_TEST(contains(newer, "written by a newer dsh-acp (schema " + next + ", this one knows " +
+                                 std::to_string(kSchemaVersion) + ")"),
+             newer);
   BOOST_TEST(newer.starts_with(c.name() + ": "), newer);
   message_of<SchemaTooNew>([&] { migrate(c); });
-  BOOST_TEST(schema_version(c).value_or(-1) == 2);  // migrate left it alone
+  BOOST_TEST(schema_version(c).value_or(-1) == kSchemaVersion + 1);  // migrate left it alone
 }
 
 BOOST_AUTO_TEST_CASE(a_role_outside_dsh_acp_user_is_denied_clearly) {
@@ -151,11 +154,40 @@ BOOST_AUTO_TEST_CASE(session_changes_are_notified) {
   std::vector<Notification> n = wait_notifications(listener);
   BOOST_REQUIRE(n.size() == 1);
   BOOST_TEST(n[0].channel == std::string(kNotifyChannel));
-  BOOST_TEST(n[0].payload == "s-notify");
+  // No id: any role may LISTEN, and must not learn ids of sessions it cannot see.
+  BOOST_TEST(n[0].payload == "");
   p.alice.exec("UPDATE dsh_acp.sessions SET title = 'x' WHERE id = 's-notify'");
-  BOOST_TEST(wait_notifications(listener).at(0).payload == "s-notify");
+  BOOST_TEST(wait_notifications(listener).at(0).payload == "");
   p.alice.exec("DELETE FROM dsh_acp.sessions WHERE id = 's-notify'");
-  BOOST_TEST(wait_notifications(listener).at(0).payload == "s-notify");
+  BOOST_TEST(wait_notifications(listener).at(0).payload == "");
+}
+
+BOOST_AUTO_TEST_CASE(a_version_1_schema_is_upgraded_in_place) {
+  pg_test::ScratchDb db;
+  PgConnection c = db.connect();
+  migrate(c, 1);
+  BOOST_TEST(schema_version(c).value_or(-1) == 1);
+  message_of<SchemaOutdated>([&] { check_schema(c); });
+  c.exec("INSERT INTO dsh_acp.sessions (id, generation, header_line, created_at, updated_at) VALUES ('kept', '45fc', '{}', 1, 1)");
+  PgConnection listener = db.connect();
+  listener.exec("LISTEN dsh_acp_sessions");
+  c.exec("UPDATE dsh_acp.sessions SET title = 'v1' WHERE id = 'kept'");
+  BOOST_TEST(wait_notifications(listener).at(0).payload == "kept");  // version 1 named the session
+  migrate(c);
+  BOOST_TEST(schema_version(c).value_or(-1) == kSchemaVersion);
+  check_schema(c);
+  BOOST_TEST(c.exec("SELECT title FROM dsh_acp.sessions WHERE id = 'kept'").value(0, 0) == "v1");
+  // Without the id now: one notification per transaction that changed sessions.
+  c.exec("INSERT INTO dsh_acp.sessions (id, generation, header_line, created_at, updated_at) VALUES ('b', '45fc', '{}', 1, 1)");
+  c.exec("UPDATE dsh_acp.sessions SET title = 'v2'");
+  std::vector<Notification> n = wait_notifications(listener);
+  while (n.size() < 2) {
+    auto more = wait_notifications(listener);
+    if (more.empty()) break;
+    n.insert(n.end(), more.begin(), more.end());
+  }
+  BOOST_TEST(n.size() == 2u);
+  for (const auto& one : n) BOOST_TEST(one.payload == "");
 }
 
 BOOST_AUTO_TEST_CASE(advisory_lock_key_serialises_writers) {

@@ -146,6 +146,10 @@ PgConnection& PgConnection::operator=(PgConnection&&) noexcept = default;
 PgConnection::~PgConnection() = default;
 
 PgConnection PgConnection::connect(const std::string& url, const ConnectOptions& options) {
+  return connect(url, options, SocketWait());
+}
+
+PgConnection PgConnection::connect(const std::string& url, const ConnectOptions& options, const SocketWait& wait) {
   auto s = std::make_unique<State>();
   s->name = redact_url(url);
 
@@ -180,7 +184,17 @@ PgConnection PgConnection::connect(const std::string& url, const ConnectOptions&
     keys.push_back("connect_timeout"), values.push_back(connect_timeout.c_str());
   keys.push_back(nullptr), values.push_back(nullptr);
 
-  s->conn = PQconnectdbParams(keys.data(), values.data(), /*expand_dbname=*/1);
+  if (!wait) {
+    s->conn = PQconnectdbParams(keys.data(), values.data(), /*expand_dbname=*/1);
+  } else {
+    s->conn = PQconnectStartParams(keys.data(), values.data(), /*expand_dbname=*/1);
+    PostgresPollingStatusType step = PGRES_POLLING_WRITING;
+    while (s->conn && PQstatus(s->conn) != CONNECTION_BAD && step != PGRES_POLLING_OK && step != PGRES_POLLING_FAILED) {
+      if (!wait(PQsocket(s->conn), step == PGRES_POLLING_WRITING))
+        throw PgError(s->name + ": connecting stopped", "57014");
+      step = PQconnectPoll(s->conn);
+    }
+  }
   if (!s->conn || PQstatus(s->conn) != CONNECTION_OK) {
     std::string message = connect_message(s->name, s->conn, url);
     throw PgError(message, s->conn ? connect_sqlstate(s->conn, PQerrorMessage(s->conn)) : "08001");

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <optional>
@@ -92,6 +93,12 @@ public:
   /// message naming the redacted URL: bad URL, server unreachable, authentication failed, database
   /// missing.
   static PgConnection connect(const std::string& url, const ConnectOptions& options = {});
+  /// Waits until `socket` can be read (`write` false) or written; false: give up (stopped).
+  using SocketWait = std::function<bool(int socket, bool write)>;
+  /// connect() through libpq's non-blocking connect, waiting on the socket by `wait`: a caller
+  /// that must stop at once (a shutdown) is not held for connect_timeout. Throws PgError
+  /// (SQLSTATE 57014) when `wait` gives up.
+  static PgConnection connect(const std::string& url, const ConnectOptions& options, const SocketWait& wait);
 
   PgConnection(PgConnection&&) noexcept;
   PgConnection& operator=(PgConnection&&) noexcept;

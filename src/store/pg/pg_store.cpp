@@ -2,6 +2,7 @@
 
 #include "store/errors.hpp"
 #include "store/log_scan.hpp"
+#include "store/pg/change_feed.hpp"
 #include "store/pg/pg_appender.hpp"
 #include "store/pg/schema.hpp"
 #include "store/pg/url.hpp"
@@ -23,6 +24,8 @@ using namespace std::chrono_literals;
 
 namespace {
 
+// Listing pages kept (by query): a client pages through one listing, maybe a few filtered by cwd.
+constexpr std::size_t kCachedListings = 32;
 // Rows per FETCH of a session's lines, shrunk for big lines so a chunk stays near kFetchBytes.
 constexpr std::int64_t kFetchRows = 512;
 constexpr std::int64_t kFetchBytes = 8 << 20;
@@ -259,9 +262,12 @@ PgStore::PgStore(PgStoreOptions options) : options_(std::move(options)), name_(r
   } catch (const PgError& e) {
     throw named(e);
   }
+  if (options_.listen) feed_ = std::make_unique<ChangeFeed>(options_.url, co);
 }
 
 PgStore::~PgStore() = default;
+
+bool PgStore::wait_listening(std::chrono::milliseconds timeout) { return feed_ && feed_->wait_listening(timeout); }
 
 // ---- readers ----
 
@@ -344,6 +350,16 @@ std::vector<SessionListing> PgStore::list_sessions(const ListQuery& q) {
   if (q.limit < std::size_t(std::numeric_limits<std::int64_t>::max()))
     sql += " LIMIT " + param(std::to_string(q.limit)) + "::bigint";
   std::vector<Param> params(values.begin(), values.end());
+  // A page asked again while nothing changed (no notification, no write of ours) is the last answer.
+  std::string key = sql;
+  for (const auto& v : values) key.append(1, '\0').append(v);
+  const std::uint64_t feed_at = feed_ ? feed_->current() : 0;  // 0: not listening, nothing cached is good
+  const std::uint64_t local_at = local_changes_.load(std::memory_order_acquire);
+  if (feed_at) {
+    std::lock_guard g(listings_mu_);
+    auto it = listings_.find(key);
+    if (it != listings_.end() && it->second.feed == feed_at && it->second.local == local_at) return it->second.rows;
+  }
   try {
     Lease c = lease();
     PgResult r = c->exec(sql, params);
@@ -368,6 +384,12 @@ std::vector<SessionListing> PgStore::list_sessions(const ListQuery& q) {
       s.owner = std::string(r.value(i, 12));
       s.shared = r.value(i, 13) == "t";
       out.push_back(std::move(s));
+    }
+    // Kept only when no change was heard while the query ran (it may predate that change).
+    if (feed_at && feed_->current() == feed_at && local_changes_.load(std::memory_order_acquire) == local_at) {
+      std::lock_guard g(listings_mu_);
+      if (listings_.size() >= kCachedListings) listings_.clear();
+      listings_[std::move(key)] = CachedListing{feed_at, local_at, out};
     }
     return out;
   } catch (const PgError& e) {
@@ -487,6 +509,7 @@ PgStore::Loaded PgStore::load(PgConnection& c, const std::string& id) {
 }
 
 void PgStore::remember(const KnownLog& log, Generation shape, const std::string& header_line) {
+  changed_here();
   std::lock_guard g(mu_);
   Loaded& l = known_[log.id];
   l.log = log;
@@ -495,6 +518,7 @@ void PgStore::remember(const KnownLog& log, Generation shape, const std::string&
 }
 
 void PgStore::forget(const std::string& id) {
+  changed_here();
   std::lock_guard g(mu_);
   known_.erase(id);
 }
@@ -678,6 +702,7 @@ void PgStore::set_shared(const std::string& id, bool shared) {
     Lease c = lease();
     PgResult r = c->exec("UPDATE dsh_acp.sessions SET shared = $2::boolean WHERE id = $1 AND owner = current_user",
                          {id, shared ? "true" : "false"});
+    changed_here();
     if (r.affected() > 0) return;
     auto v = visible(*c, id);
     if (!v) throw SessionNotFound(id);

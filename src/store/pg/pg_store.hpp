@@ -13,6 +13,7 @@
 #include "store/pg/connection.hpp"
 #include "store/session_writer.hpp"
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <memory>
@@ -30,7 +31,12 @@ struct PgStoreOptions {
   std::chrono::milliseconds statement_timeout{30000};  ///< every statement
   Generation generation = Generation::flat;             ///< the shape of new sessions
   std::size_t pool_size = 4;                            ///< connections readers share (writers own one each)
+  /// Keep listings current through LISTEN (ChangeFeed) and serve a repeated one from memory while
+  /// nothing changed; false: every listing is a query.
+  bool listen = true;
 };
+
+class ChangeFeed;
 
 class PgStore final : public Backend {
 public:
@@ -135,6 +141,21 @@ private:
 
   std::mutex mu_;
   std::unordered_map<std::string, Loaded> known_;  ///< guarded by mu_
+
+  /// A listing page as a query gave it, good while neither the feed nor this store saw a change.
+  struct CachedListing {
+    std::uint64_t feed = 0, local = 0;
+    std::vector<SessionListing> rows;
+  };
+  void changed_here() noexcept { local_changes_.fetch_add(1, std::memory_order_acq_rel); }
+  std::unique_ptr<ChangeFeed> feed_;
+  std::atomic<std::uint64_t> local_changes_{0};
+  std::mutex listings_mu_;
+  std::unordered_map<std::string, CachedListing> listings_;  ///< by query; guarded by listings_mu_
+
+public:
+  /// Listening for other processes' changes now (tests): waits up to `timeout`.
+  bool wait_listening(std::chrono::milliseconds timeout);
 };
 
 } // namespace acp::store::pg

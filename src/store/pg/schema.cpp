@@ -106,7 +106,20 @@ CREATE FUNCTION dsh_acp.session_lock_key(id text) RETURNS bigint
   RETURN hashtextextended('dsh-acp:' || id, 0);
 )sql";
 
-constexpr std::array<std::string_view, kSchemaVersion> kUpgrades{kVersion1};
+// Version 2: a change notifies without the session's id (any role may LISTEN, and ids of sessions
+// it cannot see must not reach it), once per statement rather than per row: listeners relist.
+constexpr std::string_view kVersion2 = R"sql(
+DROP TRIGGER sessions_notify ON dsh_acp.sessions;
+CREATE OR REPLACE FUNCTION dsh_acp.sessions_notify() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM pg_notify('dsh_acp_sessions', '');
+  RETURN NULL;
+END $$;
+CREATE TRIGGER sessions_notify AFTER INSERT OR UPDATE OR DELETE ON dsh_acp.sessions
+  FOR EACH STATEMENT EXECUTE FUNCTION dsh_acp.sessions_notify();
+)sql";
+
+constexpr std::array<std::string_view, kSchemaVersion> kUpgrades{kVersion1, kVersion2};
 
 std::string migrate_hint(const PgConnection& c) { return "run `dsh-acp store migrate " + c.name() + "`"; }
 
@@ -150,7 +163,8 @@ void check_schema(PgConnection& c) {
                        "\" may not use the dsh_acp tables: grant it dsh_acp_user");
 }
 
-void migrate(PgConnection& c) {
+void migrate(PgConnection& c, int target) {
+  if (target < 1 || target > kSchemaVersion) throw SchemaError(c.name() + ": no schema version " + std::to_string(target));
   try {
     Transaction tx(c);
     // Concurrent migrations of one database wait for each other here.
@@ -159,13 +173,13 @@ void migrate(PgConnection& c) {
     if (version > kSchemaVersion)
       throw SchemaTooNew(c.name() + ": the dsh_acp schema was written by a newer dsh-acp (schema " +
                          std::to_string(version) + ", this one knows " + std::to_string(kSchemaVersion) + ")");
-    if (version == kSchemaVersion) return;  // nothing to do: the transaction rolls back
+    if (version >= target) return;  // nothing to do: the transaction rolls back
     c.exec_script("CREATE SCHEMA IF NOT EXISTS dsh_acp;"
                   "CREATE TABLE IF NOT EXISTS dsh_acp.meta (key text PRIMARY KEY, value text NOT NULL);");
-    for (int v = version; v < kSchemaVersion; ++v) c.exec_script(kUpgrades[static_cast<std::size_t>(v)]);
+    for (int v = version; v < target; ++v) c.exec_script(kUpgrades[static_cast<std::size_t>(v)]);
     c.exec("INSERT INTO dsh_acp.meta (key, value) VALUES ('schema_version', $1)"
            " ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
-           {std::to_string(kSchemaVersion)});
+           {std::to_string(target)});
     tx.commit();
   } catch (const PgError& e) {
     if (e.sqlstate() == "42501")

@@ -35,7 +35,7 @@ namespace acp::store::pg {
 
 class PgConnection;
 
-constexpr int kSchemaVersion = 1;
+constexpr int kSchemaVersion = 2;
 inline constexpr std::string_view kSchemaName = "dsh_acp";
 inline constexpr std::string_view kUserRole = "dsh_acp_user";
 inline constexpr std::string_view kNotifyChannel = "dsh_acp_sessions";
@@ -70,8 +70,8 @@ public:
 /// concurrent migrations), creating the role dsh_acp_user if missing. Idempotent. Throws
 /// SchemaTooNew for a newer schema, SchemaDenied when the role lacks the rights (it needs to create
 /// schemas in the database and roles: the database owner with CREATEROLE, or a superuser), PgError
-/// otherwise.
-void migrate(PgConnection& c);
+/// otherwise. `target`: an older version to stop at (tests of upgrades).
+void migrate(PgConnection& c, int target = kSchemaVersion);
 
 /// For a serving process: the schema exists at exactly kSchemaVersion and the role may use it.
 /// Throws SchemaMissing, SchemaOutdated, SchemaTooNew, SchemaDenied; PgError for other failures.
