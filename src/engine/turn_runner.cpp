@@ -348,7 +348,14 @@ asio::awaitable<void> TurnRunner::steps() {
         ChunkBatch last = step.writes->error ? ChunkBatch{} : step.buffer.take();
         return log_->finish(std::move(last), step.buffer.blocks(), step.completion, ending);
       };
-      co_await write(finish);
+      try {
+        co_await write(finish);
+      } catch (...) {
+        // A chunk batch the log could not take failed first (a store connection gone): that says
+        // why; the end failing after it (the writer's lock went with it) is only its consequence.
+        if (step.writes->error) std::rethrow_exception(step.writes->error);
+        throw;
+      }
       ended_ = true;
       if (step.writes->failed) std::rethrow_exception(step.writes->error ? step.writes->error : step.failure);
       if (step.failure) std::rethrow_exception(step.failure);

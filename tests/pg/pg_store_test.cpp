@@ -427,6 +427,28 @@ BOOST_AUTO_TEST_CASE(idle_connections_killed_under_the_pool_are_replaced) {
   BOOST_TEST(pg->read_log("s").events.size() == 10u);
 }
 
+// A server that refuses connections for a while (the role may not log in: to the pool as a server
+// restarting) and then takes them again: the first call after that connects, even within the
+// reconnect backoff of the attempt that failed just before it.
+BOOST_AUTO_TEST_CASE(the_first_call_after_the_server_takes_connections_again_connects) {
+  Db db;
+  auto pg = db.store(db.alice);
+  { auto w = pg->create(header("s")); write_batches(w, turn(1)); }
+  struct Login {
+    Db& db;
+    ~Login() { db.exec("ALTER ROLE " + db.alice + " LOGIN"); }
+  } restore{db};
+  db.exec("ALTER ROLE " + db.alice + " NOLOGIN");
+  db.value("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE usename = '" + db.alice + "'");
+  while (db.value("SELECT count(*) FROM pg_stat_activity WHERE usename = '" + db.alice + "'") != "0")
+    std::this_thread::sleep_for(milliseconds(5));
+  const std::string refused = message_of<PgError>([&] { pg->list_sessions(); });
+  BOOST_TEST(refused.find("PostgreSQL store " + pg->name() + ": ") == 0u, refused);
+  db.exec("ALTER ROLE " + db.alice + " LOGIN");
+  BOOST_TEST(pg->list_sessions().size() == 1u);
+  BOOST_TEST(pg->read_log("s").events.size() == 10u);
+}
+
 // More threads than pooled connections: readers wait for one, writers own theirs.
 BOOST_AUTO_TEST_CASE(threads_share_one_store) {
   Db db;

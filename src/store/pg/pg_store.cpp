@@ -159,31 +159,31 @@ private:
     cv_.notify_one();
   }
 
-  // Connects through `attempt`, unless the last attempt failed less than the backoff ago: then the
-  // caller fails at once (a server that is down is not asked again and again by every call).
+  // Connects through `attempt`. Within the backoff of a failed attempt the caller first waits out
+  // the rest of it (kMaxBackoff at most; less when another caller connects meanwhile), then tries
+  // once: a server that is down is asked once a backoff by a call, not again and again, and the
+  // first call after it is back (a restart) connects instead of failing for the rest of the window.
   template <class Fn>
   void reconnect(Fn&& attempt) {
-    const auto now = std::chrono::steady_clock::now();
     {
-      std::lock_guard g(mu_);
-      if (now < retry_at_)
-        throw PgError(name_ + ": connection lost; reconnecting after " +
-                          std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(retry_at_ - now).count()) +
-                          " ms (last attempt: " + last_error_ + ")",
-                      "08006");
+      std::unique_lock g(mu_);
+      const auto until = retry_at_;
+      retry_cv_.wait_until(g, until, [&] { return retry_at_ < until || std::chrono::steady_clock::now() >= until; });
     }
     try {
       attempt();
-    } catch (const PgError& e) {
+    } catch (const PgError&) {
       std::lock_guard g(mu_);
       backoff_ = std::min<std::chrono::milliseconds>(backoff_ == 0ms ? kFirstBackoff : backoff_ * 2, kMaxBackoff);
       retry_at_ = std::chrono::steady_clock::now() + backoff_;
-      last_error_ = e.what();
       throw;
     }
-    std::lock_guard g(mu_);
-    backoff_ = 0ms;
-    retry_at_ = {};
+    {
+      std::lock_guard g(mu_);
+      backoff_ = 0ms;
+      retry_at_ = {};
+    }
+    retry_cv_.notify_all();
   }
 
   const std::string url_;
@@ -195,8 +195,8 @@ private:
   std::vector<PgConnection> idle_;  ///< guarded by mu_
   std::size_t in_use_ = 0;          ///< counted connections taken
   std::chrono::milliseconds backoff_{0};
-  std::chrono::steady_clock::time_point retry_at_{};
-  std::string last_error_;
+  std::chrono::steady_clock::time_point retry_at_{};  ///< guarded by mu_
+  std::condition_variable retry_cv_;                   ///< a reconnect succeeded
 };
 
 class PgStore::Lease {

@@ -2,14 +2,60 @@
 // fixture `postgres`), reached through DSH_ACP_TEST_PG (the superuser's URL over a unix socket).
 // Each test gets its own database, migrated by the real binary, and its own login roles, so tests
 // in parallel (and the suite's two passes) never see each other's sessions.
+// A test that stops and starts PostgreSQL itself uses a cluster of its own instead (privateCluster).
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { BIN } from './agent.mjs';
+import { mkdtempSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import { BIN, REPO_ROOT } from './agent.mjs';
 
-const ADMIN = process.env.DSH_ACP_TEST_PG;
+let ADMIN = process.env.DSH_ACP_TEST_PG;
 
-/** The admin URL; a test that needs PostgreSQL fails (never skips) without one. */
+const PG_CLUSTER = path.join(REPO_ROOT, 'tests', 'pg', 'pg-cluster');
+
+function pgCluster(cmd, dir) {
+  const r = spawnSync(PG_CLUSTER, [cmd, dir], { encoding: 'utf8', timeout: 120000 });
+  assert.equal(r.status, 0, `pg-cluster ${cmd} ${dir}: ${r.stderr}${r.error ?? ''}`);
+}
+
+/**
+ * A cluster of this test file alone (tests/pg/pg-cluster start), in a fresh directory under /tmp
+ * (the server's system user must reach it when run as root); the helpers below then use it instead
+ * of the suite's. For tests that stop and start PostgreSQL: the suite's cluster serves other tests.
+ * `halt()` stops the server (fast shutdown), `resume()` starts it again on the same data. Removed
+ * by `remove()` (idempotent), and at the latest when the process exits.
+ */
+export function privateCluster() {
+  const dir = mkdtempSync('/tmp/dsh-acp-pgr-');
+  let removed = false;
+  const remove = () => {
+    if (removed) return;
+    removed = true;
+    const r = spawnSync(PG_CLUSTER, ['stop', dir], { encoding: 'utf8', timeout: 120000 });
+    if (r.status !== 0) rmSync(dir, { recursive: true, force: true });
+  };
+  process.on('exit', remove);
+  for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
+    process.once(sig, () => { remove(); process.kill(process.pid, sig); });
+  }
+  try {
+    pgCluster('start', dir);
+  } catch (err) {
+    remove();
+    throw err;
+  }
+  ADMIN = `postgresql://postgres@/postgres?host=${dir}/socket`;
+  return {
+    dir,
+    url: ADMIN,
+    halt: () => pgCluster('halt', dir),
+    resume: () => pgCluster('resume', dir),
+    remove,
+  };
+}
+
+/** The admin URL (the suite's cluster, or the private one); a test that needs PostgreSQL fails (never skips) without one. */
 export function adminUrl() {
   assert.ok(ADMIN, 'DSH_ACP_TEST_PG is not set: run through ctest (the postgres fixture starts the server)');
   return ADMIN;
