@@ -27,6 +27,16 @@ process.on('exit', () => rmSync(PROJECT, { recursive: true, force: true }));
 const newSession = async (p) => (await p.ctx.request(M.session.new, { cwd: PROJECT, mcpServers: [] })).sessionId;
 const load = (p, sessionId) => p.ctx.request(M.session.load, { sessionId, cwd: PROJECT, mcpServers: [] });
 const listed = async (p) => (await p.ctx.request(M.session.list, {})).sessions;
+// Another process's change reaches a listing through NOTIFY, a moment after its commit: the listing
+// is asked again until it shows (or no longer shows) the session, for up to 10 s.
+async function listedEventually(p, id, present = true) {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const row = (await listed(p)).find((s) => s.sessionId === id);
+    if (Boolean(row) === present || Date.now() > deadline) return row;
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
 
 /** The error of a prompt that references `id`, with the id blanked (to compare two outcomes). */
 async function referenceError(p, sid, id) {
@@ -57,7 +67,7 @@ test('two people: unshared sessions are invisible, /share lets the other list, l
   assert.match(shared.answer, /shared/i);
   assert.equal(psql(store.db, `SELECT shared FROM dsh_acp.sessions WHERE id = '${billing}'`), 't');
 
-  const row = (await listed(bob)).find((s) => s.sessionId === billing);
+  const row = await listedEventually(bob, billing);
   assert.ok(row, 'listed for bob once shared');
   assert.ok(JSON.stringify(row._meta ?? {}).includes(store.roles.alice), `the listing says whose it is: ${JSON.stringify(row._meta)}`);
 
@@ -84,7 +94,7 @@ test('two people: unshared sessions are invisible, /share lets the other list, l
   const unshared = await prompt(alice, billing, '/unshare');
   assert.match(unshared.answer, /no longer shared/i);
   assert.deepEqual(await referenceError(bob, bobs, billing), missing);
-  assert.ok(!(await listed(bob)).some((s) => s.sessionId === billing));
+  assert.ok(!(await listedEventually(bob, billing, false)));
 
   await alice.agent.finish();
   await bob.agent.finish();

@@ -210,6 +210,22 @@ std::string message_of(Fn&& fn) {
   return {};
 }
 
+bool lists(PgStore& s, const std::string& id) {
+  for (const auto& row : s.list_sessions())
+    if (row.header.id == id) return true;
+  return false;
+}
+
+// Asks `s` for its listing until `id` is in it (or not, `present` false), up to 10 s.
+bool listing_shows(PgStore& s, const std::string& id, bool present = true) {
+  const auto deadline = steady_clock::now() + seconds(10);
+  while (steady_clock::now() < deadline) {
+    if (lists(s, id) == present) return true;
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+  return false;
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(pg_store)
@@ -420,8 +436,10 @@ BOOST_AUTO_TEST_CASE(idle_connections_killed_under_the_pool_are_replaced) {
   { auto w = pg->create(header("s")); write_batches(w, turn(1)); }
   BOOST_TEST(pg->list_sessions().size() == 1u);
   db.value("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE usename = '" + db.alice + "'");
-  // Gone for the server before the store is asked again (each has told its client by then).
-  while (db.value("SELECT count(*) FROM pg_stat_activity WHERE usename = '" + db.alice + "'") != "0")
+  // Gone for the server before the store is asked again (each has told its client by then); the
+  // listener's connection comes back on its own.
+  while (db.value("SELECT count(*) FROM pg_stat_activity WHERE usename = '" + db.alice +
+                  "' AND application_name <> 'dsh-acp listener'") != "0")
     std::this_thread::sleep_for(milliseconds(5));
   BOOST_TEST(pg->list_sessions().size() == 1u);
   BOOST_TEST(pg->read_log("s").events.size() == 10u);
@@ -442,6 +460,8 @@ BOOST_AUTO_TEST_CASE(the_first_call_after_the_server_takes_connections_again_con
   db.value("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE usename = '" + db.alice + "'");
   while (db.value("SELECT count(*) FROM pg_stat_activity WHERE usename = '" + db.alice + "'") != "0")
     std::this_thread::sleep_for(milliseconds(5));
+  // And the store's listener has noticed (else the listing could come from memory).
+  while (pg->wait_listening(milliseconds(0))) std::this_thread::sleep_for(milliseconds(5));
   const std::string refused = message_of<PgError>([&] { pg->list_sessions(); });
   BOOST_TEST(refused.find("PostgreSQL store " + pg->name() + ": ") == 0u, refused);
   db.exec("ALTER ROLE " + db.alice + " LOGIN");
@@ -583,25 +603,6 @@ BOOST_AUTO_TEST_CASE(newest_first_ties_in_en_us_collation_keyset_cursor_and_cwd_
   BOOST_TEST((ids(pg->list_sessions(after_tie)) == ids(files->list_sessions(after_tie))));
 }
 
-namespace {
-
-bool lists(PgStore& s, const std::string& id) {
-  for (const auto& row : s.list_sessions())
-    if (row.header.id == id) return true;
-  return false;
-}
-
-// Asks `s` for its listing until `id` is in it (or not, `present` false), up to 10 s.
-bool listing_shows(PgStore& s, const std::string& id, bool present = true) {
-  const auto deadline = steady_clock::now() + seconds(10);
-  while (steady_clock::now() < deadline) {
-    if (lists(s, id) == present) return true;
-    std::this_thread::sleep_for(milliseconds(5));
-  }
-  return false;
-}
-
-} // namespace
 
 BOOST_AUTO_TEST_CASE(another_process_change_reaches_a_repeated_listing_through_notify) {
   Db db;
@@ -695,6 +696,8 @@ BOOST_AUTO_TEST_CASE(a_person_sees_only_their_own_and_shared_sessions_and_writes
   }
   alice->set_shared("plans", true);
   BOOST_TEST(bob->find_log("plans").has_value());
+  // Bob's listing hears of it through NOTIFY, a moment after the commit.
+  BOOST_TEST(listing_shows(*bob, "plans"));
   auto rows = bob->list_sessions();
   BOOST_TEST_REQUIRE(rows.size() == 1u);
   BOOST_TEST((rows[0].owner == db.alice));
@@ -714,6 +717,7 @@ BOOST_AUTO_TEST_CASE(a_person_sees_only_their_own_and_shared_sessions_and_writes
   BOOST_TEST(bob->list_sessions().size() == 2u);
   alice->set_shared("plans", false);
   BOOST_TEST(!bob->find_log("plans"));
+  BOOST_TEST(listing_shows(*bob, "plans", false));
   BOOST_TEST(bob->list_sessions().size() == 1u);
 }
 
