@@ -12,7 +12,7 @@
 #include "server/server_config.hpp"
 #include "server/store_command.hpp"
 #include "store/errors.hpp"
-#include "store/pg/pg_store.hpp"
+#include "store/open_backend.hpp"
 #include "store/pg/url.hpp"
 #include "store/session_store.hpp"
 #include "store/store_set.hpp"
@@ -118,11 +118,11 @@ int main(int argc, char** argv) {
       add_root(spec, false);
       continue;
     }
-    store::pg::PgStoreOptions o;
-    o.url = spec;
-    o.generation = store::parse_generation(config.store_generation).value_or(store::Generation::flat);
+    // Opened as `dsh-acp store` opens one (open_backend.hpp); a directory waits for first use (above).
+    store::OpenOptions o;
+    o.generation = store::parse_generation(config.store_generation);
     try {
-      specs.push_back({std::nullopt, std::make_unique<store::pg::PgStore>(o)});
+      specs.push_back({std::nullopt, store::open_backend(spec, o)});
     } catch (const store::StoreError& e) {
       // The store's own messages name it by its redacted URL.
       return fail_usage(std::string("--store ") + store::pg::redact_url(spec) + ": " + e.what());
