@@ -2,6 +2,10 @@
 import ctypes
 import ctypes.util
 import json
+import os
+import select
+import subprocess
+import time
 
 
 def result(figure, value, unit, **extra):
@@ -51,3 +55,72 @@ class Zstd:
 
     def close(self):
         self.lib.ZSTD_freeCCtx(self.cctx)
+
+
+class EchoServer:
+    """One dsh-acp process on the echo provider, driven over stdio JSON-RPC by one thread: requests
+    written, stdout split into frames (frames_read, bytes_read), the server's /proc figures. The
+    benches' own classes add how they wait for a response (store_bench.py, pg_bench.py)."""
+
+    def __init__(self, server, home, extra=(), stderr=None):
+        # DSH_HOME: no harness root of this machine's user is discovered beside the bench's store.
+        env = dict(os.environ, DSH_ACP_HOME=home, DSH_HOME=os.path.join(home, "no-harness-home"))
+        self.proc = subprocess.Popen([server, "--provider", "echo", *extra], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=stderr, env=env, bufsize=0)
+        self.buf = b""
+        self.pos = 0  # frames before it were handed out: a caller may stop reading between two frames
+        self.next_id = 0
+        self.frames_read = 0
+        self.bytes_read = 0
+
+    def send(self, method, params):
+        self.next_id += 1
+        self.proc.stdin.write((json.dumps({"jsonrpc": "2.0", "id": self.next_id, "method": method,
+                                           "params": params}) + "\n").encode())
+        return self.next_id
+
+    def lines(self, deadline=None):
+        """Frames (without their newline) until stdout ends; TimeoutError once time.monotonic()
+        passes `deadline` with no frame to hand out."""
+        fd = self.proc.stdout.fileno()
+        while True:
+            nl = self.buf.find(b"\n", self.pos)
+            if nl >= 0:
+                line = self.buf[self.pos:nl]
+                self.pos = nl + 1
+                self.frames_read += 1
+                yield line
+                continue
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0 or not select.select([fd], [], [], left)[0]:
+                    raise TimeoutError
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                return
+            self.bytes_read += len(chunk)
+            self.buf = self.buf[self.pos:] + chunk
+            self.pos = 0
+
+    def status_mb(self, field):
+        """A /proc/PID/status figure in MB (VmHWM, VmRSS)."""
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            return next(int(l.split()[1]) for l in f if l.startswith(field + ":")) / 1024
+
+    def cpu_s(self):
+        with open(f"/proc/{self.proc.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def cpu_ns(self):
+        """CPU time of the server's live threads in ns (/proc schedstat: finer than the 10 ms ticks of
+        cpu_s; a thread that already exited is not counted)."""
+        total = 0
+        task = f"/proc/{self.proc.pid}/task"
+        for tid in os.listdir(task):
+            try:
+                with open(f"{task}/{tid}/schedstat") as f:
+                    total += int(f.read().split()[0])
+            except OSError:
+                pass
+        return total

@@ -34,7 +34,6 @@ import hashlib
 import json
 import os
 import re
-import select
 import shutil
 import statistics
 import subprocess
@@ -52,8 +51,8 @@ SERVER = os.path.abspath(args[0]) if args else os.path.join(REPO, "build", "dsh-
 QUICK = "--quick" in sys.argv or os.environ.get("PG_BENCH_QUICK") == "1"
 sys.argv[1:] = [SERVER]  # the benches imported below read their own arguments when loaded
 
-from bench_common import fs_type, result  # noqa: E402
-from isolation_bench import body_turns, uri_of  # noqa: E402
+from bench_common import EchoServer, fs_type, result  # noqa: E402
+from isolation_bench import body_turns, text, uri_of  # noqa: E402
 from store_bench import fsync_ms, write_listing_log  # noqa: E402
 RUNS = int(os.environ.get("PG_BENCH_RUNS", "1" if QUICK else "3"))
 REPLAY_MB = int(os.environ.get("PG_BENCH_REPLAY_MB", "20" if QUICK else "100"))
@@ -89,27 +88,17 @@ def load():
     return "load %.1f %.1f %.1f" % os.getloadavg()
 
 
-def text(s):
-    return [{"type": "text", "text": s}]
-
-
 # ---- the client -------------------------------------------------------------------------------------
 
-class Server:
-    """One dsh-acp process on the echo provider; frames read with a deadline (a stuck store fails the
-    figure instead of hanging the bench); stderr kept in a file for the error message."""
+class Server(EchoServer):
+    """bench_common's client with a deadline on every response (a stuck store fails the figure
+    instead of hanging the bench); stderr kept in a file for the error message."""
 
     def __init__(self, home, store_args):
         os.makedirs(home, exist_ok=True)
         self.err_path = os.path.join(home, "stderr-%d.log" % time.monotonic_ns())
         self.err = open(self.err_path, "wb")
-        # DSH_HOME: no harness root of this machine's user is listed beside the bench's store.
-        env = dict(os.environ, DSH_ACP_HOME=home, DSH_HOME=os.path.join(home, "no-harness-home"))
-        self.proc = subprocess.Popen([SERVER, "--provider", "echo", *store_args], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=self.err, env=env, bufsize=0)
-        self.buf = b""
-        self.next_id = 0
-        self.frames_read = 0
+        super().__init__(SERVER, home, store_args, stderr=self.err)
         self.ref_cards = 0
 
     def stderr_tail(self):
@@ -118,26 +107,14 @@ class Server:
             return f.read()[-1500:].decode(errors="replace").strip()
 
     def send(self, method, params):
-        self.next_id += 1
         try:
-            self.proc.stdin.write((json.dumps({"jsonrpc": "2.0", "id": self.next_id, "method": method,
-                                               "params": params}) + "\n").encode())
+            return super().send(method, params)
         except BrokenPipeError:
             raise BenchError("server exited: " + self.stderr_tail()) from None
-        return self.next_id
 
     def wait(self, rid, timeout=CALL_TIMEOUT_S):
-        deadline = time.monotonic() + timeout
-        fd = self.proc.stdout.fileno()
-        while True:
-            start = 0
-            while True:
-                nl = self.buf.find(b"\n", start)
-                if nl < 0:
-                    break
-                line = self.buf[start:nl]
-                start = nl + 1
-                self.frames_read += 1
+        try:
+            for line in self.lines(time.monotonic() + timeout):
                 if line.startswith(b'{"jsonrpc":"2.0","method":"session/update"'):
                     if b'"toolCallId":"dsh-ref-' in line:
                         self.ref_cards += 1
@@ -146,26 +123,16 @@ class Server:
                 if "method" in f:
                     continue
                 if f.get("id") == rid:
-                    self.buf = self.buf[start:]
                     if "error" in f:
                         raise BenchError(f"request failed: {f['error']}")
                     return f["result"]
-            self.buf = self.buf[start:]
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([fd], [], [], left)[0]:
-                raise BenchError(f"no answer within {timeout:.0f} s")
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
-                self.proc.wait()
-                raise BenchError(f"server exited ({self.proc.returncode}): " + self.stderr_tail())
-            self.buf += chunk
+        except TimeoutError:
+            raise BenchError(f"no answer within {timeout:.0f} s") from None
+        self.proc.wait()
+        raise BenchError(f"server exited ({self.proc.returncode}): " + self.stderr_tail())
 
     def call(self, method, params):
         return self.wait(self.send(method, params))
-
-    def status_mb(self, field):
-        with open(f"/proc/{self.proc.pid}/status") as f:
-            return next(int(l.split()[1]) for l in f if l.startswith(field + ":")) / 1024
 
     def close(self):
         try:

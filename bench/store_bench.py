@@ -35,7 +35,7 @@ import sys
 import tempfile
 import time
 
-from bench_common import Zstd, fs_type, result
+from bench_common import EchoServer, Zstd, fs_type, result
 
 # The golden-log generator's 0.1.1 helpers (harness-0.1 §1.3 projectKey, encodeSegment, §3.5 packChunks).
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "data", "harness01"))
@@ -45,42 +45,10 @@ SERVER = sys.argv[1] if len(sys.argv) > 1 else "build/dsh-acp"
 REPLAY_MB = int(sys.argv[2]) if len(sys.argv) > 2 else 100
 
 
-class Client:
+class Client(EchoServer):
     def __init__(self, home, extra=()):
-        # DSH_HOME: no harness root of this machine's user is discovered beside the bench's store.
-        env = dict(os.environ, DSH_ACP_HOME=home, DSH_HOME=os.path.join(home, "no-harness-home"))
-        self.proc = subprocess.Popen([SERVER, "--provider", "echo", *extra], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, env=env, bufsize=0)
-        self.buf = b""
-        self.next_id = 0
-        self.frames_read = 0
-        self.bytes_read = 0
+        super().__init__(SERVER, home, extra)
         self.early = {}
-
-    def send(self, method, params):
-        self.next_id += 1
-        self.proc.stdin.write((json.dumps({"jsonrpc": "2.0", "id": self.next_id, "method": method,
-                                           "params": params}) + "\n").encode())
-        return self.next_id
-
-    def lines(self):
-        fd = self.proc.stdout.fileno()
-        while True:
-            start = 0
-            while True:
-                nl = self.buf.find(b"\n", start)
-                if nl < 0:
-                    break
-                line = self.buf[start:nl]
-                start = nl + 1
-                self.frames_read += 1
-                yield line
-            self.buf = self.buf[start:]
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
-                return
-            self.bytes_read += len(chunk)
-            self.buf += chunk
 
     def wait(self, rid):
         """The response to `rid`; responses to other requests that arrive first are kept (the server
@@ -104,28 +72,6 @@ class Client:
 
     def call(self, method, params):
         return self.wait(self.send(method, params))
-
-    def cpu_s(self):
-        with open(f"/proc/{self.proc.pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-    def cpu_ns(self):
-        """CPU time of the server's live threads in ns (/proc schedstat: finer than the 10 ms ticks of
-        cpu_s; a thread that already exited is not counted)."""
-        total = 0
-        task = f"/proc/{self.proc.pid}/task"
-        for tid in os.listdir(task):
-            try:
-                with open(f"{task}/{tid}/schedstat") as f:
-                    total += int(f.read().split()[0])
-            except OSError:
-                pass
-        return total
-
-    def vmhwm_mb(self):
-        with open(f"/proc/{self.proc.pid}/status") as f:
-            return next(int(l.split()[1]) for l in f if l.startswith("VmHWM")) / 1024
 
     def close(self):
         self.proc.stdin.close()
@@ -294,7 +240,7 @@ def replay(base, mb, big_event=0, zstd=None, generation="45fc", packed=False):
                                                                 zstd, generation, packed)
     c = Client(home)  # the root's generation and encoding are detected; no flag, so the store opens on first use
     c.call("initialize", {"protocolVersion": 1})
-    rss_before = c.vmhwm_mb()
+    rss_before = c.status_mb("VmHWM")
     frames0, bytes0 = c.frames_read, c.bytes_read
     cpu0 = c.cpu_s()
     me0 = time.process_time()
@@ -303,7 +249,7 @@ def replay(base, mb, big_event=0, zstd=None, generation="45fc", packed=False):
     elapsed = time.perf_counter() - t0
     client_cpu = time.process_time() - me0
     frames, wire = c.frames_read - frames0, c.bytes_read - bytes0
-    rss = c.vmhwm_mb()
+    rss = c.status_mb("VmHWM")
     cpu = c.cpu_s() - cpu0
     c.close()
     shutil.rmtree(home)

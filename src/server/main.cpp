@@ -9,9 +9,11 @@
 #include "refs/service.hpp"
 #include "server/connection.hpp"
 #include "server/provider_setup.hpp"
+#include "server/server_config.hpp"
 #include "server/store_command.hpp"
 #include "store/errors.hpp"
-#include "store/pg/pg_store.hpp"
+#include "store/open_backend.hpp"
+#include "store/pg/url.hpp"
 #include "store/session_store.hpp"
 #include "store/store_set.hpp"
 #include "support/paths.hpp"
@@ -62,7 +64,7 @@ int main(int argc, char** argv) {
     return server::run_store_command(std::vector<std::string>(argv + 2, argv + argc));
   support::CliResult cli;
   try {
-    cli = support::load_config(std::vector<std::string>(argv + 1, argv + argc), support::process_environment());
+    cli = server::load_config(std::vector<std::string>(argv + 1, argv + argc), support::process_environment());
   } catch (const support::ConfigError& e) {
     return fail_usage(e.what());
   }
@@ -112,18 +114,18 @@ int main(int argc, char** argv) {
     specs.push_back({std::move(o), nullptr});
   };
   for (const auto& spec : config.stores) {
-    if (!support::is_store_url(spec)) {
+    if (!store::pg::is_postgres_url(spec)) {
       add_root(spec, false);
       continue;
     }
-    store::pg::PgStoreOptions o;
-    o.url = spec;
-    o.generation = store::parse_generation(config.store_generation).value_or(store::Generation::flat);
+    // Opened as `dsh-acp store` opens one (open_backend.hpp); a directory waits for first use (above).
+    store::OpenOptions o;
+    o.generation = store::parse_generation(config.store_generation);
     try {
-      specs.push_back({std::nullopt, std::make_unique<store::pg::PgStore>(o)});
+      specs.push_back({std::nullopt, store::open_backend(spec, o)});
     } catch (const store::StoreError& e) {
       // The store's own messages name it by its redacted URL.
-      return fail_usage(std::string("--store ") + support::redact_store_url(spec) + ": " + e.what());
+      return fail_usage(std::string("--store ") + store::pg::redact_url(spec) + ": " + e.what());
     }
   }
   if (!config.stores_configured && support::is_directory(config.harness_store) &&

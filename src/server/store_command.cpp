@@ -3,6 +3,7 @@
 #include "store/errors.hpp"
 #include "store/fold.hpp"
 #include "store/open_backend.hpp"
+#include "store/pg/url.hpp"
 #include "store/session_store.hpp"
 #include "support/paths.hpp"
 
@@ -285,7 +286,7 @@ SessionCopy copy_session(st::Backend& from, st::Backend& to, const std::string& 
 
 /// Opens a store for reading: a directory must exist.
 std::unique_ptr<st::Backend> open_source(const std::string& spec, const st::OpenOptions& o) {
-  if (!st::is_store_url(spec) && !support::is_directory(spec))
+  if (!st::pg::is_postgres_url(spec) && !support::is_directory(spec))
     throw UsageError(spec + ": no such directory (a store is a directory or a postgresql:// URL)");
   st::OpenOptions ro = o;
   ro.read_only = true;
@@ -296,7 +297,7 @@ int run_copy(const Args& a) {
   if (a.operands.size() != 2) throw UsageError("store copy takes FROM and TO");
   const std::string& from_spec = a.operands[0];
   const std::string& to_spec = a.operands[1];
-  const std::string from_name = st::redact_store_spec(from_spec), to_name = st::redact_store_spec(to_spec);
+  const std::string from_name = st::pg::redact_url(from_spec), to_name = st::pg::redact_url(to_spec);
   std::unique_ptr<st::Backend> from, to;
   try {
     st::OpenOptions o;
@@ -407,7 +408,7 @@ int run_copy(const Args& a) {
 
 int run_verify(const Args& a) {
   if (a.operands.size() != 1) throw UsageError("store verify takes one STORE");
-  const std::string name = st::redact_store_spec(a.operands[0]);
+  const std::string name = st::pg::redact_url(a.operands[0]);
   std::unique_ptr<st::Backend> b;
   std::vector<st::SessionListing> sessions;
   try {
@@ -501,14 +502,14 @@ int run_verify(const Args& a) {
 int run_migrate(const Args& a) {
   if (a.operands.size() != 1) throw UsageError("store migrate takes one URL");
   const std::string& url = a.operands[0];
-  if (!st::is_store_url(url)) throw UsageError(url + " is not a postgresql:// or postgres:// URL");
+  if (!st::pg::is_postgres_url(url)) throw UsageError(url + " is not a postgresql:// or postgres:// URL");
   try {
     st::migrate_store(url);
   } catch (const st::StoreError& e) {
     std::cerr << "dsh-acp store migrate: " << e.what() << "\n";
     return 2;
   }
-  std::cout << "migrate " << st::redact_store_spec(url) << ": schema is current\n";
+  std::cout << "migrate " << st::pg::redact_url(url) << ": schema is current\n";
   return 0;
 }
 
@@ -543,8 +544,8 @@ int run_store_command(const std::vector<std::string>& args) {
     }
     if (a.command.empty()) throw UsageError("store needs a command: copy, verify or migrate");
     for (const auto& spec : a.operands)
-      if (st::store_url_has_password(spec))
-        throw UsageError(st::redact_store_spec(spec) +
+      if (st::pg::is_postgres_url(spec) && st::pg::url_has_password(spec))
+        throw UsageError(st::pg::redact_url(spec) +
                          ": a password in the URL is refused; give it through PGPASSFILE, a service file or PGPASSWORD");
     if (a.command == "copy") return run_copy(a);
     if ((a.encoding || a.generation || a.batch_bytes != kBatchBytes))

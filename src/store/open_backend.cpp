@@ -34,14 +34,8 @@ void migrate_postgres(const std::string& url) {
 
 } // namespace
 
-bool is_store_url(std::string_view spec) { return pg::is_postgres_url(spec); }
-
-std::string redact_store_spec(std::string_view spec) { return pg::redact_url(spec); }
-
-bool store_url_has_password(std::string_view spec) { return is_store_url(spec) && pg::url_has_password(spec); }
-
 std::unique_ptr<Backend> open_backend(const std::string& spec, const OpenOptions& options) {
-  if (is_store_url(spec)) return open_postgres(spec, options);
+  if (pg::is_postgres_url(spec)) return open_postgres(spec, options);
   StoreOptions o;
   o.root = spec;
   o.encoding = options.encoding;
@@ -54,7 +48,7 @@ std::unique_ptr<Backend> open_backend(const std::string& spec, const OpenOptions
 }
 
 void migrate_store(const std::string& url) {
-  if (!is_store_url(url)) throw StoreError(url + " is not a postgresql:// or postgres:// URL");
+  if (!pg::is_postgres_url(url)) throw StoreError(url + " is not a postgresql:// or postgres:// URL");
   migrate_postgres(url);
 }
 

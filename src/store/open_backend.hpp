@@ -25,17 +25,7 @@ struct OpenOptions {
   std::chrono::milliseconds lock_timeout{2000};
 };
 
-/// True for "postgresql://..." and "postgres://..." (scheme case-insensitive).
-bool is_store_url(std::string_view spec);
-
-/// The spec as it may appear in messages: a URL's password replaced by "***" (pg::redact_url).
-std::string redact_store_spec(std::string_view spec);
-
-/// True when a URL carries a password: refused, credentials come the libpq ways only (PGPASSFILE,
-/// a service file, PGPASSWORD).
-bool store_url_has_password(std::string_view spec);
-
-/// Opens the store `spec` names. Throws StoreError (a missing PostgreSQL schema, a root holding
+/// Opens the store `spec` names (a URL is what pg::is_postgres_url, store/pg/url.hpp, says is one). Throws StoreError (a missing PostgreSQL schema, a root holding
 /// both encodings, ...).
 std::unique_ptr<Backend> open_backend(const std::string& spec, const OpenOptions& options);
 

@@ -300,52 +300,6 @@ Environment process_environment() {
   return env;
 }
 
-bool is_store_url(std::string_view spec) {
-  return spec.rfind("postgresql://", 0) == 0 || spec.rfind("postgres://", 0) == 0;
-}
-
-namespace {
-// The userinfo of a URL's authority, and the password's span in it (npos when none).
-struct PasswordSpan {
-  std::size_t begin = std::string_view::npos, end = std::string_view::npos;
-};
-
-std::vector<PasswordSpan> password_spans(std::string_view url) {
-  std::vector<PasswordSpan> spans;
-  const std::size_t authority = url.find("://");
-  if (authority == std::string_view::npos) return spans;
-  const std::size_t start = authority + 3;
-  const std::size_t authority_end = std::min(url.find_first_of("/?#", start), url.size());
-  const std::size_t at = url.substr(0, authority_end).rfind('@');
-  if (at != std::string_view::npos && at >= start) {
-    const std::size_t colon = url.substr(0, at).find(':', start);
-    if (colon != std::string_view::npos) spans.push_back({colon + 1, at});
-  }
-  // A `password=` parameter of the query (libpq accepts any conninfo keyword there).
-  for (std::size_t q = url.find('?', start); q != std::string_view::npos && q < url.size();) {
-    const std::size_t key = q + 1;
-    const std::size_t next = std::min(url.find('&', key), url.size());
-    if (url.substr(key, next - key).rfind("password=", 0) == 0) spans.push_back({key + 9, next});
-    q = next < url.size() ? next : std::string_view::npos;
-  }
-  return spans;
-}
-} // namespace
-
-bool store_url_has_password(std::string_view url) { return !password_spans(url).empty(); }
-
-std::string redact_store_url(std::string_view url) {
-  std::string out;
-  std::size_t from = 0;
-  for (const auto& span : password_spans(url)) {
-    out.append(url.substr(from, span.begin - from));
-    out += "***";
-    from = span.end;
-  }
-  out.append(url.substr(from));
-  return out;
-}
-
 CliResult load_config(const std::vector<std::string>& args, const Environment& env) {
   CliResult result;
   std::map<std::string, std::string> from_flags;
@@ -409,11 +363,6 @@ CliResult load_config(const std::vector<std::string>& args, const Environment& e
   if (config.stores.empty())
     config.stores = {home.empty() ? xdg_dir(env, "XDG_DATA_HOME", ".local/share") + "/sessions" : home + "/sessions"};
   config.store = config.stores.front();
-  for (const auto& store : config.stores)
-    if (is_store_url(store) && store_url_has_password(store))
-      throw ConfigError("store " + redact_store_url(store) +
-                        ": a password in a store URL is refused; give it the libpq ways (PGPASSFILE, a service "
-                        "file, or PGPASSWORD in the environment)");
   if (config.log_file.empty())
     config.log_file = home.empty() ? xdg_dir(env, "XDG_STATE_HOME", ".local/state") + "/dsh-acp.log" : home + "/dsh-acp.log";
   config.cache_dir = home.empty() ? xdg_dir(env, "XDG_CACHE_HOME", ".cache") : home + "/cache";

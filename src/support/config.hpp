@@ -74,13 +74,8 @@ struct CliResult {
 using Environment = std::map<std::string, std::string>;
 
 /// Parses argv (without argv[0]), the environment and the config file. Throws ConfigError.
-/// Whether a store spec is a PostgreSQL URL (postgresql:// or postgres://) rather than a directory.
-bool is_store_url(std::string_view spec);
-/// Whether a store URL carries a password (in its userinfo or a `password=` parameter).
-bool store_url_has_password(std::string_view url);
-/// The URL with every password replaced by `***`: the only form a URL takes in messages and logs.
-std::string redact_store_url(std::string_view url);
-
+/// Store URLs are not checked here (acp_support cannot parse them): the server's load_config
+/// (server/server_config.hpp) refuses one carrying a password.
 CliResult load_config(const std::vector<std::string>& args, const Environment& env);
 
 /// The --help text.

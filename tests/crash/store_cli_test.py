@@ -8,7 +8,9 @@ copy    A -> B byte-identical; a second run copies nothing; a copy interrupted a
 verify  a clean root -> 0; a broken line inside finished history -> 1, naming the session and line;
 usage   bad commands, options and operands -> 2; a URL's password never printed;
 migrate (mode migrate, against the suite's PostgreSQL in DSH_ACP_TEST_PG) creates the schema in a
-        scratch database, again idempotently; a database that does not exist -> 2.
+        scratch database, again idempotently; a database that does not exist -> 2. The server's
+        start-up with --store on that database (store::open_backend, as `dsh-acp store`): without
+        the schema -> 2 naming the store and `store migrate`, with it -> 0 at stdin EOF.
 
 Usage: store_cli_test.py DSH_ACP_BIN [file_roots|migrate]
 """
@@ -198,6 +200,16 @@ def with_database(url, name):
     return head[: head.rindex("/") + 1] + name + ("?" + query if query else "")
 
 
+def serve(binary, store, expect):
+    """The ACP server on `store` with stdin at EOF: a start-up error, or a clean exit."""
+    with tempfile.TemporaryDirectory() as home:
+        env = dict(os.environ, DSH_ACP_HOME=home, DSH_HOME=os.path.join(home, "no-harness-home"))
+        p = subprocess.run([binary, "--provider", "echo", "--store", store], stdin=subprocess.DEVNULL,
+                           capture_output=True, text=True, timeout=60, env=env)
+    assert p.returncode == expect, f"dsh-acp --store {store}: exit {p.returncode}, expected {expect}\nstderr: {p.stderr}"
+    return p
+
+
 def migrate():
     binary = os.path.abspath(sys.argv[1])
     url = os.environ["DSH_ACP_TEST_PG"]
@@ -206,12 +218,16 @@ def migrate():
     subprocess.run(psql + [url, "-c", f"CREATE DATABASE {db}"], check=True)
     try:
         target = with_database(url, db)
+        p = serve(binary, target, expect=2)
+        assert p.stderr.startswith(f"dsh-acp: --store {target}: ") and "no dsh_acp schema" in p.stderr \
+            and f"store migrate {target}" in p.stderr, p.stderr
         for _ in range(2):  # idempotent
             p = run(binary, "migrate", target, expect=0)
             assert "schema is current" in p.stdout, p.stdout
         version = subprocess.run(psql + [target, "-c", "SELECT value FROM dsh_acp.meta WHERE key = 'schema_version'"],
                                  capture_output=True, text=True, check=True).stdout.strip()
         assert version == "2", version
+        serve(binary, target, expect=0)
         p = run(binary, "migrate", with_database(url, db + "_missing"), expect=2)
         assert db + "_missing" in p.stderr, p.stderr
         print("store cli: migrate created the schema (version 2), twice")

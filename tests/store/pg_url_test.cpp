@@ -24,6 +24,7 @@ BOOST_AUTO_TEST_CASE(userinfo_password_is_masked) {
   BOOST_TEST(redact_url("postgresql://alice:a@b/c@db/acp") == "postgresql://alice:***@db/acp");
   BOOST_TEST(redact_url("postgresql://alice:p%40ss@[::1]:5432/acp") == "postgresql://alice:***@[::1]:5432/acp");
   BOOST_TEST(url_has_password("postgresql://alice:s3cret@db/acp"));
+  BOOST_TEST(url_has_password("postgresql://alice:@h/d"));  // empty, but still a password field
 }
 
 BOOST_AUTO_TEST_CASE(query_password_is_masked) {
@@ -31,6 +32,7 @@ BOOST_AUTO_TEST_CASE(query_password_is_masked) {
   BOOST_TEST(redact_url("postgresql:///acp?password=s3cret&user=alice") == "postgresql:///acp?password=***&user=alice");
   BOOST_TEST(redact_url("postgresql://bob:x@h/acp?Password=y") == "postgresql://bob:***@h/acp?Password=***");
   BOOST_TEST(url_has_password("postgresql:///acp?host=/tmp&password=s3cret"));
+  BOOST_TEST(redact_url("postgresql://a:b@h/d?password=c") == "postgresql://a:***@h/d?password=***");
 }
 
 BOOST_AUTO_TEST_CASE(urls_without_password_are_unchanged) {
@@ -40,6 +42,7 @@ BOOST_AUTO_TEST_CASE(urls_without_password_are_unchanged) {
     BOOST_TEST(redact_url(url) == url);
     BOOST_TEST(!url_has_password(url));
   }
+  BOOST_TEST(redact_url("/srv/a:b@c") == "/srv/a:b@c");  // a directory, no URL
 }
 
 BOOST_AUTO_TEST_CASE(conninfo_password_is_masked) {
