@@ -361,11 +361,12 @@ std::vector<SessionListing> PgStore::list_sessions(const ListQuery& q) {
 
 void PgStore::lock_session(PgConnection& c, const std::string& id, const LockWait& wait) {
   using clock = std::chrono::steady_clock;
-  if (wait.stop.stop_requested()) throw SessionBusy(id);
   const auto deadline = wait.since.value_or(clock::now()) + options_.lock_timeout;
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now());
-  // lock_timeout 0 would mean "forever": a wait with no time left only tries.
-  if (!wait.wait || left < 1ms) {
+  // As with the file lock, a stop ends only a wait: a lock no one holds is taken even after it (a
+  // prompt cancelled as it arrives still logs its message and closes its turn). lock_timeout 0 would
+  // mean "forever": a wait with no time left only tries.
+  if (!wait.wait || left < 1ms || wait.stop.stop_requested()) {
     PgResult r = c.exec("SELECT pg_try_advisory_lock(dsh_acp.session_lock_key($1))", {id});
     if (r.value(0, 0) != "t") throw SessionBusy(id);
     return;
