@@ -74,9 +74,11 @@ class ScratchStore:
 
     def export(self, directory=None):
         """Copies every session out into `directory` (a new temporary one by default); returns it.
-        The caller removes it. A root of the suite's generation takes the sessions' own shapes."""
+        The caller removes it. A new root takes the layout of this run (DSH_ACP_STORE_GENERATION),
+        as the sessions the server wrote take its shapes."""
         target = directory or tempfile.mkdtemp(prefix="dsh-pg-export-")
-        self._run(["store", "copy", self.url, target])
+        generation = "0.1" if os.environ.get("DSH_ACP_STORE_GENERATION") == "0.1" else "45fc"
+        self._run(["store", "copy", self.url, target, "--store-generation", generation])
         return target
 
     def turn_starts(self, session_id):
