@@ -25,7 +25,8 @@
 With DSH_ACP_TEST_STORE=pg (crash.kill.pg) every store is a fresh PostgreSQL database of the suite's
 cluster (tests/tools/pg_store.py) and the logs are read from an export: 1, 2 and 4 as above (a kill
 leaves whole batches, so the turn a kill interrupted is what a reopened session closes); 3 has no
-counterpart (a batch commits whole or not at all) and is left out.
+counterpart (a batch commits whole or not at all) and is left out. Fewer rounds by default (a quarter
+of --runs, half the compaction kills): each kill is followed by an export.
 
 Usage: crash_test.py DSH_ACP_BIN [--runs N] [--cuts N] [--compactions N] [--auto-compactions N] [--seed S].
 The seed is printed.
@@ -637,6 +638,12 @@ def main():
     ap.add_argument("--auto-compactions", type=int, default=int(os.environ.get("CRASH_AUTO_COMPACTIONS", "12")))
     ap.add_argument("--seed", type=int, default=int(os.environ.get("CRASH_SEED", random.randrange(1 << 32))))
     a = ap.parse_args()
+    if pg_store.enabled():
+        # Every kill is followed by an export of the database: fewer rounds keep the variant near the
+        # file test's time (and scale down with CRASH_RUNS, as the sanitizer build sets it).
+        for k, d in (("runs", 4), ("compactions", 2), ("auto_compactions", 2)):
+            if f"--{k.replace('_', '-')}" not in sys.argv:
+                setattr(a, k, max(4, getattr(a, k) // d))
     print(f"crash test: seed {a.seed} (rerun with --seed {a.seed}), {a.runs} kill runs, {a.cuts} cut logs", flush=True)
     if not shutil.which("zstd"):
         print("crash test: the zstd CLI is required", file=sys.stderr)
