@@ -644,6 +644,7 @@ def main():
         for k, d in (("runs", 4), ("compactions", 2), ("auto_compactions", 2)):
             if f"--{k.replace('_', '-')}" not in sys.argv:
                 setattr(a, k, max(4, getattr(a, k) // d))
+        a.cuts = 0
     print(f"crash test: seed {a.seed} (rerun with --seed {a.seed}), {a.runs} kill runs, {a.cuts} cut logs", flush=True)
     if not shutil.which("zstd"):
         print("crash test: the zstd CLI is required", file=sys.stderr)
