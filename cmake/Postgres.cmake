@@ -28,3 +28,29 @@ function(dsh_requires_postgres)
   set_property(TEST ${ARGN} APPEND PROPERTY LABELS pg)
   set_property(TEST ${ARGN} APPEND PROPERTY ENVIRONMENT "${DSH_TEST_PG_ENV}")
 endfunction()
+
+# dsh_add_pg_variant(<test> [AS <name>] <add_test arguments after NAME>): registers <test>.pg (or
+# <name>), the same test with the server's sessions in PostgreSQL (issue 17: the existing suites
+# against both stores). It takes <test>'s TIMEOUT, LABELS, ENVIRONMENT and RUN_SERIAL (call it after
+# those are set), adds the label pg-suites and DSH_ACP_TEST_STORE=pg, under which the test helpers
+# (tests/tools/pg_store.py, tests/e2e/lib/pgvariant.mjs) give the test a fresh database of the
+# cluster and run the server with `--store URL`.
+function(dsh_add_pg_variant base)
+  set(args ${ARGN})
+  set(name ${base}.pg)
+  list(GET args 0 first)
+  if(first STREQUAL "AS")
+    list(GET args 1 name)
+    list(REMOVE_AT args 0 1)
+  endif()
+  add_test(NAME ${name} ${args})
+  foreach(prop TIMEOUT LABELS ENVIRONMENT RUN_SERIAL)
+    get_test_property(${base} ${prop} value)
+    if(value)
+      set_property(TEST ${name} PROPERTY ${prop} "${value}")
+    endif()
+  endforeach()
+  set_property(TEST ${name} APPEND PROPERTY ENVIRONMENT DSH_ACP_TEST_STORE=pg)
+  set_property(TEST ${name} APPEND PROPERTY LABELS pg-suites)
+  dsh_requires_postgres(${name})
+endfunction()

@@ -194,7 +194,11 @@ SessionCopy copy_session(st::Backend& from, st::Backend& to, const std::string& 
   Text src;     // all of FROM's text
   Text prefix;  // FROM's text up to TO's event count
   bool prefix_checked = !in_dest;
-  bool created = in_dest;
+  // A destination holding the header alone (a session copied before its first prompt) is a prefix
+  // too, but a backend appends only to a log with events (first seq 0 creates the log): such a log is
+  // made again, header and events in one import, once FROM has events to add.
+  const bool header_only = in_dest && dest.events == 0;
+  bool created = in_dest && !header_only;
   std::string header;
   std::vector<std::string> batch;
   std::uint64_t batch_size = 0;
@@ -210,6 +214,10 @@ SessionCopy copy_session(st::Backend& from, st::Backend& to, const std::string& 
   };
   auto flush = [&] {
     if (!created) {
+      if (header_only) {
+        if (batch.empty()) return;
+        to.delete_session(id);
+      }
       to.import_lines(id, g, header, 0, batch);  // creates the log, header first
       created = true;
     } else if (!batch.empty()) {
@@ -235,7 +243,7 @@ SessionCopy copy_session(st::Backend& from, st::Backend& to, const std::string& 
           if (!prefix_checked) {
             prefix.add(h);
             if (dest.events == 0) check_prefix();
-          } else if (!created) {
+          } else if (!created && !header_only) {
             r.bytes += h.size() + 1;
           }
         },

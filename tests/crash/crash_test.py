@@ -22,6 +22,12 @@
    killed at a random moment (before, inside or after the compaction); the killed turn's own user
    message and answer may follow the surface. One more prompt then leaves a completed compaction.
 
+With DSH_ACP_TEST_STORE=pg (crash.kill.pg) every store is a fresh PostgreSQL database of the suite's
+cluster (tests/tools/pg_store.py) and the logs are read from an export: 1, 2 and 4 as above (a kill
+leaves whole batches, so the turn a kill interrupted is what a reopened session closes); 3 has no
+counterpart (a batch commits whole or not at all) and is left out. Fewer rounds by default (a quarter
+of --runs, half the compaction kills): each kill is followed by an export.
+
 Usage: crash_test.py DSH_ACP_BIN [--runs N] [--cuts N] [--compactions N] [--auto-compactions N] [--seed S].
 The seed is printed.
 """
@@ -39,6 +45,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
 from acp_client import Client  # noqa: E402
+import pg_store  # noqa: E402
 import store_layout  # noqa: E402
 
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
@@ -214,11 +221,33 @@ def replayed_user_text(client, sid):
 
 # ---- phase 1: kill -9 during prompts -----------------------------------------------------------
 
+class Store:
+    """A test's session store: a file root, or with DSH_ACP_TEST_STORE=pg (crash.kill.pg) a fresh
+    database of the suite's PostgreSQL (tests/tools/pg_store.py), whose logs are read from an export."""
+
+    def __init__(self, binary, root):
+        self.root = root
+        self.pg = pg_store.ScratchStore(binary) if pg_store.enabled() else None
+        self.arg = self.pg.url if self.pg else root  # the server's --store
+
+    def logs(self):
+        """Every log file now (of a database: exported afresh into the root)."""
+        if self.pg:
+            pg_store.remove(self.root)
+            self.pg.export(self.root)
+        return log_files(self.root)
+
+    def close(self):
+        if self.pg:
+            self.pg.drop()
+
+
 class Home:
-    def __init__(self, base, name, compression):
+    def __init__(self, binary, base, name, compression):
         self.home = os.path.join(base, name)
         os.makedirs(self.home)
-        self.store = os.path.join(self.home, "sessions")
+        self.files = Store(binary, os.path.join(self.home, "sessions"))
+        self.store = self.files.arg
         self.args = ["--store-compression", compression]
         self.compression = compression
         self.sessions = {}  # id -> {"cwd": ..., "answered": [tokens]}
@@ -282,7 +311,7 @@ def kill_run(binary, rng, home, cwds, run, stats):
     finally:
         c.kill9()
     # Right after the kill: the committed prefix of each log this run wrote has contiguous seqs.
-    for f in [f for f in log_files(home.store) if store_layout.segment_of(f) in active]:
+    for f in [f for f in home.files.logs() if store_layout.segment_of(f) in active]:
         text, ok = plaintext(f)
         stats["torn_after_kill"] += 1 if (not ok or not text.endswith(b"\n")) else 0
         _h, events = lenient_check(f)
@@ -293,7 +322,7 @@ def kill_run(binary, rng, home, cwds, run, stats):
 # ---- phase 2: every log loads, answered prompts present, seqs contiguous; repair; strict -------
 
 def verify_home(binary, home, label):
-    files = log_files(home.store)
+    files = home.files.logs()
     assert len(files) >= len([s for s in home.sessions.values() if s["answered"]]), \
         f"{label}: fewer logs than sessions with answered prompts"
     # The committed prefix as readers see it, before any repair.
@@ -327,7 +356,7 @@ def verify_home(binary, home, label):
         assert c.close() == 0
     checked = 0
     home.interrupted = 0
-    for f in log_files(home.store):
+    for f in home.files.logs():
         header, events, turns = strict_check(f)
         home.interrupted += sum(1 for e in events if e["type"] == "turn/end" and e["data"]["reason"]["kind"] == "interrupted")
         s = home.sessions.get(header["id"])
@@ -337,7 +366,8 @@ def verify_home(binary, home, label):
         for tok in s["answered"]:
             assert tok in texts, f"{label}: answered prompt {tok!r} not in {f}"
         checked += 1
-    check_modes(home.store)
+    if not home.files.pg:
+        check_modes(home.store)
     return checked
 
 
@@ -466,7 +496,8 @@ def compact_kill_run(binary, rng, base, k, stats):
     compression = "zstd" if k % 2 == 0 else "none"
     home = os.path.join(base, f"compact-{k}")
     os.makedirs(home)
-    store = os.path.join(home, "sessions")
+    files = Store(binary, os.path.join(home, "sessions"))
+    store = files.arg
     args = ["--store-compression", compression]
     c = Client(binary, home, args, store=store)
     prompts = [f"compact-r{k}-{i}" for i in range(3)]
@@ -475,7 +506,7 @@ def compact_kill_run(binary, rng, base, k, stats):
         sid = c.ok("session/new", {"cwd": home, "mcpServers": []})["sessionId"]
         for p in prompts:
             assert c.ok("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": p}]})["stopReason"] == "end_turn"
-        [path] = log_files(store)
+        [path] = files.logs()
         _h, events = lenient_check(path)
         before = fold(events, path)
         sleep_ms = rng.randint(20, 80)
@@ -485,6 +516,7 @@ def compact_kill_run(binary, rng, base, k, stats):
             c.pump(deadline - time.monotonic())
     finally:
         c.kill9()
+    [path] = files.logs()
     _h, events = lenient_check(path)
     where = f"compaction kill {k} ({compression})"
     state = compaction_state(before, events, where, new_nodes=False)
@@ -504,8 +536,10 @@ def compact_kill_run(binary, rng, base, k, stats):
         assert r["stopReason"] == "end_turn", r
     finally:
         assert c.close() == 0
+    [path] = files.logs()
     _h, events, _turns = strict_check(path)
     fold(events, where)
+    files.close()
 
 
 ECHO_LINE = re.compile(r"^\[\d+\] \w+ (\d+) bytes", re.M)
@@ -523,7 +557,8 @@ def auto_compact_kill_run(binary, rng, base, k, stats):
     compression = "zstd" if k % 2 == 0 else "none"
     home = os.path.join(base, f"auto-{k}")
     os.makedirs(home)
-    store = os.path.join(home, "sessions")
+    files = Store(binary, os.path.join(home, "sessions"))
+    store = files.arg
     args = ["--store-compression", compression]
     prompts = [f"auto-r{k}-{i}: {'words to fill the context ' * 24}" for i in range(4)]
     c = Client(binary, home, args, store=store)
@@ -543,7 +578,7 @@ def auto_compact_kill_run(binary, rng, base, k, stats):
     # The threshold is compact-at 0.8 of (window - window/8) = 0.7 window = 0.875 estimate: the
     # request is above it and under the window, and the compacted one fits easily.
     window = estimate * 5 // 4
-    [path] = log_files(store)
+    [path] = files.logs()
     _h, events = lenient_check(path)
     before = fold(events, path)
     written = len(events)
@@ -559,6 +594,7 @@ def auto_compact_kill_run(binary, rng, base, k, stats):
             c.pump(deadline - time.monotonic())
     finally:
         c.kill9()
+    [path] = files.logs()
     _h, events = lenient_check(path)
     where = f"automatic compaction kill {k} ({compression}, window {window})"
     state = compaction_state(before, events, where, new_nodes=True)
@@ -584,7 +620,9 @@ def auto_compact_kill_run(binary, rng, base, k, stats):
         assert r["stopReason"] == "end_turn", r
     finally:
         assert c.close() == 0
+    [path] = files.logs()
     _h, events, _turns = strict_check(path)
+    files.close()
     surface = fold(events, where)
     cp = events[surface[0]]
     assert cp["type"] == "user/message" and cp["data"]["source"] == {"kind": "plugin", "plugin": "compact"}, \
@@ -600,6 +638,13 @@ def main():
     ap.add_argument("--auto-compactions", type=int, default=int(os.environ.get("CRASH_AUTO_COMPACTIONS", "12")))
     ap.add_argument("--seed", type=int, default=int(os.environ.get("CRASH_SEED", random.randrange(1 << 32))))
     a = ap.parse_args()
+    if pg_store.enabled():
+        # Every kill is followed by an export of the database: fewer rounds keep the variant near the
+        # file test's time (and scale down with CRASH_RUNS, as the sanitizer build sets it).
+        for k, d in (("runs", 4), ("compactions", 2), ("auto_compactions", 2)):
+            if f"--{k.replace('_', '-')}" not in sys.argv:
+                setattr(a, k, max(4, getattr(a, k) // d))
+        a.cuts = 0
     print(f"crash test: seed {a.seed} (rerun with --seed {a.seed}), {a.runs} kill runs, {a.cuts} cut logs", flush=True)
     if not shutil.which("zstd"):
         print("crash test: the zstd CLI is required", file=sys.stderr)
@@ -608,11 +653,12 @@ def main():
     base = tempfile.mkdtemp(prefix="dsh-crash-")
     t0 = time.monotonic()
     passed = failed = 0
+    homes = []
     try:
         cwds = [os.path.join(base, "work-a"), os.path.join(base, "work b/ü")]
         for d in cwds:
             os.makedirs(d)
-        homes = [Home(base, "zstd", "zstd"), Home(base, "raw", "none")]
+        homes = [Home(a.binary, base, "zstd", "zstd"), Home(a.binary, base, "raw", "none")]
         stats = {"answered": 0, "loads": 0, "killed_mid_prompt": 0, "torn_after_kill": 0, "open_after_kill": 0}
         for run in range(a.runs):
             kill_run(a.binary, rng, homes[run % 2], cwds, run, stats)
@@ -628,14 +674,19 @@ def main():
                   f"({h.interrupted} turns closed 'interrupted' by repair)", flush=True)
         passed += 1
 
-        sources = [f for h in homes for f in log_files(h.store)]
+        if pg_store.enabled():
+            # Logs cut at byte offsets have no PostgreSQL counterpart (a batch commits whole or not
+            # at all): phase 3 is the file store's.
+            print("phase 3: file roots only (DSH_ACP_TEST_STORE=pg)", flush=True)
+        sources = [] if pg_store.enabled() else [f for h in homes for f in log_files(h.store)]
         cwd_of = lambda header: header["cwd"]  # noqa: E731
         by_kind = {True: [f for f in sources if f.endswith(".zstd")], False: [f for f in sources if not f.endswith(".zstd")]}
-        for k in range(a.cuts):
+        for k in range(a.cuts if sources else 0):
             pool = by_kind[k % 2 == 0] or sources
             cut_run(a.binary, rng, base, rng.choice(pool), cwd_of, k)
-        print(f"phase 3: {a.cuts} logs cut at random offsets (half zstd, half raw) load, replay, repair ({time.monotonic() - t0:.1f} s)")
-        passed += 1
+        if sources:
+            print(f"phase 3: {a.cuts} logs cut at random offsets (half zstd, half raw) load, replay, repair ({time.monotonic() - t0:.1f} s)")
+            passed += 1
 
         cstats = {"before": 0, "after": 0, "started": 0}
         for k in range(a.compactions):
@@ -655,6 +706,8 @@ def main():
         failed += 1
         print(f"FAIL (seed {a.seed}): {e}", file=sys.stderr)
     finally:
+        for h in homes:
+            h.files.close()
         shutil.rmtree(base, ignore_errors=True)
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0

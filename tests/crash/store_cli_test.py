@@ -3,7 +3,7 @@
 harness fixtures (45fc, plain JSONL):
 
 copy    A -> B byte-identical; a second run copies nothing; a copy interrupted after a prefix of a
-        session is continued (the prefix pre-copied by hand); a destination whose session diverges is
+        session is continued (the prefix pre-copied by hand), also a prefix of the header alone; a destination whose session diverges is
         reported (exit 1) and left untouched; zstd out and back gives the same bytes;
 verify  a clean root -> 0; a broken line inside finished history -> 1, naming the session and line;
 usage   bad commands, options and operands -> 2; a URL's password never printed;
@@ -115,6 +115,14 @@ def main():
         assert f"{n - 2} copied, 1 continued, 1 already complete" in summary(p), p.stdout
         assert f"{big}: continued from seq " in p.stderr, p.stderr
         assert logs(c) == source
+
+        # A destination holding a session's header alone (copied before its first prompt) is a prefix
+        # too: the session's events are copied after it.
+        h = os.path.join(tmp, "h")
+        install(h, lines[0])
+        p = run(binary, "copy", a, h, expect=0)
+        assert f"{n - 1} copied, 1 continued, 0 already complete" in summary(p), p.stdout
+        assert logs(h) == source
 
         # Diverged: D's copy of a session differs inside its prefix: reported, left as it was, the
         # rest copied; exit 1.

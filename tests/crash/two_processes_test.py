@@ -10,6 +10,10 @@
 3. a writer killed with SIGKILL mid-turn while the other process waits for the same session: the
    waiter gets the lock, closes the open turn 'interrupted' and continues.
 
+With DSH_ACP_TEST_STORE=pg (crash.two_processes.pg) the store is a fresh PostgreSQL database of the
+suite's cluster (tests/tools/pg_store.py): both processes run with `--store URL`, the session lock is
+the database's advisory lock (B's wait is seen in pg_locks), and the logs checked are an export.
+
 Usage: two_processes_test.py DSH_ACP_BIN
 """
 import os
@@ -20,7 +24,39 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from acp_client import Client, blocked_flocks, turn_starts, wait_until  # noqa: E402
-from crash_test import log_files, strict_check, user_texts  # noqa: E402
+from crash_test import log_files, strict_check, user_texts  # noqa: E402  (puts tests/tools on the path)
+import pg_store  # noqa: E402
+
+
+class Store:
+    """The store both processes share: the home's file root, or a fresh database (pg_store.enabled())."""
+
+    def __init__(self, binary, home):
+        self.binary, self.home = binary, home
+        self.files = os.path.join(home, "sessions")
+        self.pg = pg_store.ScratchStore(binary) if pg_store.enabled() else None
+
+    def client(self):
+        return Client(self.binary, self.home, store=self.pg.url if self.pg else None)
+
+    def turn_starts(self, sid):
+        return self.pg.turn_starts(sid) if self.pg else turn_starts(self.files, sid)
+
+    def waiting_for_lock(self, client):
+        """True once `client`'s process waits for the session lock another holds."""
+        return self.pg.lock_waiters() > 0 if self.pg else blocked_flocks(client.proc.pid) > 0
+
+    def log_of(self, sid):
+        """The session's log file (of a database: in an export made now)."""
+        if self.pg:
+            pg_store.remove(self.files)
+            self.pg.export(self.files)
+        [path] = [f for f in log_files(self.files) if sid in f]
+        return path
+
+    def close(self):
+        if self.pg:
+            self.pg.drop()
 
 
 def text_of(client, sid, start):
@@ -34,9 +70,9 @@ def prompt(client, sid, text):
     return client.send("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": text}]})
 
 
-def different_sessions(binary, home, cwd):
-    a = Client(binary, home)
-    b = Client(binary, home)
+def different_sessions(store, cwd):
+    a = store.client()
+    b = store.client()
     try:
         a.initialize()
         b.initialize()
@@ -57,16 +93,16 @@ def different_sessions(binary, home, cwd):
     finally:
         assert a.close() == 0 and b.close() == 0
     for sid, prefix in ((sa, "a"), (sb, "b")):
-        [path] = [f for f in log_files(os.path.join(home, "sessions")) if sid in f]
+        path = store.log_of(sid)
         _h, events, turns = strict_check(path)
         assert turns == n, f"{path}: {turns} turns, expected {n}"
         assert user_texts(events) == [f"{prefix}-{i}" for i in range(n)], user_texts(events)
     print(f"ok - different sessions: {n} prompts each from two processes, both logs valid")
 
 
-def same_session(binary, home, cwd):
-    a = Client(binary, home)
-    b = Client(binary, home)
+def same_session(store, cwd):
+    a = store.client()
+    b = store.client()
     try:
         a.initialize()
         b.initialize()
@@ -75,11 +111,10 @@ def same_session(binary, home, cwd):
         b.ok("session/load", {"sessionId": sid, "cwd": cwd, "mcpServers": []})
         assert any("first" in u["content"]["text"] for u in b.updates(sid, "user_message_chunk")), "B's replay lacks A's prompt"
 
-        store = os.path.join(home, "sessions")
-        before = turn_starts(store, sid)
+        before = store.turn_starts(sid)
         slow = prompt(a, sid, "a-slow [[echo:sleep=3000]]")
         # A holds the lock once its turn is logged (the echo model then sleeps inside the turn).
-        wait_until(lambda: turn_starts(store, sid) > before, "A's turn started", client=a)
+        wait_until(lambda: store.turn_starts(sid) > before, "A's turn started", client=a)
         # Readers take no lock: B loads the session while A's turn is open, at once.
         t0 = time.monotonic()
         start = len(b.frames)
@@ -116,9 +151,9 @@ def same_session(binary, home, cwd):
         assert "b-after" in answer_a, f"A's request lacks B's turn: {answer_a!r}"
 
         # session/delete while the other process writes the session: SESSION_BUSY, the log stays.
-        before = turn_starts(store, sid)
+        before = store.turn_starts(sid)
         slow = prompt(a, sid, "a-slow2 [[echo:sleep=3000]]")
-        wait_until(lambda: turn_starts(store, sid) > before, "A's second slow turn started", client=a)
+        wait_until(lambda: store.turn_starts(sid) > before, "A's second slow turn started", client=a)
         rd = b.call("session/delete", {"sessionId": sid}, timeout=30)
         ra = a.wait(slow, timeout=30)
         assert "result" in ra, ra
@@ -126,8 +161,7 @@ def same_session(binary, home, cwd):
             f"delete during a write: {rd}"
     finally:
         assert a.close() == 0 and b.close() == 0
-    [path] = [f for f in log_files(os.path.join(home, "sessions")) if sid in f]
-    _h, events, turns = strict_check(path)
+    _h, events, turns = strict_check(store.log_of(sid))
     expected = ["first", "a-slow [[echo:sleep=3000]]"] + b_done + ["b-after", "a-after", "a-slow2 [[echo:sleep=3000]]"]
     got = user_texts(events)
     assert sorted(got) == sorted(expected), f"user messages {got}, expected {expected}"
@@ -136,23 +170,22 @@ def same_session(binary, home, cwd):
           f"SESSION_BUSY; log valid, seqs contiguous, turns 1..{turns}")
 
 
-def killed_writer(binary, home, cwd):
+def killed_writer(store, cwd):
     """A is killed with SIGKILL in the middle of a turn while B waits for the same session: the
     lock dies with A, B's prompt repairs the open turn ('interrupted') and continues."""
-    a = Client(binary, home)
-    b = Client(binary, home)
+    a = store.client()
+    b = store.client()
     try:
         a.initialize()
         b.initialize()
         sid = a.ok("session/new", {"cwd": cwd, "mcpServers": []})["sessionId"]
         a.ok("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "before"}]})
         b.ok("session/load", {"sessionId": sid, "cwd": cwd, "mcpServers": []})
-        store = os.path.join(home, "sessions")
-        before = turn_starts(store, sid)
+        before = store.turn_starts(sid)
         prompt(a, sid, "killed [[echo:sleep=5000]]")
-        wait_until(lambda: turn_starts(store, sid) > before, "A's turn started", client=a)
+        wait_until(lambda: store.turn_starts(sid) > before, "A's turn started", client=a)
         pending = prompt(b, sid, "survivor")
-        wait_until(lambda: blocked_flocks(b.proc.pid) > 0, "B waits for A's lock", client=b)
+        wait_until(lambda: store.waiting_for_lock(b), "B waits for A's lock", client=b)
         a.kill9()
         t0 = time.monotonic()
         rb = b.wait(pending, timeout=30)
@@ -160,8 +193,7 @@ def killed_writer(binary, home, cwd):
         waited = time.monotonic() - t0
     finally:
         assert b.close() == 0
-    [path] = [f for f in log_files(os.path.join(home, "sessions")) if sid in f]
-    _h, events, turns = strict_check(path)
+    _h, events, turns = strict_check(store.log_of(sid))
     assert user_texts(events) == ["before", "killed [[echo:sleep=5000]]", "survivor"], user_texts(events)
     ends = [e["data"]["reason"]["kind"] for e in events if e["type"] == "turn/end"]
     assert ends == ["completed", "interrupted", "completed"], ends
@@ -179,12 +211,15 @@ def main():
         for name, fn in (("different", different_sessions), ("same", same_session), ("killed", killed_writer)):
             home = os.path.join(base, name)
             os.makedirs(home)
+            store = Store(binary, home)
             try:
-                fn(binary, home, cwd)
+                fn(store, cwd)
                 passed += 1
             except AssertionError as e:
                 failed += 1
                 print(f"not ok - {name}: {e}", file=sys.stderr)
+            finally:
+                store.close()
     finally:
         shutil.rmtree(base, ignore_errors=True)
     print(f"{passed} passed, {failed} failed")

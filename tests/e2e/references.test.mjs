@@ -13,6 +13,7 @@ import {
   prompt, echoLines, framesUntilResponse, snapshotData, PROMPT_PREFIX, SOURCE_KEYS, REFERENCE_KEYS,
   writeRawLog, appendEvents, generationOf,
 } from './lib/refs.mjs';
+import { fileStoreOnly } from './lib/pgvariant.mjs';
 
 /** The content line of a card for one source record entry (contracts §5). */
 function cardLine(r) {
@@ -160,7 +161,8 @@ function answerOfUpdates(updates) {
   return updates.filter((u) => u.sessionUpdate === 'agent_message_chunk').map((u) => u.content.text).join('');
 }
 
-test('each SESSION_REFERENCE_* failure is -32602 with data.code and writes nothing', async (t) => {
+// File store only (lib/pgvariant.mjs): its sources are corrupt logs, which PostgreSQL cannot hold.
+fileStoreOnly('each SESSION_REFERENCE_* failure is -32602 with data.code and writes nothing', async (t) => {
   const home = makeHome(t);
   const store = path.join(home, 'sessions');
   // Stored sessions that cannot be read: a corrupt line before the last turn/end, an invalid surface.
@@ -299,7 +301,8 @@ function hasOpen(pid, file) {
   return false;
 }
 
-test('session/cancel and stdin EOF during preparation: stopReason cancelled, no card, nothing written', { skip: !existsSync('/proc/self/fd') && 'needs /proc' }, async (t) => {
+// File store only (lib/pgvariant.mjs): preparation is observed as the server's open source log file.
+fileStoreOnly('session/cancel and stdin EOF during preparation: stopReason cancelled, no card, nothing written', { skip: !existsSync('/proc/self/fd') && 'needs /proc' }, async (t) => {
   const home = makeHome(t);
   const store = path.join(home, 'sessions');
   // A large source: reading, folding and retaining it takes long enough to cancel in the middle.

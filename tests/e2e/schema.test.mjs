@@ -96,7 +96,7 @@ test('a replayed harness session with tools, a plan and images matches the ACP v
   const missing = 'f'.repeat(64);
   mkdirSync(path.join(harness, 'attachments', 'v1', 'objects', present.slice(0, 2)), { recursive: true });
   writeFileSync(path.join(harness, 'attachments', 'v1', 'objects', present.slice(0, 2), present), bytes);
-  const agent = startAgent(t, { env: { DSH_HOME: harness } });
+  const store = path.join(home, 'sessions');
   const cwd = home;
   const id = 'harness-tools';
   const time = 1783600629541;
@@ -125,7 +125,8 @@ test('a replayed harness session with tools, a plan and images matches the ACP v
     { type: 'step/end', seq: 16, time, data: { turn: 1, step: 1 } },
     { type: 'turn/end', seq: 17, time, data: { turn: 1, reason: { kind: 'completed' } } },
   ];
-  writeLog(agent.storeDir, lines);
+  writeLog(store, lines);
+  const agent = startAgent(t, { env: { DSH_HOME: harness }, args: ['--store', store] });
 
   await agent.call('initialize', { protocolVersion: 1 });
   const from = agent.frames.length;

@@ -13,7 +13,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import Ajv2020 from 'ajv/dist/2020.js';
 import { INIT_PARAMS, REPO_ROOT, startSdkAgent, acp, Agent } from './lib/agent.mjs';
-import { generationOf, isV01Log, logPath, logPathFor, readLog, readRawLog, writeLog } from './lib/store.mjs';
+import { generationOf, isV01Log, logFiles, logPath, logPathFor, readLog, readRawLog, writeLog } from './lib/store.mjs';
+import { fileStoreOnly } from './lib/pgvariant.mjs';
 
 const M = acp.methods.agent;
 
@@ -324,7 +325,8 @@ test('session/list pages stay under 64 KiB (fewer items when cwds, ids and title
   await a.agent.finish();
 });
 
-test('a store root deleted while the agent runs is created again (0700) by the next write; a new process loads what was written', async (t) => {
+// File store only (lib/pgvariant.mjs): a root directory removed and made again (0700).
+fileStoreOnly('a store root deleted while the agent runs is created again (0700) by the next write; a new process loads what was written', async (t) => {
   const home = makeHome(t);
   const store = path.join(home, 'sessions');
   const a = await startIn(t, home);
@@ -403,7 +405,7 @@ test('session/delete removes the log and the listing entry; load is then -32002'
   const file = logPath(store, sid);
   assert.deepEqual((await a.ctx.request(M.session.list, {})).sessions.map((s) => s.sessionId).sort(), [sid, keep].sort());
   await a.ctx.request(M.session.delete, { sessionId: sid });
-  assert.ok(!existsSync(file), 'log file removed');
+  assert.ok(!logFiles(store).includes(file), 'log file removed');
   assert.deepEqual((await a.ctx.request(M.session.list, {})).sessions.map((s) => s.sessionId), [keep]);
   await rejectsWith(a.ctx.request(M.session.load, { sessionId: sid, cwd: home, mcpServers: [] }), -32002,
     (e) => assert.equal(e.data?.sessionId, sid));
@@ -447,7 +449,8 @@ test('session/load errors: unknown id -32002, relative or mismatched cwd -32602,
 
 const HOSTILE = ['../../etc/passwd', 'a/b', '.', '..', '/abs', 'x\u0000y', '~002E', 'a'.repeat(300)];
 
-test('hostile session ids never escape the store and never give an internal error', async (t) => {
+// File store only (lib/pgvariant.mjs): ids no file name can hold (-32602) and nothing created outside the root.
+fileStoreOnly('hostile session ids never escape the store and never give an internal error', async (t) => {
   const home = makeHome(t);
   const store = path.join(home, 'sessions');
   const outside = () => walk(home).filter((f) => !f.startsWith('sessions/') && !f.startsWith('cache/') && f !== 'dsh-acp.log');
@@ -474,7 +477,8 @@ test('hostile session ids never escape the store and never give an internal erro
   assert.deepEqual(outside(), before, 'nothing created outside the store');
 });
 
-test('sessions with hostile ids written by another program load, prompt and stay inside their bucket', async (t) => {
+// File store only (lib/pgvariant.mjs): file names and buckets of logs another program wrote.
+fileStoreOnly('sessions with hostile ids written by another program load, prompt and stay inside their bucket', async (t) => {
   const home = makeHome(t);
   const store = path.join(home, 'sessions');
   const cwd = path.join(home, 'w');
@@ -509,7 +513,8 @@ test('sessions with hostile ids written by another program load, prompt and stay
   checkModes(store);
 });
 
-test('raw stores stay raw; zstd and raw logs written by the agent validate against the schema', async (t) => {
+// File store only (lib/pgvariant.mjs): the files' compression (--store-compression is a file root's).
+fileStoreOnly('raw stores stay raw; zstd and raw logs written by the agent validate against the schema', async (t) => {
   for (const args of [[], ['--store-compression', 'none']]) {
     const home = makeHome(t);
     const store = path.join(home, 'sessions');
@@ -529,7 +534,8 @@ test('raw stores stay raw; zstd and raw logs written by the agent validate again
   }
 });
 
-test('session/list notices logs created and removed by other programs while the agent runs', async (t) => {
+// File store only (lib/pgvariant.mjs): logs written and removed behind the server.
+fileStoreOnly('session/list notices logs created and removed by other programs while the agent runs', async (t) => {
   const home = makeHome(t);
   const store = path.join(home, 'sessions');
   const base = 1_700_000_000_000;
@@ -554,7 +560,8 @@ test('session/list notices logs created and removed by other programs while the 
   assert.equal(turns, 2);
 });
 
-test('corrupt logs (raw garbage line, zstd checksum error) give SESSION_LOG_CORRUPT naming the file and are never modified', async (t) => {
+// File store only (lib/pgvariant.mjs): corrupt files, which PostgreSQL cannot hold.
+fileStoreOnly('corrupt logs (raw garbage line, zstd checksum error) give SESSION_LOG_CORRUPT naming the file and are never modified', async (t) => {
   for (const args of [['--store-compression', 'none'], []]) {
     const home = makeHome(t);
     const store = path.join(home, 'sessions');

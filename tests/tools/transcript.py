@@ -18,6 +18,12 @@ harness's own files, so a transcript with a seeded store runs with --store-gener
 which would otherwise refuse to open a root holding 45fc logs. When the input is exhausted, stdin is
 closed (EOF) and the server must exit 0.
 
+With DSH_ACP_TEST_STORE=pg (the `.pg` variants, tests/tools/pg_store.py) the sessions live in a fresh
+PostgreSQL database instead: the server runs with `--store URL`, and the seeded store (NAME.store/,
+#fixture logs) is copied in with `dsh-acp store copy` first, keeping the logs' own 45fc shapes. The one
+difference in the output is what a store with people adds: every session's configOptions hold the
+`shared` option (off); the runner checks it is there and takes it out before comparing.
+
 OUT.jsonl holds the expected frames, in order, one JSON value per line ('#' comments allowed).
 Structural comparison; key order is ignored. Placeholders (JSON strings):
   "{{any}}"  anything        "{{string}}" "{{number}}" "{{uuid}}" "{{timestamp}}"  that kind of value
@@ -42,6 +48,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from store_layout import encode_segment  # noqa: E402  (one implementation of the naming rules)
+import pg_store  # noqa: E402
 
 UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
 TIME_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$")
@@ -101,6 +108,32 @@ def match(expected, actual, captures, pointer):
         return
     if expected != actual or type(expected) is not type(actual) and not (isinstance(expected, (int, float)) and isinstance(actual, (int, float))):
         raise Mismatch(f"{pointer or '/'}: expected {expected!r}, got {actual!r}")
+
+
+SHARED_OPTION = {
+    "id": "shared", "name": "Shared",
+    "description": "Whether people with access to this store can see and reference this session",
+    "type": "select", "currentValue": "off",
+    "options": [{"value": "on", "name": "Shared", "description": "Others with access to the store can see it"},
+                {"value": "off", "name": "Private", "description": "Only you can see it"}]}
+
+
+def without_shared_option(value, pointer=""):
+    """The frame without the `shared` config option of a PostgreSQL store, which every configOptions
+    list must hold exactly once (a transcript never switches it)."""
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            if k == "configOptions" and isinstance(v, list):
+                shared = [o for o in v if isinstance(o, dict) and o.get("id") == "shared"]
+                if shared != [SHARED_OPTION]:
+                    raise SystemExit(f"FAIL: {pointer}/configOptions: expected the shared option once, got {shared!r}")
+                v = [o for o in v if o is not shared[0]]
+            out[k] = without_shared_option(v, f"{pointer}/{k}")
+        return out
+    if isinstance(value, list):
+        return [without_shared_option(v, f"{pointer}/{i}") for i, v in enumerate(value)]
+    return value
 
 
 def substitute(text, captures):
@@ -199,6 +232,11 @@ def main():
             seeded = True
     if seeded and not any(a.startswith("--store-generation") for a in extra):
         extra += ["--store-generation", "45fc"]
+    if pg_store.enabled():
+        pg = pg_store.ScratchStore(server)
+        atexit.register(pg.drop)
+        pg.seed(os.path.join(home, "sessions"))
+        extra = ["--store", pg.url] + extra
     env = dict(os.environ, DSH_ACP_HOME=home)
     for key in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
         env.pop(key, None)
@@ -227,7 +265,7 @@ def main():
                 raise SystemExit(f"FAIL: stdout line is not JSON: {line[:200]!r}")
             if not isinstance(frame, dict) or frame.get("jsonrpc") != "2.0":
                 raise SystemExit(f"FAIL: stdout line is not a JSON-RPC frame: {line[:200]!r}")
-            actual.append(frame)
+            actual.append(without_shared_option(frame) if pg_store.enabled() else frame)
             for name, pointer in wanted.get(json.dumps(frame.get("id")), []):
                 value = frame
                 for token in pointer.split("/")[1:]:

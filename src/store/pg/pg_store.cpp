@@ -401,14 +401,15 @@ std::vector<SessionListing> PgStore::list_sessions(const ListQuery& q) {
 
 void PgStore::lock_session(PgConnection& c, const std::string& id, const LockWait& wait) {
   using clock = std::chrono::steady_clock;
-  if (wait.stop.stop_requested()) throw SessionBusy(id);
   const auto deadline = wait.since.value_or(clock::now()) + options_.lock_timeout;
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now());
-  // A free lock is taken in one round trip; only a held one costs the timed wait's transaction.
-  // lock_timeout 0 would mean "forever": a wait with no time left only tries.
+  // A free lock is taken in one round trip; only a held one costs the timed wait's transaction. As
+  // with the file lock, a stop ends only a wait: a lock no one holds is taken even after it (a prompt
+  // cancelled as it arrives still logs its message and closes its turn). lock_timeout 0 would mean
+  // "forever": a wait with no time left only tries.
   PgResult tried = c.exec("SELECT pg_try_advisory_lock(dsh_acp.session_lock_key($1))", {id});
   if (tried.value(0, 0) == "t") return;
-  if (!wait.wait || left < 1ms) throw SessionBusy(id);
+  if (!wait.wait || left < 1ms || wait.stop.stop_requested()) throw SessionBusy(id);
   lock_waiting(c, id, wait, left);
 }
 
@@ -436,7 +437,6 @@ void PgStore::lock_waiting(PgConnection& c, const std::string& id, const LockWai
 }
 
 void PgStore::claim_session(PgConnection& c, const std::string& id, const LockWait& wait) {
-  if (wait.stop.stop_requested()) throw SessionBusy(id);
   // Visibility, ownership and a free lock in one round trip; the lock is tried only on a session of
   // this role's (someone else's shared session is never locked by a reader).
   PgResult r = c.exec("SELECT owner, owner = current_user, CASE WHEN owner = current_user THEN "

@@ -13,7 +13,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import assert from 'node:assert/strict';
 import * as acp from '@agentclientprotocol/sdk';
-import { logFiles, segmentOfLog, encodeSegment, readLog } from './store.mjs';
+import { logFiles, logFilesRaw, segmentOfLog, encodeSegment, readLog, generationOf, pgServerStore } from './store.mjs';
+import { PG_VARIANT, turnStarts } from './pgvariant.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 export const REPO_ROOT = path.resolve(here, '..', '..', '..');
@@ -90,6 +91,7 @@ export class Agent {
     this.logFile = path.join(this.home, 'dsh-acp.log');
     const paths = defaultPaths ? [] : [...(ownStore >= 0 ? [] : ['--store', this.storeDir]), '--log-file', this.logFile];
     this.args = ['--provider', 'echo', ...paths, ...args];
+    if (PG_VARIANT) this.args = pgArgs(this.args, defaultPaths ? path.join(env.DSH_ACP_HOME ?? this.home, 'sessions') : null);
     this.frames = [];          // {frame, line, at} in arrival order
     this.violations = [];      // stdout lines that are not JSON-RPC frames
     this.stderr = '';
@@ -313,6 +315,7 @@ export class Agent {
 
   /** turn/start events in the session's log now (0 before it exists or while a line is being written). */
   turnCount(sessionId) {
+    if (PG_VARIANT) return turnStarts(this.storeDir, sessionId);
     const file = logFiles(this.storeDir).find((f) => segmentOfLog(f) === encodeSegment(sessionId));
     if (!file) return 0;
     try {
@@ -374,6 +377,39 @@ export class Agent {
     rmSync(this.home, { recursive: true, force: true });
     live.delete(this);
   }
+}
+
+/**
+ * The server arguments of the PostgreSQL variant (lib/pgvariant.mjs): each `--store DIR` (and the
+ * default store `defaultStore`, when the server would take it) becomes the URL of the database standing
+ * for DIR, its files copied in. A server keeps the layout a root holds, so a directory with logs names
+ * its generation (new sessions take the shapes of the logs beside them).
+ */
+function pgArgs(args, defaultStore) {
+  const valueOf = (flag) => {
+    const i = args.findIndex((a) => a === flag || a.startsWith(`${flag}=`));
+    return i < 0 ? undefined : args[i].includes('=') ? args[i].slice(flag.length + 1) : args[i + 1];
+  };
+  const dirs = [];
+  for (let i = 0; i < args.length; i++) {
+    if (args[i] === '--store' && i + 1 < args.length && !/^postgres(ql)?:/.test(args[i + 1])) dirs.push(args[++i]);
+  }
+  if (defaultStore && dirs.length === 0 && !args.includes('--store')) dirs.push(defaultStore);
+  // A server keeps the layout a root holds: a root with logs names its generation.
+  let generation = valueOf('--store-generation');
+  const extra = [];
+  if (!generation && dirs.length > 0 && logFilesRaw(dirs[0]).length > 0) {
+    generation = generationOf(dirs[0]);
+    extra.push('--store-generation', generation);
+  }
+  const opts = { generation, compression: valueOf('--store-compression') };
+  const out = [];
+  for (let i = 0; i < args.length; i++) {
+    if (args[i] === '--store' && dirs.includes(args[i + 1])) out.push('--store', pgServerStore(args[++i], opts));
+    else out.push(args[i]);
+  }
+  if (defaultStore && dirs[0] === defaultStore && !args.includes('--store')) out.push('--store', pgServerStore(defaultStore, opts));
+  return [...out, ...extra];
 }
 
 /**

@@ -10,8 +10,11 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { createHash, randomUUID } from 'node:crypto';
-import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { appendFileSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync,
+  writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { copyStore, databaseFor, databaseOf, sessionIds } from './pgvariant.mjs';
 
 /** The layout a new root takes in this run: DSH_ACP_STORE_GENERATION, else 45fc (the server's default). */
 export const DEFAULT_GENERATION = process.env.DSH_ACP_STORE_GENERATION === '0.1' ? '0.1' : '45fc';
@@ -83,13 +86,22 @@ export function generationOf(store) {
 
 /** The encoding a root holds ('zstd' or 'none'), or undefined when it holds no log. */
 export function encodingOf(store) {
-  const files = logFiles(store);
+  const files = logFilesRaw(store);
   if (files.length === 0) return undefined;
   return files[0].endsWith('.zstd') ? 'zstd' : 'none';
 }
 
-/** Every log file in a root, of either layout and encoding (absolute paths). */
+/**
+ * Every log file in a root, of either layout and encoding (absolute paths). In the PostgreSQL variant
+ * (lib/pgvariant.mjs) the root is first brought up to date with the database standing for it.
+ */
 export function logFiles(store) {
+  pgSyncOut(store);
+  return logFilesRaw(store);
+}
+
+/** Every log file in a root as it is on disk. */
+export function logFilesRaw(store) {
   const out = [];
   if (!existsSync(store)) return out;
   for (const b of readdirSync(store)) {
@@ -362,4 +374,62 @@ export function failureOf(reason) {
   if (isObj(reason.failure)) return reason.failure;
   const { kind: _k, step: _s, ...flat } = reason;
   return flat;
+}
+
+// ---- the PostgreSQL variant (lib/pgvariant.mjs) ---------------------------------------------
+// A root a server ran on in the variant mirrors the database standing for it. Copies only ever append
+// (`store copy` continues a log the other side holds a prefix of), so each direction copies only what
+// changed on its side: into the database, the logs the test wrote or changed since the last copy; out
+// of it, everything, after removing the logs (as a copy left them) of sessions the server deleted.
+
+const copied = new Map(); // resolved root -> Map(log file -> stamp) as the last copy left them
+
+const stamp = (f) => { const st = statSync(f); return `${st.size}:${st.mtimeMs}`; };
+
+function remember(root, live) {
+  const m = new Map();
+  for (const f of logFilesRaw(root)) if (live.has(segmentOfLog(f))) m.set(f, stamp(f));
+  copied.set(path.resolve(root), m);
+}
+
+/**
+ * The URL of the database standing for root `dir`, for a server of the variant (lib/agent.mjs), after
+ * the logs the test wrote or changed there are copied in. `generation` and `compression` are the
+ * server's own (--store-generation, --store-compression), which the copies out follow.
+ */
+export function pgServerStore(dir, { generation, compression } = {}) {
+  const s = databaseOf(dir);
+  if (generation) s.generation = generation;
+  if (compression) s.compression = compression;
+  const seen = copied.get(path.resolve(dir)) ?? new Map();
+  const changed = logFilesRaw(dir).filter((f) => seen.get(f) !== stamp(f));
+  if (changed.length > 0) {
+    const tmp = mkdtempSync(path.join(tmpdir(), 'dsh-pg-seed-'));
+    try {
+      for (const f of changed) {
+        const to = path.join(tmp, path.relative(dir, f));
+        mkdirSync(path.dirname(to), { recursive: true, mode: 0o700 });
+        copyFileSync(f, to);
+      }
+      copyStore(tmp, s.url);
+    } finally {
+      rmSync(tmp, { recursive: true, force: true });
+    }
+    remember(dir, new Set([...sessionIds(s)].map(encodeSegment)));
+  }
+  return s.url;
+}
+
+/** Brings root `store` up to date with the database standing for it (no-op without one). */
+function pgSyncOut(store) {
+  const s = databaseFor(store);
+  if (!s) return;
+  const live = new Set([...sessionIds(s)].map(encodeSegment));
+  for (const [f, st] of copied.get(path.resolve(store)) ?? []) {
+    if (live.has(segmentOfLog(f)) || !existsSync(f) || stamp(f) !== st) continue;
+    rmSync(isV01Log(f) ? path.dirname(f) : f, { recursive: true, force: true });
+  }
+  const generation = logFilesRaw(store).length > 0 ? generationOf(store) : s.generation ?? DEFAULT_GENERATION;
+  copyStore(s.url, store, ['--store-generation', generation, ...(s.compression ? ['--store-compression', s.compression] : [])]);
+  remember(store, live);
 }
