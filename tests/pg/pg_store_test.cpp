@@ -303,6 +303,9 @@ BOOST_AUTO_TEST_CASE(streamed_read_gives_every_event_and_stops_when_asked) {
                     ReadCancelled);
   BOOST_TEST(before_stop == 10);
   BOOST_TEST((stored_seqs(db, "big") == iota(2502)));
+  // The chunk asked for ahead was taken off the connection: the pool's next reader gets it clean.
+  BOOST_TEST(pg->read_log("big").events.size() == 2502u);
+  BOOST_TEST(pg->list_sessions().size() == 1u);
 }
 
 BOOST_AUTO_TEST_CASE(a_corrupt_line_names_the_store_the_session_and_the_line) {

@@ -212,24 +212,46 @@ PgResult PgConnection::exec(std::string_view sql, std::initializer_list<Param> p
   return exec(sql, std::vector<Param>(params));
 }
 
-PgResult PgConnection::exec(std::string_view sql, const std::vector<Param>& params) {
-  // Text-format parameters are NUL-terminated strings: copy them into one buffer.
-  std::string text(sql);
-  std::size_t total = 0;
-  for (const Param& p : params) total += p ? p->size() + 1 : 0;
+namespace {
+
+// Text-format parameters are NUL-terminated strings: copied into one buffer.
+struct TextParams {
   std::string buffer;
-  buffer.reserve(total);
-  std::vector<std::size_t> offsets;
-  offsets.reserve(params.size());
-  for (const Param& p : params) {
-    offsets.push_back(buffer.size());
-    if (p) buffer.append(*p).push_back('\0');
-  }
   std::vector<const char*> values;
-  values.reserve(params.size());
-  for (std::size_t i = 0; i < params.size(); ++i) values.push_back(params[i] ? buffer.data() + offsets[i] : nullptr);
-  return s_->check(PQexecParams(s_->conn, text.c_str(), static_cast<int>(params.size()), nullptr, values.data(),
-                                nullptr, nullptr, 0));
+
+  explicit TextParams(const std::vector<Param>& params) {
+    std::size_t total = 0;
+    for (const Param& p : params) total += p ? p->size() + 1 : 0;
+    buffer.reserve(total);
+    std::vector<std::size_t> offsets;
+    offsets.reserve(params.size());
+    for (const Param& p : params) {
+      offsets.push_back(buffer.size());
+      if (p) buffer.append(*p).push_back('\0');
+    }
+    values.reserve(params.size());
+    for (std::size_t i = 0; i < params.size(); ++i) values.push_back(params[i] ? buffer.data() + offsets[i] : nullptr);
+  }
+  int count() const { return static_cast<int>(values.size()); }
+};
+
+} // namespace
+
+PgResult PgConnection::exec(std::string_view sql, const std::vector<Param>& params) {
+  const std::string text(sql);
+  const TextParams p(params);
+  return s_->check(PQexecParams(s_->conn, text.c_str(), p.count(), nullptr, p.values.data(), nullptr, nullptr, 0));
+}
+
+void PgConnection::send(std::string_view sql) {
+  if (!PQsendQuery(s_->conn, std::string(sql).c_str())) throw s_->error(nullptr);
+}
+
+PgResult PgConnection::receive() {
+  PGresult* first = PQgetResult(s_->conn);
+  // The statement's end: libpq hands out results until a null one, which must be taken too.
+  while (PGresult* more = PQgetResult(s_->conn)) PQclear(more);
+  return s_->check(first);
 }
 
 PgResult PgConnection::exec_prepared(const std::string& name, std::string_view sql, const std::vector<unsigned>& types,

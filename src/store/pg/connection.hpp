@@ -113,6 +113,11 @@ public:
   /// command or query; throws PgError otherwise (the message names the store).
   PgResult exec(std::string_view sql, std::initializer_list<Param> params = {});
   PgResult exec(std::string_view sql, const std::vector<Param>& params);
+  /// Sends one statement without parameters and returns at once; its result is taken by receive()
+  /// before anything else runs on the connection (so the server works while the caller does).
+  void send(std::string_view sql);
+  /// The result of the statement send() sent (PgError as exec()).
+  PgResult receive();
   /// A statement prepared once per connection under `name` (again after a reset), then executed with
   /// binary-format parameters (PostgreSQL's send format of each `types` OID; nullopt is NULL): no
   /// parse or plan per call, and no copy or quoting of the values.

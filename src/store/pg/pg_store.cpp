@@ -24,6 +24,11 @@ using namespace std::chrono_literals;
 
 namespace {
 
+// What a writer reads of its session's row (load), and the claim of an existing session's lock.
+constexpr std::string_view kLoadRow = "SELECT header_line, generation, event_count FROM dsh_acp.sessions WHERE id = $1";
+constexpr std::string_view kClaim =
+    "SELECT owner, owner = current_user, CASE WHEN owner = current_user THEN "
+    "pg_try_advisory_lock(dsh_acp.session_lock_key(id)) END FROM dsh_acp.sessions WHERE id = $1";
 // Listing pages kept (by query): a client pages through one listing, maybe a few filtered by cwd.
 constexpr std::size_t kCachedListings = 32;
 // Rows per FETCH of a session's lines, shrunk for big lines so a chunk stays near kFetchBytes.
@@ -39,25 +44,44 @@ std::optional<std::string> opt(const PgResult& r, int row, int col) {
 }
 
 // Feeds every line of `id` from seq `from` on, in seq order, to fn(line, seq), fetching a chunk of
-// rows at a time through a cursor. Needs the caller's transaction.
+// rows at a time through a cursor; the next chunk is asked for before this one is read, so the
+// server produces it while the caller parses (two chunks in memory at most). Needs the caller's
+// transaction.
 template <class Fn>
 void for_each_line(PgConnection& c, const std::string& id, std::int64_t from, Fn&& fn) {
   const std::string from_text = std::to_string(from);
   c.exec("DECLARE dsh_acp_lines NO SCROLL CURSOR FOR SELECT seq, line FROM dsh_acp.events "
          "WHERE session_id = $1 AND seq >= $2::bigint ORDER BY seq",
          {id, from_text});
-  std::int64_t rows = kFetchRows;
-  for (;;) {
-    PgResult r = c.exec("FETCH " + std::to_string(rows) + " FROM dsh_acp_lines");
-    const int n = r.rows();
-    std::int64_t bytes = 0;
-    for (int i = 0; i < n; ++i) {
-      std::string_view line = r.value(i, 1);
-      bytes += std::int64_t(line.size());
-      fn(line, r.int64(i, 0));
+  // A chunk asked for and not taken when fn throws: taken, so the connection can run the rollback.
+  struct InFlight {
+    PgConnection& c;
+    bool pending = false;
+    ~InFlight() {
+      if (!pending) return;
+      try {
+        c.receive();
+      } catch (const StoreError&) {
+      }
     }
-    if (n < rows) break;
-    rows = std::clamp<std::int64_t>(kFetchBytes / std::max<std::int64_t>(1, bytes / n), 1, kFetchRows);
+  } in_flight{c};
+  std::int64_t rows = kFetchRows;
+  c.send("FETCH " + std::to_string(rows) + " FROM dsh_acp_lines");
+  in_flight.pending = true;
+  for (;;) {
+    in_flight.pending = false;
+    PgResult r = c.receive();
+    const int n = r.rows();
+    const bool more = n == rows;
+    if (more) {
+      std::int64_t bytes = 0;
+      for (int i = 0; i < n; ++i) bytes += std::int64_t(r.value(i, 1).size());
+      rows = std::clamp<std::int64_t>(kFetchBytes / std::max<std::int64_t>(1, bytes / n), 1, kFetchRows);
+      c.send("FETCH " + std::to_string(rows) + " FROM dsh_acp_lines");
+      in_flight.pending = true;
+    }
+    for (int i = 0; i < n; ++i) fn(r.value(i, 1), r.int64(i, 0));
+    if (!more) break;
   }
   c.exec("CLOSE dsh_acp_lines");
 }
@@ -439,9 +463,7 @@ void PgStore::lock_waiting(PgConnection& c, const std::string& id, const LockWai
 void PgStore::claim_session(PgConnection& c, const std::string& id, const LockWait& wait) {
   // Visibility, ownership and a free lock in one round trip; the lock is tried only on a session of
   // this role's (someone else's shared session is never locked by a reader).
-  PgResult r = c.exec("SELECT owner, owner = current_user, CASE WHEN owner = current_user THEN "
-                      "pg_try_advisory_lock(dsh_acp.session_lock_key(id)) END FROM dsh_acp.sessions WHERE id = $1",
-                      {id});
+  PgResult r = c.exec(kClaim, {id});
   if (r.rows() == 0) throw SessionNotFound(id);
   if (r.value(0, 1) != "t") throw SessionReadOnly(id, "it belongs to " + std::string(r.value(0, 0)));
   if (r.value(0, 2) == "t") return;
@@ -461,7 +483,7 @@ bool PgStore::unlock_session(PgConnection& c, const std::string& id) noexcept {
 
 PgStore::Loaded PgStore::load(PgConnection& c, const std::string& id) {
   const std::string where = locator(id);
-  PgResult row = c.exec("SELECT header_line, generation, event_count FROM dsh_acp.sessions WHERE id = $1", {id});
+  PgResult row = c.exec(kLoadRow, {id});
   if (row.rows() == 0) throw SessionNotFound(id);
   const std::string header_line(row.value(0, 0));
   const Generation shape = shape_of(row, 0, 1, where);
