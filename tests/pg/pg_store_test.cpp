@@ -394,6 +394,17 @@ BOOST_AUTO_TEST_CASE(unsynced_batches_are_visible_at_once_and_keep_every_byte) {
   BOOST_TEST((stored_seqs(db, "s") == iota(2 * 2503)));
 }
 
+BOOST_AUTO_TEST_CASE(sync_says_so_when_unsynced_batches_cannot_be_made_durable) {
+  Db db;
+  auto pg = db.store(db.alice);
+  auto w = pg->create(header("gone"));
+  w.append({ev("turn/start", {{"turn", 1}}, 1)}, /*sync=*/true);
+  w.append({ev("user/message", {{"turn", 1}, {"content", text("q")}}, 2, true)}, /*sync=*/false);
+  db.exec("DELETE FROM dsh_acp.sessions WHERE id = 'gone'");  // behind the writer's back
+  const std::string why = message_of<StoreError>([&] { w.sync(); });
+  BOOST_TEST(why.find("could not be made durable") != std::string::npos, why);
+}
+
 BOOST_AUTO_TEST_CASE(a_log_changed_under_the_writer_fails_the_batch) {
   Db db;
   auto pg = db.store(db.alice);

@@ -73,13 +73,18 @@ void ChangeFeed::run(std::stop_token stop) {
     backoff = std::min<std::chrono::milliseconds>(backoff == 0ms ? kFirstBackoff : backoff * 2, kMaxBackoff);
     std::optional<PgConnection> c;
     try {
+      // Every wait on the server is one this thread can be stopped out of (a shutdown is bounded),
+      // the LISTEN's answer too. Host names are still resolved by libpq without that.
       c.emplace(PgConnection::connect(url_, options, [&](int fd, bool write) { return wait(fd, write, connect_ms) > 0; }));
-      c->exec("LISTEN " + std::string(kNotifyChannel));
+      c->send("LISTEN " + std::string(kNotifyChannel));
+      while (!c->result_ready())
+        if (wait(c->socket(), false, connect_ms) <= 0) throw StoreError("no answer to LISTEN");
+      c->receive();
     } catch (const StoreError&) {
       continue;  // down (or stopping): try again after the backoff
     }
     // Listening from here: a change committed before this point is in what the next query reads.
-    backoff = 0ms;
+    const auto since = std::chrono::steady_clock::now();
     moved(true);
     for (;;) {
       const int ready = wait(c->socket(), false, -1);
@@ -92,6 +97,9 @@ void ChangeFeed::run(std::stop_token stop) {
       break;  // lost: relist once it is back
     }
     moved(false);
+    // A connection that lasted is retried at once; one dropped right away (a server that ends idle
+    // sessions at once, a pooler) waits out the growing backoff like a failed connect.
+    if (std::chrono::steady_clock::now() - since >= 1s) backoff = 0ms;
   }
 }
 

@@ -162,13 +162,14 @@ PgConnection PgConnection::connect(const std::string& url, const ConnectOptions&
     throw PgError(s->name + ": invalid connection URL: " + why, "");
   }
   std::string url_options;
-  bool url_has_timeout = false;
+  std::unordered_set<std::string> url_keys;  // what the URL sets itself wins over our defaults
   for (PQconninfoOption* o = parsed; o->keyword; ++o) {
     if (!o->val) continue;
     if (std::string_view(o->keyword) == "options") url_options = o->val;
-    if (std::string_view(o->keyword) == "connect_timeout") url_has_timeout = true;
+    url_keys.insert(o->keyword);
   }
   PQconninfoFree(parsed);
+  const bool url_has_timeout = url_keys.contains("connect_timeout");
 
   // Our settings follow the URL's options so they apply; the URL's application_name wins over ours.
   std::string server_options = url_options;
@@ -182,6 +183,14 @@ PgConnection PgConnection::connect(const std::string& url, const ConnectOptions&
   if (!server_options.empty()) keys.push_back("options"), values.push_back(server_options.c_str());
   if (!url_has_timeout && options.connect_timeout_s > 0)
     keys.push_back("connect_timeout"), values.push_back(connect_timeout.c_str());
+  // Over TCP, a peer that vanished without a word (a host lost, a dropped NAT flow) is noticed by
+  // keepalives and unacknowledged sends within about half a minute, not the system's two hours: a
+  // call blocked on it fails, and the listener relists. Unix sockets ignore these.
+  static constexpr std::pair<const char*, const char*> kDeadPeer[] = {
+      {"keepalives", "1"}, {"keepalives_idle", "10"}, {"keepalives_interval", "5"}, {"keepalives_count", "3"},
+      {"tcp_user_timeout", "30000"}};
+  for (const auto& [key, value] : kDeadPeer)
+    if (!url_keys.contains(key)) keys.push_back(key), values.push_back(value);
   keys.push_back(nullptr), values.push_back(nullptr);
 
   if (!wait) {
@@ -245,6 +254,11 @@ PgResult PgConnection::exec(std::string_view sql, const std::vector<Param>& para
 
 void PgConnection::send(std::string_view sql) {
   if (!PQsendQuery(s_->conn, std::string(sql).c_str())) throw s_->error(nullptr);
+}
+
+bool PgConnection::result_ready() {
+  if (!PQconsumeInput(s_->conn)) throw s_->error(nullptr);
+  return !PQisBusy(s_->conn);
 }
 
 PgResult PgConnection::receive() {

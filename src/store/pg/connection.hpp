@@ -116,6 +116,9 @@ public:
   /// Sends one statement without parameters and returns at once; its result is taken by receive()
   /// before anything else runs on the connection (so the server works while the caller does).
   void send(std::string_view sql);
+  /// Reads what the server sent without blocking: true once receive() would not block. Wait for
+  /// more with poll() on socket(). Throws PgError when the connection is lost.
+  bool result_ready();
   /// The result of the statement send() sent (PgError as exec()).
   PgResult receive();
   /// A statement prepared once per connection under `name` (again after a reset), then executed with

@@ -17,6 +17,8 @@ namespace {
 // Lines per INSERT, and their bytes (a parameter's length is an int; a huge batch takes several).
 constexpr std::size_t kRowsPerStatement = 1000;
 constexpr std::size_t kBytesPerStatement = 64u << 20;
+// PostgreSQL's limit for one field (and below what an int length of a parameter holds).
+constexpr std::size_t kMaxLineBytes = (1u << 30) - 1024;
 
 constexpr unsigned kInt8Oid = 20, kTextOid = 25, kInt8ArrayOid = 1016, kTextArrayOid = 1009;
 
@@ -108,6 +110,10 @@ void insert_session_row(PgConnection& c, const SessionHeader& h, Generation shap
 void insert_lines(PgConnection& c, const std::string& where, const std::string& id, const std::vector<LineRow>& rows,
                   const BatchEffect& effect, bool in_transaction, bool durable) {
   if (rows.empty()) return;
+  for (const auto& row : rows)
+    if (row.line.size() > kMaxLineBytes)
+      throw StoreError(where + ": a line of " + std::to_string(row.line.size()) +
+                       " bytes is over what PostgreSQL stores in one field (1 GB)");
   // The statements of the batch: [begin, end) pairs, each within kRowsPerStatement and kBytesPerStatement.
   std::vector<std::pair<std::size_t, std::size_t>> parts;
   for (std::size_t begin = 0; begin < rows.size();) {
@@ -235,13 +241,15 @@ void PgAppender::sync(KnownLog& log) {
   try {
     // A commit waits for the WAL flush only when its transaction wrote WAL: a row update that
     // changes nothing is the smallest such write, and the flush covers every earlier commit.
-    conn_->exec("UPDATE dsh_acp.sessions SET event_count = event_count WHERE id = $1", {id_});
+    PgResult r = conn_->exec("UPDATE dsh_acp.sessions SET event_count = event_count WHERE id = $1", {id_});
+    // No row, no WAL written, no flush: the batches before could not be made durable.
+    if (r.affected() != 1)
+      throw StoreError(log.path + ": the session's row is gone; its unsynced batches could not be made durable");
     unsynced_ = false;
   } catch (const PgError& e) {
     if (connection_gone(e) || !conn_->ok()) lost_ = true;
     throw store_->named(e);
   }
-  (void)log;
 }
 
 void PgAppender::release() noexcept {
