@@ -14,11 +14,6 @@ namespace acp::store::pg {
 
 using namespace std::chrono_literals;
 
-namespace {
-constexpr auto kFirstBackoff = 50ms;
-constexpr auto kMaxBackoff = 1000ms;
-} // namespace
-
 ChangeFeed::ChangeFeed(std::string url, ConnectOptions options) : url_(std::move(url)), options_(std::move(options)) {
   wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (wake_fd_ < 0) throw std::system_error(errno, std::generic_category(), "eventfd");
@@ -70,7 +65,7 @@ void ChangeFeed::run(std::stop_token stop) {
   const int connect_ms = options.connect_timeout_s > 0 ? options.connect_timeout_s * 1000 : -1;
   while (!stop.stop_requested()) {
     if (backoff > 0ms && wait(-1, false, int(backoff.count())) < 0) break;
-    backoff = std::min<std::chrono::milliseconds>(backoff == 0ms ? kFirstBackoff : backoff * 2, kMaxBackoff);
+    backoff = next_backoff(backoff);
     std::optional<PgConnection> c;
     try {
       // Every wait on the server is one this thread can be stopped out of (a shutdown is bounded),

@@ -9,6 +9,7 @@
 
 #include <libpq-fe.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -47,6 +48,13 @@ struct ConnectOptions {
   /// fallback_application_name: a URL's own application_name wins.
   std::string application_name = "dsh-acp";
 };
+
+/// The wait before the next attempt to reach a server after `last` (0: none yet): 50 ms, doubling
+/// up to 1 s. The pool and the listener back off alike.
+inline std::chrono::milliseconds next_backoff(std::chrono::milliseconds last) {
+  using std::chrono::milliseconds;
+  return last == milliseconds(0) ? milliseconds(50) : std::min(last * 2, milliseconds(1000));
+}
 
 /// A text-format query parameter; nullopt is SQL NULL.
 using Param = std::optional<std::string_view>;

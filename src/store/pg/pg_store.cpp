@@ -34,9 +34,6 @@ constexpr std::size_t kCachedListings = 32;
 // Rows per FETCH of a session's lines, shrunk for big lines so a chunk stays near kFetchBytes.
 constexpr std::int64_t kFetchRows = 512;
 constexpr std::int64_t kFetchBytes = 8 << 20;
-// Reconnect attempts after a failed one wait this long, doubling up to the cap.
-constexpr auto kFirstBackoff = 50ms;
-constexpr auto kMaxBackoff = 1000ms;
 
 std::optional<std::string> opt(const PgResult& r, int row, int col) {
   auto v = r.get(row, col);
@@ -184,7 +181,7 @@ private:
   }
 
   // Connects through `attempt`. Within the backoff of a failed attempt the caller first waits out
-  // the rest of it (kMaxBackoff at most; less when another caller connects meanwhile), then tries
+  // the rest of it (1 s at most, next_backoff; less when another caller connects meanwhile), then tries
   // once: a server that is down is asked once a backoff by a call, not again and again, and the
   // first call after it is back (a restart) connects instead of failing for the rest of the window.
   template <class Fn>
@@ -198,7 +195,7 @@ private:
       attempt();
     } catch (const PgError&) {
       std::lock_guard g(mu_);
-      backoff_ = std::min<std::chrono::milliseconds>(backoff_ == 0ms ? kFirstBackoff : backoff_ * 2, kMaxBackoff);
+      backoff_ = next_backoff(backoff_);
       retry_at_ = std::chrono::steady_clock::now() + backoff_;
       throw;
     }
@@ -424,20 +421,20 @@ std::vector<SessionListing> PgStore::list_sessions(const ListQuery& q) {
 // ---- locks ----
 
 void PgStore::lock_session(PgConnection& c, const std::string& id, const LockWait& wait) {
+  // A free lock is taken in one round trip; only a held one costs the timed wait's transaction.
+  PgResult tried = c.exec("SELECT pg_try_advisory_lock(dsh_acp.session_lock_key($1))", {id});
+  if (tried.value(0, 0) == "t") return;
+  wait_for_lock(c, id, wait);
+}
+
+void PgStore::wait_for_lock(PgConnection& c, const std::string& id, const LockWait& wait) {
   using clock = std::chrono::steady_clock;
   const auto deadline = wait.since.value_or(clock::now()) + options_.lock_timeout;
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now());
-  // A free lock is taken in one round trip; only a held one costs the timed wait's transaction. As
-  // with the file lock, a stop ends only a wait: a lock no one holds is taken even after it (a prompt
-  // cancelled as it arrives still logs its message and closes its turn). lock_timeout 0 would mean
-  // "forever": a wait with no time left only tries.
-  PgResult tried = c.exec("SELECT pg_try_advisory_lock(dsh_acp.session_lock_key($1))", {id});
-  if (tried.value(0, 0) == "t") return;
+  // As with the file lock, a stop ends only a wait: a lock no one holds was taken even after it (a
+  // prompt cancelled as it arrives still logs its message and closes its turn). lock_timeout 0 would
+  // mean "forever": a wait with no time left only tried.
   if (!wait.wait || left < 1ms || wait.stop.stop_requested()) throw SessionBusy(id);
-  lock_waiting(c, id, wait, left);
-}
-
-void PgStore::lock_waiting(PgConnection& c, const std::string& id, const LockWait& wait, std::chrono::milliseconds left) {
   bool locked = false;
   try {
     std::stop_callback cancel(wait.stop, [&c] { c.cancel(); });
@@ -467,7 +464,7 @@ void PgStore::claim_session(PgConnection& c, const std::string& id, const LockWa
   if (r.rows() == 0) throw SessionNotFound(id);
   if (r.value(0, 1) != "t") throw SessionReadOnly(id, "it belongs to " + std::string(r.value(0, 0)));
   if (r.value(0, 2) == "t") return;
-  lock_session(c, id, wait);
+  wait_for_lock(c, id, wait);  // tried already
 }
 
 bool PgStore::unlock_session(PgConnection& c, const std::string& id) noexcept {

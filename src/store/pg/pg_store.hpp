@@ -105,10 +105,10 @@ private:
   class HeldLock;
   /// The session's advisory lock on `c`, waiting as `wait` says: SessionBusy when not obtained.
   void lock_session(PgConnection& c, const std::string& id, const LockWait& wait);
-  /// lock_session's wait for a lock another connection holds, `left` at most.
-  void lock_waiting(PgConnection& c, const std::string& id, const LockWait& wait, std::chrono::milliseconds left);
+  /// The wait for a lock just found held by another connection, as `wait` says: SessionBusy.
+  void wait_for_lock(PgConnection& c, const std::string& id, const LockWait& wait);
   /// An existing session's lock for a writer: SessionNotFound when the role cannot see it,
-  /// SessionReadOnly when it is someone else's, else lock_session.
+  /// SessionReadOnly when it is someone else's, else the lock as lock_session takes it.
   void claim_session(PgConnection& c, const std::string& id, const LockWait& wait);
   /// False when the connection could not say (then it must not be reused).
   bool unlock_session(PgConnection& c, const std::string& id) noexcept;
