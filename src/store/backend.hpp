@@ -72,7 +72,9 @@ public:
   virtual void sync(KnownLog& log) = 0;
   virtual bool held() const noexcept = 0;
   /// Releases the write lock without syncing (SessionWriter::release syncs first). Idempotent;
-  /// the appender is unusable afterwards.
+  /// the appender is unusable afterwards. A backend may let go without waiting for the lock's
+  /// server to confirm (PostgreSQL): a writer that waits for the lock gets it a moment later, one
+  /// that only tries at once may still find it held.
   virtual void release() noexcept = 0;
 };
 

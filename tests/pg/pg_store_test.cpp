@@ -14,6 +14,8 @@
 #include <boost/json.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <poll.h>
+
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -517,6 +519,18 @@ int advisory_waiters(Db& db) {
                             "database = (SELECT oid FROM pg_database WHERE datname = current_database())"));
 }
 
+// A writer's release() sends its unlock without waiting for it: until the server has read it, the
+// lock is still held. True once no session lock of this database is held (up to 10 s).
+bool unlocked(Db& db) {
+  const auto deadline = steady_clock::now() + seconds(10);
+  while (db.value("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND "
+                  "database = (SELECT oid FROM pg_database WHERE datname = current_database())") != "0") {
+    if (steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(milliseconds(1));
+  }
+  return true;
+}
+
 BOOST_AUTO_TEST_CASE(a_second_writer_is_busy_after_the_lock_timeout_or_at_once_without_waiting) {
   Db db;
   auto one = db.store(db.alice, Generation::flat, milliseconds(500));
@@ -532,6 +546,7 @@ BOOST_AUTO_TEST_CASE(a_second_writer_is_busy_after_the_lock_timeout_or_at_once_w
   // Queued for longer than the timeout already: one try only.
   BOOST_CHECK_THROW(two->open("s", LockWait{true, steady_clock::now() - seconds(10), {}}), SessionBusy);
   w.release();
+  BOOST_TEST_REQUIRE(unlocked(db));
   auto w2 = two->open("s", LockWait{false, std::nullopt, {}});
   BOOST_TEST(w2.next_seq() == 10);
 }
@@ -559,6 +574,7 @@ BOOST_AUTO_TEST_CASE(a_stop_ends_a_lock_wait) {
   BOOST_TEST(advisory_waiters(db) == 0);
   BOOST_CHECK_THROW(two->open("s", LockWait{true, std::nullopt, stop.get_token()}), SessionBusy);
   w.release();
+  BOOST_TEST_REQUIRE(unlocked(db));
   // A stop ends only a wait: a lock no one holds is still taken, as the file lock is (a prompt
   // cancelled as it arrives still logs its message).
   BOOST_CHECK_NO_THROW(two->open("s", LockWait{true, std::nullopt, stop.get_token()}));
@@ -655,6 +671,112 @@ BOOST_AUTO_TEST_CASE(another_process_change_reaches_a_repeated_listing_through_n
   BOOST_TEST(listing_shows(*a, "bobs", false));
   b->delete_session("s1");
   BOOST_TEST(listing_shows(*a, "s1", false));
+}
+
+// Announcements (NOTIFY dsh_acp_sessions) as a listening server receives them, in commit order.
+class Announcements {
+public:
+  explicit Announcements(const Db& db) : c_(PgConnection::connect(db.url("postgres"))) {
+    c_.exec("LISTEN dsh_acp_sessions");
+    c_.exec("LISTEN dsh_acp_test_marker");
+  }
+  /// Those committed since the last call: up to a marker committed now.
+  int since() {
+    c_.exec("NOTIFY dsh_acp_test_marker");
+    int n = 0;
+    for (;;)
+      for (const auto& one : next_batch()) {
+        if (one.channel == "dsh_acp_test_marker") return n;
+        ++n;
+      }
+  }
+  /// Waits for one (a commit not ordered before anything of ours), up to 10 s.
+  bool arrives() {
+    for (const auto& one : next_batch())
+      if (one.channel == "dsh_acp_sessions") return true;
+    return false;
+  }
+
+private:
+  std::vector<Notification> next_batch() {
+    for (;;) {
+      std::vector<Notification> n = c_.take_notifications();
+      if (!n.empty()) return n;
+      pollfd p{c_.socket(), POLLIN, 0};
+      if (::poll(&p, 1, 10'000) != 1) return {};
+    }
+  }
+  PgConnection c_;
+};
+
+NewEvent titled(const std::string& title, std::int64_t time) {
+  return ev("session/title", {{"title", title}, {"messageSeqs", json::array{}}, {"source", {{"kind", "user"}}}}, time);
+}
+
+BOOST_AUTO_TEST_CASE(streaming_batches_are_announced_by_the_durable_commit_after_them_or_the_release) {
+  Db db;
+  auto b = db.store(db.alice), a = db.store(db.alice);
+  BOOST_TEST_REQUIRE(a->wait_listening(seconds(10)));
+  Announcements heard(db);
+  {
+    auto w = b->create(header("s1"));
+    w.append({titled("one", 1)}, false);
+    BOOST_TEST(heard.since() == 1);  // a new session always is
+    w.append({titled("two", 2)}, false);
+    w.append({titled("three", 3)}, false);
+    BOOST_TEST(heard.since() == 0);
+    w.append({titled("four", 4)}, true);
+    BOOST_TEST(heard.since() == 1);
+    w.append({titled("five", 5)}, false);
+    BOOST_TEST(heard.since() == 0);
+    w.sync();
+    BOOST_TEST(heard.since() == 1);
+    w.sync();  // nothing left to flush
+    w.append({titled("six", 6)}, false);
+    BOOST_TEST(heard.since() == 0);
+  }  // let go without a sync: its release announces "six"
+  BOOST_TEST(heard.arrives());
+  const auto deadline = steady_clock::now() + seconds(10);
+  std::optional<std::string> title;
+  while (steady_clock::now() < deadline && title != "six") title = a->list_sessions().at(0).title;
+  BOOST_TEST((title == std::optional<std::string>("six")));
+  {
+    auto w = b->open("s1");  // claiming and loading change nothing
+    BOOST_TEST(heard.since() == 0);
+  }
+  BOOST_TEST(b->read_log("s1").events.size() == 6u);
+}
+
+BOOST_AUTO_TEST_CASE(a_writers_connection_goes_back_to_the_pool_without_its_lock) {
+  Db db;
+  PgStoreOptions o;
+  o.url = db.url(db.alice);
+  o.pool_size = 1;
+  PgStore s(o);
+  {
+    auto w = s.create(header("s1"));
+    write_batches(w, turn(1));
+  }
+  const std::string mine = " FROM pg_locks WHERE locktype = 'advisory' AND granted AND database = "
+                           "(SELECT oid FROM pg_database WHERE datname = current_database())";
+  const std::string holders = "SELECT count(*)" + mine;
+  for (int i = 0; i < 3; ++i) {
+    {
+      auto w = s.open("s1");
+      BOOST_TEST(db.value(holders) == "1");
+    }
+    // The unlock went without waiting for its answer; a reader on the same connection reads it first.
+    BOOST_TEST(s.read_log("s1").events.size() == 10u);
+    BOOST_TEST(db.value(holders) == "0");
+  }
+  // A writer whose connection the server ended: its unlock's answer is an error, so the connection
+  // is made anew before the next use, and the next writer gets the lock.
+  {
+    auto w = s.open("s1");
+    db.exec("SELECT pg_terminate_backend(pid)" + mine);
+  }
+  auto w = s.open("s1");
+  BOOST_TEST(db.value(holders) == "1");
 }
 
 BOOST_AUTO_TEST_CASE(a_lost_listener_connection_relists_when_it_comes_back) {

@@ -162,6 +162,62 @@ BOOST_AUTO_TEST_CASE(session_changes_are_notified) {
   BOOST_TEST(wait_notifications(listener).at(0).payload == "");
 }
 
+BOOST_AUTO_TEST_CASE(updates_with_dsh_acp_quiet_are_not_notified_new_and_deleted_sessions_always_are) {
+  People p;
+  PgConnection listener = p.db.connect();
+  listener.exec("LISTEN dsh_acp_sessions");
+  listener.exec("LISTEN dsh_acp_test_marker");
+  // The notifications committed before now, in commit order: up to a marker sent now.
+  auto heard = [&] {
+    listener.exec("NOTIFY dsh_acp_test_marker");
+    int n = 0;
+    for (;;) {
+      std::vector<Notification> got = wait_notifications(listener);
+      BOOST_TEST_REQUIRE(!got.empty(), "no marker within 10 s");
+      for (const auto& one : got) {
+        if (one.channel == "dsh_acp_test_marker") return n;
+        ++n;
+      }
+    }
+  };
+  auto quietly = [&](const std::string& sql) {
+    Transaction tx(p.alice);
+    p.alice.exec(kQuietCommit);
+    p.alice.exec(sql);
+    tx.commit();
+  };
+  quietly("INSERT INTO dsh_acp.sessions (id, generation, header_line, created_at, updated_at)"
+          " VALUES ('q', '0.1', '{}', 1, 1)");
+  BOOST_TEST(heard() == 1);
+  quietly("UPDATE dsh_acp.sessions SET title = 'streamed' WHERE id = 'q'");
+  BOOST_TEST(heard() == 0);
+  // Only for its own transaction.
+  p.alice.exec("UPDATE dsh_acp.sessions SET title = 'durable' WHERE id = 'q'");
+  BOOST_TEST(heard() == 1);
+  quietly("DELETE FROM dsh_acp.sessions WHERE id = 'q'");
+  BOOST_TEST(heard() == 1);
+}
+
+BOOST_AUTO_TEST_CASE(a_sessions_events_go_with_it_for_the_owner_and_a_superuser_alike) {
+  People p;
+  for (PgConnection* deleter : {&p.alice, &p.super}) {
+    insert_session(p.alice, "s");
+    insert_event(p.alice, "s", 0);
+    insert_event(p.alice, "s", 1);
+    insert_session(p.alice, "kept");
+    insert_event(p.alice, "kept", 0);
+    BOOST_TEST(deleter->exec("DELETE FROM dsh_acp.sessions WHERE id = 's'").affected() == 1);
+    BOOST_TEST(p.super.exec("SELECT string_agg(session_id, ',') FROM dsh_acp.events").value(0, 0) == "kept");
+    // The id can be taken again from seq 0.
+    insert_session(p.alice, "s");
+    insert_event(p.alice, "s", 0);
+    p.super.exec("DELETE FROM dsh_acp.sessions");
+    BOOST_TEST(p.super.exec("SELECT count(*) FROM dsh_acp.events").int64(0, 0) == 0);
+  }
+  // A line goes only into an existing session of the inserting role's.
+  BOOST_TEST(sqlstate_of([&] { insert_event(p.alice, "none", 0); }) == "42501");
+}
+
 BOOST_AUTO_TEST_CASE(a_version_1_schema_is_upgraded_in_place) {
   pg_test::ScratchDb db;
   PgConnection c = db.connect();
@@ -169,6 +225,7 @@ BOOST_AUTO_TEST_CASE(a_version_1_schema_is_upgraded_in_place) {
   BOOST_TEST(schema_version(c).value_or(-1) == 1);
   message_of<SchemaOutdated>([&] { check_schema(c); });
   c.exec("INSERT INTO dsh_acp.sessions (id, generation, header_line, created_at, updated_at) VALUES ('kept', '45fc', '{}', 1, 1)");
+  insert_event(c, "kept", 0);
   PgConnection listener = db.connect();
   listener.exec("LISTEN dsh_acp_sessions");
   c.exec("UPDATE dsh_acp.sessions SET title = 'v1' WHERE id = 'kept'");
@@ -188,6 +245,10 @@ BOOST_AUTO_TEST_CASE(a_version_1_schema_is_upgraded_in_place) {
   }
   BOOST_TEST(n.size() == 2u);
   for (const auto& one : n) BOOST_TEST(one.payload == "");
+  // Version 3: the events kept, and still deleted with their session.
+  BOOST_TEST(c.exec("SELECT line FROM dsh_acp.events WHERE session_id = 'kept'").value(0, 0) == "{\"seq\":0}");
+  c.exec("DELETE FROM dsh_acp.sessions WHERE id = 'kept'");
+  BOOST_TEST(c.exec("SELECT count(*) FROM dsh_acp.events").int64(0, 0) == 0);
 }
 
 BOOST_AUTO_TEST_CASE(advisory_lock_key_serialises_writers) {

@@ -256,6 +256,13 @@ void PgConnection::send(std::string_view sql) {
   if (!PQsendQuery(s_->conn, std::string(sql).c_str())) throw s_->error(nullptr);
 }
 
+void PgConnection::send(std::string_view sql, const std::vector<Param>& params) {
+  const std::string text(sql);
+  const TextParams p(params);
+  if (!PQsendQueryParams(s_->conn, text.c_str(), p.count(), nullptr, p.values.data(), nullptr, nullptr, 0))
+    throw s_->error(nullptr);
+}
+
 bool PgConnection::result_ready() {
   if (!PQconsumeInput(s_->conn)) throw s_->error(nullptr);
   return !PQisBusy(s_->conn);

@@ -124,6 +124,8 @@ public:
   /// Sends one statement without parameters and returns at once; its result is taken by receive()
   /// before anything else runs on the connection (so the server works while the caller does).
   void send(std::string_view sql);
+  /// send() of a statement with text-format parameters $1, $2, ...
+  void send(std::string_view sql, const std::vector<Param>& params);
   /// Reads what the server sent without blocking: true once receive() would not block. Wait for
   /// more with poll() on socket(). Throws PgError when the connection is lost.
   bool result_ready();

@@ -33,10 +33,11 @@ constexpr unsigned kInt8Oid = 20, kTextOid = 25, kInt8ArrayOid = 1016, kTextArra
   "SELECT u.id, v.seq, v.type, v.time, v.line FROM u, "
 constexpr std::string_view kAppend =
     "WITH " DSH_APPEND_BODY "unnest($7, $8, $9, $10) AS v(seq, type, time, line)";
-// Committed without waiting for the WAL flush: set_config(..., true) lasts to the end of the
-// statement's own transaction, so its commit reads it.
+// Committed without waiting for the WAL flush, and not announced (kQuietCommit): set_config(...,
+// true) lasts to the end of the statement's own transaction, so its commit and trigger read it.
 constexpr std::string_view kAppendAsync =
-    "WITH s AS (SELECT set_config('synchronous_commit', 'off', true)), " DSH_APPEND_BODY
+    "WITH s AS (SELECT set_config('synchronous_commit', 'off', true), set_config('dsh_acp.quiet', 'on', true)), "
+    DSH_APPEND_BODY
     "s, unnest($7, $8, $9, $10) AS v(seq, type, time, line)";
 #undef DSH_APPEND_BODY
 const std::vector<unsigned> kAppendTypes{kTextOid, kInt8Oid,      kInt8Oid,      kInt8Oid,      kTextOid,
@@ -127,7 +128,7 @@ void insert_lines(PgConnection& c, const std::string& where, const std::string& 
   std::optional<Transaction> tx;
   if (!in_transaction && parts.size() > 1) {
     tx.emplace(c);
-    if (!durable) c.exec("SET LOCAL synchronous_commit = off");
+    if (!durable) c.exec(kQuietCommit);
   }
   // A statement that is its own transaction says how it commits itself (no extra round trip).
   const bool async_statement = !durable && !in_transaction && !tx;
@@ -214,7 +215,7 @@ void PgAppender::write(KnownLog& log, const std::string& lines, const std::vecto
       // Published with its header in the batch's transaction: the session appears whole or not at all.
       const std::string header_line = support::to_json_text(header_record(log.header));
       Transaction tx(*conn_);
-      if (!sync) conn_->exec("SET LOCAL synchronous_commit = off");
+      if (!sync) conn_->exec(kQuietCommit);
       insert_session_row(*conn_, log.header, shape_, header_line);
       insert_lines(*conn_, log.path, id_, rows, effect, true);
       tx.commit();
@@ -255,9 +256,11 @@ void PgAppender::sync(KnownLog& log) {
 void PgAppender::release() noexcept {
   if (!conn_) return;
   bool reusable = !lost_ && conn_->ok();
-  if (reusable && locked_) reusable = store_->unlock_session(*conn_, id_);
+  // Not waited for: the answer to the prompt need not wait for the lock's release.
+  const bool owes_unlock = reusable && locked_;
+  if (owes_unlock) reusable = store_->send_unlock(*conn_, id_, unsynced_);
   locked_ = false;
-  store_->give_back(std::move(*conn_), reusable);
+  store_->give_back(std::move(*conn_), reusable, owes_unlock);
   conn_.reset();
 }
 

@@ -117,7 +117,7 @@ public:
   Pool(std::string url, ConnectOptions options, std::size_t size, std::string name, PgConnection first)
       : url_(std::move(url)), options_(std::move(options)), size_(std::max<std::size_t>(size, 1)),
         name_(std::move(name)) {
-    idle_.push_back(std::move(first));
+    idle_.push_back(Idle{std::move(first), false});
   }
 
   /// A connection for the caller alone: an idle one (reconnected when found lost) or a new one.
@@ -125,6 +125,7 @@ public:
   /// connection is not counted (the number of sessions being written bounds those).
   PgConnection take(bool counted) {
     std::optional<PgConnection> c;
+    bool owes_unlock = false;
     {
       std::unique_lock g(mu_);
       if (counted) {
@@ -132,13 +133,15 @@ public:
         ++in_use_;
       }
       if (!idle_.empty()) {
-        c.emplace(std::move(idle_.back()));
+        c.emplace(std::move(idle_.back().c));
+        owes_unlock = idle_.back().owes_unlock;
         idle_.pop_back();
       }
     }
     try {
       if (c) {
-        if (!alive(*c)) reconnect([&] { c->reset(); });
+        // A connection whose unlock did not succeed may still hold the lock: a new server session.
+        if ((owes_unlock && !unlocked(*c)) || !alive(*c)) reconnect([&] { c->reset(); });
       } else {
         reconnect([&] { c.emplace(PgConnection::connect(url_, options_)); });
       }
@@ -150,11 +153,13 @@ public:
   }
 
   /// Back from take(): kept for the next caller when `reusable` and there is room, else closed.
-  void give_back(PgConnection c, bool reusable, bool counted) noexcept {
+  /// `owes_unlock`: an unlock was sent on it (send_unlock) and its result is still to be read; the
+  /// next take() reads it first.
+  void give_back(PgConnection c, bool reusable, bool counted, bool owes_unlock = false) noexcept {
     std::optional<PgConnection> drop;
     {
       std::lock_guard g(mu_);
-      if (reusable && c.ok() && idle_.size() < size_) idle_.push_back(std::move(c));
+      if (reusable && c.ok() && idle_.size() < size_) idle_.push_back(Idle{std::move(c), owes_unlock});
       else drop.emplace(std::move(c));
       if (counted) --in_use_;
     }
@@ -170,6 +175,16 @@ private:
     if (!c.ok()) return false;
     pollfd p{c.socket(), POLLIN, 0};
     return ::poll(&p, 1, 0) == 0;
+  }
+
+  // The result of the unlock send_unlock() sent: true when it released the lock.
+  static bool unlocked(PgConnection& c) noexcept {
+    try {
+      PgResult r = c.receive();
+      return r.rows() == 1 && r.value(0, 0) == "t";
+    } catch (...) {
+      return false;
+    }
   }
 
   void done_counted() {
@@ -213,7 +228,11 @@ private:
   const std::string name_;
   std::mutex mu_;
   std::condition_variable cv_;
-  std::vector<PgConnection> idle_;  ///< guarded by mu_
+  struct Idle {
+    PgConnection c;
+    bool owes_unlock = false;
+  };
+  std::vector<Idle> idle_;          ///< guarded by mu_
   std::size_t in_use_ = 0;          ///< counted connections taken
   std::chrono::milliseconds backoff_{0};
   std::chrono::steady_clock::time_point retry_at_{};  ///< guarded by mu_
@@ -257,7 +276,9 @@ private:
   const std::string& id_;
 };
 
-void PgStore::give_back(PgConnection c, bool reusable) noexcept { pool_->give_back(std::move(c), reusable, false); }
+void PgStore::give_back(PgConnection c, bool reusable, bool owes_unlock) noexcept {
+  pool_->give_back(std::move(c), reusable, false, owes_unlock);
+}
 
 PgError PgStore::named(const PgError& e) const {
   std::string what = e.what();
@@ -471,6 +492,18 @@ bool PgStore::unlock_session(PgConnection& c, const std::string& id) noexcept {
   try {
     PgResult r = c.exec("SELECT pg_advisory_unlock(dsh_acp.session_lock_key($1))", {id});
     return r.value(0, 0) == "t";
+  } catch (...) {
+    return false;
+  }
+}
+
+bool PgStore::send_unlock(PgConnection& c, const std::string& id, bool announce) noexcept {
+  try {
+    // The announcement of quiet batches no durable commit announced (kQuietCommit).
+    c.send(announce ? "SELECT pg_advisory_unlock(dsh_acp.session_lock_key($1)), pg_notify('dsh_acp_sessions', '')"
+                    : "SELECT pg_advisory_unlock(dsh_acp.session_lock_key($1))",
+           {Param(id)});
+    return true;
   } catch (...) {
     return false;
   }

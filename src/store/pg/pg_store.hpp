@@ -80,7 +80,7 @@ public:
   SessionWriter open(const std::string& id, const LockWait& wait = {}) override;
   /// open(), and create() when the role sees no such session: one round trip fewer than asking first.
   SessionWriter open_or_create(const SessionHeader& header, const LockWait& wait = {}) override;
-  /// Under the session's lock; the events go with the row (ON DELETE CASCADE).
+  /// Under the session's lock; the events go with the row (the schema's delete trigger).
   void delete_session(const std::string& id, const LockWait& wait = {}) override;
 
   Generation export_lines(const std::string& id, const std::function<void(std::string_view)>& header,
@@ -127,8 +127,13 @@ private:
   /// The committed state of `id` under the caller's lock: the cache when the row did not change,
   /// else the cache folded over the events written since, else every event. SessionNotFound.
   Loaded load(PgConnection& c, const std::string& id);
-  /// A writer's own connection back to the pool (closed unless `reusable`).
-  void give_back(PgConnection c, bool reusable) noexcept;
+  /// Sends the unlock of `id` on `c` without waiting for its result (the pool reads it before the
+  /// connection's next use, and closes a connection whose unlock failed). `announce`: with a
+  /// NOTIFY for changes no durable commit announced. False when it could not be sent.
+  bool send_unlock(PgConnection& c, const std::string& id, bool announce) noexcept;
+  /// A writer's own connection back to the pool (closed unless `reusable`); `owes_unlock`: after
+  /// send_unlock().
+  void give_back(PgConnection c, bool reusable, bool owes_unlock = false) noexcept;
   void remember(const KnownLog& log, Generation shape, const std::string& header_line);
   void forget(const std::string& id);
   /// `e` as thrown to callers: naming the store, "connection lost" said as such.

@@ -119,7 +119,37 @@ CREATE TRIGGER sessions_notify AFTER INSERT OR UPDATE OR DELETE ON dsh_acp.sessi
   FOR EACH STATEMENT EXECUTE FUNCTION dsh_acp.sessions_notify();
 )sql";
 
-constexpr std::array<std::string_view, kSchemaVersion> kUpgrades{kVersion1, kVersion2};
+// Version 3, for the write path's cost per line:
+// - An update whose transaction set dsh_acp.quiet is not announced. A turn's streaming batches set
+//   it: the turn's durable commit after them announces them all (and a writer released without one
+//   announces on release), so a turn costs listeners one wake-up, not one per batch. New and
+//   deleted sessions are always announced.
+// - No foreign key from events to sessions: its check ran a query per inserted line. A line can
+//   still only go into a session of the inserting role's (the events_insert policy), dsh-acp's
+//   batches update and so lock their session's row in the statement that inserts the lines (a
+//   concurrent delete waits for it, or the batch inserts nothing), and a trigger deletes a
+//   session's events with it, as ON DELETE CASCADE did (BEFORE, while the row still satisfies the
+//   events_delete policy).
+constexpr std::string_view kVersion3 = R"sql(
+ALTER TABLE dsh_acp.events DROP CONSTRAINT events_session_id_fkey;
+CREATE FUNCTION dsh_acp.sessions_delete_events() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  DELETE FROM dsh_acp.events WHERE session_id = OLD.id;
+  RETURN OLD;
+END $$;
+CREATE TRIGGER sessions_delete_events BEFORE DELETE ON dsh_acp.sessions
+  FOR EACH ROW EXECUTE FUNCTION dsh_acp.sessions_delete_events();
+CREATE OR REPLACE FUNCTION dsh_acp.sessions_notify() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_OP = 'UPDATE' AND current_setting('dsh_acp.quiet', true) = 'on' THEN
+    RETURN NULL;
+  END IF;
+  PERFORM pg_notify('dsh_acp_sessions', '');
+  RETURN NULL;
+END $$;
+)sql";
+
+constexpr std::array<std::string_view, kSchemaVersion> kUpgrades{kVersion1, kVersion2, kVersion3};
 
 std::string migrate_hint(const PgConnection& c) { return "run `dsh-acp store migrate " + c.name() + "`"; }
 

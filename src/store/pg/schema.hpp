@@ -19,8 +19,9 @@
 // sessions and shared ones (and their events), and inserts/updates/deletes only its own sessions and
 // inserts/deletes only events of its own sessions. Events are never updated.
 //
-// Every insert, update or delete of a sessions row sends NOTIFY dsh_acp_sessions with the id as
-// payload (kNotifyChannel). The advisory lock that serialises writers of a session:
+// A statement that inserts, updates or deletes sessions rows sends NOTIFY dsh_acp_sessions with an
+// empty payload (kNotifyChannel); an update in a transaction that set dsh_acp.quiet to 'on'
+// (kQuietCommit) does not. The advisory lock that serialises writers of a session:
 //   SELECT pg_try_advisory_lock(dsh_acp.session_lock_key($1))
 // where session_lock_key(id) = hashtextextended('dsh-acp:' || id, 0).
 #pragma once
@@ -35,10 +36,14 @@ namespace acp::store::pg {
 
 class PgConnection;
 
-constexpr int kSchemaVersion = 2;
+constexpr int kSchemaVersion = 3;
 inline constexpr std::string_view kSchemaName = "dsh_acp";
 inline constexpr std::string_view kUserRole = "dsh_acp_user";
 inline constexpr std::string_view kNotifyChannel = "dsh_acp_sessions";
+/// Makes the caller's transaction commit without waiting for the WAL flush, and its updates of
+/// sessions rows unannounced (a later durable commit of the writer announces them).
+inline constexpr std::string_view kQuietCommit =
+    "SELECT set_config('synchronous_commit', 'off', true), set_config('dsh_acp.quiet', 'on', true)";
 
 /// The database cannot serve: base of the errors below. what() names the store (redacted URL).
 class SchemaError : public StoreError {
