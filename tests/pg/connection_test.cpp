@@ -5,12 +5,19 @@
 
 #include "store/pg/connection.hpp"
 #include "store/pg/url.hpp"
+#include "support/log.hpp"
 
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <future>
+#include <sstream>
+
+#include <fcntl.h>
 #include <poll.h>
+#include <unistd.h>
 
 using namespace acp::store::pg;
 using namespace std::chrono_literals;
@@ -34,6 +41,36 @@ bool one_line(const std::string& s) { return s.find('\n') == std::string::npos &
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(pg_connection)
+
+BOOST_AUTO_TEST_CASE(server_notices_and_warnings_go_to_the_log_not_to_stderr) {
+  pg_test::ScratchDb db;
+  std::string dir = (std::filesystem::temp_directory_path() / "pgnotice-XXXXXX").string();
+  BOOST_TEST_REQUIRE(::mkdtemp(dir.data()) != nullptr);
+  BOOST_TEST_REQUIRE(acp::log::init(dir + "/dsh-acp.log", acp::log::Level::info) >= 0);
+  PgConnection c = db.connect();
+  // stderr into a file while the server speaks up.
+  const int saved = ::dup(2);
+  const int err = ::open((dir + "/stderr").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  BOOST_TEST_REQUIRE(err >= 0);
+  ::dup2(err, 2);
+  ::close(err);
+  c.exec("DO $$ BEGIN RAISE WARNING 'dsh-acp test warning'; RAISE NOTICE 'dsh-acp test notice'; END $$");
+  c.exec("SELECT pg_advisory_unlock(1)");  // not held: a WARNING
+  ::dup2(saved, 2);
+  ::close(saved);
+  auto slurp = [](const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  };
+  const std::string log = slurp(dir + "/dsh-acp.log");
+  BOOST_TEST(slurp(dir + "/stderr") == "");
+  BOOST_TEST(log.find(c.name() + ": WARNING: dsh-acp test warning") != std::string::npos, log);
+  BOOST_TEST(log.find(c.name() + ": NOTICE: dsh-acp test notice") != std::string::npos, log);
+  BOOST_TEST(log.find(": WARNING: you don't own a lock of type ExclusiveLock") != std::string::npos, log);
+  std::filesystem::remove_all(dir);
+}
 
 BOOST_AUTO_TEST_CASE(text_parameters_and_results) {
   pg_test::ScratchDb db;

@@ -1,6 +1,7 @@
 #include "store/pg/connection.hpp"
 
 #include "store/pg/url.hpp"
+#include "support/log.hpp"
 
 #include <charconv>
 #include <mutex>
@@ -99,6 +100,18 @@ std::int64_t PgResult::affected() const noexcept {
 
 // ---- PgConnection ----
 
+// The server's notices and warnings ("schema ... already exists, skipping", an unlock of a lock not
+// held) go to the process log with the store's name, not to libpq's default, stderr: some ACP
+// clients take any stderr output for an error.
+static void log_notice(void* name, const PGresult* r) {
+  const char* severity = PQresultErrorField(r, PG_DIAG_SEVERITY_NONLOCALIZED);
+  const char* text = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
+  const std::string line = *static_cast<const std::string*>(name) + ": " + (severity ? severity : "NOTICE") +
+                           ": " + one_line(text ? text : PQresultErrorMessage(r));
+  if (severity && std::string_view(severity) == "WARNING") log::warn(line);
+  else log::info(line);
+}
+
 struct PgConnection::State {
   PGconn* conn = nullptr;
   std::string name;
@@ -195,8 +208,10 @@ PgConnection PgConnection::connect(const std::string& url, const ConnectOptions&
 
   if (!wait) {
     s->conn = PQconnectdbParams(keys.data(), values.data(), /*expand_dbname=*/1);
+    if (s->conn) PQsetNoticeReceiver(s->conn, log_notice, &s->name);
   } else {
     s->conn = PQconnectStartParams(keys.data(), values.data(), /*expand_dbname=*/1);
+    if (s->conn) PQsetNoticeReceiver(s->conn, log_notice, &s->name);
     PostgresPollingStatusType step = PGRES_POLLING_WRITING;
     while (s->conn && PQstatus(s->conn) != CONNECTION_BAD && step != PGRES_POLLING_OK && step != PGRES_POLLING_FAILED) {
       if (!wait(PQsocket(s->conn), step == PGRES_POLLING_WRITING))
