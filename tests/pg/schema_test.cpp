@@ -216,6 +216,15 @@ BOOST_AUTO_TEST_CASE(a_sessions_events_go_with_it_for_the_owner_and_a_superuser_
   }
   // A line goes only into an existing session of the inserting role's.
   BOOST_TEST(sqlstate_of([&] { insert_event(p.alice, "none", 0); }) == "42501");
+  // What the foreign key refused or cascaded: a session's id never changes, and TRUNCATE takes the
+  // events too.
+  insert_session(p.alice, "s");
+  insert_event(p.alice, "s", 0);
+  BOOST_TEST(sqlstate_of([&] { p.alice.exec("UPDATE dsh_acp.sessions SET id = 'renamed'"); }) == "23503");
+  BOOST_TEST(sqlstate_of([&] { p.super.exec("UPDATE dsh_acp.sessions SET id = 'renamed'"); }) == "23503");
+  p.alice.exec("UPDATE dsh_acp.sessions SET id = 's', title = 'same id'");  // naming it unchanged is fine
+  p.super.exec("TRUNCATE dsh_acp.sessions");
+  BOOST_TEST(p.super.exec("SELECT count(*) FROM dsh_acp.events").int64(0, 0) == 0);
 }
 
 BOOST_AUTO_TEST_CASE(a_version_1_schema_is_upgraded_in_place) {

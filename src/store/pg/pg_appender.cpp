@@ -33,12 +33,15 @@ constexpr unsigned kInt8Oid = 20, kTextOid = 25, kInt8ArrayOid = 1016, kTextArra
   "SELECT u.id, v.seq, v.type, v.time, v.line FROM u, "
 constexpr std::string_view kAppend =
     "WITH " DSH_APPEND_BODY "unnest($7, $8, $9, $10) AS v(seq, type, time, line)";
-// Committed without waiting for the WAL flush, and not announced (kQuietCommit): set_config(...,
-// true) lasts to the end of the statement's own transaction, so its commit and trigger read it.
+// Committed without waiting for the WAL flush (kAsyncCommit), and not announced (kQuietCommit):
+// set_config(..., true) lasts to the end of the statement's own transaction, so its commit and
+// trigger read it.
 constexpr std::string_view kAppendAsync =
-    "WITH s AS (SELECT set_config('synchronous_commit', 'off', true), set_config('dsh_acp.quiet', 'on', true)), "
-    DSH_APPEND_BODY
+    "WITH s AS (SELECT set_config('synchronous_commit', 'off', true)), " DSH_APPEND_BODY
     "s, unnest($7, $8, $9, $10) AS v(seq, type, time, line)";
+constexpr std::string_view kAppendQuiet =
+    "WITH s AS (SELECT set_config('synchronous_commit', 'off', true), set_config('dsh_acp.quiet', 'on', true)), "
+    DSH_APPEND_BODY "s, unnest($7, $8, $9, $10) AS v(seq, type, time, line)";
 #undef DSH_APPEND_BODY
 const std::vector<unsigned> kAppendTypes{kTextOid, kInt8Oid,      kInt8Oid,      kInt8Oid,      kTextOid,
                                          kInt8Oid, kInt8ArrayOid, kTextArrayOid, kInt8ArrayOid, kTextArrayOid};
@@ -109,7 +112,7 @@ void insert_session_row(PgConnection& c, const SessionHeader& h, Generation shap
 }
 
 void insert_lines(PgConnection& c, const std::string& where, const std::string& id, const std::vector<LineRow>& rows,
-                  const BatchEffect& effect, bool in_transaction, bool durable) {
+                  const BatchEffect& effect, bool in_transaction, Commit commit) {
   if (rows.empty()) return;
   for (const auto& row : rows)
     if (row.line.size() > kMaxLineBytes)
@@ -128,10 +131,11 @@ void insert_lines(PgConnection& c, const std::string& where, const std::string& 
   std::optional<Transaction> tx;
   if (!in_transaction && parts.size() > 1) {
     tx.emplace(c);
-    if (!durable) c.exec(kQuietCommit);
+    if (commit == Commit::quiet) c.exec(kQuietCommit);
+    else if (commit == Commit::async) c.exec(kAsyncCommit);
   }
   // A statement that is its own transaction says how it commits itself (no extra round trip).
-  const bool async_statement = !durable && !in_transaction && !tx;
+  const Commit own = in_transaction || tx ? Commit::durable : commit;
   for (const auto& [begin, end] : parts) {
     const bool last = end == rows.size();
     const std::int64_t first = rows[begin].seq;
@@ -159,8 +163,9 @@ void insert_lines(PgConnection& c, const std::string& where, const std::string& 
                                     types.bytes(),
                                     times.bytes(),
                                     lines.bytes()};
-    PgResult r = async_statement ? c.exec_prepared("dsh_acp_append_async", kAppendAsync, kAppendTypes, params)
-                                 : c.exec_prepared("dsh_acp_append", kAppend, kAppendTypes, params);
+    PgResult r = own == Commit::quiet   ? c.exec_prepared("dsh_acp_append_quiet", kAppendQuiet, kAppendTypes, params)
+                 : own == Commit::async ? c.exec_prepared("dsh_acp_append_async", kAppendAsync, kAppendTypes, params)
+                                        : c.exec_prepared("dsh_acp_append", kAppend, kAppendTypes, params);
     if (r.affected() != std::int64_t(end - begin)) {
       PgResult now = c.exec("SELECT event_count FROM dsh_acp.sessions WHERE id = $1", {id});
       throw StoreError(where + ": log changed under the writer: it holds " +
@@ -215,7 +220,7 @@ void PgAppender::write(KnownLog& log, const std::string& lines, const std::vecto
       // Published with its header in the batch's transaction: the session appears whole or not at all.
       const std::string header_line = support::to_json_text(header_record(log.header));
       Transaction tx(*conn_);
-      if (!sync) conn_->exec(kQuietCommit);
+      if (!sync) conn_->exec(kAsyncCommit);  // the row's insert announces the session
       insert_session_row(*conn_, log.header, shape_, header_line);
       insert_lines(*conn_, log.path, id_, rows, effect, true);
       tx.commit();
@@ -223,7 +228,11 @@ void PgAppender::write(KnownLog& log, const std::string& lines, const std::vecto
       log.on_disk = true;
       log.size = header_line.size() + 1 + lines.size();
     } else {
-      insert_lines(*conn_, log.path, id_, rows, effect, false, sync);
+      // The first unsynced batch after a durable commit announces itself (a turn's start, its title,
+      // seen elsewhere even if this writer dies mid-turn); later ones leave it to the next durable
+      // commit or the release.
+      insert_lines(*conn_, log.path, id_, rows, effect, false,
+                   sync ? Commit::durable : unsynced_ ? Commit::quiet : Commit::async);
       log.size += lines.size();
     }
     unsynced_ = !sync;

@@ -33,6 +33,14 @@ struct BatchEffect {
   std::optional<std::int64_t> updated_at;   ///< the batch's last event time
 };
 
+/// How a batch's own transaction commits.
+enum class Commit {
+  durable,  ///< as the server's synchronous_commit says, announced
+  async,    ///< without waiting for the WAL flush (visible at once, made durable by the connection's next
+            ///< durable commit), announced
+  quiet,    ///< as async, not announced (kQuietCommit)
+};
+
 /// The connection is gone with `e` (lost, or ended by the server).
 bool connection_gone(const PgError& e);
 
@@ -44,10 +52,9 @@ void insert_session_row(PgConnection& c, const SessionHeader& h, Generation shap
 /// effect.first_seq (checked and moved on in the statement that inserts the lines, so a concurrent
 /// change fails the batch: StoreError "log changed under the writer"). `in_transaction`: the caller
 /// holds one (and says how it commits); else one is opened when the lines need more than one
-/// statement. `durable`: committed as the server's synchronous_commit says; else without waiting
-/// for the WAL flush (visible at once, made durable by the next durable commit of the connection).
+/// statement, and `commit` says how it commits.
 void insert_lines(PgConnection& c, const std::string& where, const std::string& id, const std::vector<LineRow>& rows,
-                  const BatchEffect& effect, bool in_transaction, bool durable = true);
+                  const BatchEffect& effect, bool in_transaction, Commit commit = Commit::durable);
 
 class PgAppender final : public Appender {
 public:

@@ -120,18 +120,25 @@ CREATE TRIGGER sessions_notify AFTER INSERT OR UPDATE OR DELETE ON dsh_acp.sessi
 )sql";
 
 // Version 3, for the write path's cost per line:
-// - An update whose transaction set dsh_acp.quiet is not announced. A turn's streaming batches set
-//   it: the turn's durable commit after them announces them all (and a writer released without one
-//   announces on release), so a turn costs listeners one wake-up, not one per batch. New and
-//   deleted sessions are always announced.
-// - No foreign key from events to sessions: its check ran a query per inserted line. A line can
-//   still only go into a session of the inserting role's (the events_insert policy), dsh-acp's
-//   batches update and so lock their session's row in the statement that inserts the lines (a
-//   concurrent delete waits for it, or the batch inserts nothing), and a trigger deletes a
-//   session's events with it, as ON DELETE CASCADE did (BEFORE, while the row still satisfies the
-//   events_delete policy).
+// - An update whose transaction set dsh_acp.quiet is not announced. A turn's streaming batches after
+//   its first set it: the first announces the turn, the turn's durable commit (or a writer released
+//   without one) announces the rest, so a turn costs listeners two wake-ups, not one per batch. New,
+//   deleted, shared and unshared sessions are always announced.
+// - No foreign key from events to sessions: it checked each inserted line with a query that locked
+//   the session's row. dsh-acp's batches lock that row once, in the statement that inserts the lines
+//   (a concurrent delete waits for it, or the batch inserts nothing); a role subject to row security
+//   can add lines only to a session of its own (events_insert). Triggers keep what the key kept: a
+//   session's events go with it (BEFORE DELETE, while the row still satisfies the events_delete
+//   policy, and on TRUNCATE), and a session's id never changes.
 constexpr std::string_view kVersion3 = R"sql(
-ALTER TABLE dsh_acp.events DROP CONSTRAINT events_session_id_fkey;
+DO $$
+DECLARE
+  fk name;
+BEGIN
+  FOR fk IN SELECT conname FROM pg_constraint WHERE conrelid = 'dsh_acp.events'::regclass AND contype = 'f' LOOP
+    EXECUTE format('ALTER TABLE dsh_acp.events DROP CONSTRAINT %I', fk);
+  END LOOP;
+END $$;
 CREATE FUNCTION dsh_acp.sessions_delete_events() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   DELETE FROM dsh_acp.events WHERE session_id = OLD.id;
@@ -139,6 +146,19 @@ BEGIN
 END $$;
 CREATE TRIGGER sessions_delete_events BEFORE DELETE ON dsh_acp.sessions
   FOR EACH ROW EXECUTE FUNCTION dsh_acp.sessions_delete_events();
+CREATE FUNCTION dsh_acp.sessions_truncate_events() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  TRUNCATE dsh_acp.events;
+  RETURN NULL;
+END $$;
+CREATE TRIGGER sessions_truncate_events BEFORE TRUNCATE ON dsh_acp.sessions
+  FOR EACH STATEMENT EXECUTE FUNCTION dsh_acp.sessions_truncate_events();
+CREATE FUNCTION dsh_acp.sessions_keep_id() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  RAISE EXCEPTION 'the id of session % does not change', OLD.id USING ERRCODE = 'foreign_key_violation';
+END $$;
+CREATE TRIGGER sessions_keep_id BEFORE UPDATE OF id ON dsh_acp.sessions
+  FOR EACH ROW WHEN (NEW.id IS DISTINCT FROM OLD.id) EXECUTE FUNCTION dsh_acp.sessions_keep_id();
 CREATE OR REPLACE FUNCTION dsh_acp.sessions_notify() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   IF TG_OP = 'UPDATE' AND current_setting('dsh_acp.quiet', true) = 'on' THEN

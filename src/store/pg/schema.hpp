@@ -40,8 +40,10 @@ constexpr int kSchemaVersion = 3;
 inline constexpr std::string_view kSchemaName = "dsh_acp";
 inline constexpr std::string_view kUserRole = "dsh_acp_user";
 inline constexpr std::string_view kNotifyChannel = "dsh_acp_sessions";
-/// Makes the caller's transaction commit without waiting for the WAL flush, and its updates of
-/// sessions rows unannounced (a later durable commit of the writer announces them).
+/// Makes the caller's transaction commit without waiting for the WAL flush.
+inline constexpr std::string_view kAsyncCommit = "SELECT set_config('synchronous_commit', 'off', true)";
+/// kAsyncCommit, and the transaction's updates of sessions rows unannounced (a later durable commit
+/// of the writer announces them).
 inline constexpr std::string_view kQuietCommit =
     "SELECT set_config('synchronous_commit', 'off', true), set_config('dsh_acp.quiet', 'on', true)";
 
