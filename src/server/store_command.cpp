@@ -5,6 +5,7 @@
 #include "store/open_backend.hpp"
 #include "store/pg/url.hpp"
 #include "store/session_store.hpp"
+#include "support/log.hpp"
 #include "support/paths.hpp"
 
 #include <openssl/evp.h>
@@ -544,6 +545,8 @@ std::string store_usage_text() {
 }
 
 int run_store_command(const std::vector<std::string>& args) {
+  // A command's warnings (a store's, a server's notices) are for the person running it.
+  log::to_stderr(log::Level::warn);
   try {
     Args a = parse_args(args);
     if (a.help || a.command == "help") {

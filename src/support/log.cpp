@@ -44,6 +44,11 @@ int init(const std::string& path, Level level, std::string* refused) {
   return fd;
 }
 
+void to_stderr(Level level) {
+  g_level = static_cast<int>(level);
+  g_fd = STDERR_FILENO;
+}
+
 int fd() { return g_fd; }
 
 bool enabled(Level level) { return g_fd >= 0 && static_cast<int>(level) <= g_level; }

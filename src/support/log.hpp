@@ -19,6 +19,10 @@ Level parse_level(std::string_view name);
 /// could point the log into a file of someone else's choosing); then `refused` says why.
 int init(const std::string& path, Level level, std::string* refused = nullptr);
 
+/// Records at `level` and above go to stderr (a command-line tool's log, never the server's: some
+/// ACP clients take any stderr output for an error).
+void to_stderr(Level level);
+
 /// The fd of the open log file, or -1.
 int fd();
 

@@ -15,8 +15,11 @@
 #include <future>
 #include <sstream>
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 using namespace acp::store::pg;
@@ -48,16 +51,22 @@ BOOST_AUTO_TEST_CASE(server_notices_and_warnings_go_to_the_log_not_to_stderr) {
   BOOST_TEST_REQUIRE(::mkdtemp(dir.data()) != nullptr);
   BOOST_TEST_REQUIRE(acp::log::init(dir + "/dsh-acp.log", acp::log::Level::info) >= 0);
   PgConnection c = db.connect();
-  // stderr into a file while the server speaks up.
-  const int saved = ::dup(2);
-  const int err = ::open((dir + "/stderr").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  BOOST_TEST_REQUIRE(err >= 0);
-  ::dup2(err, 2);
-  ::close(err);
-  c.exec("DO $$ BEGIN RAISE WARNING 'dsh-acp test warning'; RAISE NOTICE 'dsh-acp test notice'; END $$");
-  c.exec("SELECT pg_advisory_unlock(1)");  // not held: a WARNING
-  ::dup2(saved, 2);
-  ::close(saved);
+  {
+    // stderr into a file while the server speaks up, restored whatever happens.
+    struct Redirect {
+      int saved = ::dup(2);
+      explicit Redirect(const std::string& path) {
+        const int to = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (to >= 0) ::dup2(to, 2), ::close(to);
+      }
+      ~Redirect() { ::dup2(saved, 2), ::close(saved); }
+    } redirect(dir + "/stderr");
+    c.exec("DO $$ BEGIN RAISE WARNING 'dsh-acp test warning'; RAISE NOTICE 'dsh-acp test notice'; END $$");
+    c.exec("SELECT pg_advisory_unlock(1)");  // not held: a WARNING
+    // A new connection's notices from its first message on (connect-time ones go the same way).
+    PgConnection other = db.connect();
+    other.exec("DO $$ BEGIN RAISE WARNING 'dsh-acp second connection'; END $$");
+  }
   auto slurp = [](const std::string& path) {
     std::ifstream in(path);
     std::stringstream ss;
@@ -69,6 +78,8 @@ BOOST_AUTO_TEST_CASE(server_notices_and_warnings_go_to_the_log_not_to_stderr) {
   BOOST_TEST(log.find(c.name() + ": WARNING: dsh-acp test warning") != std::string::npos, log);
   BOOST_TEST(log.find(c.name() + ": NOTICE: dsh-acp test notice") != std::string::npos, log);
   BOOST_TEST(log.find(": WARNING: you don't own a lock of type ExclusiveLock") != std::string::npos, log);
+  BOOST_TEST(log.find(": WARNING: dsh-acp second connection") != std::string::npos, log);
+  acp::log::to_stderr(acp::log::Level::error);  // the rest of the binary: errors only, into the test output
   std::filesystem::remove_all(dir);
 }
 
@@ -105,6 +116,25 @@ BOOST_AUTO_TEST_CASE(errors_name_the_store_and_carry_sqlstate) {
   // The connection stays usable after a failed statement.
   BOOST_TEST(c.exec("SELECT 1").value(0, 0) == "1");
   BOOST_TEST(error_of([&] { c.exec_script("SELECT 1; SELECT 1/0; SELECT 2"); }).sqlstate() == "22012");
+}
+
+BOOST_AUTO_TEST_CASE(a_server_that_never_answers_is_given_up_after_connect_timeout) {
+  // A listening socket nobody serves: the kernel accepts the connection, no startup reply comes.
+  const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  BOOST_TEST_REQUIRE(listener >= 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  BOOST_TEST_REQUIRE(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  BOOST_TEST_REQUIRE(::listen(listener, 4) == 0);
+  BOOST_TEST_REQUIRE(::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+  const std::string url = "postgresql://nobody@127.0.0.1:" + std::to_string(ntohs(addr.sin_port)) +
+                          "/db?sslmode=disable&connect_timeout=2";
+  PgError e = error_of([&] { PgConnection::connect(url); });
+  BOOST_TEST(e.sqlstate() == "08001");
+  BOOST_TEST(std::string(e.what()) == url + ": cannot connect: timeout expired", e.what());
+  ::close(listener);
 }
 
 BOOST_AUTO_TEST_CASE(unreachable_server_is_one_clear_line) {

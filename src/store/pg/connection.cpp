@@ -4,8 +4,13 @@
 #include "support/log.hpp"
 
 #include <charconv>
+#include <cerrno>
+#include <cstdlib>
+#include <limits>
 #include <mutex>
 #include <unordered_set>
+
+#include <poll.h>
 
 namespace acp::store::pg {
 namespace {
@@ -103,13 +108,18 @@ std::int64_t PgResult::affected() const noexcept {
 // The server's notices and warnings ("schema ... already exists, skipping", an unlock of a lock not
 // held) go to the process log with the store's name, not to libpq's default, stderr: some ACP
 // clients take any stderr output for an error.
-static void log_notice(void* name, const PGresult* r) {
-  const char* severity = PQresultErrorField(r, PG_DIAG_SEVERITY_NONLOCALIZED);
-  const char* text = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
-  const std::string line = *static_cast<const std::string*>(name) + ": " + (severity ? severity : "NOTICE") +
-                           ": " + one_line(text ? text : PQresultErrorMessage(r));
-  if (severity && std::string_view(severity) == "WARNING") log::warn(line);
-  else log::info(line);
+// libpq's own notices (no severity field from a server) are kept at warn: they tell of the protocol.
+static void log_notice(void* name, const PGresult* r) noexcept {
+  try {
+    const char* severity = PQresultErrorField(r, PG_DIAG_SEVERITY_NONLOCALIZED);
+    const char* text = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
+    const std::string line = *static_cast<const std::string*>(name) + ": " + (severity ? severity : "libpq") + ": " +
+                             one_line(text ? text : PQresultErrorMessage(r));
+    if (!severity || std::string_view(severity) == "WARNING") log::warn(line);
+    else log::info(line);
+  } catch (...) {
+    // Out of memory: the notice is dropped (an exception must not unwind through libpq).
+  }
 }
 
 struct PgConnection::State {
@@ -175,10 +185,12 @@ PgConnection PgConnection::connect(const std::string& url, const ConnectOptions&
     throw PgError(s->name + ": invalid connection URL: " + why, "");
   }
   std::string url_options;
+  int timeout_s = options.connect_timeout_s;
   std::unordered_set<std::string> url_keys;  // what the URL sets itself wins over our defaults
   for (PQconninfoOption* o = parsed; o->keyword; ++o) {
     if (!o->val) continue;
     if (std::string_view(o->keyword) == "options") url_options = o->val;
+    if (std::string_view(o->keyword) == "connect_timeout") timeout_s = std::atoi(o->val);
     url_keys.insert(o->keyword);
   }
   PQconninfoFree(parsed);
@@ -206,18 +218,38 @@ PgConnection PgConnection::connect(const std::string& url, const ConnectOptions&
     if (!url_keys.contains(key)) keys.push_back(key), values.push_back(value);
   keys.push_back(nullptr), values.push_back(nullptr);
 
-  if (!wait) {
-    s->conn = PQconnectdbParams(keys.data(), values.data(), /*expand_dbname=*/1);
-    if (s->conn) PQsetNoticeReceiver(s->conn, log_notice, &s->name);
-  } else {
-    s->conn = PQconnectStartParams(keys.data(), values.data(), /*expand_dbname=*/1);
-    if (s->conn) PQsetNoticeReceiver(s->conn, log_notice, &s->name);
-    PostgresPollingStatusType step = PGRES_POLLING_WRITING;
-    while (s->conn && PQstatus(s->conn) != CONNECTION_BAD && step != PGRES_POLLING_OK && step != PGRES_POLLING_FAILED) {
-      if (!wait(PQsocket(s->conn), step == PGRES_POLLING_WRITING))
-        throw PgError(s->name + ": connecting stopped", "57014");
-      step = PQconnectPoll(s->conn);
+  // Started without blocking either way, so the notice receiver is in place before the server's
+  // first message (a startup WARNING such as a collation version mismatch comes with every
+  // connection). Without a caller's wait, connect_timeout bounds the whole attempt (as libpq's
+  // blocking connect bounds each host's: 0 waits forever, 1 means 2).
+  bool timed_out = false;
+  const auto deadline = timeout_s > 0 ? std::chrono::steady_clock::now() + std::chrono::seconds(std::max(timeout_s, 2))
+                                      : std::chrono::steady_clock::time_point::max();
+  const SocketWait until_deadline = [&](int socket, bool write) {
+    pollfd p{socket, static_cast<short>(write ? POLLOUT : POLLIN), 0};
+    for (;;) {
+      int ms = -1;
+      if (deadline != std::chrono::steady_clock::time_point::max()) {
+        const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        ms = static_cast<int>(std::clamp<std::int64_t>(left.count(), 0, std::numeric_limits<int>::max()));
+      }
+      const int n = ::poll(&p, 1, ms);
+      if (n > 0 || (n < 0 && errno != EINTR)) return true;  // PQconnectPoll reports a socket error
+      if (n == 0) {
+        timed_out = true;
+        return false;
+      }
     }
+  };
+  s->conn = PQconnectStartParams(keys.data(), values.data(), /*expand_dbname=*/1);
+  if (s->conn) PQsetNoticeReceiver(s->conn, log_notice, &s->name);
+  PostgresPollingStatusType step = PGRES_POLLING_WRITING;
+  while (s->conn && PQstatus(s->conn) != CONNECTION_BAD && step != PGRES_POLLING_OK && step != PGRES_POLLING_FAILED) {
+    if (!(wait ? wait : until_deadline)(PQsocket(s->conn), step == PGRES_POLLING_WRITING)) {
+      if (timed_out) throw PgError(s->name + ": cannot connect: timeout expired", "08001");
+      throw PgError(s->name + ": connecting stopped", "57014");
+    }
+    step = PQconnectPoll(s->conn);
   }
   if (!s->conn || PQstatus(s->conn) != CONNECTION_OK) {
     std::string message = connect_message(s->name, s->conn, url);
