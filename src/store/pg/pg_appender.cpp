@@ -50,11 +50,14 @@ void put_be32(std::string& out, std::uint32_t v) {
   for (int shift = 24; shift >= 0; shift -= 8) out.push_back(char((v >> shift) & 0xff));
 }
 
+void put_be64(std::string& out, std::uint64_t v) {
+  for (int shift = 56; shift >= 0; shift -= 8) out.push_back(char((v >> shift) & 0xff));
+}
+
 // bigint in PostgreSQL's binary send format: 8 bytes, big-endian.
 std::string binary_int8(std::int64_t v) {
   std::string out;
-  const auto u = static_cast<std::uint64_t>(v);
-  for (int shift = 56; shift >= 0; shift -= 8) out.push_back(char((u >> shift) & 0xff));
+  put_be64(out, static_cast<std::uint64_t>(v));
   return out;
 }
 
@@ -72,6 +75,11 @@ public:
   void add(std::string_view element) {
     put_be32(bytes_, std::uint32_t(element.size()));
     bytes_.append(element);
+  }
+  /// A bigint element, written in place (no string per element).
+  void add_int8(std::int64_t v) {
+    put_be32(bytes_, 8);
+    put_be64(bytes_, static_cast<std::uint64_t>(v));
   }
   std::string_view bytes() const { return bytes_; }
 
@@ -118,14 +126,18 @@ void insert_lines(PgConnection& c, const std::string& where, const std::string& 
     if (row.line.size() > kMaxLineBytes)
       throw StoreError(where + ": a line of " + std::to_string(row.line.size()) +
                        " bytes is over what PostgreSQL stores in one field (1 GB)");
-  // The statements of the batch: [begin, end) pairs, each within kRowsPerStatement and kBytesPerStatement.
-  std::vector<std::pair<std::size_t, std::size_t>> parts;
+  // The statements of the batch: rows [begin, end), each within kRowsPerStatement and kBytesPerStatement;
+  // `bytes` without the lines' '\n'.
+  struct Part {
+    std::size_t begin, end, bytes;
+  };
+  std::vector<Part> parts;
   for (std::size_t begin = 0; begin < rows.size();) {
     std::size_t end = begin, bytes = 0;
     while (end < rows.size() && end - begin < kRowsPerStatement &&
            (end == begin || bytes + rows[end].line.size() <= kBytesPerStatement))
       bytes += rows[end++].line.size();
-    parts.emplace_back(begin, end);
+    parts.push_back(Part{begin, end, bytes});
     begin = end;
   }
   std::optional<Transaction> tx;
@@ -136,21 +148,19 @@ void insert_lines(PgConnection& c, const std::string& where, const std::string& 
   }
   // A statement that is its own transaction says how it commits itself (no extra round trip).
   const Commit own = in_transaction || tx ? Commit::durable : commit;
-  for (const auto& [begin, end] : parts) {
+  for (const auto& [begin, end, line_bytes] : parts) {
     const bool last = end == rows.size();
     const std::int64_t first = rows[begin].seq;
     const std::int64_t next = last ? effect.next_seq : rows[end].seq;
-    std::uint64_t bytes = 0;
-    for (std::size_t i = begin; i < end; ++i) bytes += rows[i].line.size() + 1;
-    const std::string next_bin = binary_int8(next), bytes_bin = binary_int8(std::int64_t(bytes)),
+    const std::string next_bin = binary_int8(next), bytes_bin = binary_int8(std::int64_t(line_bytes + (end - begin))),
                       first_bin = binary_int8(first);
     const std::string updated_bin = last && effect.updated_at ? binary_int8(*effect.updated_at) : std::string();
     BinaryArray seqs(kInt8Oid, end - begin), types(kTextOid, end - begin), times(kInt8Oid, end - begin),
         lines(kTextOid, end - begin);
     for (std::size_t i = begin; i < end; ++i) {
-      seqs.add(binary_int8(rows[i].seq));
+      seqs.add_int8(rows[i].seq);
       types.add(rows[i].type);
-      times.add(binary_int8(rows[i].time));
+      times.add_int8(rows[i].time);
       lines.add(rows[i].line);
     }
     const std::vector<Param> params{id,

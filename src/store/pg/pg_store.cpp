@@ -29,6 +29,11 @@ constexpr std::string_view kLoadRow = "SELECT header_line, generation, event_cou
 constexpr std::string_view kClaim =
     "SELECT owner, owner = current_user, CASE WHEN owner = current_user THEN "
     "pg_try_advisory_lock(dsh_acp.session_lock_key(id)) END FROM dsh_acp.sessions WHERE id = $1";
+// A session's lock let go; with a NOTIFY, also the announcement of changes no commit announced.
+#define DSH_UNLOCK "SELECT pg_advisory_unlock(dsh_acp.session_lock_key($1))"
+constexpr std::string_view kUnlock = DSH_UNLOCK;
+constexpr std::string_view kUnlockAnnounced = DSH_UNLOCK ", pg_notify('dsh_acp_sessions', '')";
+#undef DSH_UNLOCK
 // Listing pages kept (by query): a client pages through one listing, maybe a few filtered by cwd.
 constexpr std::size_t kCachedListings = 32;
 // Rows per FETCH of a session's lines, shrunk for big lines so a chunk stays near kFetchBytes.
@@ -490,7 +495,7 @@ void PgStore::claim_session(PgConnection& c, const std::string& id, const LockWa
 
 bool PgStore::unlock_session(PgConnection& c, const std::string& id) noexcept {
   try {
-    PgResult r = c.exec("SELECT pg_advisory_unlock(dsh_acp.session_lock_key($1))", {id});
+    PgResult r = c.exec(kUnlock, {id});
     return r.value(0, 0) == "t";
   } catch (...) {
     return false;
@@ -500,9 +505,7 @@ bool PgStore::unlock_session(PgConnection& c, const std::string& id) noexcept {
 bool PgStore::send_unlock(PgConnection& c, const std::string& id, bool announce) noexcept {
   try {
     // The announcement of quiet batches no durable commit announced (kQuietCommit).
-    c.send(announce ? "SELECT pg_advisory_unlock(dsh_acp.session_lock_key($1)), pg_notify('dsh_acp_sessions', '')"
-                    : "SELECT pg_advisory_unlock(dsh_acp.session_lock_key($1))",
-           {Param(id)});
+    c.send(announce ? kUnlockAnnounced : kUnlock, {Param(id)});
     return true;
   } catch (...) {
     return false;
