@@ -2,6 +2,7 @@
 // database of its own, migrated, and roles of its own in dsh_acp_user. The file backend
 // (SessionStore) is the oracle: the same batches written to both read back the same, and the stored
 // lines are the file's bytes.
+#include "scratch_db.hpp"
 #include "support.hpp"
 
 #include "store/errors.hpp"
@@ -13,8 +14,6 @@
 
 #include <boost/json.hpp>
 #include <boost/test/unit_test.hpp>
-
-#include <poll.h>
 
 #include <atomic>
 #include <chrono>
@@ -637,7 +636,6 @@ BOOST_AUTO_TEST_CASE(newest_first_ties_in_en_us_collation_keyset_cursor_and_cwd_
   BOOST_TEST((ids(pg->list_sessions(after_tie)) == ids(files->list_sessions(after_tie))));
 }
 
-
 BOOST_AUTO_TEST_CASE(another_process_change_reaches_a_repeated_listing_through_notify) {
   Db db;
   auto a = db.store(db.alice), b = db.store(db.alice), bob = db.store(db.bob);
@@ -673,45 +671,6 @@ BOOST_AUTO_TEST_CASE(another_process_change_reaches_a_repeated_listing_through_n
   BOOST_TEST(listing_shows(*a, "s1", false));
 }
 
-// Announcements (NOTIFY dsh_acp_sessions) as a listening server receives them, in commit order.
-class Announcements {
-public:
-  explicit Announcements(const Db& db) : c_(PgConnection::connect(db.url("postgres"))) {
-    c_.exec("LISTEN dsh_acp_sessions");
-    c_.exec("LISTEN dsh_acp_test_marker");
-  }
-  /// Those committed since the last call: up to a marker committed now.
-  int since() {
-    c_.exec("NOTIFY dsh_acp_test_marker");
-    int n = 0;
-    for (;;) {
-      std::vector<Notification> got = next_batch();
-      BOOST_TEST_REQUIRE(!got.empty(), "no marker within 10 s");
-      for (const auto& one : got) {
-        if (one.channel == "dsh_acp_test_marker") return n;
-        ++n;
-      }
-    }
-  }
-  /// Waits for one (a commit not ordered before anything of ours), up to 10 s.
-  bool arrives() {
-    for (const auto& one : next_batch())
-      if (one.channel == "dsh_acp_sessions") return true;
-    return false;
-  }
-
-private:
-  std::vector<Notification> next_batch() {
-    for (;;) {
-      std::vector<Notification> n = c_.take_notifications();
-      if (!n.empty()) return n;
-      pollfd p{c_.socket(), POLLIN, 0};
-      if (::poll(&p, 1, 10'000) != 1) return {};
-    }
-  }
-  PgConnection c_;
-};
-
 NewEvent titled(const std::string& title, std::int64_t time) {
   return ev("session/title", {{"title", title}, {"messageSeqs", json::array{}}, {"source", {{"kind", "user"}}}}, time);
 }
@@ -720,7 +679,7 @@ BOOST_AUTO_TEST_CASE(streaming_batches_are_announced_by_the_durable_commit_after
   Db db;
   auto b = db.store(db.alice), a = db.store(db.alice);
   BOOST_TEST_REQUIRE(a->wait_listening(seconds(10)));
-  Announcements heard(db);
+  pg_test::Announcements heard(PgConnection::connect(db.url("postgres")));
   {
     auto w = b->create(header("s1"));
     w.append({titled("one", 1)}, false);

@@ -7,7 +7,6 @@
 
 #include <boost/test/unit_test.hpp>
 
-#include <poll.h>
 
 using namespace acp::store::pg;
 
@@ -48,14 +47,7 @@ void insert_event(PgConnection& c, const std::string& id, int seq) {
          {id, s, "{\"seq\":" + s + "}"});
 }
 
-std::vector<Notification> wait_notifications(PgConnection& c) {
-  for (;;) {
-    std::vector<Notification> n = c.take_notifications();
-    if (!n.empty()) return n;
-    pollfd p{c.socket(), POLLIN, 0};
-    if (::poll(&p, 1, 10'000) != 1) return {};
-  }
-}
+using pg_test::wait_notifications;
 
 PgConnection migrated(const pg_test::ScratchDb& db) {
   PgConnection c = db.connect();
@@ -164,22 +156,7 @@ BOOST_AUTO_TEST_CASE(session_changes_are_notified) {
 
 BOOST_AUTO_TEST_CASE(updates_with_dsh_acp_quiet_are_not_notified_new_and_deleted_sessions_always_are) {
   People p;
-  PgConnection listener = p.db.connect();
-  listener.exec("LISTEN dsh_acp_sessions");
-  listener.exec("LISTEN dsh_acp_test_marker");
-  // The notifications committed before now, in commit order: up to a marker sent now.
-  auto heard = [&] {
-    listener.exec("NOTIFY dsh_acp_test_marker");
-    int n = 0;
-    for (;;) {
-      std::vector<Notification> got = wait_notifications(listener);
-      BOOST_TEST_REQUIRE(!got.empty(), "no marker within 10 s");
-      for (const auto& one : got) {
-        if (one.channel == "dsh_acp_test_marker") return n;
-        ++n;
-      }
-    }
-  };
+  pg_test::Announcements heard(p.db.connect());
   auto quietly = [&](const std::string& sql) {
     Transaction tx(p.alice);
     p.alice.exec(kQuietCommit);
@@ -188,14 +165,14 @@ BOOST_AUTO_TEST_CASE(updates_with_dsh_acp_quiet_are_not_notified_new_and_deleted
   };
   quietly("INSERT INTO dsh_acp.sessions (id, generation, header_line, created_at, updated_at)"
           " VALUES ('q', '0.1', '{}', 1, 1)");
-  BOOST_TEST(heard() == 1);
+  BOOST_TEST(heard.since() == 1);
   quietly("UPDATE dsh_acp.sessions SET title = 'streamed' WHERE id = 'q'");
-  BOOST_TEST(heard() == 0);
+  BOOST_TEST(heard.since() == 0);
   // Only for its own transaction.
   p.alice.exec("UPDATE dsh_acp.sessions SET title = 'durable' WHERE id = 'q'");
-  BOOST_TEST(heard() == 1);
+  BOOST_TEST(heard.since() == 1);
   quietly("DELETE FROM dsh_acp.sessions WHERE id = 'q'");
-  BOOST_TEST(heard() == 1);
+  BOOST_TEST(heard.since() == 1);
 }
 
 BOOST_AUTO_TEST_CASE(a_sessions_events_go_with_it_for_the_owner_and_a_superuser_alike) {

@@ -11,6 +11,9 @@
 #include <atomic>
 #include <map>
 #include <string>
+#include <vector>
+
+#include <poll.h>
 #include <unistd.h>
 
 namespace pg_test {
@@ -84,6 +87,48 @@ private:
     return c;
   }
   std::string name_;
+};
+
+/// What a LISTENing connection has received, waiting up to 10 s for the first (empty: nothing came).
+inline std::vector<acp::store::pg::Notification> wait_notifications(acp::store::pg::PgConnection& c) {
+  for (;;) {
+    std::vector<acp::store::pg::Notification> n = c.take_notifications();
+    if (!n.empty()) return n;
+    pollfd p{c.socket(), POLLIN, 0};
+    if (::poll(&p, 1, 10'000) != 1) return {};
+  }
+}
+
+/// Announcements (NOTIFY dsh_acp_sessions) as a listening server receives them, in commit order.
+class Announcements {
+public:
+  /// `c`: a connection of its own (it LISTENs).
+  explicit Announcements(acp::store::pg::PgConnection c) : c_(std::move(c)) {
+    c_.exec("LISTEN dsh_acp_sessions");
+    c_.exec("LISTEN dsh_acp_test_marker");
+  }
+  /// Those committed since the last call: up to a marker committed now.
+  int since() {
+    c_.exec("NOTIFY dsh_acp_test_marker");
+    int n = 0;
+    for (;;) {
+      std::vector<acp::store::pg::Notification> got = wait_notifications(c_);
+      BOOST_TEST_REQUIRE(!got.empty(), "no marker within 10 s");
+      for (const auto& one : got) {
+        if (one.channel == "dsh_acp_test_marker") return n;
+        ++n;
+      }
+    }
+  }
+  /// Waits for one (a commit not ordered before anything of ours), up to 10 s.
+  bool arrives() {
+    for (const auto& one : wait_notifications(c_))
+      if (one.channel == "dsh_acp_sessions") return true;
+    return false;
+  }
+
+private:
+  acp::store::pg::PgConnection c_;
 };
 
 } // namespace pg_test
