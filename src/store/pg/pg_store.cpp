@@ -10,8 +10,6 @@
 #include "store/repair.hpp"
 #include "support/paths.hpp"
 
-#include <poll.h>
-
 #include <algorithm>
 #include <condition_variable>
 #include <limits>
@@ -260,16 +258,17 @@ public:
   explicit Lease(Pool& pool) : pool_(&pool), c_(pool.take(true)) {}
   Lease(const Lease&) = delete;
   Lease& operator=(const Lease&) = delete;
-  ~Lease() { pool_->give_back(std::move(c_), !dirty_, true); }
+  /// A connection left inside a transaction (a rollback that failed) is not handed on.
+  ~Lease() {
+    const bool reusable = !c_.in_transaction();
+    pool_->give_back(std::move(c_), reusable, true);
+  }
   PgConnection& operator*() { return c_; }
   PgConnection* operator->() { return &c_; }
-  /// It may hold something the next user must not inherit (a lock that could not be released).
-  void dirty() { dirty_ = true; }
 
 private:
   Pool* pool_;
   PgConnection c_;
-  bool dirty_ = false;
 };
 
 PgStore::Lease PgStore::lease() { return Lease(*pool_); }
@@ -484,7 +483,7 @@ std::vector<SessionListing> PgStore::list_sessions(const ListQuery& q) {
 
 namespace {
 
-// The lock's transaction ended without waiting (a failed transaction, an error on the way).
+// Ends the transaction a lock was tried or waited for in (busy, or an error on the way).
 void end_transaction(PgConnection& c) noexcept {
   try {
     c.exec("ROLLBACK");
