@@ -195,6 +195,12 @@ def main():
             p = run(binary, *args, expect=2)
             assert secret not in p.stdout + p.stderr, p.stderr
             assert "alice:***@" in p.stderr, p.stderr
+        # However libpq would read it: a percent-encoded keyword, an encoded value.
+        for url in (f"postgresql://alice@localhost/db?%70assword={secret}",
+                    "postgresql://alice@localhost/db?password=s3cr%33t-pw"):
+            p = run(binary, "verify", url, expect=2)
+            assert secret not in p.stdout + p.stderr and "s3cr%33t" not in p.stderr, p.stderr
+            assert "password" in p.stderr, p.stderr
         p = run(binary, "--help", expect=0)
         assert "dsh-acp store copy" in p.stdout and "Exit status" in p.stdout
         print(f"store cli: {n} sessions copied, resumed, verified")
@@ -234,11 +240,11 @@ def migrate():
             assert "schema is current" in p.stdout, p.stdout
         version = subprocess.run(psql + [target, "-c", "SELECT value FROM dsh_acp.meta WHERE key = 'schema_version'"],
                                  capture_output=True, text=True, check=True).stdout.strip()
-        assert version == "3", version
+        assert version == "4", version
         serve(binary, target, expect=0)
         p = run(binary, "migrate", with_database(url, db + "_missing"), expect=2)
         assert db + "_missing" in p.stderr, p.stderr
-        print("store cli: migrate created the schema (version 3), twice")
+        print("store cli: migrate created the schema (version 4), twice")
     finally:
         subprocess.run(psql + [url, "-c", f"DROP DATABASE IF EXISTS {db}"], check=True)
 

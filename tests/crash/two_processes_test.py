@@ -12,7 +12,7 @@
 
 With DSH_ACP_TEST_STORE=pg (crash.two_processes.pg) the store is a fresh PostgreSQL database of the
 suite's cluster (tests/tools/pg_store.py): both processes run with `--store URL`, the session lock is
-the database's advisory lock (B's wait is seen in pg_locks), and the logs checked are an export.
+the session's lock row (B's wait is seen in pg_locks), and the logs checked are an export.
 
 Usage: two_processes_test.py DSH_ACP_BIN
 """

@@ -1,42 +1,20 @@
 // Sessions in PostgreSQL (issue 17), through the official ACP SDK: two server processes connected
 // as two people stand for two machines. Sharing and row-level security, references across people,
 // one session written from two processes, a killed server mid-turn, a lost database connection
-// mid-turn, and `store copy` round trips. The PostgreSQL is the suite's own (lib/postgres.mjs).
+// mid-turn, and `store copy` round trips. One person's psql against another's, and store URLs with
+// passwords: postgres-trust.test.mjs. The PostgreSQL is the suite's own (lib/postgres.mjs).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { INIT_PARAMS, startSdkAgent, acp } from './lib/agent.mjs';
+import { listed, listedEventually, load, newSession, person } from './lib/pgpeople.mjs';
 import { answerOf, prompt, rejectsWith, text, uriOf, updatesOf } from './lib/refs.mjs';
 import { generationOf, logFiles } from './lib/store.mjs';
 import { freshStore, psql, runBin, storedEvents, turnStarted } from './lib/postgres.mjs';
 
 const M = acp.methods.agent;
-
-/** An initialized agent on `url` (its own home for logs; no file store at all). */
-async function person(t, url, args = []) {
-  const { agent, ctx } = startSdkAgent(t, { args: ['--store', url, ...args] });
-  await ctx.request(M.initialize, INIT_PARAMS);
-  return { agent, ctx };
-}
-
-// Every session of a test works in one directory, as one project on two machines would.
-const PROJECT = mkdtempSync(path.join(tmpdir(), 'dsh-acp-pg-project-'));
-process.on('exit', () => rmSync(PROJECT, { recursive: true, force: true }));
-const newSession = async (p) => (await p.ctx.request(M.session.new, { cwd: PROJECT, mcpServers: [] })).sessionId;
-const load = (p, sessionId) => p.ctx.request(M.session.load, { sessionId, cwd: PROJECT, mcpServers: [] });
-const listed = async (p) => (await p.ctx.request(M.session.list, {})).sessions;
-// Another process's change reaches a listing through NOTIFY, a moment after its commit: the listing
-// is asked again until it shows (or no longer shows) the session, for up to 10 s.
-async function listedEventually(p, id, present = true) {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const row = (await listed(p)).find((s) => s.sessionId === id);
-    if (Boolean(row) === present || Date.now() > deadline) return row;
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
 
 /** The error of a prompt that references `id`, with the id blanked (to compare two outcomes). */
 async function referenceError(p, sid, id) {
@@ -223,3 +201,4 @@ test('store copy: a JSONL root into PostgreSQL and back is byte-identical, and a
   const verify = runBin(['store', 'verify', store.url('alice')]);
   assert.equal(verify.status, 0, verify.stdout + verify.stderr);
 });
+

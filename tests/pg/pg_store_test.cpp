@@ -86,11 +86,26 @@ struct Db {
 
   std::string value(const std::string& sql) { return pg_test::value(admin.get(), sql); }
   void exec(const std::string& sql) { pg_test::exec(admin.get(), sql); }
-  /// Ends the backends of `user` that hold an advisory lock (a writer's connection).
+  /// Ends the backends of `user` that hold a session's lock (a writer's lock connection), and waits
+  /// until they are gone.
   int kill_lock_holders(const std::string& user) {
-    return std::stoi(value("SELECT count(pg_terminate_backend(l.pid)) FROM pg_locks l JOIN pg_stat_activity a "
-                           "USING (pid) WHERE l.locktype = 'advisory' AND l.granted AND a.usename = '" +
-                           user + "'"));
+    return std::stoi(value("SELECT count(pg_terminate_backend(pid, 60000)) FROM pg_stat_activity WHERE pid IN (SELECT pid" +
+                           std::string(kLockers) + ") AND usename = '" + user + "'"));
+  }
+  /// Connections holding (or waiting for) a session's lock: their transaction locked rows of
+  /// session_locks (pg_locks: the table's ROW SHARE lock, granted).
+  static constexpr std::string_view kLockers =
+      " FROM pg_locks WHERE locktype = 'relation' AND relation = 'dsh_acp.session_locks'::regclass"
+      " AND mode = 'RowShareLock' AND granted";
+  /// Of those, the ones waiting (a lock not granted).
+  std::string lock_waiters() {
+    return value("SELECT count(DISTINCT pid) FROM pg_locks WHERE NOT granted AND pid IN (SELECT pid" + std::string(kLockers) + ")");
+  }
+  /// Connections holding a session's lock (of `user`'s, when given).
+  std::string lock_holders(const std::string& user = "") {
+    const std::string whose = user.empty() ? "" : " AND pid IN (SELECT pid FROM pg_stat_activity WHERE usename = '" + user + "')";
+    return value("SELECT count(*)" + std::string(kLockers) + " AND pid NOT IN (SELECT pid FROM pg_locks WHERE NOT granted)" +
+                 whose);
   }
 };
 
@@ -512,18 +527,14 @@ BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(pg_store_locks)
 
-// Waiters on an advisory lock in the test database (pg_locks: not granted).
-int advisory_waiters(Db& db) {
-  return std::stoi(db.value("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND "
-                            "database = (SELECT oid FROM pg_database WHERE datname = current_database())"));
-}
+// Waiters for a session's lock in the test database.
+int lock_waiters(Db& db) { return std::stoi(db.lock_waiters()); }
 
-// A writer's release() sends its unlock without waiting for it: until the server has read it, the
-// lock is still held. True once no session lock of this database is held (up to 10 s).
-bool unlocked(Db& db) {
+// A writer's release() ends its lock's transaction without waiting for it: until the server has
+// read it, the lock is still held. True once no session lock of this database is held (up to 10 s).
+bool unlocked(Db& db, const std::string& user = "") {
   const auto deadline = steady_clock::now() + seconds(10);
-  while (db.value("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND "
-                  "database = (SELECT oid FROM pg_database WHERE datname = current_database())") != "0") {
+  while (db.lock_holders(user) != "0") {
     if (steady_clock::now() > deadline) return false;
     std::this_thread::sleep_for(milliseconds(1));
   }
@@ -567,10 +578,10 @@ BOOST_AUTO_TEST_CASE(a_stop_ends_a_lock_wait) {
   });
   // The waiter is queued on the lock in the server before the stop (the cancel path, not the
   // check before waiting).
-  while (advisory_waiters(db) == 0) std::this_thread::sleep_for(milliseconds(5));
+  while (lock_waiters(db) == 0) std::this_thread::sleep_for(milliseconds(5));
   stop.request_stop();
   BOOST_TEST(waiting.get() == "busy");
-  BOOST_TEST(advisory_waiters(db) == 0);
+  BOOST_TEST(lock_waiters(db) == 0);
   BOOST_CHECK_THROW(two->open("s", LockWait{true, std::nullopt, stop.get_token()}), SessionBusy);
   w.release();
   BOOST_TEST_REQUIRE(unlocked(db));
@@ -725,26 +736,23 @@ BOOST_AUTO_TEST_CASE(a_writers_connection_goes_back_to_the_pool_without_its_lock
     auto w = s.create(header("s1"));
     write_batches(w, turn(1));
   }
-  const std::string mine = " FROM pg_locks WHERE locktype = 'advisory' AND granted AND database = "
-                           "(SELECT oid FROM pg_database WHERE datname = current_database())";
-  const std::string holders = "SELECT count(*)" + mine;
   for (int i = 0; i < 3; ++i) {
     {
       auto w = s.open("s1");
-      BOOST_TEST(db.value(holders) == "1");
+      BOOST_TEST(db.lock_holders() == "1");
     }
-    // The unlock went without waiting for its answer; a reader on the same connection reads it first.
+    // The release went without waiting for its answer; a reader on the same connection reads it first.
     BOOST_TEST(s.read_log("s1").events.size() == 10u);
-    BOOST_TEST(db.value(holders) == "0");
+    BOOST_TEST(db.lock_holders() == "0");
   }
-  // A writer whose connection the server ended: its unlock's answer is an error, so the connection
-  // is made anew before the next use, and the next writer gets the lock.
+  // A writer whose lock connection the server ended: its release's answer is an error, so the
+  // connection is made anew before the next use, and the next writer gets the lock.
   {
     auto w = s.open("s1");
-    db.exec("SELECT pg_terminate_backend(pid)" + mine);
+    db.exec("SELECT pg_terminate_backend(pid, 60000)" + std::string(Db::kLockers));
   }
   auto w = s.open("s1");
-  BOOST_TEST(db.value(holders) == "1");
+  BOOST_TEST(db.lock_holders() == "1");
 }
 
 BOOST_AUTO_TEST_CASE(a_lost_listener_connection_relists_when_it_comes_back) {
@@ -798,10 +806,14 @@ BOOST_AUTO_TEST_CASE(a_person_sees_only_their_own_and_shared_sessions_and_writes
   BOOST_CHECK_THROW(bob->set_shared("plans", true), SessionNotFound);
   BOOST_CHECK_THROW(bob->delete_session("plans"), SessionNotFound);
   {
-    // Taking the id is refused at the first write, as for any existing id.
+    // Ids are unique per owner: bob may keep a "plans" of his own, and learns nothing of alice's.
     auto w = bob->create(header("plans"));
-    BOOST_CHECK_THROW(w.append({ev("turn/start", {{"turn", 1}}, 1)}), SessionExists);
+    BOOST_CHECK_NO_THROW(w.append({ev("turn/start", {{"turn", 1}}, 1)}));
   }
+  BOOST_TEST(bob->read_log("plans").events.size() == 1u);
+  BOOST_TEST(alice->read_log("plans").events.size() == 10u);
+  bob->delete_session("plans");
+  BOOST_TEST(alice->read_log("plans").events.size() == 10u);
   alice->set_shared("plans", true);
   BOOST_TEST(bob->find_log("plans").has_value());
   // Bob's listing hears of it through NOTIFY, a moment after the commit.
@@ -827,6 +839,86 @@ BOOST_AUTO_TEST_CASE(a_person_sees_only_their_own_and_shared_sessions_and_writes
   BOOST_TEST(!bob->find_log("plans"));
   BOOST_TEST(listing_shows(*bob, "plans", false));
   BOOST_TEST(bob->list_sessions().size() == 1u);
+}
+
+// Bob, in psql, does what he can against alice's lock: takes version 3's advisory key for her
+// session (and every key alice's connections hold, read from pg_locks), and tries to lock, update or
+// delete the rows of session_locks. Alice's writers never find her session busy, and never wait.
+BOOST_AUTO_TEST_CASE(another_role_cannot_take_or_delay_a_writers_lock) {
+  Db db;
+  auto alice = db.store(db.alice);
+  {
+    auto w = alice->create(header("s"));
+    write_batches(w, turn(1));
+  }
+  PgConnection bob = PgConnection::connect(db.url(db.bob));
+  bob.exec("SET lock_timeout = '100ms'");
+  BOOST_TEST(bob.exec("SELECT pg_try_advisory_lock(hashtextextended('dsh-acp:' || 's', 0))").value(0, 0) == "t");
+  Transaction bobs(bob);
+  BOOST_TEST(bob.exec("SELECT true FROM dsh_acp.session_locks FOR UPDATE").rows() == 0);
+  BOOST_TEST(bob.exec("UPDATE dsh_acp.session_locks SET id = id").affected() == 0);
+  BOOST_TEST(bob.exec("DELETE FROM dsh_acp.session_locks").affected() == 0);
+  const LockWait at_once{false, std::nullopt, {}};
+  for (int i = 2; i < 5; ++i) {
+    auto w = alice->open("s", at_once);
+    // While alice writes: every lock her connections hold, taken by bob too (advisory: at once;
+    // rows: none he can see), and her row asked for by name.
+    PgResult keys = bob.exec("SELECT DISTINCT (classid::bigint << 32) | objid::bigint FROM pg_locks "
+                             "WHERE locktype = 'advisory' AND pid <> pg_backend_pid()");
+    for (int k = 0; k < keys.rows(); ++k) bob.exec("SELECT pg_try_advisory_lock($1::bigint)", {keys.value(k, 0)});
+    BOOST_TEST(bob.exec("SELECT true FROM dsh_acp.session_locks WHERE owner = $1 AND id = 's' FOR UPDATE", {db.alice})
+                   .rows() == 0);
+    write_batches(w, turn(i, true, 5000 + 100 * i));
+    w.release();
+    BOOST_TEST_REQUIRE(pg_store_locks::unlocked(db, db.alice));  // bob's FOR UPDATE of no rows counts too
+  }
+  // And the session is still alice's alone, whole.
+  BOOST_TEST(alice->read_log("s").events.size() == 37u);
+  BOOST_TEST(db.lock_waiters() == "0");
+}
+
+// Ids are unique per owner: nothing bob does through dsh-acp or psql tells him whether alice keeps
+// an unshared session of some id. An id names bob's own session first; a shared one of the same id
+// shows only where he has none.
+BOOST_AUTO_TEST_CASE(no_role_learns_whether_another_keeps_an_unshared_session) {
+  Db db;
+  auto alice = db.store(db.alice);
+  auto bob = db.store(db.bob);
+  for (const char* id : {"x", "y"}) {
+    auto w = alice->create(header(id));
+    write_batches(w, turn(1));
+  }
+  // Through dsh-acp: creating, and copying in (store copy's import), as for an unused id.
+  {
+    auto w = bob->create(header("x", "/b", 2000));
+    w.append({ev("turn/start", {{"turn", 1}}, 1)});
+  }
+  const std::vector<std::string> lines = exported(*alice, "y");
+  BOOST_CHECK_NO_THROW(bob->import_lines("y", Generation::flat, lines[0],
+                                         0, std::vector<std::string>(lines.begin() + 1, lines.end())));
+  // Through psql: the same insert an unused id takes.
+  PgConnection psql = PgConnection::connect(db.url(db.bob));
+  psql.exec("INSERT INTO dsh_acp.sessions (id, generation, header_line, created_at, updated_at)"
+            " VALUES ('x2', '45fc', '{}', 1, 1), ('y2', '45fc', '{}', 1, 1)");
+  BOOST_TEST(bob->read_log("x").events.size() == 1u);
+  BOOST_TEST(bob->read_log("y").events.size() == 10u);
+  BOOST_TEST(alice->read_log("x").events.size() == 10u);
+  BOOST_TEST(alice->list_sessions().size() == 2u);
+  for (const auto& row : alice->list_sessions()) BOOST_TEST((row.owner == db.alice));
+  // Alice shares "x" and "y": bob still sees his own under those ids, once each.
+  alice->set_shared("x", true);
+  alice->set_shared("y", true);
+  BOOST_TEST(bob->read_log("x").events.size() == 1u);
+  BOOST_TEST_REQUIRE(bob->list_sessions().size() == 4u);  // x, y, x2, y2: his
+  for (const auto& row : bob->list_sessions()) BOOST_TEST((row.owner == db.bob));
+  BOOST_CHECK_NO_THROW(bob->open("x"));  // his, writable
+  // Once he deletes his, alice's shared one is what the id names for him: read-only.
+  bob->delete_session("x");
+  BOOST_TEST(alice->read_log("x").events.size() == 10u);
+  BOOST_TEST(bob->read_log("x").events.size() == 10u);
+  BOOST_CHECK_THROW(bob->open("x"), SessionReadOnly);
+  // A shared session bob can see is his to know of: taking its id is refused.
+  BOOST_CHECK_THROW(bob->create(header("x")), SessionExists);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,5 +1,5 @@
 // The dsh_acp schema against a real PostgreSQL: migrate (idempotent), check_schema's start-up
-// errors, the NOTIFY trigger, the advisory lock key, and row-level security between two people.
+// errors, the NOTIFY trigger, the session lock rows, and row-level security between two people.
 #include "scratch_db.hpp"
 
 #include "store/pg/connection.hpp"
@@ -85,7 +85,7 @@ BOOST_AUTO_TEST_CASE(migrate_creates_the_schema_and_is_idempotent) {
   PgResult tables = c.exec("SELECT string_agg(relname, ',' ORDER BY relname) FROM pg_class c"
                            " JOIN pg_namespace n ON n.oid = c.relnamespace"
                            " WHERE n.nspname = 'dsh_acp' AND relkind = 'r'");
-  BOOST_TEST(tables.value(0, 0) == "events,meta,sessions");
+  BOOST_TEST(tables.value(0, 0) == "events,meta,session_locks,sessions");
   PgResult rls = c.exec("SELECT bool_and(relrowsecurity AND relforcerowsecurity) FROM pg_class"
                         " WHERE oid IN ('dsh_acp.sessions'::regclass, 'dsh_acp.events'::regclass)");
   BOOST_TEST(rls.value(0, 0) == "t");
@@ -237,14 +237,77 @@ BOOST_AUTO_TEST_CASE(a_version_1_schema_is_upgraded_in_place) {
   BOOST_TEST(c.exec("SELECT count(*) FROM dsh_acp.events").int64(0, 0) == 0);
 }
 
-BOOST_AUTO_TEST_CASE(advisory_lock_key_serialises_writers) {
+// A writer's lock is its row of session_locks, locked in a transaction it keeps open. Row security
+// keeps every other role from seeing, locking or waiting for that row; the advisory key of version 3
+// is gone, so taking it blocks nobody.
+BOOST_AUTO_TEST_CASE(a_session_lock_row_is_its_owners_alone) {
   People p;
-  PgResult key = p.alice.exec("SELECT dsh_acp.session_lock_key($1) = hashtextextended('dsh-acp:' || $1, 0)", {"s1"});
-  BOOST_TEST(key.value(0, 0) == "t");
-  const char* lock = "SELECT pg_try_advisory_lock(dsh_acp.session_lock_key($1))";
-  BOOST_TEST(p.alice.exec(lock, {"s1"}).value(0, 0) == "t");
-  BOOST_TEST(p.bob.exec(lock, {"s1"}).value(0, 0) == "f");
-  BOOST_TEST(p.bob.exec(lock, {"s2"}).value(0, 0) == "t");
+  p.alice.exec("INSERT INTO dsh_acp.session_locks (id) VALUES ('s1')");
+  Transaction held(p.alice);
+  BOOST_TEST(p.alice.exec("SELECT true FROM dsh_acp.session_locks WHERE id = 's1' FOR UPDATE").rows() == 1);
+
+  // Bob: his statements never reach alice's row, and never wait for it (a wait would end in 55P03).
+  p.bob.exec("SET lock_timeout = '50ms'");
+  BOOST_TEST(p.bob.exec("SELECT * FROM dsh_acp.session_locks").rows() == 0);
+  BOOST_TEST(p.bob.exec("SELECT true FROM dsh_acp.session_locks WHERE id = 's1' FOR UPDATE").rows() == 0);
+  BOOST_TEST(p.bob.exec("SELECT true FROM dsh_acp.session_locks WHERE owner = $1 FOR SHARE", {p.alice_role}).rows() == 0);
+  BOOST_TEST(p.bob.exec("UPDATE dsh_acp.session_locks SET id = id").affected() == 0);
+  BOOST_TEST(p.bob.exec("DELETE FROM dsh_acp.session_locks").affected() == 0);
+  BOOST_TEST(sqlstate_of([&] {
+               p.bob.exec("INSERT INTO dsh_acp.session_locks (owner, id) VALUES ($1, 's1')", {p.alice_role});
+             }) == "42501");
+  // His own row of the same id is his alone, and locks at once.
+  p.bob.exec("INSERT INTO dsh_acp.session_locks (id) VALUES ('s1')");
+  {
+    Transaction tx(p.bob);
+    BOOST_TEST(p.bob.exec("SELECT true FROM dsh_acp.session_locks WHERE id = 's1' FOR UPDATE NOWAIT").rows() == 1);
+  }
+  // Version 3's advisory key is no more: nothing to take, and taking the number blocks no writer.
+  BOOST_TEST(sqlstate_of([&] { p.bob.exec("SELECT dsh_acp.session_lock_key('s1')"); }) == "42883");
+  // A second writer of alice's waits for the row (here: would wait, so NOWAIT fails).
+  PgConnection alice2 = p.db.connect(p.alice_role);
+  Transaction tx2(alice2);
+  BOOST_TEST(sqlstate_of([&] { alice2.exec("SELECT true FROM dsh_acp.session_locks WHERE id = 's1' FOR UPDATE NOWAIT"); }) ==
+             "55P03");
+}
+
+BOOST_AUTO_TEST_CASE(a_version_3_schema_is_upgraded_in_place_to_ids_per_owner) {
+  pg_test::ScratchDb db;
+  PgConnection super = db.connect();
+  migrate(super, 3);
+  const std::string alice_role = pg_test::ensure_person(super, "alice"), bob_role = pg_test::ensure_person(super, "bob");
+  {
+    PgConnection alice = db.connect(alice_role), bob = db.connect(bob_role);
+    insert_session(alice, "a1");
+    insert_event(alice, "a1", 0);
+    insert_event(alice, "a1", 1);
+    insert_session(bob, "b1");
+    insert_event(bob, "b1", 0);
+    bob.exec("UPDATE dsh_acp.sessions SET shared = true");
+    // Version 3: one id for everybody, and the advisory key any role could take.
+    BOOST_TEST(sqlstate_of([&] { insert_session(bob, "a1"); }) == "23505");
+    BOOST_TEST(bob.exec("SELECT pg_try_advisory_lock(dsh_acp.session_lock_key('a1'))").value(0, 0) == "t");
+  }
+  migrate(super);
+  BOOST_TEST(schema_version(super).value_or(-1) == kSchemaVersion);
+  PgConnection alice = db.connect(alice_role), bob = db.connect(bob_role);
+  check_schema(alice);
+  // Every line kept, now with its owner.
+  BOOST_TEST(super.exec("SELECT string_agg(owner || ':' || session_id || ':' || seq, ',' ORDER BY owner, session_id, seq)"
+                        " FROM dsh_acp.events").value(0, 0) ==
+             alice_role + ":a1:0," + alice_role + ":a1:1," + bob_role + ":b1:0");
+  BOOST_TEST(alice.exec("SELECT count(*) FROM dsh_acp.events").int64(0, 0) == 3);  // her own and bob's shared
+  BOOST_TEST(bob.exec("SELECT count(*) FROM dsh_acp.events").int64(0, 0) == 1);
+  // Bob may now keep an id alice has (he learns nothing of hers); each sees their own.
+  insert_session(bob, "a1");
+  insert_event(bob, "a1", 0);
+  BOOST_TEST(sqlstate_of([&] { insert_session(bob, "a1"); }) == "23505");  // his own twice: a conflict
+  BOOST_TEST(bob.exec("SELECT count(*) FROM dsh_acp.events WHERE session_id = 'a1'").int64(0, 0) == 1);
+  BOOST_TEST(alice.exec("SELECT count(*) FROM dsh_acp.events WHERE session_id = 'a1'").int64(0, 0) == 2);
+  // Deleting takes only the owner's lines.
+  bob.exec("DELETE FROM dsh_acp.sessions WHERE id = 'a1'");
+  BOOST_TEST(super.exec("SELECT count(*) FROM dsh_acp.events WHERE session_id = 'a1'").int64(0, 0) == 2);
+  BOOST_TEST(alice.exec("SELECT count(*) FROM dsh_acp.sessions WHERE id = 'a1'").int64(0, 0) == 1);
 }
 
 BOOST_AUTO_TEST_CASE(updates_touch_updated_time) {
@@ -274,6 +337,17 @@ BOOST_AUTO_TEST_CASE(people_see_their_own_and_shared_sessions_and_write_only_the
   BOOST_TEST(p.bob.exec("SELECT count(*) FROM dsh_acp.events").int64(0, 0) == 0);
   BOOST_TEST(sqlstate_of([&] { insert_event(p.bob, "s-alice", 2); }) == "42501");
   BOOST_TEST(sqlstate_of([&] { insert_event(p.bob, "s-nobody", 0); }) == "42501");
+  BOOST_TEST(sqlstate_of([&] {
+               p.bob.exec("INSERT INTO dsh_acp.events (owner, session_id, seq, type, time, line)"
+                          " VALUES ($1, 's-alice', 2, 'user', 1, '{}')",
+                          {p.alice_role});
+             }) == "42501");
+  // Nor does an insert tell bob that alice's id exists: ids are unique per owner.
+  insert_session(p.bob, "s-alice");
+  BOOST_TEST(sqlstate_of([&] { insert_session(p.bob, "s-alice"); }) == "23505");
+  BOOST_TEST(p.alice.exec("SELECT count(*) FROM dsh_acp.sessions").int64(0, 0) == 1);
+  p.bob.exec("DELETE FROM dsh_acp.sessions WHERE id = 's-alice'");
+  BOOST_TEST(p.alice.exec("SELECT count(*) FROM dsh_acp.sessions").int64(0, 0) == 1);
 
   p.alice.exec("UPDATE dsh_acp.sessions SET shared = true WHERE id = 's-alice'");
   BOOST_TEST(p.bob.exec("SELECT owner FROM dsh_acp.sessions WHERE id = 's-alice'").value(0, 0) == p.alice_role);
@@ -291,8 +365,8 @@ BOOST_AUTO_TEST_CASE(people_see_their_own_and_shared_sessions_and_write_only_the
                           " VALUES ('s-forged', $1, '0.1', '{}', 0, 0)",
                           {p.alice_role});
              }) == "42501");
-  // Nor can alice give a session away.
-  BOOST_TEST(sqlstate_of([&] { p.alice.exec("UPDATE dsh_acp.sessions SET owner = $1", {p.bob_role}); }) == "42501");
+  // Nor can alice give a session away (its lines would be left behind).
+  BOOST_TEST(sqlstate_of([&] { p.alice.exec("UPDATE dsh_acp.sessions SET owner = $1", {p.bob_role}); }) == "23503");
 
   PgResult left = p.alice.exec("SELECT title IS NULL, shared, (SELECT count(*) FROM dsh_acp.events) FROM dsh_acp.sessions");
   BOOST_TEST(left.value(0, 0) == "t");

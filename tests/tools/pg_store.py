@@ -87,10 +87,11 @@ class ScratchStore:
         return int(self.psql(self.db, f"SELECT count(*) FROM dsh_acp.events WHERE session_id = '{sid}' AND type = 'turn/start'"))
 
     def lock_waiters(self):
-        """Sessions' advisory locks a connection of this database waits for (another holds them):
-        what blocked_flocks() counts for a file root."""
-        return int(self.psql(self.db, "SELECT count(*) FROM pg_locks l JOIN pg_database d ON d.oid = l.database "
-                                      f"WHERE l.locktype = 'advisory' AND NOT l.granted AND d.datname = '{self.db}'"))
+        """Writers of this database waiting for a session's lock (its session_locks row, another
+        holds it): what blocked_flocks() counts for a file root."""
+        return int(self.psql(self.db, "SELECT count(DISTINCT w.pid) FROM pg_locks w JOIN pg_locks r USING (pid) "
+                                      "WHERE NOT w.granted AND r.granted AND r.locktype = 'relation' "
+                                      "AND r.relation = 'dsh_acp.session_locks'::regclass"))
 
     def drop(self):
         self.psql("postgres", f"DROP DATABASE IF EXISTS {self.db} WITH (FORCE)")

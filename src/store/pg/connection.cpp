@@ -342,6 +342,26 @@ PgResult PgConnection::exec_prepared(const std::string& name, std::string_view s
 
 void PgConnection::exec_script(std::string_view sql) { s_->check(PQexec(s_->conn, std::string(sql).c_str())); }
 
+PgResult PgConnection::exec_last(std::string_view sql) { return s_->check(PQexec(s_->conn, std::string(sql).c_str())); }
+
+std::string PgConnection::literal(std::string_view text) const {
+  char* quoted = PQescapeLiteral(s_->conn, text.data(), text.size());
+  if (!quoted) throw s_->error(nullptr);
+  std::string out(quoted);
+  PQfreemem(quoted);
+  return out;
+}
+
+bool PgConnection::untouched() const noexcept {
+  if (!ok()) return false;
+  pollfd p{socket(), POLLIN, 0};
+  return ::poll(&p, 1, 0) == 0;
+}
+
+bool PgConnection::in_transaction() const noexcept {
+  return s_ && PQtransactionStatus(s_->conn) != PQTRANS_IDLE;
+}
+
 bool PgConnection::ok() const noexcept { return s_ && PQstatus(s_->conn) == CONNECTION_OK; }
 
 void PgConnection::reset() {

@@ -139,6 +139,15 @@ public:
   /// Several ';'-separated statements without parameters (simple query protocol), e.g. a schema
   /// script. Throws PgError at the first failing statement.
   void exec_script(std::string_view sql);
+  /// exec_script() returning the last statement's result: several statements in one round trip.
+  PgResult exec_last(std::string_view sql);
+  /// `text` as an SQL string literal (quoted and escaped for this connection), for exec_last().
+  std::string literal(std::string_view text) const;
+  /// True while nothing has arrived unasked: a server that ended the session (a FATAL message, the
+  /// end of the stream) has spoken. Does not block. For a connection with no statement pending.
+  bool untouched() const noexcept;
+  /// Inside a transaction block (PQtransactionStatus is not idle).
+  bool in_transaction() const noexcept;
 
   /// True while libpq considers the connection up (PQstatus == CONNECTION_OK). A connection lost
   /// under a call is noticed by that call (PgError::connection_lost()).

@@ -28,9 +28,9 @@ constexpr unsigned kInt8Oid = 20, kTextOid = 25, kInt8ArrayOid = 1016, kTextArra
 #define DSH_APPEND_BODY                                                                                          \
   "u AS (UPDATE dsh_acp.sessions SET event_count = $2, size_bytes = size_bytes + $3, "                           \
   "updated_at = COALESCE($4, updated_at), title = COALESCE($5, title) "                                          \
-  "WHERE id = $1 AND event_count = $6 RETURNING id) "                                                            \
-  "INSERT INTO dsh_acp.events (session_id, seq, type, time, line) "                                              \
-  "SELECT u.id, v.seq, v.type, v.time, v.line FROM u, "
+  "WHERE owner = current_user AND id = $1 AND event_count = $6 RETURNING owner, id) "                             \
+  "INSERT INTO dsh_acp.events (owner, session_id, seq, type, time, line) "                                       \
+  "SELECT u.owner, u.id, v.seq, v.type, v.time, v.line FROM u, "
 constexpr std::string_view kAppend =
     "WITH " DSH_APPEND_BODY "unnest($7, $8, $9, $10) AS v(seq, type, time, line)";
 // Committed without waiting for the WAL flush (kAsyncCommit), and not announced (kQuietCommit):
@@ -112,8 +112,8 @@ void insert_session_row(PgConnection& c, const SessionHeader& h, Generation shap
             opt_param(h.parentSession), h.seedLength ? Param(seed) : std::nullopt, depth, opt_param(h.origin),
             opt_param(h.agentPreset), size});
   } catch (const PgError& e) {
-    // 23505: the id is taken, by a session this role may or may not see (no existence leak:
-    // create() of an id somebody else holds fails as an existing id does).
+    // 23505: this role has a session of that id (ids are unique per owner: another role's session
+    // of the same id is no conflict, so an insert tells nothing of sessions the role cannot see).
     if (e.sqlstate() == "23505") throw SessionExists(h.id);
     throw;
   }
@@ -177,7 +177,7 @@ void insert_lines(PgConnection& c, const std::string& where, const std::string& 
                  : own == Commit::async ? c.exec_prepared("dsh_acp_append_async", kAppendAsync, kAppendTypes, params)
                                         : c.exec_prepared("dsh_acp_append", kAppend, kAppendTypes, params);
     if (r.affected() != std::int64_t(end - begin)) {
-      PgResult now = c.exec("SELECT event_count FROM dsh_acp.sessions WHERE id = $1", {id});
+      PgResult now = c.exec("SELECT event_count FROM dsh_acp.sessions WHERE owner = current_user AND id = $1", {id});
       throw StoreError(where + ": log changed under the writer: it holds " +
                        (now.rows() ? std::string(now.value(0, 0)) + " events" : std::string("no session")) +
                        ", the batch starts at seq " + std::to_string(first));
@@ -186,21 +186,33 @@ void insert_lines(PgConnection& c, const std::string& where, const std::string& 
   if (tx) tx->commit();
 }
 
-PgAppender::PgAppender(PgStore& store, PgConnection conn, std::string id, Generation shape)
-    : store_(&store), conn_(std::move(conn)), id_(std::move(id)), shape_(shape) {}
+PgAppender::PgAppender(PgStore& store, PgConnection conn, PgConnection lock_conn, std::string id, Generation shape)
+    : store_(&store), conn_(std::move(conn)), lock_conn_(std::move(lock_conn)), id_(std::move(id)), shape_(shape) {}
 
 void PgAppender::lock(const LockWait& wait) {
-  store_->lock_session(*conn_, id_, wait);
+  store_->lock_session(*lock_conn_, id_, wait);
   locked_ = true;
 }
 
 void PgAppender::claim(const LockWait& wait) {
-  store_->claim_session(*conn_, id_, wait);
+  store_->claim_session(*lock_conn_, id_, wait);
   locked_ = true;
 }
 
-void PgAppender::write(KnownLog& log, const std::string& lines, const std::vector<json::object>& records, bool sync) {
+void PgAppender::check_held() {
+  // The lock's connection says nothing while its transaction holds the lock: anything there means
+  // the server ended it (and the lock with it). A batch's own seq check still refuses to continue a
+  // log that changed, should the lock go between this look and the batch.
+  if (held() && !lock_conn_->untouched()) {
+    lost_ = true;
+    throw StoreError("PostgreSQL store " + store_->name() + ": connection lost: session " + id_ +
+                     ": the server ended the connection holding the writer's lock");
+  }
   if (!held()) throw StoreError("PostgreSQL store " + store_->name() + ": session " + id_ + ": the writer lost its lock");
+}
+
+void PgAppender::write(KnownLog& log, const std::string& lines, const std::vector<json::object>& records, bool sync) {
+  check_held();
   BatchEffect effect;
   effect.first_seq = log.state.count();
   effect.next_seq = effect.first_seq + std::int64_t(records.size());
@@ -257,11 +269,12 @@ void PgAppender::committed(const KnownLog& log) { store_->remember(log, shape_, 
 
 void PgAppender::sync(KnownLog& log) {
   if (!unsynced_) return;
-  if (!held()) throw StoreError("PostgreSQL store " + store_->name() + ": session " + id_ + ": the writer lost its lock");
+  check_held();
   try {
     // A commit waits for the WAL flush only when its transaction wrote WAL: a row update that
     // changes nothing is the smallest such write, and the flush covers every earlier commit.
-    PgResult r = conn_->exec("UPDATE dsh_acp.sessions SET event_count = event_count WHERE id = $1", {id_});
+    PgResult r =
+        conn_->exec("UPDATE dsh_acp.sessions SET event_count = event_count WHERE owner = current_user AND id = $1", {id_});
     // No row, no WAL written, no flush: the batches before could not be made durable.
     if (r.affected() != 1)
       throw StoreError(log.path + ": the session's row is gone; its unsynced batches could not be made durable");
@@ -273,14 +286,23 @@ void PgAppender::sync(KnownLog& log) {
 }
 
 void PgAppender::release() noexcept {
-  if (!conn_) return;
-  bool reusable = !lost_ && conn_->ok();
-  // Not waited for: the answer to the prompt need not wait for the lock's release.
-  const bool owes_unlock = reusable && locked_;
-  if (owes_unlock) reusable = store_->send_unlock(*conn_, id_, unsynced_);
+  // Neither is waited for: the answer to the prompt need not wait for the lock's release.
+  if (lock_conn_) {
+    // The lock's transaction ends (also one a failed lock() left open); a connection that could not
+    // be told is closed, and the lock goes with it.
+    bool reusable = lock_conn_->ok(), owes = false;
+    if (reusable && lock_conn_->in_transaction()) reusable = owes = store_->send_release(*lock_conn_);
+    store_->give_back(std::move(*lock_conn_), reusable, owes);
+    lock_conn_.reset();
+  }
   locked_ = false;
-  store_->give_back(std::move(*conn_), reusable, owes_unlock);
-  conn_.reset();
+  if (conn_) {
+    bool reusable = !lost_ && conn_->ok(), owes = false;
+    // The announcement of quiet batches no durable commit announced (kQuietCommit).
+    if (reusable && unsynced_) reusable = owes = store_->send_announcement(*conn_);
+    store_->give_back(std::move(*conn_), reusable, owes);
+    conn_.reset();
+  }
 }
 
 } // namespace acp::store::pg

@@ -1,6 +1,7 @@
-// How a PgStore write sequence persists: the session's advisory lock, held on a connection of the
-// writer's own, and one transaction per batch whose first seq is checked against the row. Also the
-// statements a batch is made of, shared with PgStore::import_lines.
+// How a PgStore write sequence persists: the session's lock, a transaction held open on a connection
+// of the writer's own (schema.hpp), and on a second one of its own one transaction per batch whose
+// first seq is checked against the row. Also the statements a batch is made of, shared with
+// PgStore::import_lines.
 #pragma once
 
 #include "store/backend.hpp"
@@ -44,8 +45,8 @@ enum class Commit {
 /// The connection is gone with `e` (lost, or ended by the server).
 bool connection_gone(const PgError& e);
 
-/// Inserts the row of a new session, owned by the connected role. SessionExists when the id is
-/// taken, also by a session the role cannot see.
+/// Inserts the row of a new session, owned by the connected role. SessionExists when the role has a
+/// session of that id (another role's is no conflict).
 void insert_session_row(PgConnection& c, const SessionHeader& h, Generation shape, std::string_view header_line);
 
 /// Appends `rows` to session `id` (`where` names it in messages): the row's event_count must be
@@ -58,12 +59,12 @@ void insert_lines(PgConnection& c, const std::string& where, const std::string& 
 
 class PgAppender final : public Appender {
 public:
-  /// `conn`: the writer's own connection (given back to the store's pool by release()). The lock
-  /// is taken by lock().
-  PgAppender(PgStore& store, PgConnection conn, std::string id, Generation shape);
+  /// `conn`: the writer's own connection for its batches, `lock_conn` for its lock (both given back
+  /// to the store's pool by release()). The lock is taken by lock() or claim().
+  PgAppender(PgStore& store, PgConnection conn, PgConnection lock_conn, std::string id, Generation shape);
   ~PgAppender() override { release(); }
 
-  /// Takes the session's advisory lock (PgStore::lock_session).
+  /// Takes the session's lock (PgStore::lock_session).
   void lock(const LockWait& wait);
   /// Takes an existing session's lock (PgStore::claim_session).
   void claim(const LockWait& wait);
@@ -80,19 +81,23 @@ public:
   /// synchronous_commit says, which makes every earlier commit durable with it. sync() without a
   /// batch flushes by a durable commit of its own, when unsynced batches are pending.
   void sync(KnownLog& log) override;
-  /// False once the connection (and with it the lock) was lost.
-  bool held() const noexcept override { return conn_.has_value() && locked_ && !lost_; }
+  /// False once a connection was lost (the lock's, or the batches': the writer is done).
+  bool held() const noexcept override { return conn_.has_value() && lock_conn_.has_value() && locked_ && !lost_; }
   void release() noexcept override;
 
 private:
   PgStore* store_;
   std::optional<PgConnection> conn_;
+  std::optional<PgConnection> lock_conn_;
   std::string id_;
   Generation shape_;
   std::string header_line_;
   bool locked_ = false;
   bool lost_ = false;
   bool unsynced_ = false;  ///< batches committed without the flush since the last durable commit
+
+  /// Throws when the lock is no longer held: its connection was ended (the server said so).
+  void check_held();
 };
 
 } // namespace acp::store::pg

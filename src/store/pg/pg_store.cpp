@@ -10,8 +10,6 @@
 #include "store/repair.hpp"
 #include "support/paths.hpp"
 
-#include <poll.h>
-
 #include <algorithm>
 #include <condition_variable>
 #include <limits>
@@ -24,16 +22,30 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// What a writer reads of its session's row (load), and the claim of an existing session's lock.
-constexpr std::string_view kLoadRow = "SELECT header_line, generation, event_count FROM dsh_acp.sessions WHERE id = $1";
-constexpr std::string_view kClaim =
-    "SELECT owner, owner = current_user, CASE WHEN owner = current_user THEN "
-    "pg_try_advisory_lock(dsh_acp.session_lock_key(id)) END FROM dsh_acp.sessions WHERE id = $1";
-// A session's lock let go; with a NOTIFY, also the announcement of changes no commit announced.
-#define DSH_UNLOCK "SELECT pg_advisory_unlock(dsh_acp.session_lock_key($1))"
-constexpr std::string_view kUnlock = DSH_UNLOCK;
-constexpr std::string_view kUnlockAnnounced = DSH_UNLOCK ", pg_notify('dsh_acp_sessions', '')";
-#undef DSH_UNLOCK
+// What a writer reads of its own session's row (load).
+constexpr std::string_view kLoadRow =
+    "SELECT header_line, generation, event_count, owner FROM dsh_acp.sessions WHERE owner = current_user AND id = $1";
+// The session lock (schema.hpp): its row made when missing (committed at once, so a writer never
+// waits for another's insert), then locked in the writer's transaction. Row security keeps every
+// other role's statements away from the row.
+constexpr std::string_view kMakeLockRow = "INSERT INTO dsh_acp.session_locks (id) VALUES ($1) ON CONFLICT DO NOTHING";
+constexpr std::string_view kWaitLock =
+    "SELECT true FROM dsh_acp.session_locks WHERE owner = current_user AND id = $1 FOR UPDATE";
+// A free lock tried: the transaction opened and the row locked unless another holds it.
+std::string try_lock(PgConnection& c, const std::string& id) {
+  return "BEGIN; SELECT true FROM dsh_acp.session_locks WHERE owner = current_user AND id = " + c.literal(id) +
+         " FOR UPDATE SKIP LOCKED";
+}
+// The claim of an existing session's lock in one round trip: the session the id names (owner, mine),
+// and for the role's own, the lock tried and whether its row exists.
+std::string claim(PgConnection& c, const std::string& id) {
+  const std::string own = "(SELECT true FROM dsh_acp.session_locks l WHERE l.owner = current_user AND l.id = s.id";
+  return "BEGIN; SELECT s.owner, s.owner = current_user, CASE WHEN s.owner = current_user THEN " + own +
+         " FOR UPDATE SKIP LOCKED) END, CASE WHEN s.owner = current_user THEN EXISTS " + own +
+         ") END FROM dsh_acp.sessions s WHERE s.id = " + c.literal(id) + " ORDER BY s.owner <> current_user, s.owner LIMIT 1";
+}
+// The announcement of changes no durable commit announced (kQuietCommit).
+constexpr std::string_view kAnnounce = "SELECT pg_notify('dsh_acp_sessions', '')";
 // Listing pages kept (by query): a client pages through one listing, maybe a few filtered by cwd.
 constexpr std::size_t kCachedListings = 32;
 // Rows per FETCH of a session's lines, shrunk for big lines so a chunk stays near kFetchBytes.
@@ -50,11 +62,11 @@ std::optional<std::string> opt(const PgResult& r, int row, int col) {
 // server produces it while the caller parses (two chunks in memory at most). Needs the caller's
 // transaction.
 template <class Fn>
-void for_each_line(PgConnection& c, const std::string& id, std::int64_t from, Fn&& fn) {
+void for_each_line(PgConnection& c, std::string_view owner, const std::string& id, std::int64_t from, Fn&& fn) {
   const std::string from_text = std::to_string(from);
   c.exec("DECLARE dsh_acp_lines NO SCROLL CURSOR FOR SELECT seq, line FROM dsh_acp.events "
-         "WHERE session_id = $1 AND seq >= $2::bigint ORDER BY seq",
-         {id, from_text});
+         "WHERE owner = $1 AND session_id = $2 AND seq >= $3::bigint ORDER BY seq",
+         {owner, id, from_text});
   // A chunk asked for and not taken when fn throws: taken, so the connection can run the rollback.
   struct InFlight {
     PgConnection& c;
@@ -130,7 +142,7 @@ public:
   /// connection is not counted (the number of sessions being written bounds those).
   PgConnection take(bool counted) {
     std::optional<PgConnection> c;
-    bool owes_unlock = false;
+    bool owes_result = false;
     {
       std::unique_lock g(mu_);
       if (counted) {
@@ -139,14 +151,14 @@ public:
       }
       if (!idle_.empty()) {
         c.emplace(std::move(idle_.back().c));
-        owes_unlock = idle_.back().owes_unlock;
+        owes_result = idle_.back().owes_result;
         idle_.pop_back();
       }
     }
     try {
       if (c) {
-        // A connection whose unlock did not succeed may still hold the lock: a new server session.
-        if ((owes_unlock && !unlocked(*c)) || !alive(*c)) reconnect([&] { c->reset(); });
+        // A connection whose lock transaction did not end may still hold the lock: a new server session.
+        if ((owes_result && !settled(*c)) || !alive(*c)) reconnect([&] { c->reset(); });
       } else {
         reconnect([&] { c.emplace(PgConnection::connect(url_, options_)); });
       }
@@ -158,13 +170,13 @@ public:
   }
 
   /// Back from take(): kept for the next caller when `reusable` and there is room, else closed.
-  /// `owes_unlock`: an unlock was sent on it (send_unlock) and its result is still to be read; the
-  /// next take() reads it first.
-  void give_back(PgConnection c, bool reusable, bool counted, bool owes_unlock = false) noexcept {
+  /// `owes_result`: a statement was sent on it (send_release) and its result is still to be read;
+  /// the next take() reads it first.
+  void give_back(PgConnection c, bool reusable, bool counted, bool owes_result = false) noexcept {
     std::optional<PgConnection> drop;
     {
       std::lock_guard g(mu_);
-      if (reusable && c.ok() && idle_.size() < size_) idle_.push_back(Idle{std::move(c), owes_unlock});
+      if (reusable && c.ok() && idle_.size() < size_) idle_.push_back(Idle{std::move(c), owes_result});
       else drop.emplace(std::move(c));
       if (counted) --in_use_;
     }
@@ -176,17 +188,14 @@ private:
   // so: its FATAL message, then the end of the stream, wait on the socket (the end may come a moment
   // after the message). Pool connections LISTEN to nothing, so anything there at all means the
   // server spoke unasked: such a connection is not trusted with a statement (reset instead).
-  static bool alive(PgConnection& c) {
-    if (!c.ok()) return false;
-    pollfd p{c.socket(), POLLIN, 0};
-    return ::poll(&p, 1, 0) == 0;
-  }
+  static bool alive(PgConnection& c) { return c.untouched(); }
 
-  // The result of the unlock send_unlock() sent: true when it released the lock.
-  static bool unlocked(PgConnection& c) noexcept {
+  // The result of what send_release() sent: true when it succeeded and left no transaction open
+  // (so no lock is held).
+  static bool settled(PgConnection& c) noexcept {
     try {
-      PgResult r = c.receive();
-      return r.rows() == 1 && r.value(0, 0) == "t";
+      c.receive();
+      return !c.in_transaction();
     } catch (...) {
       return false;
     }
@@ -235,7 +244,7 @@ private:
   std::condition_variable cv_;
   struct Idle {
     PgConnection c;
-    bool owes_unlock = false;
+    bool owes_result = false;
   };
   std::vector<Idle> idle_;          ///< guarded by mu_
   std::size_t in_use_ = 0;          ///< counted connections taken
@@ -249,40 +258,61 @@ public:
   explicit Lease(Pool& pool) : pool_(&pool), c_(pool.take(true)) {}
   Lease(const Lease&) = delete;
   Lease& operator=(const Lease&) = delete;
-  ~Lease() { pool_->give_back(std::move(c_), !dirty_, true); }
+  /// A connection left inside a transaction (a rollback that failed) is not handed on.
+  ~Lease() {
+    const bool reusable = !c_.in_transaction();
+    pool_->give_back(std::move(c_), reusable, true);
+  }
   PgConnection& operator*() { return c_; }
   PgConnection* operator->() { return &c_; }
-  /// It may hold something the next user must not inherit (a lock that could not be released).
-  void dirty() { dirty_ = true; }
 
 private:
   Pool* pool_;
   PgConnection c_;
-  bool dirty_ = false;
 };
 
 PgStore::Lease PgStore::lease() { return Lease(*pool_); }
 
 class PgStore::HeldLock {
 public:
-  HeldLock(PgStore& store, Lease& c, const std::string& id, const LockWait& wait) : store_(store), c_(c), id_(id) {
-    store_.lock_session(*c_, id_, wait);
+  HeldLock(PgStore& store, const std::string& id, const LockWait& wait) : store_(store), c_(store.pool_->take(false)) {
+    try {
+      store_.lock_session(c_, id, wait);
+    } catch (...) {
+      const bool reusable = !c_.in_transaction();
+      store_.give_back(std::move(c_), reusable);
+      throw;
+    }
   }
   HeldLock(const HeldLock&) = delete;
   HeldLock& operator=(const HeldLock&) = delete;
-  /// A lock that could not be released stays with the connection: the pool must not hand it on.
+  /// The lock's transaction ends (the lock with it) unless commit() ended it.
   ~HeldLock() {
-    if (!store_.unlock_session(*c_, id_)) c_.dirty();
+    if (done_) return;
+    const bool sent = store_.send_release(c_);
+    store_.give_back(std::move(c_), sent, true);
+  }
+  /// The connection holding the lock, in its transaction: statements there commit with commit().
+  PgConnection& connection() { return c_; }
+  void commit() {
+    done_ = true;
+    try {
+      c_.exec("COMMIT");
+    } catch (...) {
+      store_.give_back(std::move(c_), false);
+      throw;
+    }
+    store_.give_back(std::move(c_), true);
   }
 
 private:
   PgStore& store_;
-  Lease& c_;
-  const std::string& id_;
+  PgConnection c_;
+  bool done_ = false;
 };
 
-void PgStore::give_back(PgConnection c, bool reusable, bool owes_unlock) noexcept {
-  pool_->give_back(std::move(c), reusable, false, owes_unlock);
+void PgStore::give_back(PgConnection c, bool reusable, bool owes_result) noexcept {
+  pool_->give_back(std::move(c), reusable, false, owes_result);
 }
 
 PgError PgStore::named(const PgError& e) const {
@@ -319,7 +349,8 @@ bool PgStore::wait_listening(std::chrono::milliseconds timeout) { return feed_ &
 // ---- readers ----
 
 std::optional<PgStore::Visible> PgStore::visible(PgConnection& c, const std::string& id) {
-  PgResult r = c.exec("SELECT owner, owner = current_user FROM dsh_acp.sessions WHERE id = $1", {id});
+  PgResult r = c.exec("SELECT owner, owner = current_user FROM dsh_acp.sessions WHERE id = $1" + std::string(kPickSession),
+                      {id});
   if (r.rows() == 0) return std::nullopt;
   return Visible{std::string(r.value(0, 0)), r.value(0, 1) == "t"};
 }
@@ -348,7 +379,8 @@ StreamResult PgStore::read_events(const std::string& id, const EventSink& sink, 
     Lease c = lease();
     // One snapshot: the header and exactly the events committed with it.
     Transaction tx(*c, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
-    PgResult row = c->exec("SELECT header_line, event_count FROM dsh_acp.sessions WHERE id = $1", {id});
+    PgResult row =
+        c->exec("SELECT header_line, event_count, owner FROM dsh_acp.sessions WHERE id = $1" + std::string(kPickSession), {id});
     if (row.rows() == 0) throw SessionNotFound(id);
     const std::string where = locator(id);
     const std::int64_t count = row.int64(0, 1);
@@ -357,7 +389,7 @@ StreamResult PgStore::read_events(const std::string& id, const EventSink& sink, 
     walker.line(stored_line(row.value(0, 0), 1));
     check_identity(out.header, id, where);
     std::int64_t number = 1;
-    for_each_line(*c, id, 0, [&](std::string_view line, std::int64_t) {
+    for_each_line(*c, row.value(0, 2), id, 0, [&](std::string_view line, std::int64_t) {
       if (stop.stop_requested()) throw ReadCancelled();
       walker.line(stored_line(line, ++number));
     });
@@ -378,7 +410,10 @@ StreamResult PgStore::read_events(const std::string& id, const EventSink& sink, 
 std::vector<SessionListing> PgStore::list_sessions(const ListQuery& q) {
   std::string sql =
       "SELECT id, version, created_at, cwd, parent_session, seed_length, delegation_depth, origin, agent_preset, "
-      "title, updated_at, size_bytes, owner, shared FROM dsh_acp.sessions WHERE true";
+      "title, updated_at, size_bytes, owner, shared FROM dsh_acp.sessions s "
+      // One session per id: the one kPickSession picks (the role's own, else the first owner's).
+      "WHERE NOT EXISTS (SELECT FROM dsh_acp.sessions o WHERE o.id = s.id AND o.owner <> s.owner AND "
+      "(o.owner = current_user OR (s.owner <> current_user AND o.owner < s.owner)))";
   std::vector<std::string> values;
   values.reserve(4);
   auto param = [&](std::string v) {
@@ -446,10 +481,24 @@ std::vector<SessionListing> PgStore::list_sessions(const ListQuery& q) {
 
 // ---- locks ----
 
+namespace {
+
+// Ends the transaction a lock was tried or waited for in (busy, or an error on the way).
+void end_transaction(PgConnection& c) noexcept {
+  try {
+    c.exec("ROLLBACK");
+  } catch (...) {
+    // The connection is gone: the server ended the transaction with it.
+  }
+}
+
+} // namespace
+
 void PgStore::lock_session(PgConnection& c, const std::string& id, const LockWait& wait) {
-  // A free lock is taken in one round trip; only a held one costs the timed wait's transaction.
-  PgResult tried = c.exec("SELECT pg_try_advisory_lock(dsh_acp.session_lock_key($1))", {id});
-  if (tried.value(0, 0) == "t") return;
+  c.exec(kMakeLockRow, {id});
+  // A free lock is taken in one round trip; only a held one costs the timed wait.
+  PgResult tried = c.exec_last(try_lock(c, id));
+  if (tried.rows() == 1) return;
   wait_for_lock(c, id, wait);
 }
 
@@ -460,25 +509,31 @@ void PgStore::wait_for_lock(PgConnection& c, const std::string& id, const LockWa
   // As with the file lock, a stop ends only a wait: a lock no one holds was taken even after it (a
   // prompt cancelled as it arrives still logs its message and closes its turn). lock_timeout 0 would
   // mean "forever": a wait with no time left only tried.
-  if (!wait.wait || left < 1ms || wait.stop.stop_requested()) throw SessionBusy(id);
-  bool locked = false;
+  if (!wait.wait || left < 1ms || wait.stop.stop_requested()) {
+    end_transaction(c);
+    throw SessionBusy(id);
+  }
+  bool found = false;
   try {
     std::stop_callback cancel(wait.stop, [&c] { c.cancel(); });
-    // A session-level lock taken inside a transaction outlives it; SET LOCAL ends with it.
-    Transaction tx(c);
+    // In the transaction try_lock() opened; SET LOCAL ends with it.
     c.exec("SELECT set_config('lock_timeout', $1, true)", {std::to_string(left.count()) + "ms"});
-    c.exec("SELECT pg_advisory_lock(dsh_acp.session_lock_key($1))", {id});
-    locked = true;
-    tx.commit();
+    found = c.exec(kWaitLock, {id}).rows() == 1;
+    if (found) c.exec("SET LOCAL lock_timeout TO DEFAULT");
   } catch (const PgError& e) {
-    if (locked) unlock_session(c, id);
+    end_transaction(c);
     // 55P03: lock_timeout; 57014: cancelled (the stop token) or statement_timeout.
     if (e.sqlstate() == "55P03" || e.sqlstate() == "57014") throw SessionBusy(id);
     throw;
   }
+  // The row went while we waited: its session was deleted (a writer still may make it again).
+  if (!found) {
+    end_transaction(c);
+    throw SessionBusy(id);
+  }
   // A stop that came as the lock was granted: its cancel found nothing to cancel.
   if (wait.stop.stop_requested()) {
-    unlock_session(c, id);
+    end_transaction(c);
     throw SessionBusy(id);
   }
 }
@@ -486,26 +541,31 @@ void PgStore::wait_for_lock(PgConnection& c, const std::string& id, const LockWa
 void PgStore::claim_session(PgConnection& c, const std::string& id, const LockWait& wait) {
   // Visibility, ownership and a free lock in one round trip; the lock is tried only on a session of
   // this role's (someone else's shared session is never locked by a reader).
-  PgResult r = c.exec(kClaim, {id});
-  if (r.rows() == 0) throw SessionNotFound(id);
-  if (r.value(0, 1) != "t") throw SessionReadOnly(id, "it belongs to " + std::string(r.value(0, 0)));
+  PgResult r = c.exec_last(claim(c, id));
+  if (r.rows() == 0 || r.value(0, 1) != "t") {
+    end_transaction(c);
+    if (r.rows() == 0) throw SessionNotFound(id);
+    throw SessionReadOnly(id, "it belongs to " + std::string(r.value(0, 0)));
+  }
   if (r.value(0, 2) == "t") return;
-  wait_for_lock(c, id, wait);  // tried already
+  if (r.value(0, 3) == "t") return wait_for_lock(c, id, wait);  // tried already
+  // No lock row yet (a session written by an older version, or made by hand): made, then taken.
+  end_transaction(c);
+  lock_session(c, id, wait);
 }
 
-bool PgStore::unlock_session(PgConnection& c, const std::string& id) noexcept {
+bool PgStore::send_release(PgConnection& c) noexcept {
   try {
-    PgResult r = c.exec(kUnlock, {id});
-    return r.value(0, 0) == "t";
+    c.send("ROLLBACK");
+    return true;
   } catch (...) {
     return false;
   }
 }
 
-bool PgStore::send_unlock(PgConnection& c, const std::string& id, bool announce) noexcept {
+bool PgStore::send_announcement(PgConnection& c) noexcept {
   try {
-    // The announcement of quiet batches no durable commit announced (kQuietCommit).
-    c.send(announce ? kUnlockAnnounced : kUnlock, {Param(id)});
+    c.send(kAnnounce);
     return true;
   } catch (...) {
     return false;
@@ -521,6 +581,7 @@ PgStore::Loaded PgStore::load(PgConnection& c, const std::string& id) {
   const std::string header_line(row.value(0, 0));
   const Generation shape = shape_of(row, 0, 1, where);
   const std::int64_t count = row.int64(0, 2);
+  const std::string owner(row.value(0, 3));
   ScanResult out;
   std::int64_t from = 0;
   {
@@ -546,7 +607,7 @@ PgStore::Loaded PgStore::load(PgConnection& c, const std::string& id) {
   {
     Transaction tx(c, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
     std::int64_t number = from + 1;
-    for_each_line(c, id, from, [&](std::string_view line, std::int64_t) { walker.line(stored_line(line, ++number)); });
+    for_each_line(c, owner, id, from, [&](std::string_view line, std::int64_t) { walker.line(stored_line(line, ++number)); });
     tx.commit();
   }
   if (out.state.count() != count)
@@ -586,7 +647,8 @@ SessionWriter PgStore::create(const SessionHeader& header, const LockWait& wait)
   if (options_.generation == Generation::project_dirs && header.cwd && header.cwd->empty())
     throw StoreError("session cwd must not be empty in a harness 0.1 store");
   try {
-    auto appender = std::make_unique<PgAppender>(*this, pool_->take(false), header.id, options_.generation);
+    auto appender =
+        std::make_unique<PgAppender>(*this, pool_->take(false), pool_->take(false), header.id, options_.generation);
     appender->lock(wait);
     if (visible(appender->connection(), header.id)) throw SessionExists(header.id);
     KnownLog log;
@@ -602,7 +664,7 @@ SessionWriter PgStore::create(const SessionHeader& header, const LockWait& wait)
 
 SessionWriter PgStore::open(const std::string& id, const LockWait& wait) {
   try {
-    auto appender = std::make_unique<PgAppender>(*this, pool_->take(false), id, options_.generation);
+    auto appender = std::make_unique<PgAppender>(*this, pool_->take(false), pool_->take(false), id, options_.generation);
     appender->claim(wait);
     Loaded l = load(appender->connection(), id);
     appender->set_shape(l.shape);
@@ -630,12 +692,17 @@ SessionWriter PgStore::open_or_create(const SessionHeader& header, const LockWai
 
 void PgStore::delete_session(const std::string& id, const LockWait& wait) {
   try {
-    Lease c = lease();
-    auto v = visible(*c, id);
-    if (!v) throw SessionNotFound(id);
-    if (!v->mine) throw SessionReadOnly(id, "it belongs to " + v->owner);
-    HeldLock held(*this, c, id, wait);
-    PgResult r = c->exec("DELETE FROM dsh_acp.sessions WHERE id = $1", {id});
+    {
+      Lease c = lease();
+      auto v = visible(*c, id);
+      if (!v) throw SessionNotFound(id);
+      if (!v->mine) throw SessionReadOnly(id, "it belongs to " + v->owner);
+    }
+    // The row, its events (the schema's trigger) and the lock's row go in the lock's transaction.
+    HeldLock held(*this, id, wait);
+    PgResult r = held.connection().exec("DELETE FROM dsh_acp.sessions WHERE owner = current_user AND id = $1", {id});
+    held.connection().exec("DELETE FROM dsh_acp.session_locks WHERE owner = current_user AND id = $1", {id});
+    held.commit();
     forget(id);
     if (r.affected() == 0) throw SessionNotFound(id);
   } catch (const PgError& e) {
@@ -650,13 +717,14 @@ Generation PgStore::export_lines(const std::string& id, const std::function<void
   try {
     Lease c = lease();
     Transaction tx(*c, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
-    PgResult row = c->exec("SELECT header_line, generation FROM dsh_acp.sessions WHERE id = $1", {id});
+    PgResult row =
+        c->exec("SELECT header_line, generation, owner FROM dsh_acp.sessions WHERE id = $1" + std::string(kPickSession), {id});
     if (row.rows() == 0) throw SessionNotFound(id);
     const Generation shape = shape_of(row, 0, 1, locator(id));
     if (header) header(row.value(0, 0));
     // A packed chunk row (imported from a 45fc log) is stored at its first member's seq: a
     // `from_seq` inside one starts at the next line.
-    for_each_line(*c, id, from_seq, [&](std::string_view text, std::int64_t) {
+    for_each_line(*c, row.value(0, 2), id, from_seq, [&](std::string_view text, std::int64_t) {
       if (line) line(text);
     });
     tx.commit();
@@ -682,7 +750,7 @@ void PgStore::import_lines(const std::string& id, Generation g, const std::strin
       if (!v) throw SessionNotFound(id);
       if (!v->mine) throw SessionReadOnly(id, "it belongs to " + v->owner);
     }
-    HeldLock held(*this, c, id, {});
+    HeldLock held(*this, id, {});
 
     // Every line is read as read_events would read it, continuing the stored state.
     std::int64_t number = 1;
@@ -755,7 +823,7 @@ void PgStore::import_lines(const std::string& id, Generation g, const std::strin
 void PgStore::set_shared(const std::string& id, bool shared) {
   try {
     Lease c = lease();
-    PgResult r = c->exec("UPDATE dsh_acp.sessions SET shared = $2::boolean WHERE id = $1 AND owner = current_user",
+    PgResult r = c->exec("UPDATE dsh_acp.sessions SET shared = $2::boolean WHERE owner = current_user AND id = $1",
                          {id, shared ? "true" : "false"});
     changed_here();
     if (r.affected() > 0) return;

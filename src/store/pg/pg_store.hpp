@@ -2,8 +2,9 @@
 // served as the same normalised event model as a root of log files. Lines go in and come out as
 // the text the file backend would write (no JSON re-encoding): a session's row keeps the shape its
 // lines are in ('45fc' or '0.1'), and every line read goes through the file reader's own per-line
-// rules (LineWalker). A write sequence holds the session's advisory lock on a connection of its
-// own; a batch is one transaction whose first seq is checked against the row.
+// rules (LineWalker). A write sequence holds the session's lock (a row lock row security guards, in
+// a transaction kept open on a connection of its own); a batch is one transaction, on another, whose
+// first seq is checked against the row.
 //
 // Every call blocks (database round trips, lock waits): call them on store threads, never on the
 // connection thread. Thread-safe: connections come from a small pool, one thread per connection.
@@ -70,9 +71,10 @@ public:
   /// rows carry owner and shared.
   std::vector<SessionListing> list_sessions(const ListQuery& query = {}) override;
 
-  /// Takes the session's advisory lock (wait bounded by lock_timeout from wait.since, or none with
-  /// wait.wait == false; wait.stop ends it): SessionBusy. SessionExists when a visible session has
-  /// the id (an invisible one is found by the first write's insert: SessionExists then).
+  /// Takes the session's lock (wait bounded by lock_timeout from wait.since, or none with
+  /// wait.wait == false; wait.stop ends it): SessionBusy. SessionExists when a session the role
+  /// can see has the id (its own, or a shared one); another role's unshared session of that id is
+  /// no conflict (ids are unique per owner).
   SessionWriter create(const SessionHeader& header, const LockWait& wait = {}) override;
   /// SessionNotFound (also for an invisible session), SessionReadOnly for someone else's shared
   /// session, SessionBusy; refreshes the cached state by the events written since, and closes a turn
@@ -103,15 +105,16 @@ private:
   Lease lease();
   /// The session's lock on a leased connection for the length of one call.
   class HeldLock;
-  /// The session's advisory lock on `c`, waiting as `wait` says: SessionBusy when not obtained.
+  /// The session's lock (its session_locks row, made when missing) in a transaction left open on `c`
+  /// (idle, none open before), waiting as `wait` says: SessionBusy when not obtained (then no
+  /// transaction is left open). The lock is the transaction's: it ends with it, or with the connection.
   void lock_session(PgConnection& c, const std::string& id, const LockWait& wait);
-  /// The wait for a lock just found held by another connection, as `wait` says: SessionBusy.
+  /// The wait for a lock just found held by another transaction, in the transaction that tried it,
+  /// as `wait` says: SessionBusy (the transaction ended).
   void wait_for_lock(PgConnection& c, const std::string& id, const LockWait& wait);
   /// An existing session's lock for a writer: SessionNotFound when the role cannot see it,
   /// SessionReadOnly when it is someone else's, else the lock as lock_session takes it.
   void claim_session(PgConnection& c, const std::string& id, const LockWait& wait);
-  /// False when the connection could not say (then it must not be reused).
-  bool unlock_session(PgConnection& c, const std::string& id) noexcept;
   /// The visible row's owner and whether it is this role's; nullopt when the role cannot see it.
   struct Visible {
     std::string owner;
@@ -127,13 +130,15 @@ private:
   /// The committed state of `id` under the caller's lock: the cache when the row did not change,
   /// else the cache folded over the events written since, else every event. SessionNotFound.
   Loaded load(PgConnection& c, const std::string& id);
-  /// Sends the unlock of `id` on `c` without waiting for its result (the pool reads it before the
-  /// connection's next use, and closes a connection whose unlock failed). `announce`: with a
-  /// NOTIFY for changes no durable commit announced. False when it could not be sent.
-  bool send_unlock(PgConnection& c, const std::string& id, bool announce) noexcept;
-  /// A writer's own connection back to the pool (closed unless `reusable`); `owes_unlock`: after
-  /// send_unlock().
-  void give_back(PgConnection c, bool reusable, bool owes_unlock = false) noexcept;
+  /// Ends the lock's transaction on `c` without waiting for the result (the pool reads it before
+  /// the connection's next use, and closes a connection left in a transaction). False when it
+  /// could not be sent.
+  bool send_release(PgConnection& c) noexcept;
+  /// Sends a NOTIFY for changes no durable commit announced, without waiting (as send_release).
+  bool send_announcement(PgConnection& c) noexcept;
+  /// A writer's own connection back to the pool (closed unless `reusable`); `owes_result`: after
+  /// send_release() or send_announcement().
+  void give_back(PgConnection c, bool reusable, bool owes_result = false) noexcept;
   void remember(const KnownLog& log, Generation shape, const std::string& header_line);
   void forget(const std::string& id);
   /// `e` as thrown to callers: naming the store, "connection lost" said as such.

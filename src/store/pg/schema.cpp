@@ -169,7 +169,82 @@ BEGIN
 END $$;
 )sql";
 
-constexpr std::array<std::string_view, kSchemaVersion> kUpgrades{kVersion1, kVersion2, kVersion3};
+// Version 4, so that one person cannot block another's writes or learn which sessions they keep:
+// - A session is keyed by (owner, id), and its events by (owner, session_id, seq): a role that
+//   inserts an id another role holds, unshared, gets no unique violation (no existence probe, through
+//   dsh-acp or psql). dsh-acp looks an id up as the role's own session first, else a shared one
+//   (by owner name), and lists one session per id.
+// - The advisory lock (any role could take any key, and read the held keys in pg_locks) gives way to
+//   a row of session_locks, locked FOR UPDATE in a transaction the writer keeps open: row security
+//   lets only the owner's role see, lock or wait for it.
+// - A line's owner is stored with it: a role under row security inserts lines only into a session of
+//   its own (looked up by the primary key), and deletes only its own lines.
+// Row security is lifted while the rows are rewritten (the migrating role may own the tables without
+// being a superuser) and forced again in the same transaction.
+constexpr std::string_view kVersion4 = R"sql(
+ALTER TABLE dsh_acp.sessions NO FORCE ROW LEVEL SECURITY;
+ALTER TABLE dsh_acp.events NO FORCE ROW LEVEL SECURITY;
+DO $$
+DECLARE
+  pk record;
+BEGIN
+  FOR pk IN SELECT conrelid::regclass AS rel, conname FROM pg_constraint
+            WHERE conrelid IN ('dsh_acp.sessions'::regclass, 'dsh_acp.events'::regclass) AND contype = 'p' LOOP
+    EXECUTE format('ALTER TABLE %s DROP CONSTRAINT %I', pk.rel, pk.conname);
+  END LOOP;
+END $$;
+ALTER TABLE dsh_acp.events ADD COLUMN owner name;
+UPDATE dsh_acp.events e SET owner = s.owner FROM dsh_acp.sessions s WHERE s.id = e.session_id;
+-- Lines of no session (left by hand: dsh-acp's own paths never leave any) could be read by no one.
+DELETE FROM dsh_acp.events WHERE owner IS NULL;
+ALTER TABLE dsh_acp.events ALTER COLUMN owner SET DEFAULT current_user, ALTER COLUMN owner SET NOT NULL;
+ALTER TABLE dsh_acp.events ADD PRIMARY KEY (owner, session_id, seq);
+ALTER TABLE dsh_acp.sessions ADD PRIMARY KEY (owner, id);
+CREATE INDEX sessions_id ON dsh_acp.sessions (id);
+
+DROP POLICY events_select ON dsh_acp.events;
+DROP POLICY events_insert ON dsh_acp.events;
+DROP POLICY events_delete ON dsh_acp.events;
+CREATE POLICY events_select ON dsh_acp.events FOR SELECT
+  USING (owner = current_user OR EXISTS (SELECT FROM dsh_acp.sessions s
+                                         WHERE s.owner = events.owner AND s.id = events.session_id AND s.shared));
+CREATE POLICY events_insert ON dsh_acp.events FOR INSERT
+  WITH CHECK (owner = current_user AND EXISTS (SELECT FROM dsh_acp.sessions s
+                                               WHERE s.owner = current_user AND s.id = events.session_id));
+CREATE POLICY events_delete ON dsh_acp.events FOR DELETE USING (owner = current_user);
+ALTER TABLE dsh_acp.sessions FORCE ROW LEVEL SECURITY;
+ALTER TABLE dsh_acp.events FORCE ROW LEVEL SECURITY;
+
+CREATE OR REPLACE FUNCTION dsh_acp.sessions_delete_events() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  DELETE FROM dsh_acp.events WHERE owner = OLD.owner AND session_id = OLD.id;
+  RETURN OLD;
+END $$;
+CREATE OR REPLACE FUNCTION dsh_acp.sessions_keep_id() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  RAISE EXCEPTION 'the id and owner of session % do not change', OLD.id USING ERRCODE = 'foreign_key_violation';
+END $$;
+DROP TRIGGER sessions_keep_id ON dsh_acp.sessions;
+CREATE TRIGGER sessions_keep_id BEFORE UPDATE OF id, owner ON dsh_acp.sessions
+  FOR EACH ROW WHEN (NEW.id IS DISTINCT FROM OLD.id OR NEW.owner IS DISTINCT FROM OLD.owner)
+  EXECUTE FUNCTION dsh_acp.sessions_keep_id();
+
+-- A writer's lock: its row, made when first needed, locked FOR UPDATE for as long as the writer
+-- writes. Servers of older versions (the advisory lock) must not write beside it: the key's
+-- function goes, and their writes fail.
+CREATE TABLE dsh_acp.session_locks (
+  owner name NOT NULL DEFAULT current_user,
+  id    text NOT NULL,
+  PRIMARY KEY (owner, id)
+);
+ALTER TABLE dsh_acp.session_locks ENABLE ROW LEVEL SECURITY;
+ALTER TABLE dsh_acp.session_locks FORCE ROW LEVEL SECURITY;
+CREATE POLICY session_locks_own ON dsh_acp.session_locks USING (owner = current_user) WITH CHECK (owner = current_user);
+GRANT SELECT, INSERT, UPDATE, DELETE ON dsh_acp.session_locks TO dsh_acp_user;
+DROP FUNCTION dsh_acp.session_lock_key(text);
+)sql";
+
+constexpr std::array<std::string_view, kSchemaVersion> kUpgrades{kVersion1, kVersion2, kVersion3, kVersion4};
 
 std::string migrate_hint(const PgConnection& c) { return "run `dsh-acp store migrate " + c.name() + "`"; }
 
@@ -207,7 +282,8 @@ void check_schema(PgConnection& c) {
     throw SchemaTooNew(c.name() + ": the dsh_acp schema was written by a newer dsh-acp (schema " +
                        std::to_string(*version) + ", this one knows " + std::to_string(kSchemaVersion) + ")");
   PgResult r = c.exec("SELECT has_table_privilege('dsh_acp.sessions', 'SELECT, INSERT, UPDATE, DELETE')"
-                      " AND has_table_privilege('dsh_acp.events', 'SELECT, INSERT, DELETE'), current_user");
+                      " AND has_table_privilege('dsh_acp.events', 'SELECT, INSERT, DELETE')"
+                      " AND has_table_privilege('dsh_acp.session_locks', 'SELECT, INSERT, UPDATE, DELETE'), current_user");
   if (r.value(0, 0) != "t")
     throw SchemaDenied(c.name() + ": role \"" + std::string(r.value(0, 1)) +
                        "\" may not use the dsh_acp tables: grant it dsh_acp_user");

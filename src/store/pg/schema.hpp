@@ -3,27 +3,32 @@
 //
 // Everything lives in the schema `dsh_acp`:
 //   meta(key, value)          schema_version
-//   sessions                  one row per session: id, owner (a role), shared, generation (the shape
+//   sessions                  one row per session, primary key (owner, id): id, owner (a role), shared, generation (the shape
 //                             of its lines: store::generation_name(), '45fc' or '0.1'), header_line
 //                             (verbatim, no '\n'), the header fields (version, created_at ms, cwd, cwd_key = normalize_cwd(cwd),
 //                             parent_session, seed_length, delegation_depth, origin, agent_preset),
 //                             title, updated_at (ms), size_bytes (raw JSONL size, header included),
 //                             event_count (the next seq), created_time/updated_time (timestamptz)
-//   events                    (session_id, seq) primary key, type, time (ms), line (verbatim, no '\n')
+//   events                    (owner, session_id, seq) primary key, type, time (ms), line (verbatim, no '\n')
+//   session_locks             (owner, id): a writer's lock row (below)
 // Listing order uses the index on (created_at DESC, id COLLATE "en-US-x-icu"): write ORDER BY
 // created_at DESC, id COLLATE "en-US-x-icu" to use it.
+//
+// Ids are unique per owner, not across owners: a role learns nothing of ids it cannot see. An id
+// names the role's own session, else a shared one of the first owner by name (kPickSession); a
+// listing shows that one session per id.
 //
 // People: each person is a login role in the group role dsh_acp_user (NOLOGIN, created by migrate):
 //   CREATE ROLE alice LOGIN IN ROLE dsh_acp_user;
 // Row-level security (forced, also for the tables' owner; superusers bypass it): a role sees its own
 // sessions and shared ones (and their events), and inserts/updates/deletes only its own sessions and
-// inserts/deletes only events of its own sessions. Events are never updated.
+// inserts/deletes only events of its own. Events are never updated.
 //
 // A statement that inserts, updates or deletes sessions rows sends NOTIFY dsh_acp_sessions with an
 // empty payload (kNotifyChannel); an update in a transaction that set dsh_acp.quiet to 'on'
-// (kQuietCommit) does not. The advisory lock that serialises writers of a session:
-//   SELECT pg_try_advisory_lock(dsh_acp.session_lock_key($1))
-// where session_lock_key(id) = hashtextextended('dsh-acp:' || id, 0).
+// (kQuietCommit) does not. A writer of a session holds its session_locks row (made when missing)
+// locked FOR UPDATE in a transaction it keeps open while it writes; row security lets no other role
+// see, lock or wait for that row.
 #pragma once
 
 #include "store/errors.hpp"
@@ -36,10 +41,12 @@ namespace acp::store::pg {
 
 class PgConnection;
 
-constexpr int kSchemaVersion = 3;
+constexpr int kSchemaVersion = 4;
 inline constexpr std::string_view kSchemaName = "dsh_acp";
 inline constexpr std::string_view kUserRole = "dsh_acp_user";
 inline constexpr std::string_view kNotifyChannel = "dsh_acp_sessions";
+/// Appended to a query of dsh_acp.sessions by id: the session the id names for this role.
+inline constexpr std::string_view kPickSession = " ORDER BY owner <> current_user, owner LIMIT 1";
 /// Makes the caller's transaction commit without waiting for the WAL flush.
 inline constexpr std::string_view kAsyncCommit = "SELECT set_config('synchronous_commit', 'off', true)";
 /// kAsyncCommit, and the transaction's updates of sessions rows unannounced (a later durable commit

@@ -113,10 +113,11 @@ export function freshStore(t, people = ['alice', 'bob']) {
   return { db, roles, url: (p) => urlFor(roles[p], db), admin: urlFor(adminRole(), db) };
 }
 
-/** Events of a session as stored (seq order): [{seq, type, line}]. */
-export function storedEvents(db, id) {
+/** Events of a session as stored (seq order): [{seq, type, line}]; `owner`: of that role's session of the id. */
+export function storedEvents(db, id, owner = null) {
+  const whose = owner ? ` AND owner = '${owner.replaceAll("'", "''")}'` : '';
   const out = psql(db, `SELECT json_build_object('seq', seq, 'type', type, 'line', line) FROM dsh_acp.events ` +
-    `WHERE session_id = '${id.replaceAll("'", "''")}' ORDER BY seq`);
+    `WHERE session_id = '${id.replaceAll("'", "''")}'${whose} ORDER BY seq`);
   return out ? out.split('\n').map((l) => JSON.parse(l)) : [];
 }
 
