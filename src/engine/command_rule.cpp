@@ -23,13 +23,13 @@ namespace {
 // git aliases (any unlisted word may be one, and `!cmd` aliases run shell commands), git clean, rm,
 // reset, checkout, restore, stash (discard work), rebase (--exec), bisect (run), submodule
 // (foreach), config (sets aliases and pagers), fetch, pull, push, clone (--upload-pack and
-// --receive-pack name programs to run), grep (-O runs a pager); npm/pnpm/yarn exec, dlx, create,
-// init and install (run packages' code fetched from a registry); cargo run and install; go run,
-// generate and install. What stays still runs the project's own code (tests, build scripts, hooks)
+// --receive-pack name programs to run), grep (-O runs a pager); npm/pnpm/yarn run (the script's
+// name is what was seen, not any script), exec, dlx, create, init and install (run packages' code
+// fetched from a registry); cargo run and install; go run, generate and install. What stays still runs the project's own code (tests, build scripts, hooks)
 // and takes any options (`go test -exec PROG`): the README says so beside the option's name.
 constexpr std::string_view kGit[] = {"status",   "log",       "diff", "show", "blame", "shortlog",
                                      "describe", "ls-files", "rev-parse", "add", "commit"};
-constexpr std::string_view kPackageManager[] = {"test", "run", "run-script", "ls", "outdated"};  // npm, pnpm, yarn
+constexpr std::string_view kPackageManager[] = {"test", "ls", "outdated"};  // npm, pnpm, yarn
 constexpr std::string_view kCargo[] = {"build", "check", "test", "clippy", "fmt", "doc", "bench", "tree", "metadata"};
 constexpr std::string_view kGo[] = {"build", "test", "vet", "fmt", "list"};
 

@@ -58,7 +58,7 @@ BOOST_AUTO_TEST_CASE(a_prefix_rule_only_for_listed_tools_and_subcommands_an_exac
   // Programs that run other programs or delete, and subcommands of listed tools that do.
   for (std::string_view cmd : {"sh script", "python3 tool", "node app", "env FOO", "xargs rm", "sudo apt", "timeout 5",
                                "nice make", "make test", "dd if", "mv a", "git clean -fdx", "git rebase main", "git st",
-                               "git config alias", "git fetch origin", "npm exec thing", "npx thing", "cargo run",
+                               "git config alias", "git fetch origin", "npm exec thing", "npm run deploy", "npx thing", "cargo run",
                                "go generate", "git -c x status", "FOO=1 git status", "'git' status"})
     BOOST_TEST(rule_of(cmd).starts_with("exact:"), cmd);
   // Asked for every time: shell control, control and hidden characters, invalid UTF-8, long ones.
