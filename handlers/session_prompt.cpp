@@ -11,7 +11,6 @@
 #include "protocol/client_call.hpp"
 #include "protocol/jsonrpc.hpp"
 #include "protocol/wire.hpp"
-#include "store/records.hpp"
 #include "support/log.hpp"
 
 namespace acp::handlers {
@@ -106,15 +105,8 @@ public:
     // The change or the command the user is asked about, on the question itself.
     if (auto diff = argument_diff(q.tool, arguments, cwd_))
       asked.content = std::vector<protocol::ToolCallContent>{std::move(*diff)};
-    boost::json::array options = engine::permission_options();
-    if (!q.can_remember) {
-      // A compound command is asked for each time: "always" is not offered for it.
-      boost::json::array once;
-      for (auto& o : options)
-        if (const auto* option = o.if_object(); option && store::string_at(*option, "optionId").ends_with("_once"))
-          once.push_back(o);
-      options = std::move(once);
-    }
+    // "Always" is offered only where it can be remembered, named after what it covers.
+    boost::json::array options = engine::permission_options(q.always ? &*q.always : nullptr);
     boost::json::value call = wire::encode(asked);
     call.as_object().erase("sessionUpdate");  // a ToolCallUpdate, not a session/update
     boost::json::object params{{"sessionId", id_}, {"toolCall", std::move(call)}, {"options", std::move(options)}};

@@ -89,10 +89,10 @@ Inbound classify(json::value frame) {
     Response r;
     r.id = id_value ? serialize(*id_value) : std::string();
     if (id_value && id_value->is_int64()) r.number = id_value->get_int64();
-    if (auto* result = obj->if_contains("result")) {
-      r.result = std::move(*result);
-    } else {
-      const json::value& e = obj->at("error");
+    if (auto* result = obj->if_contains("result")) r.result = std::move(*result);
+    // Kept beside a result too: the reader refuses the pair rather than choose one.
+    if (const json::value* error = obj->if_contains("error")) {
+      const json::value& e = *error;
       const json::object* eo = e.if_object();
       const json::value* c = eo ? eo->if_contains("code") : nullptr;
       const json::value* m = eo ? eo->if_contains("message") : nullptr;
@@ -120,7 +120,12 @@ Inbound classify(json::value frame) {
     return Rejected{id, invalid_request("jsonrpc must be \"2.0\"")};
 
   const auto* method = obj->if_contains("method");
-  if (!method) return Rejected{id, invalid_request("method is missing")};
+  if (!method) {
+    Rejected missing{id, invalid_request("method is missing"), std::nullopt};
+    if (std::get_if<std::int64_t>(&id) && !obj->contains("params") && obj->size() == 2)
+      missing.as_response = Response{serialize(*id_value), std::get<std::int64_t>(id), std::nullopt, std::nullopt};
+    return missing;
+  }
   if (!method->is_string()) return Rejected{id, invalid_request("method must be a string")};
 
   json::value params = json::object{};

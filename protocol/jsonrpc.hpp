@@ -78,10 +78,14 @@ struct Response {    ///< a reply to a request we sent (agent -> client)
   std::optional<std::int64_t> number;        ///< the id, when it is an integer (ours always are)
   std::optional<boost::json::value> result;  ///< set when it holds `result`
   std::optional<RpcError> error;             ///< set when it holds `error` (a malformed one reads as -32603)
+  // Both set, or neither: not a valid response (JSON-RPC 2.0 §5: exactly one of them).
 };
 struct Rejected {    ///< answer with `error`; `id` is null unless it could be read
   RequestId id;
   RpcError error;
+  /// A frame with an integer id and nothing but `jsonrpc` besides: it may be a response to that
+  /// request of ours with neither result nor error, which must end the request (as a failure).
+  std::optional<Response> as_response = std::nullopt;
 };
 using Inbound = std::variant<Request, Notification, Response, Rejected>;
 

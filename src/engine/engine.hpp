@@ -148,7 +148,9 @@ struct PermissionQuestion {
   std::string call_id;
   std::string tool;
   std::string arguments;  ///< the model's raw JSON text
-  bool can_remember = true;  ///< false: "always" cannot cover it (a compound command): asked each time
+  /// What an "always" answer remembers, named in its options; none: "always" is not offered (a
+  /// compound command, ...): asked each time.
+  std::optional<PermissionRule> always;
 };
 
 /// What a running turn reports, in order, on the connection thread.

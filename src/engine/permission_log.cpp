@@ -1,5 +1,7 @@
 #include "engine/permission_log.hpp"
 
+#include "engine/command_rule.hpp"
+
 namespace acp::engine {
 
 namespace json = boost::json;
@@ -10,10 +12,36 @@ store::NewEvent permission_rule_event(const PermissionRule& rule) {
   e.data.reserve(3);
   e.data.emplace("tool", rule.tool);
   if (!rule.command_prefix.empty()) e.data.emplace("commandPrefix", rule.command_prefix);
+  else if (!rule.command.empty()) e.data.emplace("command", rule.command);
   e.data.emplace("decision", rule.allow ? "allow" : "reject");
   e.ignorable = true;
   return e;
 }
+
+namespace {
+
+// A bash rule as the log states it, read under today's rules. An exact rule must be one that
+// "always" could have written. A prefix is kept as one when it is a prefix offered today; the
+// release before exact rules wrote any first word, or two when the second was plain (`rm`,
+// `bash`, `./build.sh`, `ctest`, `git clean`), and such an allow covers only the command of those
+// exact words now. A reject keeps its words as a prefix: refusing more than asked never runs anything.
+bool read_command_rule(const json::value* prefix, const json::value* exact, PermissionRule& rule) {
+  if (exact) {
+    if (prefix || !exact->is_string()) return false;
+    auto scope = command_scope(exact->get_string());
+    if (!scope || scope->prefix || scope->text != exact->get_string()) return false;
+    rule.command = std::move(scope->text);
+    return true;
+  }
+  if (!prefix || !prefix->is_string()) return false;
+  auto scope = command_scope(prefix->get_string());
+  if (!scope) return false;
+  if (offered_prefix(prefix->get_string()) || !rule.allow) rule.command_prefix = std::move(scope->text);
+  else rule.command = std::move(scope->text);
+  return true;
+}
+
+} // namespace
 
 bool restore_permission_rule(const json::object& event, Permissions& permissions) {
   const json::value* type = event.if_contains("type");
@@ -24,14 +52,17 @@ bool restore_permission_rule(const json::object& event, Permissions& permissions
   const json::value* tool = data->if_contains("tool");
   const json::value* decision = data->if_contains("decision");
   const json::value* prefix = data->if_contains("commandPrefix");
+  const json::value* exact = data->if_contains("command");
   if (!tool || !tool->is_string() || tool->get_string().empty() || !decision || !decision->is_string()) return false;
-  if (prefix && !prefix->is_string()) return false;
   const json::string& verdict = decision->get_string();
   if (verdict != "allow" && verdict != "reject") return false;
-  PermissionRule rule{std::string(tool->get_string()), prefix ? std::string(prefix->get_string()) : std::string(),
-                      verdict == "allow"};
-  // A bash rule without a prefix would cover every simple command: never what was chosen.
-  if (rule.tool == "bash" && rule.command_prefix.empty()) return false;
+  PermissionRule rule{std::string(tool->get_string()), {}, verdict == "allow", {}};
+  if (rule.tool == "bash") {
+    // Without a command or a prefix it would cover every simple command: never what was chosen.
+    if (!read_command_rule(prefix, exact, rule)) return false;
+  } else if (prefix || exact) {
+    return false;
+  }
   permissions.add(std::move(rule));
   return true;
 }

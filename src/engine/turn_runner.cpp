@@ -80,11 +80,12 @@ const std::vector<llm::ToolDefinition>& builtin_definitions() {
 // Read-only work that may run beside other calls of the same answer.
 bool runs_concurrently(const std::string& name) { return name == "read" || name == "glob" || name == "grep"; }
 
-std::string command_of(const llm::ToolCall& call) {
+// A bash call's `command` and `workdir` (what an "always" rule is about).
+std::pair<std::string, std::string> command_of(const llm::ToolCall& call) {
   boost::system::error_code ec;
   json::value args = json::parse(call.arguments, ec);
   if (ec || !args.is_object()) return {};
-  return std::string(store::string_at(args.get_object(), "command"));
+  return {std::string(store::string_at(args.get_object(), "command")), std::string(store::string_at(args.get_object(), "workdir"))};
 }
 
 std::string_view outcome_name(PermissionAnswer answer) {
@@ -561,8 +562,8 @@ asio::awaitable<std::optional<std::string>> TurnRunner::permission(const llm::To
     effect = spec->changes_files ? ToolEffect::changes_files : spec->runs_commands ? ToolEffect::runs_commands : ToolEffect::none;
   }
   if (effect == ToolEffect::none) co_return std::nullopt;
-  const std::string command = call.name == "bash" ? command_of(call) : std::string();
-  switch (session_->permissions.check(session_->mode, call.name, effect, command)) {
+  const auto [command, workdir] = call.name == "bash" ? command_of(call) : std::pair<std::string, std::string>();
+  switch (session_->permissions.check(session_->mode, call.name, effect, command, workdir)) {
   case PermissionNeed::allowed: co_return std::nullopt;
   case PermissionNeed::refused:
     co_return session_->mode == SessionMode::read_only
@@ -577,21 +578,27 @@ asio::awaitable<std::optional<std::string>> TurnRunner::permission(const llm::To
     return log_->records(std::move(batch));
   };
   co_await write(asked);
-  PermissionQuestion question{call.id, call.name, call.arguments,
-                              call.name != "bash" || Permissions::command_prefix(command).has_value()};
+  // The rule an "always" creates is the one its option names.
+  PermissionQuestion question{call.id, call.name, call.arguments, Permissions::rule_for(call.name, command, workdir)};
   // Withdrawn with the turn (the client is told the request was cancelled).
   std::vector<asio::awaitable<PermissionAnswer>> ops;
   ops.push_back(observer_.ask_permission(question));
   std::vector<std::optional<PermissionAnswer>> answered = co_await run_all(ops);
   PermissionAnswer answer = answered.front().value_or(PermissionAnswer::cancelled);
   if (cancelled()) answer = PermissionAnswer::cancelled;
-  const bool always = answer == PermissionAnswer::allow_always || answer == PermissionAnswer::reject_always;
+  bool always = answer == PermissionAnswer::allow_always || answer == PermissionAnswer::reject_always;
+  // An "always" that was not offered is not one of the options: read fail-closed, as a rejection.
+  if (always && !question.always) {
+    answer = PermissionAnswer::reject_once;
+    always = false;
+  }
   const bool allow = answer == PermissionAnswer::allow_once || answer == PermissionAnswer::allow_always;
   // "Always" is remembered for the session and logged, so load and resume restore it.
   std::optional<PermissionRule> rule;
-  if (always && session_->permissions.remember(call.name, command, allow)) {
-    rule = PermissionRule{call.name, {}, allow};
-    if (call.name == "bash") rule->command_prefix = Permissions::command_prefix(command).value_or("");
+  if (always) {
+    rule = std::move(question.always);
+    rule->allow = allow;
+    session_->permissions.add(*rule);
   }
   auto decided = [this, &id, answer, &rule] {
     std::vector<store::NewEvent> batch;

@@ -147,6 +147,7 @@ struct Server::State : std::enable_shared_from_this<State> {
     } else if (auto* note = std::get_if<jsonrpc::Notification>(&inbound)) {
       if (note->method == "notifications/message") log::info("MCP server \"" + spec.name + "\": " + support::to_json_text(note->params));
     } else if (auto* rejected = std::get_if<jsonrpc::Rejected>(&inbound)) {
+      if (rejected->as_response) calls.complete(std::move(*rejected->as_response));
       log::warn("MCP server \"" + spec.name + "\" sent an invalid frame: " + rejected->error.message());
     }
   }

@@ -234,6 +234,8 @@ struct Connection::Impl {
     std::string frame_key = stream_key_of_frame(frame);
     jsonrpc::Inbound inbound = jsonrpc::classify(std::move(frame));
     if (auto* rejected = std::get_if<jsonrpc::Rejected>(&inbound)) {
+      // Answered as an invalid request, and it also ends a request of ours it may be answering.
+      if (rejected->as_response) client_calls.complete(std::move(*rejected->as_response));
       auto reply = reply_error(std::move(frame_key), rejected->id, rejected->error);
       co_await std::move(reply);
       co_return false;

@@ -14,8 +14,9 @@ namespace asio = boost::asio;
 namespace json = boost::json;
 
 struct OutboundCalls::Pending {
-  explicit Pending(asio::any_io_executor ex) : answered(std::move(ex)) {}
+  Pending(asio::any_io_executor ex, std::string method) : answered(std::move(ex)), method(std::move(method)) {}
   support::Event answered;
+  std::string method;
   std::optional<json::value> result;
   std::optional<jsonrpc::RpcError> error;
   std::string aborted;
@@ -36,7 +37,7 @@ asio::awaitable<json::value> OutboundCalls::call(std::string key, std::string me
   if (pending_.size() >= max_pending_)
     throw ClientCallAborted(std::to_string(pending_.size()) + " requests to the peer are waiting for answers");
   const std::int64_t id = next_id_++;
-  auto pending = std::make_shared<Pending>(executor_);
+  auto pending = std::make_shared<Pending>(executor_, method);
   pending_.emplace(id, pending);
   send_(key, jsonrpc::serialize_request(id, method, params));
   // Woken by an answer, an abort or cancellation; which one is read from `pending`.
@@ -52,16 +53,28 @@ asio::awaitable<json::value> OutboundCalls::call(std::string key, std::string me
 }
 
 bool OutboundCalls::complete(jsonrpc::Response&& response) {
+  // JSON-RPC 2.0 §5: exactly one of result and error. Anything else is no answer to act on (a
+  // permission is never granted by a frame that also says it failed): the request fails.
+  const bool both = response.result && response.error, neither = !response.result && !response.error;
   auto it = response.number ? pending_.find(*response.number) : pending_.end();
   if (it == pending_.end()) {
-    log::info("ignoring a response frame (id " + (response.id.empty() ? std::string("absent") : response.id) +
-              "): it matches no request of ours waiting for an answer");
+    if (!neither)  // a frame with neither was answered as an invalid request: it was no response
+      log::info("ignoring a response frame (id " + (response.id.empty() ? std::string("absent") : response.id) +
+                "): it matches no request of ours waiting for an answer");
     return false;
   }
   auto pending = std::move(it->second);
   pending_.erase(it);
-  if (response.result) pending->result = std::move(*response.result);
-  else pending->error = std::move(response.error).value_or(jsonrpc::RpcError());
+  if (both || neither) {
+    const std::string why = both ? "it holds both result and error" : "it holds neither result nor error";
+    log::warn("invalid response frame (id " + response.id + ") to our " + pending->method + ": " + why +
+              "; the request fails");
+    pending->error = jsonrpc::invalid_request("invalid response: " + why);
+  } else if (response.result) {
+    pending->result = std::move(*response.result);
+  } else {
+    pending->error = std::move(*response.error);
+  }
   pending->answered.set();
   return true;
 }

@@ -136,8 +136,10 @@ test('the permission-rule record: its schema and the session-event schema accept
     assert.ok(!validateRule(unmarked) && !validateLine(unmarked), 'refused without ignorable');
   }
   const bad = [
-    { tool: 'bash', decision: 'allow' },                          // bash needs its prefix
+    { tool: 'bash', decision: 'allow' },                          // bash needs its prefix or command
     { tool: 'edit', commandPrefix: 'x', decision: 'allow' },      // only bash has one
+    { tool: 'edit', command: 'x', decision: 'allow' },
+    { tool: 'bash', commandPrefix: 'rm', command: 'rm x', decision: 'allow' },  // one or the other
     { tool: 'edit', decision: 'allow_always' },                   // not the ACP option id
     { tool: 'edit', decision: 'allow', extra: 1 },
   ];
@@ -182,7 +184,8 @@ for (const generation of ['0.1', '45fc']) {
     assert.equal((await a.ctx.request(M.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'hello' }] })).stopReason, 'end_turn');
     await a.agent.finish();
     const file = logPath(store, sessionId);
-    const rules = [{ tool: 'bash', commandPrefix: 'npm test', decision: 'allow' }, { tool: 'edit', decision: 'reject' }];
+    const rules = [{ tool: 'bash', commandPrefix: 'npm test', decision: 'allow' }, { tool: 'bash', command: 'rm old.log', decision: 'allow' },
+      { tool: 'edit', decision: 'reject' }];
     appendRules(file, rules);
     for (const line of readRawLog(file).slice(1)) {
       if (line.type === 'dsh-acp/permission-rule') assert.ok(validateLine(line), logAjv.errorsText(validateLine.errors));

@@ -407,6 +407,45 @@ test('no client capabilities: read, write, edit and bash run in the server; reje
   await agent.finish();
 });
 
+// Issue 27's probe: an "always" covers exactly the command its option names, so each of these,
+// allowed always, leaves the next, different command to be asked for (and rejected here).
+test('allow_always covers the command its option names: rm, find and bash are asked again for another command', async (t) => {
+  const asked = [];
+  let answer = 'allow_always';
+  const client = { requestPermission: ({ params }) => { asked.push(params); return selected(answer); } };
+  const { agent, ctx, sessionId, cwd } = await toolSession(t, { client });
+  for (const name of ['old.log', 'important.txt', 'a.txt', 'victim1.txt']) writeFileSync(path.join(cwd, name), 'x\n');
+  writeFileSync(path.join(cwd, 'build.sh'), 'echo built\n');
+  const bash = (command) => tool('bash', { command, description: 'probe' });
+
+  const allowed = ['rm old.log', 'find . -name a.txt', 'bash build.sh'];
+  let r = await promptText(ctx, sessionId, allowed.map(bash).join(' '));
+  assert.equal(r.stopReason, 'end_turn');
+  assert.equal(asked.length, 3);
+  assert.deepEqual(asked.map((p) => p.options.find((o) => o.optionId === 'allow_always').name),
+    allowed.map((c) => `Always allow \`${c}\``), 'the option names the rule');
+  assert.deepEqual(asked.map((p) => p.options.find((o) => o.optionId === 'reject_always').name),
+    allowed.map((c) => `Always reject \`${c}\``));
+  assert.ok(!existsSync(path.join(cwd, 'old.log')), 'the allowed command ran');
+  let evs = events(agent.storeDir, sessionId);
+  assert.deepEqual(byType(evs, 'dsh-acp/permission-rule').map((e) => e.data),
+    allowed.map((command) => ({ tool: 'bash', command, decision: 'allow' })));
+
+  answer = 'reject_once';
+  const probes = ['rm -f important.txt', "find . -name 'victim*' -delete", "bash -c 'rm -f a.txt'"];
+  r = await promptText(ctx, sessionId, probes.map(bash).join(' '));
+  assert.equal(r.stopReason, 'end_turn');
+  assert.deepEqual(asked.slice(3).map((p) => p.toolCall.rawInput.command), probes, 'each is asked again');
+  for (const name of ['important.txt', 'a.txt', 'victim1.txt']) assert.ok(existsSync(path.join(cwd, name)), `${name} is still there`);
+
+  // The very command allowed runs without a question.
+  r = await promptText(ctx, sessionId, bash('find . -name a.txt'));
+  assert.equal(asked.length, 6, 'the allowed command is not asked again');
+  evs = events(agent.storeDir, sessionId);
+  assert.match(resultText(byType(evs, 'tool/result').at(-1)), /\.\/a\.txt/);
+  await agent.finish();
+});
+
 // ---- 4. confinement --------------------------------------------------------------------------
 
 for (const editor of [false, true]) {

@@ -68,12 +68,15 @@ BOOST_FIXTURE_TEST_CASE(always_rules_in_the_log_survive_load_and_resume_the_mode
   const std::string id = run(a->engine.create_session(cwd, {}))->id;
   {
     auto w = a->store.get().primary().open(id);
+    // The last as the release before exact rules logged an allowed `rm old.log`: prefix "rm".
     w.append({engine::permission_rule_event({"bash", "npm test", true}), engine::permission_rule_event({"edit", "", true}),
-              engine::permission_rule_event({"bash", "npm test", false})},
+              engine::permission_rule_event({"bash", "npm test", false}), engine::permission_rule_event({"bash", "rm", true})},
              true);
   }
   auto check_rules = [](const engine::Session& s, const char* how) {
-    BOOST_TEST_CONTEXT(how) BOOST_TEST(s.permissions.rules().size() == 3u);
+    BOOST_TEST_CONTEXT(how) BOOST_TEST(s.permissions.rules().size() == 4u);
+    BOOST_TEST((s.permissions.check(engine::SessionMode::ask, "bash", engine::ToolEffect::runs_commands, "rm -f important.txt") ==
+                engine::PermissionNeed::ask));
     BOOST_TEST((s.permissions.check(engine::SessionMode::ask, "bash", engine::ToolEffect::runs_commands, "npm test") ==
                 engine::PermissionNeed::refused));
     BOOST_TEST((s.permissions.check(engine::SessionMode::ask, "edit", engine::ToolEffect::changes_files) ==
@@ -98,7 +101,7 @@ BOOST_FIXTURE_TEST_CASE(always_rules_in_the_log_survive_load_and_resume_the_mode
   session->permissions.remember("write", "", false);
   auto again = run(handlers::session_resume(wb.ctx, load_request(id, cwd)));
   BOOST_TEST(again.modes->currentModeId == "auto");
-  BOOST_TEST(session->permissions.rules().size() == 4u);
+  BOOST_TEST(session->permissions.rules().size() == 5u);
 
   // Another process resumes it (no replay): the rules are back, the mode starts at ask.
   auto c = process();

@@ -157,4 +157,43 @@ BOOST_AUTO_TEST_CASE(waiting_calls_are_bounded_and_released_on_close) {
   BOOST_TEST(rig.sent.size() == 2u);  // nothing sent once closed
 }
 
+BOOST_AUTO_TEST_CASE(a_frame_with_both_result_and_error_or_neither_fails_the_call) {
+  Rig rig;
+  // An approval beside an error is no approval: the caller gets a failure, never the result.
+  auto both = rig.start("session/request_permission");
+  BOOST_TEST(rig.calls.complete(rig.answer(
+      R"({"jsonrpc":"2.0","id":1,"result":{"outcome":{"outcome":"selected","optionId":"allow_always"}},"error":{"code":-32603,"message":"x"}})")));
+  rig.settle();
+  BOOST_REQUIRE(both->done);
+  BOOST_TEST(!both->result);
+  std::optional<protocol::ClientCallFailed> failed;
+  BOOST_REQUIRE(failure_as(both->failure, failed));
+  BOOST_TEST(failed->error().code() == jsonrpc::code::invalid_request);
+  BOOST_TEST(failed->error().message() == "Invalid request: invalid response: it holds both result and error");
+  // The error first, then the result: the same.
+  auto reversed = rig.start("session/request_permission");
+  BOOST_TEST(rig.calls.complete(rig.answer(R"({"jsonrpc":"2.0","id":2,"error":{"code":1,"message":"x"},"result":{}})")));
+  rig.settle();
+  std::optional<protocol::ClientCallFailed> failed_too;
+  BOOST_REQUIRE(failure_as(reversed->failure, failed_too));
+  BOOST_TEST(!reversed->result);
+  // Neither: classified as an invalid request (answered so), and it also ends our request.
+  auto neither = rig.start("session/request_permission");
+  auto in = jsonrpc::classify(json::parse(R"({"jsonrpc":"2.0","id":3})"));
+  auto* rejected = std::get_if<jsonrpc::Rejected>(&in);
+  BOOST_REQUIRE(rejected);
+  BOOST_REQUIRE(rejected->as_response);
+  BOOST_TEST(rig.calls.complete(std::move(*rejected->as_response)));
+  rig.settle();
+  std::optional<protocol::ClientCallFailed> failed_neither;
+  BOOST_REQUIRE(failure_as(neither->failure, failed_neither));
+  BOOST_TEST(failed_neither->error().message() == "Invalid request: invalid response: it holds neither result nor error");
+  BOOST_TEST(rig.calls.waiting() == 0u);
+  // With params or a string id it is a request missing its method, nothing of ours.
+  for (std::string_view text : {R"({"jsonrpc":"2.0","id":4,"params":{}})", R"({"jsonrpc":"2.0","id":"4"})"}) {
+    auto other = jsonrpc::classify(json::parse(text));
+    BOOST_TEST(!std::get<jsonrpc::Rejected>(other).as_response, text);
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -57,11 +57,13 @@ json::object parse_object(std::string_view text) { return json::parse(text).as_o
 
 BOOST_AUTO_TEST_SUITE(permission_log)
 
-BOOST_AUTO_TEST_CASE(the_event_names_the_tool_the_prefix_and_the_decision) {
+BOOST_AUTO_TEST_CASE(the_event_names_the_tool_the_prefix_or_command_and_the_decision) {
   auto bash = permission_rule_event(PermissionRule{"bash", "npm test", true});
   BOOST_TEST(bash.type == "dsh-acp/permission-rule");
   BOOST_TEST(bash.ignorable);
   BOOST_TEST(json::serialize(bash.data) == R"({"tool":"bash","commandPrefix":"npm test","decision":"allow"})");
+  auto exact = permission_rule_event(*Permissions::rule_for("bash", " rm old.log "));
+  BOOST_TEST(json::serialize(exact.data) == R"({"tool":"bash","command":"rm old.log","decision":"allow"})");
   auto edit = permission_rule_event(PermissionRule{"edit", "", false});
   BOOST_TEST(json::serialize(edit.data) == R"({"tool":"edit","decision":"reject"})");
   BOOST_TEST(!edit.surfaceOp);
@@ -82,10 +84,52 @@ BOOST_AUTO_TEST_CASE(restoring_applies_rules_only_and_the_latest_wins) {
                                R"({"type":"dsh-acp/permission-rule","seq":4,"time":5,"data":{"tool":"edit","decision":"maybe"}})",
                                R"({"type":"dsh-acp/permission-rule","seq":4,"time":5,"data":{"tool":"","decision":"allow"}})",
                                R"({"type":"dsh-acp/permission-rule","seq":4,"time":5,"data":{"tool":"edit","commandPrefix":7,"decision":"allow"}})",
+                               R"({"type":"dsh-acp/permission-rule","seq":4,"time":5,"data":{"tool":"edit","commandPrefix":"x","decision":"allow"}})",
+                               R"({"type":"dsh-acp/permission-rule","seq":4,"time":5,"data":{"tool":"edit","command":"x","decision":"allow"}})",
+                               R"({"type":"dsh-acp/permission-rule","seq":4,"time":5,"data":{"tool":"bash","command":"rm x","commandPrefix":"rm","decision":"allow"}})",
+                               R"({"type":"dsh-acp/permission-rule","seq":4,"time":5,"data":{"tool":"bash","command":"rm x; rm y","decision":"allow"}})",
+                               R"({"type":"dsh-acp/permission-rule","seq":4,"time":5,"data":{"tool":"bash","command":" rm x","decision":"allow"}})",
+                               R"({"type":"dsh-acp/permission-rule","seq":4,"time":5,"data":{"tool":"bash","command":"git status","decision":"allow"}})",
+                               R"({"type":"dsh-acp/permission-rule","seq":4,"time":5,"data":{"tool":"bash","commandPrefix":"rm && x","decision":"allow"}})",
                                R"({"type":"dsh-acp/permission-rule","seq":4,"time":5,"data":"edit"})"})
     BOOST_TEST(!restore_permission_rule(parse_object(bad), p), bad);
   BOOST_TEST(p.rules().size() == 2u);
   BOOST_TEST((p.check(SessionMode::ask, "edit", ToolEffect::changes_files) == PermissionNeed::ask));
+}
+
+// The release before exact rules logged `commandPrefix` for any first word (and a plain second):
+// `rm old.log` was logged as "rm", `bash build.sh` as "bash". Read today, such an allow covers only
+// the command of exactly those words; a prefix still offered stays one; a reject keeps its breadth.
+BOOST_AUTO_TEST_CASE(rules_of_the_previous_release_are_read_no_wider_than_today) {
+  auto old_rule = [](std::string_view prefix, std::string_view decision) {
+    return parse_object(R"({"type":"dsh-acp/permission-rule","seq":2,"time":3,"data":{"tool":"bash","commandPrefix":")" +
+                        std::string(prefix) + R"(","decision":")" + std::string(decision) + R"("},"ignorable":true})");
+  };
+  Permissions p;
+  auto need = [&](std::string_view cmd) { return p.check(SessionMode::ask, "bash", ToolEffect::runs_commands, cmd); };
+  for (std::string_view prefix : {"rm", "find", "bash", "./build.sh", "ctest", "git clean", "python3"})
+    BOOST_TEST(restore_permission_rule(old_rule(prefix, "allow"), p), prefix);
+  for (std::string_view cmd : {"rm -f important.txt", "rm old.log", "find . -name 'victim*' -delete", "bash -c 'rm -rf ~'",
+                               "./build.sh --evil", "ctest -R x", "git clean -fdx", "python3 -c 'import os'"})
+    BOOST_TEST((need(cmd) == PermissionNeed::ask), cmd);
+  BOOST_TEST((need("rm") == PermissionNeed::allowed));
+  BOOST_TEST((need("git clean") == PermissionNeed::allowed));
+  BOOST_TEST(p.rules().front().command == "rm");
+  BOOST_TEST(p.rules().front().command_prefix.empty());
+  BOOST_TEST(restore_permission_rule(old_rule("git status", "allow"), p));
+  BOOST_TEST((need("git status --short") == PermissionNeed::allowed));
+  BOOST_TEST(restore_permission_rule(old_rule("curl", "reject"), p));
+  BOOST_TEST((need("curl https://example.com") == PermissionNeed::refused));
+  // What is written today reads back as written.
+  Permissions q;
+  for (std::string_view cmd : {"rm old.log", "git status -s"}) {
+    auto e = permission_rule_event(*Permissions::rule_for("bash", cmd));
+    json::object event{{"type", e.type}, {"seq", 1}, {"time", 1}, {"data", e.data}};
+    BOOST_TEST(restore_permission_rule(event, q), cmd);
+  }
+  BOOST_TEST((q.check(SessionMode::ask, "bash", ToolEffect::runs_commands, "rm old.log") == PermissionNeed::allowed));
+  BOOST_TEST((q.check(SessionMode::ask, "bash", ToolEffect::runs_commands, "rm -f important.txt") == PermissionNeed::ask));
+  BOOST_TEST((q.check(SessionMode::ask, "bash", ToolEffect::runs_commands, "git status") == PermissionNeed::allowed));
 }
 
 BOOST_AUTO_TEST_CASE(rules_round_trip_through_a_root_of_each_generation) {
@@ -140,7 +184,8 @@ BOOST_AUTO_TEST_CASE(the_schema_describes_what_is_written) {
   BOOST_TEST(props.at("type").at("const") == json::value("dsh-acp/permission-rule"));
   BOOST_TEST(props.at("ignorable").at("const") == json::value(true));
   const json::object& data_props = props.at("data").at("properties").as_object();
-  for (const PermissionRule& rule : {PermissionRule{"bash", "git status", true}, PermissionRule{"write", "", false}}) {
+  for (const PermissionRule& rule : {PermissionRule{"bash", "git status", true}, PermissionRule{"write", "", false},
+                                     PermissionRule{"bash", "", true, "rm old.log"}}) {
     auto e = permission_rule_event(rule);
     for (const auto& kv : e.data) BOOST_TEST(data_props.contains(kv.key()), kv.key());
     bool listed = false;
