@@ -2,3 +2,6 @@
 # the echo model, model time excluded). Included from bench/CMakeLists.txt.
 add_executable(bench_compaction ${CMAKE_CURRENT_LIST_DIR}/compaction_bench.cpp)
 target_link_libraries(bench_compaction PRIVATE acp_handlers acp_engine)
+# bench_command: a local `bash -c true` tool call with the Landlock sandbox and without (issue 27).
+add_executable(bench_command ${CMAKE_CURRENT_LIST_DIR}/command_bench.cpp)
+target_link_libraries(bench_command PRIVATE acp_tools)

@@ -71,6 +71,8 @@ CATALOGUE += [
     ("tool_call_glob_cpu_ms", "server CPU per glob call", "as the first, `glob` run in the server over one tiny file, its own work included (tools_bench.py)", REPORT, None, "ms"),
     ("tool_cancel_answer_ms", "cancel with a command running: answer", "session/cancel -> the prompt's answer while `bash sleep 30` runs in the server, median of 10 (tools_bench.py)", LE, 100, "ms"),
     ("tool_cancel_group_gone_ms", "cancel with a command running: group gone", "session/cancel -> the command's process group killed and reaped, median of 10 (tools_bench.py)", LE, 1000, "ms"),
+    ("bash_true_call_ms", "local `bash -c true` call, sandboxed", "tools::run_command of `true` with the Landlock ruleset for one root and the temporary directories: spawn, exit, reap, orphan sweep; median of 200 (bench_command)", LE, 2, "ms"),
+    ("bash_true_sandbox_added_ms", "sandbox's share of that call", "the same call sandboxed minus unconfined, interleaved, medians (bench_command)", REPORT, None, "ms"),
     ("mcp_start_ms", "MCP server start", "session/new naming one stdio MCP server minus session/new without one minus that server's own start-up (spawn -> tools/list answered), medians of 15 (tools_bench.py)", LE, 50, "ms"),
     ("mcp_start_three_ms", "MCP start, three servers", "session/new naming three, minus without; their own start-up included (tools_bench.py)", REPORT, None, "ms"),
     ("mcp_session_own_mb", "memory per session with 3 MCP servers", "our process's VmRSS growth per session over 20 sessions each naming three MCP servers; theirs not counted (tools_bench.py)", LE, 2, "MB"),

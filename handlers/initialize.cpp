@@ -1,5 +1,6 @@
 #include "handlers/handlers.hpp"
 #include "handlers/provider_auth.hpp"
+#include "support/sandbox.hpp"
 
 namespace acp::handlers {
 
@@ -16,7 +17,11 @@ boost::asio::awaitable<protocol::InitializeResponse> initialize(HandlerContext& 
   sessions.close = boost::json::object{};
   sessions.delete_ = boost::json::object{};
   sessions.additionalDirectories = boost::json::object{};
-  r.agentCapabilities._meta = boost::json::object{{"dsh-acp/sessionReferences", {{"version", 1}}}};
+  // How commands the server runs itself are confined (README "Tools"): "landlock", or "none" with why.
+  boost::json::object sandbox{{"commands", support::sandbox_name()}};
+  if (!support::sandbox_missing_reason().empty()) sandbox["reason"] = support::sandbox_missing_reason();
+  r.agentCapabilities._meta = boost::json::object{{"dsh-acp/sessionReferences", {{"version", 1}}},
+                                                  {"dsh-acp/sandbox", std::move(sandbox)}};
   r.agentCapabilities.promptCapabilities.embeddedContext = true;
   // Advertised whenever the provider needs a key, so a client can offer authenticate after -32000.
   if (ctx.auth) r.authMethods = ctx.auth->methods();

@@ -351,7 +351,8 @@ asio::awaitable<ToolOutcome> ToolRunner::bash(const json::object& args,
     out.text = text.empty() ? "(no output)" : text;
     co_return out;
   }
-  tools::CommandRequest request{command, workdir, timeout, limits_.max_result_bytes, hidden_env_};
+  // Confined to the session's roots in every mode: consent decides whether it runs, not where it writes.
+  tools::CommandRequest request{command, workdir, timeout, limits_.max_result_bytes, hidden_env_, roots_.dirs()};
   tools::CommandOutcome result = co_await tools::run_command(std::move(request));
   out.text = tools::describe_outcome(result, timeout);
   out.cancelled = result.cancelled;

@@ -205,15 +205,16 @@ struct Server::State : std::enable_shared_from_this<State> {
     boost::system::error_code ec;
     co_await exit_fd.async_wait(stream_descriptor::wait_read, asio::redirect_error(asio::use_awaitable, ec));
     if (ec) co_return;
-    while (::waitpid(pid, &status, WNOHANG) < 0 && errno == EINTR) {
-    }
+    support::reap_process(pid, status);
     reaped = true;
     std::string how = WIFEXITED(status) ? "exited with status " + std::to_string(WEXITSTATUS(status))
                       : WIFSIGNALED(status) ? "was killed by signal " + std::to_string(WTERMSIG(status))
                                             : "ended";
-    // Whatever it started goes with it (and lets go of the pipes).
+    // Whatever it started goes with it (and lets go of the pipes): its group, and what left the
+    // group (reparented to us when it ended).
     ::kill(-pid, SIGKILL);
     fail(how);
+    co_await support::kill_orphans();
   }
 
   asio::awaitable<void> pump() {

@@ -17,7 +17,10 @@
 #include "store/session_store.hpp"
 #include "store/store_set.hpp"
 #include "support/paths.hpp"
+#include "support/child_process.hpp"
 #include "support/config.hpp"
+#include "support/sandbox.hpp"
+#include "support/secrets.hpp"
 #include "support/log.hpp"
 #include "transport/stdio_transport.hpp"
 #include "transport/transport.hpp"
@@ -49,6 +52,9 @@ int fail_usage(const std::string& message) {
 
 int main(int argc, char** argv) {
   using namespace acp;
+  // Before anything reads the environment or starts a thread: the provider keys and the store
+  // password leave the block /proc/<pid>/environ shows (secrets.hpp).
+  support::hide_secrets_from_proc();
   // Blocks of 1 MiB and more (a huge message's line, its parsed event, read windows) are mapped
   // and unmapped on their own. glibc's default raises this threshold to 32 MiB after the first big
   // free, after which such blocks stay in the heap: a replay of a log with a 48 MB message peaked
@@ -159,6 +165,11 @@ int main(int argc, char** argv) {
   if (frames_fd < 0) return 1;
   std::signal(SIGPIPE, SIG_IGN);
 
+  // Orphans of what we start come to us, so that none outlives its call, its session or us.
+  if (!support::adopt_orphans())
+    log::warn("cannot become a subreaper (PR_SET_CHILD_SUBREAPER): processes a command leaves behind may outlive it");
+  if (!support::sandbox_missing_reason().empty())
+    log::warn(std::string("commands run without a sandbox: ") + support::sandbox_missing_reason());
   log::info(std::string("dsh-acp ") + DSH_ACP_VERSION + " starting; provider " + config.provider + ", stores " +
             [&] {
               std::string list;
@@ -217,9 +228,12 @@ int main(int argc, char** argv) {
     io.run();
   } catch (const std::exception& e) {
     log::error(std::string("fatal: ") + e.what());
+    support::kill_all_children();
     return 1;
   }
   blocking.join();
+  // Whatever is still running (a call abandoned at shutdown, what it left behind) ends with us.
+  support::kill_all_children();
   log::info("exiting");
   return 0;
 }

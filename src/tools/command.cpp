@@ -2,6 +2,7 @@
 
 #include "support/await_ops.hpp"
 #include "support/child_process.hpp"
+#include "support/sandbox.hpp"
 #include "tools/output_cap.hpp"
 #include "tools/tool_failure.hpp"
 
@@ -20,6 +21,7 @@
 #include <system_error>
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 namespace acp::tools {
 
@@ -43,19 +45,20 @@ struct Group {
   }
   // Non-blocking: true once the leader was reaped (its pidfd said it exited).
   bool reap() {
-    if (reaped) return true;
-    pid_t r;
-    do r = ::waitpid(pid, &status, WNOHANG);
-    while (r < 0 && errno == EINTR);
-    reaped = r == pid;
+    if (!reaped) reaped = support::reap_process(pid, status);
     return reaped;
   }
   ~Group() {
-    if (reaped || pid <= 0) return;
     // Only on an abnormal path (an exception): the group is SIGKILLed, so this wait is short.
-    ::kill(-pid, SIGKILL);
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
+    if (!reaped && pid > 0) support::kill_and_reap(pid);
+  }
+};
+
+// The Landlock ruleset's descriptor, for as long as the spawn needs it.
+struct Ruleset {
+  int fd = -1;
+  ~Ruleset() {
+    if (fd >= 0) ::close(fd);
   }
 };
 
@@ -84,6 +87,13 @@ asio::awaitable<CommandOutcome> run_command(CommandRequest request) {
   spec.env = support::child_environment(request.hidden_env);
   support::SpawnedProcess child;
   try {
+    Ruleset ruleset;
+    if (!request.writable_roots.empty()) {
+      std::vector<std::string> writable = request.writable_roots;
+      for (auto& dir : support::temporary_directories()) writable.push_back(std::move(dir));
+      ruleset.fd = support::write_confinement(writable);
+      spec.landlock_ruleset = ruleset.fd;
+    }
     child = support::spawn_process(spec);
   } catch (const std::system_error& e) {
     throw ToolFailure(std::string("cannot start the command: ") + e.what());
@@ -123,6 +133,8 @@ asio::awaitable<CommandOutcome> run_command(CommandRequest request) {
     co_await exit_fd.async_wait(asio::posix::stream_descriptor::wait_read, asio::redirect_error(asio::use_awaitable, ec));
   }
   group.reap();
+  // What left the group or outlived the shell; also lets go of the output pipe.
+  co_await support::kill_orphans();
   if (!outcome.cancelled && out.is_open()) {
     // What is still in the pipe, briefly.
     co_await asio::this_coro::throw_if_cancelled(false);

@@ -1,7 +1,9 @@
 // The `bash` tool's server-side fallback, for clients without the `terminal` capability: `bash -c`
 // in a process group of its own, stdin from /dev/null, stdout and stderr together into an OutputCap.
 // The whole group is killed on timeout, on cancellation of the awaiting operation (the turn's
-// cancellation slot) and once the shell has exited (nothing it started outlives the call).
+// cancellation slot) and once the shell has exited, and so is whatever left the group (`setsid`,
+// double forks: child_process.hpp), so nothing it started outlives the call. Confined by Landlock
+// when the kernel has it: writes only beneath `writable_roots` and the temporary directories.
 // Needs pidfd_open (Linux 5.3): the exit is awaited on the executor, never with a blocking wait.
 #pragma once
 
@@ -25,6 +27,8 @@ struct CommandRequest {
   std::size_t max_output_bytes = 64u << 10;
   /// Environment variables the command must not see (the provider's API key).
   std::vector<std::string> hidden_env = {};
+  /// Where it may write besides the temporary directories (the session's roots); empty: anywhere.
+  std::vector<std::string> writable_roots = {};
 };
 
 struct CommandOutcome {

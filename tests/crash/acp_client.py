@@ -9,9 +9,9 @@ import time
 
 
 class Client:
-    def __init__(self, binary, home, args=(), store=None):
+    def __init__(self, binary, home, args=(), store=None, env=None):
         self.home = home
-        env = dict(os.environ, DSH_ACP_HOME=home)
+        env = dict(os.environ, DSH_ACP_HOME=home, **(env or {}))
         argv = [binary, "--provider", "echo", "--log-file", os.path.join(home, "dsh-acp.log")]
         if store:
             argv += ["--store", store]

@@ -21,6 +21,10 @@ test('initialize answers protocol 1, identity and the implemented capabilities',
   assert.equal(pc.image, false);
   assert.equal(pc.audio, false);
   assert.deepEqual(r.authMethods, []);
+  // How commands the server runs are confined: Landlock, or none with the reason (README "Sandbox").
+  const sandbox = r.agentCapabilities._meta['dsh-acp/sandbox'];
+  assert.ok(sandbox.commands === 'landlock' || (sandbox.commands === 'none' && typeof sandbox.reason === 'string'),
+    JSON.stringify(sandbox));
   await agent.finish();
 });
 

@@ -622,7 +622,7 @@ test('cancel during a server-side command: answered cancelled within 1 s, the co
   assert.equal(r.stopReason, 'cancelled');
   assert.ok(elapsed < 1000, `answered ${Math.round(elapsed)} ms after session/cancel`);
   assert.ok(!running(shell), 'the shell is gone when the prompt is answered');
-  // The sleep (killed with its group) is reaped by whoever inherited it: not the server's to wait for.
+  // The sleep was killed with its group; reparented to the server, which reaps it, a moment later.
   await until(() => !running(sleeper), 'the sleep to end', 2000);
   const result = resultOf(events(agent.storeDir, sessionId), 'echo_0_0');
   assert.equal(result.data.isError, true);
@@ -749,7 +749,9 @@ test('kill -9 while a command runs: the next writer closes the call TOOL_OUTCOME
   const [shell] = await until(() => processesWith(marker).length > 0 && processesWith(marker), 'the command\'s shell');
   first.agent.signal('SIGKILL');
   assert.equal((await first.agent.waitExit()).signal, 'SIGKILL');
-  // The command outlives the server (its own process group): ours to end.
+  // The shell dies with the server (its parent-death signal); the sleep it started is left to
+  // whoever inherits it (README: nothing is left to reap it), ours to end.
+  await until(() => !running(shell), 'the shell to end with the server');
   try { process.kill(-shell, 'SIGKILL'); } catch { /* gone */ }
   const before = events(store, first.sessionId);
   assert.ok(before.some((e) => e.type === 'tool/call' && e.data.callId === 'echo_0_0'));

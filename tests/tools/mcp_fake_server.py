@@ -7,12 +7,40 @@
   noisy       prints a line that is not JSON-RPC before every answer, then behaves (one tool, "ok")
   tidy        behaves (one tool, "ok"); when its stdin closes, appends "stdin closed" to the file named by
               $DSH_MCP_FAKE_MARK and exits 0 (a graceful stop, not a kill)
+  spawner     before serving (as tidy), leaves two `sleep 1000` behind: one in a session of its own
+              (setsid), one double-forked (its parent exits at once); their pids, one a line, go to
+              the file named by $DSH_MCP_FAKE_MARK
+  environ     before serving (as tidy), writes to the file named by $DSH_MCP_FAKE_MARK its own
+              environment and that of every ancestor it can read (/proc/PID/environ), NUL-separated
 """
 import json
 import os
+import subprocess
 import sys
 
 mode = sys.argv[1]
+if mode == "spawner":
+    quiet = dict(stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    alone = subprocess.Popen(["sleep", "1000"], start_new_session=True, **quiet)
+    forked = subprocess.run(["sh", "-c", "sleep 1000 >/dev/null 2>&1 </dev/null & echo $!"], capture_output=True,
+                            text=True, check=True)
+    with open(os.environ["DSH_MCP_FAKE_MARK"] + ".tmp", "w") as mark:
+        mark.write(f"{alone.pid}\n{forked.stdout.strip()}\n")
+    os.rename(os.environ["DSH_MCP_FAKE_MARK"] + ".tmp", os.environ["DSH_MCP_FAKE_MARK"])
+if mode == "environ":
+    seen = [b"self:"] + [e.encode() for e in (f"{k}={v}" for k, v in os.environ.items())]
+    pid = os.getppid()
+    while pid > 1:
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                seen += [f"ancestor {pid}:".encode()] + f.read().split(b"\0")
+            with open(f"/proc/{pid}/stat") as f:
+                pid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except OSError:
+            break
+    with open(os.environ["DSH_MCP_FAKE_MARK"] + ".tmp", "wb") as mark:
+        mark.write(b"\0".join(seen))
+    os.rename(os.environ["DSH_MCP_FAKE_MARK"] + ".tmp", os.environ["DSH_MCP_FAKE_MARK"])
 if mode == "dies":
     sys.stderr.write("fatal: no configuration found\n")
     sys.stderr.flush()
