@@ -13,6 +13,8 @@ jsonrpc::RpcError to_rpc_error(std::exception_ptr error) {
     return e;
   } catch (const engine::SessionNotFound& e) {
     return jsonrpc::resource_not_found(e.session_id());
+  } catch (const engine::QueueFull& e) {
+    return jsonrpc::prompt_queue_full(e.session_id(), engine::kMaxQueuedPrompts);
   } catch (const engine::ReadOnlySession& e) {
     return jsonrpc::invalid_params("/sessionId", e.what());
   } catch (const engine::InvalidInput& e) {

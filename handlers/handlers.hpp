@@ -16,7 +16,10 @@ boost::asio::awaitable<protocol::SetSessionConfigOptionResponse> session_set_con
     HandlerContext&, protocol::SetSessionConfigOptionRequest);
 boost::asio::awaitable<protocol::EmptyResponse> session_set_mode(HandlerContext&, protocol::SetSessionModeRequest);
 boost::asio::awaitable<protocol::NewSessionResponse> session_new(HandlerContext&, protocol::NewSessionRequest);
-boost::asio::awaitable<protocol::PromptResponse> session_prompt(HandlerContext&, protocol::PromptRequest);
+/// `turn`: the prompt's cancellation object, made when the request arrived ($/cancel_request
+/// reaches it while the prompt waits in line); null: one of its own.
+boost::asio::awaitable<protocol::PromptResponse> session_prompt(HandlerContext&, protocol::PromptRequest,
+                                                                std::shared_ptr<engine::Turn> turn = nullptr);
 boost::asio::awaitable<void> session_cancel(HandlerContext&, protocol::CancelNotification);
 boost::asio::awaitable<protocol::EmptyResponse> session_cancel_request(HandlerContext&, protocol::CancelNotification);
 boost::asio::awaitable<protocol::LoadSessionResponse> session_load(HandlerContext&, protocol::LoadSessionRequest);

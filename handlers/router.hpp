@@ -12,6 +12,7 @@
 #include <boost/json/value.hpp>
 
 #include <functional>
+#include <memory>
 #include <map>
 #include <string>
 
@@ -20,13 +21,25 @@ namespace acp::handlers {
 class Router {
 public:
   // Params are taken by value: the connection moves them in, and they are released once decoded.
-  using RequestFn = std::function<boost::asio::awaitable<boost::json::value>(HandlerContext&, boost::json::value)>;
+  // `turn`: a session/prompt's cancellation object, made by the connection when the request
+  // arrived ($/cancel_request finds it there); null for every other method.
+  using RequestFn = std::function<boost::asio::awaitable<boost::json::value>(HandlerContext&, boost::json::value,
+                                                                            std::shared_ptr<engine::Turn> turn)>;
   using NotificationFn = std::function<boost::asio::awaitable<void>(HandlerContext&, boost::json::value)>;
 
   template <class Params, class Result>
   void bind(std::string_view method, boost::asio::awaitable<Result> (*fn)(HandlerContext&, Params)) {
-    requests_[std::string(method)] = [fn](HandlerContext& ctx, boost::json::value params) {
+    requests_[std::string(method)] = [fn](HandlerContext& ctx, boost::json::value params, std::shared_ptr<engine::Turn>) {
       return call<Params, Result>(fn, ctx, std::move(params));
+    };
+  }
+  /// A method that takes the request's cancellation object (session/prompt).
+  template <class Params, class Result>
+  void bind(std::string_view method,
+            boost::asio::awaitable<Result> (*fn)(HandlerContext&, Params, std::shared_ptr<engine::Turn>)) {
+    requests_[std::string(method)] = [fn](HandlerContext& ctx, boost::json::value params,
+                                          std::shared_ptr<engine::Turn> turn) {
+      return call_with_turn<Params, Result>(fn, ctx, std::move(params), std::move(turn));
     };
   }
 
@@ -61,6 +74,18 @@ private:
     Params typed = decode_params<Params>(params);
     params = boost::json::value();  // the decoded copy is all the handler needs: free the parsed one now
     Result result = co_await fn(ctx, std::move(typed));
+    co_return wire::encode(result);
+  }
+
+  template <class Params, class Result>
+  static boost::asio::awaitable<boost::json::value> call_with_turn(
+      boost::asio::awaitable<Result> (*fn)(HandlerContext&, Params, std::shared_ptr<engine::Turn>), HandlerContext& ctx,
+      boost::json::value params, std::shared_ptr<engine::Turn> turn_in) {
+    std::shared_ptr<engine::Turn> turn = std::move(turn_in);
+    Params typed = decode_params<Params>(params);
+    params = boost::json::value();
+    auto running = fn(ctx, std::move(typed), std::move(turn));
+    Result result = co_await std::move(running);
     co_return wire::encode(result);
   }
 

@@ -117,8 +117,17 @@ boost::asio::awaitable<protocol::LoadSessionResponse> session_load(HandlerContex
   engine::StoredSession stored = co_await ctx.engine.find_stored(req.sessionId, req.cwd);
   const store::SessionHeader& header = stored.header;
   if (req.additionalDirectories) co_await ctx.engine.check_directories(*req.additionalDirectories);
+  // Attached here already: the load waits in line behind the session's running turn and queued
+  // prompts, so its replay holds all of them and none of their updates follows its answer.
+  engine::QueueSlot slot;
+  if (ctx.engine.find(req.sessionId)) {
+    const std::shared_ptr<engine::Turn> no_turn;  // a load: nothing of it to cancel
+    auto waiting = ctx.engine.enqueue(req.sessionId, no_turn, 0);
+    slot = co_await std::move(waiting);
+  }
   // Frames are queued on the session's stream in order, and the answer below goes to the same
-  // stream after all of them (the session/load rule: the whole history first, then the response).
+  // stream after all of them: every update of a load, the commands included, comes before its
+  // response (https://agentclientprotocol.com/protocol/session-setup#loading-sessions).
   auto sink = std::make_shared<ReplaySink>(ctx, req.sessionId, ReplayPlaces{header.cwd.value_or(""), ctx.config.harness_home});
   // The "always" choices are folded on the reading thread as the events pass; the session takes
   // them once the read is over (an already attached session has them in memory already).
@@ -140,7 +149,7 @@ boost::asio::awaitable<protocol::LoadSessionResponse> session_load(HandlerContex
   if (!attached) session->permissions = std::move(*rules);
   // A session already attached trades its servers for these (absent: it keeps its own).
   if (servers) co_await use_mcp_servers(ctx, session, *servers);
-  advertise_commands(ctx, session->id);
+  advertise_commands_now(ctx, session->id);
   co_return protocol::LoadSessionResponse{session_modes(*session), session_config_options(ctx, *session), std::nullopt};
 }
 

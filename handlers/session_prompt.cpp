@@ -168,19 +168,35 @@ private:
 
 } // namespace
 
-boost::asio::awaitable<protocol::PromptResponse> session_prompt(HandlerContext& ctx, protocol::PromptRequest req) {
+// A prompt sent while the session is busy waits in its queue and runs after the work that came
+// before it (engine/work_queue.hpp): the prompt-turn page leaves this to the agent
+// (https://agentclientprotocol.com/protocol/prompt-turn), and editors send the next prompt right
+// after Stop. Malformed prompts are refused before they queue; a full queue answers QueueFull.
+boost::asio::awaitable<protocol::PromptResponse> session_prompt(HandlerContext& ctx, protocol::PromptRequest req,
+                                                                std::shared_ptr<engine::Turn> turn_in) {
+  // Copied before the first suspension (GCC 12 and by-value coroutine parameters).
+  std::shared_ptr<engine::Turn> turn = turn_in ? std::move(turn_in) : std::make_shared<engine::Turn>(ctx.executor);
   // Without a key nothing else matters: the client's answer to -32000 is authenticate.
   require_provider_key(ctx);
   auto session = ctx.engine.require(req.sessionId);
-  if (session->turn) throw jsonrpc::invalid_params("/sessionId", "a prompt is already running in this session");
   RenderedPrompt rendered = render_prompt(req.prompt);
   std::vector<protocol::ContentBlock>().swap(req.prompt);  // rendered: the blocks are not needed any more
-  if (auto command = parse_slash_command(rendered.text)) co_return co_await run_slash_command(ctx, req.sessionId, *command);
-  if (auto word = unknown_slash_command(rendered.text); word && rendered.references.empty()) {
+  std::optional<SlashCommand> command = parse_slash_command(rendered.text);
+  std::optional<std::string> unknown;
+  if (!command && rendered.references.empty()) unknown = unknown_slash_command(rendered.text);
+  // Someone else's session takes no writes: refused at once rather than after a wait in line.
+  if (!unknown && (!command || command->name != "ref")) engine::require_writable(*session);
+  auto waiting = ctx.engine.enqueue(req.sessionId, turn, rendered.text.size());
+  engine::QueueSlot slot = co_await std::move(waiting);
+  // A command cancelled while it waited does nothing; a prompt still logs its message (below).
+  if (turn->cancel_requested && (command || unknown))
+    co_return protocol::PromptResponse{protocol::StopReason::cancelled, std::nullopt};
+  if (command) co_return co_await run_slash_command(ctx, slot, *command);
+  if (unknown) {
     // No model request and no log write: the user mistyped a command.
     ctx.notify(protocol::SessionNotification{
         req.sessionId,
-        protocol::AgentMessageChunk{protocol::TextContent{describe_unknown_command(*word), std::nullopt, std::nullopt},
+        protocol::AgentMessageChunk{protocol::TextContent{describe_unknown_command(*unknown), std::nullopt, std::nullopt},
                                     std::nullopt, std::nullopt},
         std::nullopt});
     co_return protocol::PromptResponse{protocol::StopReason::end_turn, std::nullopt};
@@ -189,7 +205,7 @@ boost::asio::awaitable<protocol::PromptResponse> session_prompt(HandlerContext& 
   engine::PromptInput input{std::move(rendered.text), std::move(rendered.references)};
   // The awaitable in a local: the moved-in input must not be a temporary across the co_await (GCC 12).
   // Failures reach the client through to_rpc_error (handlers/errors.cpp), like every handler's.
-  auto running = ctx.engine.prompt(req.sessionId, std::move(input), updates);
+  auto running = ctx.engine.prompt(slot, std::move(input), updates);
   const llm::StopKind stop = co_await std::move(running);
   co_return protocol::PromptResponse{to_stop_reason(stop), std::nullopt};
 }

@@ -101,12 +101,13 @@ std::string describe_compaction(const engine::CompactResult& result) {
   return {};
 }
 
-boost::asio::awaitable<protocol::PromptResponse> run_slash_command(HandlerContext& ctx, const std::string& session_id,
+boost::asio::awaitable<protocol::PromptResponse> run_slash_command(HandlerContext& ctx, engine::QueueSlot& slot,
                                                                    const SlashCommand& command) {
-  auto session = ctx.engine.require(session_id);
+  const std::shared_ptr<engine::Session> session = slot.session();
+  const std::string session_id = session->id;
   if (command.name == "compact") {
     CardSender cards(ctx, session_id);
-    engine::CompactResult result = co_await ctx.engine.compact(session_id, command.argument, cards);
+    engine::CompactResult result = co_await ctx.engine.compact(slot, command.argument, cards);
     if (result.kind == engine::CompactResult::Kind::cancelled)
       co_return protocol::PromptResponse{protocol::StopReason::cancelled, std::nullopt};
     send_text(ctx, session_id, describe_compaction(result));
@@ -127,7 +128,9 @@ boost::asio::awaitable<protocol::PromptResponse> run_slash_command(HandlerContex
   co_return protocol::PromptResponse{protocol::StopReason::end_turn, std::nullopt};
 }
 
-void advertise_commands(HandlerContext& ctx, const std::string& session_id) {
+namespace {
+
+protocol::SessionNotification commands_update(const std::string& session_id) {
   protocol::AvailableCommandsUpdate update;
   update.availableCommands.push_back(protocol::AvailableCommand{
       "compact", "Condense the conversation so far into a summary now (frees context)",
@@ -138,10 +141,16 @@ void advertise_commands(HandlerContext& ctx, const std::string& session_id) {
   update.availableCommands.push_back(protocol::AvailableCommand{
       "share", "Let people with access to this store see and reference this session", std::nullopt});
   update.availableCommands.push_back(protocol::AvailableCommand{"unshare", "Stop sharing this session", std::nullopt});
-  // Posted, so the client has the session/new (or load) answer before the update that names it.
-  boost::asio::post(ctx.executor, [&ctx, note = protocol::SessionNotification{session_id, update, std::nullopt}] {
-    ctx.notify(note);
-  });
+  return protocol::SessionNotification{session_id, std::move(update), std::nullopt};
+}
+
+} // namespace
+
+void advertise_commands_now(HandlerContext& ctx, const std::string& session_id) { ctx.notify(commands_update(session_id)); }
+
+void advertise_commands_after(HandlerContext& ctx, const std::string& session_id) {
+  // Posted: the session/new answer is queued first, and the client learns the id from it.
+  boost::asio::post(ctx.executor, [&ctx, note = commands_update(session_id)] { ctx.notify(note); });
 }
 
 } // namespace acp::handlers

@@ -5,8 +5,11 @@
 // conversation now (a turn of its own in the log) and answers with what it condensed. `/share` and
 // `/unshare` mark the session shared or not in its store (no log record; a store without people
 // answers why it cannot). Writing commands in someone else's session are refused (-32602). Any other
-// `/word` answers with the list of commands (no model request, no log write). Commands are
-// advertised after session/new, load and resume.
+// `/word` answers with the list of commands (no model request, no log write). Commands are advertised
+// (available_commands_update, https://agentclientprotocol.com/protocol/slash-commands) before the
+// answer to session/load and resume, whose client knows the id already, so nothing of a load
+// follows its answer (https://agentclientprotocol.com/protocol/session-setup#loading-sessions), and
+// right after the answer to session/new, which tells the client the id.
 #pragma once
 
 #include "handlers/handler_context.hpp"
@@ -21,7 +24,8 @@
 
 namespace acp::handlers {
 
-boost::asio::awaitable<protocol::PromptResponse> run_slash_command(HandlerContext& ctx, const std::string& session_id,
+/// Runs a command in the queue slot its prompt holds.
+boost::asio::awaitable<protocol::PromptResponse> run_slash_command(HandlerContext& ctx, engine::QueueSlot& slot,
                                                                    const SlashCommand& command);
 
 /// The answer to an unknown `/word`.
@@ -33,8 +37,10 @@ std::string describe_sharing(bool shared, const std::optional<std::string>& refu
 /// The answer to `/compact`.
 std::string describe_compaction(const engine::CompactResult& result);
 
-/// Queues available_commands_update for the session, after the current response.
-void advertise_commands(HandlerContext& ctx, const std::string& session_id);
+/// Queues available_commands_update for the session now (before the current answer).
+void advertise_commands_now(HandlerContext& ctx, const std::string& session_id);
+/// Queues available_commands_update for the session after the current answer (session/new).
+void advertise_commands_after(HandlerContext& ctx, const std::string& session_id);
 
 /// The candidates answer as text (exposed for tests).
 std::string describe_candidates(const std::vector<refs::Candidate>& candidates, std::string_view query);

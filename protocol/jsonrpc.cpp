@@ -64,6 +64,11 @@ RpcError session_busy() {
   return RpcError(code::internal_error, "Session busy: another process is writing this session",
                   json::object{{"code", "SESSION_BUSY"}});
 }
+RpcError prompt_queue_full(std::string_view session_id, std::size_t waiting) {
+  return RpcError(code::prompt_queue_full,
+                  "Session busy: " + std::to_string(waiting) + " prompts already wait behind the running one",
+                  json::object{{"reason", "busy"}, {"sessionId", session_id}, {"queued", waiting}});
+}
 RpcError log_corrupt(std::string_view where_and_why) {
   return RpcError(code::internal_error, "Session log unreadable: " + std::string(where_and_why),
                   json::object{{"code", "SESSION_LOG_CORRUPT"}});

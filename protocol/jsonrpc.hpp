@@ -27,6 +27,8 @@ inline constexpr int invalid_params = -32602;
 inline constexpr int internal_error = -32603;
 inline constexpr int auth_required = -32000;
 inline constexpr int resource_not_found = -32002;
+/// A session/prompt refused because its session's queue is full (data.reason "busy").
+inline constexpr int prompt_queue_full = -32010;
 } // namespace code
 
 /// A JSON-RPC error answer. Handlers throw it; the router turns it into the response.
@@ -59,6 +61,8 @@ RpcError invalid_params_code(std::string_view code, std::string_view reason, std
 RpcError resource_not_found(std::string_view session_id);
 RpcError auth_required(std::string_view provider);
 RpcError session_busy();
+/// `waiting` prompts already wait behind the session's running turn.
+RpcError prompt_queue_full(std::string_view session_id, std::size_t waiting);
 RpcError log_corrupt(std::string_view where_and_why);
 RpcError provider_failure(std::string_view code, std::string_view message, int http_status);
 RpcError internal(std::string_view details);

@@ -85,21 +85,6 @@ Ownership ownership_of(const store::Backend& holder, const store::SessionListing
   return o;
 }
 
-// Someone else's shared session takes no writes here: refused before anything is read or logged.
-void require_writable(const Session& session) {
-  if (!session.ownership.mine) throw ReadOnlySession(session.id, session.ownership.owner.value_or("someone else"));
-}
-
-// Releases the session's turn slot and wakes waiters however the prompt ends.
-struct TurnScope {
-  std::shared_ptr<Session> session;
-  std::shared_ptr<Turn> turn;
-  ~TurnScope() {
-    turn->done = true;
-    turn->finished.set();
-    if (session->turn == turn) session->turn.reset();
-  }
-};
 
 // Runs store work that takes a session's write lock: tried at once on `home` (the session's strand
 // or the pool); only when another writer holds the lock does it run again on `waits`, waiting until
@@ -127,6 +112,11 @@ asio::awaitable<R> with_lock(const asio::any_io_executor& home_in, const asio::a
 }
 
 } // namespace
+
+// Someone else's shared session takes no writes here: refused before anything is read or logged.
+void require_writable(const Session& session) {
+  if (!session.ownership.mine) throw ReadOnlySession(session.id, session.ownership.owner.value_or("someone else"));
+}
 
 // ---- StoreHandle ----
 
@@ -176,7 +166,7 @@ asio::awaitable<std::shared_ptr<Session>> Engine::create_session(const std::stri
   header.cwd = cwd;
   header.createdAt =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-  auto session = std::make_shared<Session>(header.id, header, asio::make_strand(pool_));
+  auto session = std::make_shared<Session>(header.id, header, executor_, asio::make_strand(pool_));
   // The header alone, atomically and fsynced: the session exists for every later process.
   auto create = [this, header] {
     note_missing_cwd(*header.cwd);
@@ -284,7 +274,7 @@ std::shared_ptr<Session> Engine::attach(const store::SessionHeader& header,
     if (additional_directories) existing->additional_directories = *additional_directories;
     return existing;
   }
-  auto session = std::make_shared<Session>(header.id, header, asio::make_strand(pool_));
+  auto session = std::make_shared<Session>(header.id, header, executor_, asio::make_strand(pool_));
   if (additional_directories) session->additional_directories = *additional_directories;
   session->logged_provider = logged_provider;
   session->logged_model = logged_model;
@@ -296,14 +286,15 @@ std::shared_ptr<Session> Engine::attach(const store::SessionHeader& header,
 }
 
 asio::awaitable<std::unique_ptr<TurnLog>> Engine::open_log(const std::shared_ptr<Session>& session,
-                                                        const std::shared_ptr<Turn>& turn) {
+                                                        const std::shared_ptr<Turn>& turn,
+                                                        const std::stop_token& stop_in) {
   const std::function<std::unique_ptr<TurnLog>(const store::LockWait&)> open =
       [this, header = session->header](const store::LockWait& wait) {
         return std::make_unique<TurnLog>(services_.store.get().open_or_create(header, wait));
       };
   const asio::any_io_executor home = session->strand;
   const asio::any_io_executor waits = lock_waits_.executor();
-  const std::stop_token stop = turn->stop.get_token();
+  const std::stop_token stop = stop_in;
   try {
     co_return co_await with_lock(home, waits, open, stop);
   } catch (const store::SessionBusy&) {
@@ -312,11 +303,12 @@ asio::awaitable<std::unique_ptr<TurnLog>> Engine::open_log(const std::shared_ptr
   co_return nullptr;
 }
 
-asio::awaitable<bool> Engine::refresh_conversation(Session& session, std::int64_t log_events) {
+asio::awaitable<bool> Engine::refresh_conversation(Session& session, std::int64_t log_events,
+                                                   const std::stop_token& stop_in) {
   // Another process wrote this session, it was repaired, or we never read it: derive the
   // conversation from the log again (we hold its write lock, so it cannot change meanwhile).
   // A bulk read: off the pool, and stopped with the turn.
-  std::stop_token stop = session.turn ? session.turn->stop.get_token() : stopping_.get_token();
+  const std::stop_token stop = stop_in;
   auto read = [this, id = session.id, log_events, stop] {
     Conversation conversation;
     if (log_events > 0)
@@ -332,16 +324,30 @@ asio::awaitable<bool> Engine::refresh_conversation(Session& session, std::int64_
   co_return true;
 }
 
+asio::awaitable<QueueSlot> Engine::enqueue(const std::string& id, const std::shared_ptr<Turn>& turn_in,
+                                           std::size_t bytes) {
+  std::shared_ptr<Turn> turn = turn_in;
+  std::shared_ptr<Session> session = require(id);
+  QueueSlot slot(session, session->queue.push(turn, bytes, session->id));
+  co_await slot.entry()->go.wait();
+  if (turn) session->turn = turn;
+  co_return std::move(slot);
+}
+
+asio::awaitable<llm::StopKind> Engine::prompt(QueueSlot& slot, PromptInput input, TurnObserver& observer) {
+  std::shared_ptr<Session> session = slot.session();
+  require_writable(*session);
+  TurnRunner runner(*this, session, slot.turn(), observer);
+  co_return co_await runner.prompt(input);
+}
+
 asio::awaitable<llm::StopKind> Engine::prompt(const std::string& id_in, PromptInput input, TurnObserver& observer) {
   const std::string id = id_in;
-  std::shared_ptr<Session> session = require(id);
-  require_writable(*session);
-  if (session->turn) throw InvalidInput("/sessionId", "a prompt is already running in this session");
-  auto turn = std::make_shared<Turn>(executor_);
-  session->turn = turn;
-  TurnScope scope{session, turn};
-  TurnRunner runner(*this, session, turn, observer);
-  co_return co_await runner.prompt(input);
+  require_writable(*require(id));
+  const auto turn = std::make_shared<Turn>(executor_);
+  QueueSlot slot = co_await enqueue(id, turn, input.text.size());
+  auto running = prompt(slot, std::move(input), observer);
+  co_return co_await std::move(running);
 }
 
 llm::Request Engine::model_request(const Session& session, const std::string& model) const {
@@ -444,37 +450,41 @@ asio::awaitable<CompactResult> Engine::run_compaction(const std::shared_ptr<Sess
   co_return result;
 }
 
+asio::awaitable<CompactResult> Engine::compact(QueueSlot& slot, const std::string& focus_in, TurnObserver& observer) {
+  const std::string focus = focus_in;
+  std::shared_ptr<Session> session = slot.session();
+  require_writable(*session);
+  TurnRunner runner(*this, session, slot.turn(), observer);
+  co_return co_await runner.compact(focus);
+}
+
 asio::awaitable<CompactResult> Engine::compact(const std::string& id_in, const std::string& focus_in,
                                                TurnObserver& observer) {
   const std::string id = id_in;
   const std::string focus = focus_in;
-  std::shared_ptr<Session> session = require(id);
-  require_writable(*session);
-  if (session->turn) throw InvalidInput("/sessionId", "a prompt is already running in this session");
-  auto turn = std::make_shared<Turn>(executor_);
-  session->turn = turn;
-  TurnScope scope{session, turn};
-  TurnRunner runner(*this, session, turn, observer);
-  co_return co_await runner.compact(focus);
+  require_writable(*require(id));
+  const auto turn = std::make_shared<Turn>(executor_);
+  QueueSlot slot = co_await enqueue(id, turn, focus.size());
+  co_return co_await compact(slot, focus, observer);
 }
 
 void Engine::cancel(const std::string& id) {
   auto s = find(id);
-  if (!s || !s->turn) {
+  if (!s || s->queue.empty()) {
     log::debug("session/cancel for " + id + ": nothing running");
     return;
   }
-  s->turn->cancel();
+  s->queue.cancel_prompts();
 }
 
 asio::awaitable<void> Engine::close(const std::string& id) {
   std::shared_ptr<Session> session = require(id);
   session->closed = true;
   sessions_.erase(id);
-  if (std::shared_ptr<Turn> turn = session->turn) {
-    turn->cancel();
-    co_await turn->finished.wait();
-    // Let the prompt's own answer go out first (it is sent when its coroutine returns).
+  if (!session->queue.empty()) {
+    session->queue.cancel_prompts();
+    co_await session->queue.drained();
+    // Let the last prompt's own answer go out first (it is sent when its coroutine returns).
     co_await asio::post(executor_, asio::use_awaitable);
   }
   // Its MCP servers end with it.
@@ -487,6 +497,9 @@ asio::awaitable<void> Engine::remove(const std::string& id) {
   const bool attached = session != nullptr;
   session.reset();
   if (attached) co_await close(id);
+  // Deleting what is not there (never was, already deleted, or someone else's that the person may
+  // not see: the store cannot tell those apart either) succeeds and touches nothing, as the spec
+  // asks (https://agentclientprotocol.com/protocol/v1/session-delete#semantics).
   const std::function<bool(const store::LockWait&)> remove = [this, id](const store::LockWait& wait) {
     try {
       services_.store.get().delete_session(id, wait);
@@ -496,8 +509,8 @@ asio::awaitable<void> Engine::remove(const std::string& id) {
     }
   };
   const std::stop_token stop = stopping_.get_token();
-  bool deleted = co_await with_lock(pool_, lock_waits_.executor(), remove, stop);
-  if (!deleted && !attached) throw SessionNotFound(id);
+  const bool deleted = co_await with_lock(pool_, lock_waits_.executor(), remove, stop);
+  if (!deleted) log::debug("session/delete " + id + ": no such session here (nothing to delete)");
 }
 
 asio::awaitable<std::optional<std::string>> Engine::set_shared(const std::string& id_in, bool shared) {
@@ -525,8 +538,9 @@ asio::awaitable<std::optional<std::string>> Engine::set_shared(const std::string
 }
 
 void Engine::cancel_all() {
+  closing_ = true;
   for (auto& [id, s] : sessions_) {
-    if (s->turn) s->turn->cancel();
+    s->queue.cancel_prompts();
     if (s->mcp) s->mcp->abandon_start();
   }
 }

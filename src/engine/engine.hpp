@@ -250,20 +250,36 @@ public:
   std::shared_ptr<Session> find(const std::string& id) const;
   std::shared_ptr<Session> require(const std::string& id) const;  ///< throws SessionNotFound
 
-  /// Runs one prompt turn; returns how it stopped. Throws ReadOnlySession, InvalidInput, reference
-  /// errors (nothing written), store errors, and ProviderFailed (after the turn is logged `error`).
+  /// Takes a place in the session's queue (work_queue.hpp) and returns once everything that arrived
+  /// before it is over: then `turn` (a prompt's; null for a load) is the session's running turn
+  /// until the slot is let go. `bytes`: the prompt text it holds while it waits. Throws
+  /// SessionNotFound and QueueFull (nothing queued). (References: copied before suspending.)
+  boost::asio::awaitable<QueueSlot> enqueue(const std::string& id, const std::shared_ptr<Turn>& turn, std::size_t bytes);
+
+  /// Runs one prompt turn in the slot it holds; returns how it stopped. Throws ReadOnlySession,
+  /// InvalidInput, reference errors (nothing written), store errors, and ProviderFailed (after the
+  /// turn is logged `error`). A prompt cancelled while it waited in line is never sent to the model:
+  /// its message is logged as a turn ended `aborted` (not once its session is closing or the
+  /// process shuts down) and it answers `cancelled`.
   /// `input` is taken by value (move it in: a prompt may be tens of megabytes) and let go once logged.
+  boost::asio::awaitable<llm::StopKind> prompt(QueueSlot& slot, PromptInput input, TurnObserver& observer);
+  /// enqueue() with a turn of its own, then the prompt.
   boost::asio::awaitable<llm::StopKind> prompt(const std::string& id, PromptInput input, TurnObserver& observer);
-  /// Runs `/compact [focus]` as a turn of its own (turn/start, the compaction, turn/end). Writes
-  /// nothing when there is nothing worth condensing. Throws ReadOnlySession.
+  /// Runs `/compact [focus]` in the slot it holds, as a turn of its own (turn/start, the compaction,
+  /// turn/end). Writes nothing when there is nothing worth condensing. Throws ReadOnlySession.
+  boost::asio::awaitable<CompactResult> compact(QueueSlot& slot, const std::string& focus, TurnObserver& observer);
+  /// enqueue() with a turn of its own, then the compaction.
   boost::asio::awaitable<CompactResult> compact(const std::string& id, const std::string& focus, TurnObserver& observer);
   /// The context window (tokens) of `model`: configured, else published (DeepSeek), else none.
   std::optional<std::int64_t> context_window(const std::string& model) const;
-  /// Cancels the session's running turn, if any (session/cancel).
+  /// Cancels the session's running turn and every prompt waiting in line (session/cancel); prompts
+  /// that arrive later are not affected.
   void cancel(const std::string& id);
-  /// Detaches a session; a running turn is cancelled and has finished when this returns.
+  /// Detaches a session; its running turn and the prompts in line are cancelled, and all have
+  /// finished when this returns.
   boost::asio::awaitable<void> close(const std::string& id);
-  /// Deletes a stored session (and detaches it). Throws SessionNotFound when neither exists.
+  /// Deletes a stored session (and detaches it). A session that does not exist, or that the
+  /// person may not see, is no error and is left untouched (nothing tells the two apart).
   boost::asio::awaitable<void> remove(const std::string& id);
   /// Marks an attached session shared or not in its store (/share, /unshare, the `shared` option);
   /// no log record (sharing is the store's, not the conversation's). Returns nullopt when done, else
@@ -297,12 +313,14 @@ public:
 
 private:
   friend class TurnRunner;
-  /// Opens the session's log for a turn (its write lock taken); nullptr when the turn was
-  /// cancelled while waiting for the lock.
+  /// Opens the session's log for a turn (its write lock taken), a wait ended by `stop`; nullptr
+  /// when the turn was cancelled while waiting for the lock.
   boost::asio::awaitable<std::unique_ptr<TurnLog>> open_log(const std::shared_ptr<Session>& session,
-                                                           const std::shared_ptr<Turn>& turn);
-  /// Reads the conversation back from the log; false when the turn was cancelled meanwhile.
-  boost::asio::awaitable<bool> refresh_conversation(Session& session, std::int64_t log_events);
+                                                           const std::shared_ptr<Turn>& turn,
+                                                           const std::stop_token& stop);
+  /// Reads the conversation back from the log; false when `stop` ended the read.
+  boost::asio::awaitable<bool> refresh_conversation(Session& session, std::int64_t log_events,
+                                                    const std::stop_token& stop);
   /// One compaction inside the open turn of `log` (harness-compat §1.5); observes what it writes.
   boost::asio::awaitable<CompactResult> run_compaction(const std::shared_ptr<Session>& session, TurnLog& log,
                                                        const std::shared_ptr<Turn>& turn, TurnObserver& observer,
@@ -320,6 +338,7 @@ private:
   std::size_t log_reads_ = 0;
   support::Event log_read_freed_;
   std::stop_source stopping_;  ///< stop()
+  bool closing_ = false;       ///< cancel_all(): the connection is shutting down
   // Last members: joined before anything their jobs use is destroyed.
   /// Lock waits of sessions another writer holds (normal priority: they only sleep).
   support::BackgroundThreads lock_waits_;
@@ -328,6 +347,9 @@ private:
   /// Replays (one thread per concurrent read, lowered priority).
   support::BackgroundThreads log_readers_;
 };
+
+/// Throws ReadOnlySession for someone else's shared session (it takes no writes here).
+void require_writable(const Session& session);
 
 /// The built-in system prompt (used when --system-prompt is not given).
 std::string default_system_prompt();

@@ -4,6 +4,7 @@
 
 #include "engine/conversation.hpp"
 #include "engine/permissions.hpp"
+#include "engine/work_queue.hpp"
 #include "store/session_types.hpp"
 #include "support/event.hpp"
 
@@ -19,9 +20,10 @@
 
 namespace acp::engine {
 
-/// The one cancellation object of a prompt turn. `signal` reaches the model stream (Asio terminal
+/// The one cancellation object of a prompt turn, made when its session/prompt arrives (a queued
+/// prompt can be cancelled before it runs). `signal` reaches the model stream (Asio terminal
 /// cancellation); `stop` reaches reference preparation, which runs on reader threads of its own.
-/// `finished` is set when the turn is over, waking anyone who waits for it (session/close).
+/// `finished` is set when the turn is over, waking anyone who waits for it.
 struct Turn {
   explicit Turn(const boost::asio::any_io_executor& ex) : finished(ex) {}
   boost::asio::cancellation_signal signal;
@@ -49,8 +51,10 @@ struct Ownership {
 };
 
 struct Session {
-  Session(std::string id_, store::SessionHeader header_, boost::asio::strand<boost::asio::any_io_executor> strand_)
-      : id(std::move(id_)), header(std::move(header_)), strand(std::move(strand_)) {}
+  /// `executor`: the connection's thread (the queue's wake-ups); `strand_`: file work.
+  Session(std::string id_, store::SessionHeader header_, const boost::asio::any_io_executor& executor,
+          boost::asio::strand<boost::asio::any_io_executor> strand_)
+      : id(std::move(id_)), header(std::move(header_)), strand(std::move(strand_)), queue(executor) {}
   std::string id;
   store::SessionHeader header;  ///< header.cwd is set: ACP sessions have one
   std::vector<std::string> additional_directories;
@@ -58,7 +62,8 @@ struct Session {
   /// The conversation derived from the log, valid while the log has conversation.next_seq() events.
   Conversation conversation;
   bool conversation_known = false;
-  std::shared_ptr<Turn> turn;   ///< set while a prompt runs
+  std::shared_ptr<Turn> turn;   ///< the running prompt's, set while it holds the front of `queue`
+  WorkQueue queue;              ///< prompts and loads in arrival order, one at a time
   std::string model;            ///< the session's model choice ("" = the configured model)
   std::string logged_provider;  ///< config of the log's latest request/header ("" = none yet)
   std::string logged_model;

@@ -180,16 +180,21 @@ asio::awaitable<bool> TurnRunner::prepare_references(PromptInput& input) {
   co_return !cancelled();
 }
 
+std::stop_token TurnRunner::waits_end() const {
+  // A prompt cancelled in line is logged all the same: its waits end only with the process.
+  return unstarted_ ? engine_.stopping_.get_token() : turn_->stop.get_token();
+}
+
 asio::awaitable<bool> TurnRunner::open(bool logs_when_cancelled) {
-  if (cancelled()) co_return false;
+  if (cancelled() && !unstarted_) co_return false;
   // Taking the write lock may wait for another process (up to 2 s; a cancel ends the wait).
-  log_ = co_await engine_.open_log(session_, turn_);
+  log_ = co_await engine_.open_log(session_, turn_, waits_end());
   if (!log_) co_return false;
   // The lock came: a prompt still logs what the user sent (they see it on reload), ended
   // `aborted`; work that has nothing to show for itself (/compact) stops here.
   if (cancelled() && !logs_when_cancelled) co_return false;
   if (!session_->conversation_known || session_->conversation.next_seq() != log_->writer().next_seq()) {
-    const bool read = co_await engine_.refresh_conversation(*session_, log_->writer().next_seq());
+    const bool read = co_await engine_.refresh_conversation(*session_, log_->writer().next_seq(), waits_end());
     if (!read || (cancelled() && !logs_when_cancelled)) co_return false;
   }
   co_return true;
@@ -249,8 +254,13 @@ asio::awaitable<void> TurnRunner::begin(PromptInput& input) {
 }
 
 asio::awaitable<llm::StopKind> TurnRunner::prompt(PromptInput& input) {
+  // Cancelled while it waited in line (session/cancel, $/cancel_request): the user's message is
+  // logged, in a turn ended `aborted`, and nothing else is done (no references read, no model).
+  // A session closing or deleted, or a process shutting down, writes nothing more.
+  unstarted_ = cancelled();
+  bool ready = !unstarted_ || (!session_->closed && !engine_.closing_);
   // (Each co_await its own statement: GCC 12 miscompiles co_await inside `||`.)
-  bool ready = co_await prepare_references(input);
+  if (ready && !unstarted_) ready = co_await prepare_references(input);
   if (ready) ready = co_await open(/*logs_when_cancelled=*/true);
   if (!ready) {
     co_await release();
@@ -274,9 +284,11 @@ asio::awaitable<llm::StopKind> TurnRunner::prompt(PromptInput& input) {
   };
   std::exception_ptr failure;
   try {
-    std::pair<std::unique_ptr<ToolRunner>, std::string> made = std::move(*co_await offload(session_->strand, make_tools));
-    tools_ = std::move(made.first);
-    if (!tools_) acp::log::info("session " + session_->id + ": no built-in tools: " + made.second);
+    if (!unstarted_) {
+      std::pair<std::unique_ptr<ToolRunner>, std::string> made = std::move(*co_await offload(session_->strand, make_tools));
+      tools_ = std::move(made.first);
+      if (!tools_) acp::log::info("session " + session_->id + ": no built-in tools: " + made.second);
+    }
     co_await begin(input);
     if (compact_first_ && !cancelled()) {
       CompactResult result = co_await engine_.run_compaction(session_, *log_, turn_, observer_, no_focus_, false);

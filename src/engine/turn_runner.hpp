@@ -12,7 +12,8 @@
 //   close       the closing records, fsynced; whatever happened before
 //
 // Every phase checks the turn's cancellation before it starts work (a cancel that arrived while
-// the lock was awaited or the log re-read is never lost), and close() runs however the phases
+// the lock was awaited or the log re-read is never lost; a prompt cancelled while it waited in its
+// session's queue logs its message and ends `aborted` at once), and close() runs however the phases
 // ended — a failed store write, a failed chunk batch (which also stops the model stream), a
 // provider error — so a turn that began is always ended in the log (turn/end error or aborted)
 // and the lock released before the prompt is answered.
@@ -77,6 +78,8 @@ private:
   boost::asio::awaitable<std::optional<std::string>> permission(const llm::ToolCall& call, Route route);
   std::vector<llm::ToolDefinition> tool_definitions() const;
   bool cancelled() const;
+  /// What ends the turn's lock wait and log re-read.
+  std::stop_token waits_end() const;
 
   Engine& engine_;
   std::shared_ptr<Session> session_;
@@ -91,6 +94,7 @@ private:
   bool header_pending_ = false;  ///< request_header_ is still to be written with the next step/start
   bool compact_first_ = false;
   bool compacted_ = false;
+  bool unstarted_ = false;  ///< cancelled while it waited in line: only its message is logged
   bool begun_ = false;   ///< turn/start written: the turn must be ended in the log
   bool ended_ = false;   ///< turn/end written
   std::unique_ptr<TurnEnding> ending_;

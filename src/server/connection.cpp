@@ -94,7 +94,8 @@ struct Connection::Impl {
   transport::LineFramer framer;
   std::int64_t max_frame_bytes;
   engine::Engine engine;
-  std::map<std::string, std::string> running_prompts;  ///< JSON text of a running prompt's id -> its session
+  /// JSON text of an unanswered prompt's id -> its cancellation object (running or waiting in line).
+  std::map<std::string, std::shared_ptr<engine::Turn>> running_prompts;
   handlers::Router router;
   handlers::HandlerContext context;
   transport::OutboundCalls client_calls;  ///< requests of ours waiting for the client's answer
@@ -177,13 +178,14 @@ struct Connection::Impl {
     return outbox.send(std::move(key), one_frame(jsonrpc::serialize_error(id, error)));
   }
 
-  asio::awaitable<void> run_request(jsonrpc::Request request, const handlers::Router::RequestFn* fn) {
+  asio::awaitable<void> run_request(jsonrpc::Request request, const handlers::Router::RequestFn* fn,
+                                    std::shared_ptr<engine::Turn> turn) {
     std::string key = stream_key(request.params);
     json::value result;
     std::exception_ptr failure;
     try {
       // The awaitable in a local: its by-value params temporary must not live across the co_await (GCC 12).
-      auto call = (*fn)(context, std::move(request.params));
+      auto call = (*fn)(context, std::move(request.params), std::move(turn));
       result = co_await std::move(call);
     } catch (...) {
       failure = std::current_exception();
@@ -272,14 +274,17 @@ struct Connection::Impl {
       co_return false;
     }
     ++in_flight;
-    if (request.method == methods::session_prompt)
-      running_prompts[support::to_json_text(jsonrpc::id_to_json(request.id))] = stream_key(request.params);
-    asio::co_spawn(executor, run_request(std::move(request), fn), asio::detached);
+    std::shared_ptr<engine::Turn> turn;
+    if (request.method == methods::session_prompt) {
+      turn = std::make_shared<engine::Turn>(executor);
+      running_prompts[support::to_json_text(jsonrpc::id_to_json(request.id))] = turn;
+    }
+    asio::co_spawn(executor, run_request(std::move(request), fn, std::move(turn)), asio::detached);
     co_return true;
   }
 
-  // `$/cancel_request {requestId}` cancels a running session/prompt like session/cancel; any other
-  // request it names is left to finish (contracts §2).
+  // `$/cancel_request {requestId}` cancels the session/prompt it names, running or waiting in line,
+  // and no other (session/cancel ends them all); any other request it names is left to finish.
   void cancel_request(const json::value& params) {
     const auto* o = params.if_object();
     const auto* id = o ? o->if_contains("requestId") : nullptr;
@@ -289,7 +294,7 @@ struct Connection::Impl {
       log::debug("$/cancel_request for " + support::to_json_text(*id) + ": no running prompt");
       return;
     }
-    engine.cancel(it->second);
+    it->second->cancel();
   }
 
   asio::awaitable<void> handle_events(std::vector<transport::FramerEvent>& events) {

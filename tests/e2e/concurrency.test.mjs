@@ -1,12 +1,12 @@
 // Requests are handled concurrently: while one session's prompt sleeps, a second prompt on that
-// session is rejected, and other sessions' prompts, session/new and initialize still answer.
+// session waits in line behind it, and other sessions' prompts, session/new and initialize still answer.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Agent, INIT_PARAMS, startSdkAgent, acp, echoAnswer, systemBytes } from './lib/agent.mjs';
 
 const M = acp.methods.agent;
 
-test('a long prompt blocks neither other sessions nor initialize; a second prompt on it is -32602', async (t) => {
+test('a long prompt blocks neither other sessions nor initialize; a second prompt on it runs after it', async (t) => {
   const { agent, ctx } = startSdkAgent(t);
   await ctx.request(M.initialize, INIT_PARAMS);
   const { sessionId: busy } = await ctx.request(M.session.new, { cwd: agent.home, mcpServers: [] });
@@ -17,12 +17,10 @@ test('a long prompt blocks neither other sessions nor initialize; a second promp
   const long = ctx.request(M.session.prompt, { sessionId: busy, prompt: [{ type: 'text', text: 'slow [[echo:sleep=3000]]' }] })
     .finally(() => { longDone = true; });
 
-  // Same session, while the first is in flight: rejected at once, the running prompt unaffected.
-  await assert.rejects(ctx.request(M.session.prompt, { sessionId: busy, prompt: [{ type: 'text', text: 'me too' }] }), (err) => {
-    assert.equal(err.code, -32602);
-    assert.match(err.message, /^Invalid params/);
-    return true;
-  });
+  // Same session, while the first is in flight: queued behind it, the running prompt unaffected.
+  let secondDone = false;
+  const second = ctx.request(M.session.prompt, { sessionId: busy, prompt: [{ type: 'text', text: 'me too' }] })
+    .finally(() => { secondDone = true; });
   // Another session answers in full.
   const r2 = await ctx.request(M.session.prompt, { sessionId: other, prompt: [{ type: 'text', text: 'quick' }] });
   assert.equal(r2.stopReason, 'end_turn');
@@ -32,13 +30,15 @@ test('a long prompt blocks neither other sessions nor initialize; a second promp
   const { sessionId: third } = await ctx.request(M.session.new, { cwd: agent.home, mcpServers: [] });
   assert.ok(third);
   assert.equal(longDone, false, 'all of the above answered while the long prompt was still running');
+  assert.equal(secondDone, false, 'the queued prompt waits for the long one');
 
   const r1 = await long;
   assert.equal(r1.stopReason, 'end_turn');
   assert.ok(performance.now() - started >= 2900, 'the long prompt really slept');
-  // Its answer is the one-prompt echo: the rejected concurrent prompt left no trace.
+  assert.equal((await second).stopReason, 'end_turn');
+  // The long one's answer is the one-prompt echo; the queued prompt ran next and saw it.
   const text = Agent.chunkText(agent.chunks({ sessionId: busy }));
-  assert.match(text, /^echo: received 2 messages\n/);
+  assert.match(text, /^echo: received 2 messages\n[^]*last user message: slow [^]*echo: received 4 messages\n[^]*last user message: me too$/);
   await agent.finish();
 });
 

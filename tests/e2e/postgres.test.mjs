@@ -16,6 +16,16 @@ import { freshStore, psql, runBin, storedEvents, turnStarted } from './lib/postg
 
 const M = acp.methods.agent;
 
+/** session/delete's response as it is on the wire, without its id (the SDK would read -32002 as success). */
+async function deleteOnTheWire(p, sessionId) {
+  const from = p.agent.frames.length;
+  await p.ctx.request(M.session.delete, { sessionId }).catch(() => {});
+  const e = p.agent.frames.find((x) => x.index >= from && !Object.hasOwn(x.frame, 'method') && Object.hasOwn(x.frame, 'id'));
+  assert.ok(e, 'the delete is answered');
+  const { jsonrpc, id, ...rest } = e.frame;
+  return rest;
+}
+
 /** The error of a prompt that references `id`, with the id blanked (to compare two outcomes). */
 async function referenceError(p, sid, id) {
   const err = await rejectsWith(p.ctx.request(M.session.prompt, { sessionId: sid, prompt: text(`see ${uriOf(id)}`) }), -32602);
@@ -38,6 +48,14 @@ test('two people: unshared sessions are invisible, /share lets the other list, l
   const missing = await referenceError(bob, bobs, '0b9f6c1e-0000-4000-8000-000000000000');
   assert.deepEqual(hidden, missing, 'no existence leak');
   assert.equal(storedEvents(store.db, bobs).length, 0, 'the failed prompts wrote nothing');
+  // Deleting it answers {} exactly as deleting a session that never existed, and leaves it be.
+  const stored = storedEvents(store.db, billing).length;
+  const deleteHidden = await deleteOnTheWire(bob, billing);
+  const deleteMissing = await deleteOnTheWire(bob, '0b9f6c1e-0000-4000-8000-000000000000');
+  assert.deepEqual(deleteHidden, { result: {} });
+  assert.deepEqual(deleteMissing, deleteHidden, 'no existence leak');
+  assert.equal(storedEvents(store.db, billing).length, stored, 'alice\'s session untouched');
+  assert.equal(psql(store.db, `SELECT count(*) FROM dsh_acp.sessions WHERE id = '${billing}'`), '1');
 
   // Alice shares it.
   const shared = await prompt(alice, billing, '/share');

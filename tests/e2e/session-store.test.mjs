@@ -12,7 +12,7 @@ import {
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import Ajv2020 from 'ajv/dist/2020.js';
-import { INIT_PARAMS, REPO_ROOT, startSdkAgent, acp, Agent } from './lib/agent.mjs';
+import { INIT_PARAMS, REPO_ROOT, startAgent, startSdkAgent, acp, Agent } from './lib/agent.mjs';
 import { generationOf, isV01Log, logFiles, logPath, logPathFor, readLog, readRawLog, writeLog } from './lib/store.mjs';
 import { fileStoreOnly } from './lib/pgvariant.mjs';
 
@@ -394,7 +394,7 @@ test('session/close releases the session: a later prompt is -32002; load attache
   assert.deepEqual(userTexts(checkLog(logPath(path.join(home, 'sessions'), sid)).events), ['x', 'z']);
 });
 
-test('session/delete removes the log and the listing entry; load is then -32002', async (t) => {
+test('session/delete removes the log and the listing entry; load is then -32002; deleting again is {}', async (t) => {
   const home = makeHome(t);
   const store = path.join(home, 'sessions');
   const a = await startIn(t, home);
@@ -409,16 +409,31 @@ test('session/delete removes the log and the listing entry; load is then -32002'
   assert.deepEqual((await a.ctx.request(M.session.list, {})).sessions.map((s) => s.sessionId), [keep]);
   await rejectsWith(a.ctx.request(M.session.load, { sessionId: sid, cwd: home, mcpServers: [] }), -32002,
     (e) => assert.equal(e.data?.sessionId, sid));
-  // The SDK reports -32002 on session/delete and session/close as success (idempotent): check the wire.
-  const wire = await wireResponse(a, M.session.delete, { sessionId: 'never-existed' });
-  assert.equal(wire.error?.code, -32002);
-  assert.equal(wire.error?.data?.sessionId, 'never-existed');
+  // Deleting an already deleted session or one that never existed succeeds silently
+  // (https://agentclientprotocol.com/protocol/v1/session-delete#semantics). The SDK would report
+  // -32002 on session/delete as success too: check the wire.
+  for (const id of [sid, 'never-existed']) {
+    const wire = await wireResponse(a, M.session.delete, { sessionId: id });
+    assert.deepEqual(wire.result, {}, `${id}: ${JSON.stringify(wire)}`);
+  }
+  assert.deepEqual((await a.ctx.request(M.session.list, {})).sessions.map((s) => s.sessionId), [keep]);
   await a.agent.finish();
   // Gone for a new process too (the index cache must not resurrect it).
   const b = await startIn(t, home);
   assert.deepEqual((await b.ctx.request(M.session.list, {})).sessions.map((s) => s.sessionId), [keep]);
   await rejectsWith(b.ctx.request(M.session.load, { sessionId: sid, cwd: home, mcpServers: [] }), -32002);
   await b.agent.finish();
+});
+
+test('session/delete params that break its schema are still -32602 with their pointer', async (t) => {
+  const agent = startAgent(t);
+  await agent.initialize();
+  for (const [params, pointer] of [[{ sessionId: 7 }, '/sessionId'], [{}, '/sessionId'], [[], '']]) {
+    const r = await agent.call('session/delete', params);
+    assert.equal(r.error?.code, -32602, JSON.stringify(r));
+    if (pointer) assert.equal(r.error.data?.path, pointer);
+  }
+  await agent.finish();
 });
 
 test('session/load errors: unknown id -32002, relative or mismatched cwd -32602, cwd-less session -32602', async (t) => {
@@ -465,7 +480,12 @@ fileStoreOnly('hostile session ids never escape the store and never give an inte
       [M.session.prompt, { sessionId: id, prompt: text('hi') }],
     ]) {
       // On the wire (the SDK turns -32002 to session/close and session/delete into success).
-      const { error: err } = await wireResponse(a, method, params);
+      const { error: err, result } = await wireResponse(a, method, params);
+      // Deleting a session that does not exist succeeds; an id no file name can hold is still -32602.
+      if (method === M.session.delete && !err) {
+        assert.deepEqual(result, {});
+        continue;
+      }
       assert.ok(err && [-32002, -32602].includes(err.code), `${method} ${JSON.stringify(id).slice(0, 40)}: ${JSON.stringify(err)}`);
       if (err.code === -32602) assert.equal(err.data?.path, '/sessionId');
     }

@@ -395,7 +395,7 @@ BOOST_FIXTURE_TEST_CASE(sessions_the_person_cannot_see_answer_as_sessions_that_d
   const std::string for_missing = mention_error(missing);
   BOOST_TEST(for_missing.find("does not exist") != std::string::npos);
   BOOST_TEST(mention_error(hidden) == for_missing);
-  // Load, resume and delete: not found, as for an id nobody has.
+  // Load and resume: not found, as for an id nobody has.
   auto as_missing = [&](auto call) {
     auto a = rpc_error_of([&] { call(hidden); });
     auto b = rpc_error_of([&] { call(missing); });
@@ -405,7 +405,12 @@ BOOST_FIXTURE_TEST_CASE(sessions_the_person_cannot_see_answer_as_sessions_that_d
   };
   as_missing([&](const std::string& s) { run(handlers::session_load(w.ctx, load_request(s, root))); });
   as_missing([&](const std::string& s) { run(handlers::session_resume(w.ctx, load_request(s, root))); });
-  as_missing([&](const std::string& s) { run(handlers::session_delete(w.ctx, protocol::SessionIdRequest{s, {}})); });
+  // Delete: `{}` for both, as for an id nobody has, and bob's session is left as it was.
+  const std::size_t bobs_events = events(*process(), hidden).size();
+  BOOST_CHECK_NO_THROW(run(handlers::session_delete(w.ctx, protocol::SessionIdRequest{hidden, {}})));
+  BOOST_CHECK_NO_THROW(run(handlers::session_delete(w.ctx, protocol::SessionIdRequest{missing, {}})));
+  BOOST_TEST(events(*process(), hidden).size() == bobs_events, "the hidden session is untouched");
+  BOOST_TEST(directory->row(hidden).has_value(), "and still stored");
   auto candidates = run(handlers::session_prompt(w.ctx, prompt(id, "/ref")));
   (void)candidates;
   BOOST_TEST(w.said().find(hidden) == std::string::npos, "/ref does not offer it");
