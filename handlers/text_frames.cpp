@@ -5,6 +5,7 @@
 #include "protocol/methods.hpp"
 #include "protocol/wire.hpp"
 #include "refs/json_string.hpp"
+#include "support/utf8.hpp"
 
 #include <boost/json/serializer.hpp>
 
@@ -107,6 +108,7 @@ std::optional<std::string> TextChunkFrames::frame_text(std::size_t kind, std::st
     out.resize(used + sr.read(out.data() + used, room).size());
   }
   out += t.suffix;
+  support::replace_invalid_utf8(out);  // as jsonrpc::serialize_* do for every other frame
   return out;
 }
 

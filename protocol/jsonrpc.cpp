@@ -1,6 +1,7 @@
 #include "jsonrpc.hpp"
 
 #include "support/json_number.hpp"
+#include "support/utf8.hpp"
 
 #include <boost/json/serialize.hpp>
 
@@ -143,12 +144,25 @@ Inbound classify(json::value frame) {
   return Request{std::move(id), std::move(name), std::move(params)};
 }
 
+namespace {
+
+// Every frame is JSON text whatever its strings came from. Text from outside is made valid where it
+// enters; should some slip through, its bad bytes can only sit inside strings (the rest of a frame
+// is ASCII), so replacing them with U+FFFD keeps the frame's meaning and makes it readable.
+std::string frame_text(const json::object& frame) {
+  std::string text = json::serialize(frame);
+  support::replace_invalid_utf8(text);
+  return text;
+}
+
+} // namespace
+
 std::string serialize_response(const RequestId& id, const json::value& result) {
   json::object obj;
   obj["jsonrpc"] = "2.0";
   obj["id"] = id_to_json(id);
   obj["result"] = result;
-  return json::serialize(obj);
+  return frame_text(obj);
 }
 
 std::string serialize_error(const RequestId& id, const RpcError& error) {
@@ -156,7 +170,7 @@ std::string serialize_error(const RequestId& id, const RpcError& error) {
   obj["jsonrpc"] = "2.0";
   obj["id"] = id_to_json(id);
   obj["error"] = error.to_json();
-  return json::serialize(obj);
+  return frame_text(obj);
 }
 
 std::string serialize_request(std::int64_t id, std::string_view method, const json::value& params) {
@@ -165,7 +179,7 @@ std::string serialize_request(std::int64_t id, std::string_view method, const js
   obj["id"] = id;
   obj["method"] = method;
   obj["params"] = params;
-  return json::serialize(obj);
+  return frame_text(obj);
 }
 
 std::string serialize_notification(std::string_view method, const json::value& params) {
@@ -173,7 +187,7 @@ std::string serialize_notification(std::string_view method, const json::value& p
   obj["jsonrpc"] = "2.0";
   obj["method"] = method;
   obj["params"] = params;
-  return json::serialize(obj);
+  return frame_text(obj);
 }
 
 } // namespace acp::jsonrpc

@@ -4,6 +4,7 @@
 #include "support/await_ops.hpp"
 #include "support/json_number.hpp"
 #include "support/json_text.hpp"
+#include "support/utf8.hpp"
 #include "tools/command.hpp"
 #include "tools/file_change.hpp"
 #include "tools/output_cap.hpp"
@@ -145,6 +146,14 @@ std::string todo_summary(const json::array& todos) {
          std::to_string(completed) + " completed.";
 }
 
+void make_text_valid(ToolOutcome& out) {
+  support::replace_invalid_utf8(out.text);
+  if (!out.edit) return;
+  support::replace_invalid_utf8(out.edit->path);
+  if (out.edit->old_text) support::replace_invalid_utf8(*out.edit->old_text);
+  support::replace_invalid_utf8(out.edit->new_text);
+}
+
 ToolRunner::ToolRunner(std::string session_id, tools::Roots roots, EditorAccess editor, asio::any_io_executor blocking,
                        ToolLimits limits, std::vector<std::string> hidden_env)
     : session_id_(std::move(session_id)), roots_(std::move(roots)), editor_(std::move(editor)),
@@ -180,6 +189,7 @@ asio::awaitable<ToolOutcome> ToolRunner::run(std::string name, std::string argum
     out.cancelled = cancelled;
     out.text = "Error: " + failure;
   }
+  make_text_valid(out);
   out.text = capped(std::move(out.text), limits_.max_result_bytes);
   co_return out;
 }

@@ -63,6 +63,11 @@ struct ToolOutcome {
   std::optional<boost::json::array> todos; ///< todo_write: the list (a plan)
 };
 
+/// Makes what a tool produced text before it reaches the log, a frame or the model: a file's bytes,
+/// a command's output, a file name or a server's message may be anything, so each ill-formed UTF-8
+/// sequence of the result and of a change's path and texts becomes U+FFFD.
+void make_text_valid(ToolOutcome& out);
+
 class ToolRunner {
 public:
   ToolRunner(std::string session_id, tools::Roots roots, EditorAccess editor, boost::asio::any_io_executor blocking,

@@ -2,6 +2,7 @@
 
 #include "store/event_builders.hpp"
 #include "store/records.hpp"
+#include "support/utf8.hpp"
 
 #include <boost/json.hpp>
 
@@ -285,7 +286,8 @@ json::object TurnLog::turn_reason(const TurnEnding& ending) const {
   case Kind::refused: return json::object{{"kind", "error"}, {"step", step_}, {"failure", refusal_failure()}};
   case Kind::error: break;
   }
-  return events::error_reason(step_, ending.message,
+  // Any exception's message may end a turn, and one may quote a path or a server: the log takes text only.
+  return events::error_reason(step_, support::valid_utf8_text(ending.message),
                               ending.code ? std::optional<std::string_view>(*ending.code) : std::nullopt);
 }
 

@@ -553,6 +553,7 @@ asio::awaitable<ToolOutcome> TurnRunner::run_one(const llm::ToolCall& call_in, R
   // that was not asked for.
   if (route == Route::mcp && session_->mcp) {
     out = co_await session_->mcp->call(call.name, call.arguments);
+    make_text_valid(out);  // a server's failure quotes its stderr
     out.text = capped(std::move(out.text), static_cast<std::size_t>(engine_.services_.config.max_tool_result_bytes));
   } else if (route == Route::builtin) {
     std::function<void(const std::string&)> on_terminal = [this, id = call.id](const std::string& terminal) {

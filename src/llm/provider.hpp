@@ -7,6 +7,8 @@
 // Providers run on the connection's strand; the sink is called on that strand.
 #pragma once
 
+#include "support/utf8.hpp"
+
 #include <boost/asio/awaitable.hpp>
 
 #include <cstdint>
@@ -104,8 +106,9 @@ struct Completion {
 /// A provider failure with the stable code of contracts.md §2 (PROVIDER_*, or AUTH_REQUIRED for 401/403).
 class ProviderError : public std::runtime_error {
 public:
+  /// `message` may quote the provider (a reason phrase, a stream's bytes): it is made text here.
   ProviderError(std::string code, std::string message, int http_status = 0, bool output_started = false)
-      : std::runtime_error(std::move(message)), code_(std::move(code)), status_(http_status),
+      : std::runtime_error(support::valid_utf8_text(message)), code_(std::move(code)), status_(http_status),
         output_started_(output_started) {}
   const std::string& code() const noexcept { return code_; }
   int http_status() const noexcept { return status_; }

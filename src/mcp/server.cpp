@@ -6,6 +6,7 @@
 #include "support/child_process.hpp"
 #include "support/event.hpp"
 #include "support/json_text.hpp"
+#include "support/utf8.hpp"
 #include "support/log.hpp"
 #include "transport/line_framer.hpp"
 #include "transport/outbound_calls.hpp"
@@ -131,6 +132,12 @@ struct Server::State : std::enable_shared_from_this<State> {
   void on_frame(std::string text) {
     boost::system::error_code ec;
     json::value frame = support::parse_json(text, ec);
+    if (ec && !support::valid_utf8(text)) {
+      // A result quoting bytes that are not UTF-8 (a file's, a command's) still answers its call:
+      // they are read as U+FFFD, as everything from outside is.
+      support::replace_invalid_utf8(text);
+      frame = support::parse_json(text, ec);
+    }
     if (ec || !frame.is_object()) {
       // Servers that print to stdout break the protocol; their lines are logged, not fatal.
       if (++ignored_lines <= kMaxIgnoredLines)

@@ -106,4 +106,11 @@ public:
   using StoreError::StoreError;
 };
 
+/// A line handed to a writer is not JSON text (its bytes are not valid UTF-8): nothing of its
+/// batch was written, so no log can become unreadable.
+class InvalidLogText : public InvalidBatch {
+public:
+  using InvalidBatch::InvalidBatch;
+};
+
 } // namespace acp::store

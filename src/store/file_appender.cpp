@@ -3,6 +3,7 @@
 #include "support/json_text.hpp"
 #include "store/errors.hpp"
 #include "store/event_model.hpp"
+#include "store/line_text.hpp"
 #include "store/records.hpp"
 #include "store/session_store.hpp"
 #include "store/zstd_frames.hpp"
@@ -19,6 +20,8 @@ void FileAppender::publish(KnownLog& log, const std::string& lines) {
   // Lazy atomic creation (harness-compat §1.1): the file appears complete or not at all.
   const std::string header_line =
       header_line_.empty() ? support::to_json_text(header_record(log.header)) + "\n" : header_line_;
+  check_log_text(header_line, log.path);
+  check_log_text(lines, log.path, 2);
   std::string bytes;
   if (store_->encoding() == Encoding::zstd) {
     bytes = compress_frame(header_line);
@@ -65,6 +68,7 @@ void FileAppender::write(KnownLog& log, const std::string& lines, const std::vec
   if (!log.on_disk) {
     publish(log, lines);  // fsynced as part of publication
   } else {
+    check_log_text(lines, log.path);
     std::string compressed;
     const bool zstd = store_->encoding() == Encoding::zstd;
     if (zstd) compressed = compress_frame(lines);

@@ -8,6 +8,7 @@
 #include "store/event_model.hpp"
 #include "store/file_appender.hpp"
 #include "store/file_io.hpp"
+#include "store/line_text.hpp"
 #include "store/log_source.hpp"
 #include "store/records.hpp"
 #include "support/json_text.hpp"
@@ -30,14 +31,17 @@ namespace {
 struct ExportDone {};
 
 // The events a storage line stands for (a packed row: several), or nullopt when it is no record.
-std::optional<std::vector<json::object>> line_events(std::string_view text) {
+// A line that is not valid UTF-8 is read as the scan reads it: `repaired` gets that text.
+std::optional<std::vector<json::object>> line_events(std::string_view text, std::string* repaired = nullptr) {
   boost::system::error_code ec;
-  json::value v = support::parse_json(text, ec);
+  json::value v = parse_stored_line(text, ec, nullptr, repaired);
   if (ec) return std::nullopt;
   std::vector<json::object> events;
   if (decode_storage_line(std::move(v), events) == LineDecode::malformed || events.empty()) return std::nullopt;
   return events;
 }
+
+constexpr const char* kReplacedText = "not valid UTF-8: read with U+FFFD in place of the bad bytes";
 
 std::string gen(Generation g) { return std::string(generation_name(g)); }
 
@@ -66,7 +70,12 @@ Generation SessionStore::export_lines(const std::string& id, const std::function
   try {
     read_log_lines(fd.get(), *path, encoding_, [&](const PlainLine& l) {
       if (l.number == 1) {
-        if (header) header(l.text);
+        if (header) {
+          boost::system::error_code ec;
+          std::string repaired;
+          parse_stored_line(l.text, ec, nullptr, &repaired);
+          header(repaired.empty() ? l.text : std::string_view(repaired));
+        }
         if (from_seq >= count) {  // nothing to hand out: no need to walk the lines
           next = count;
           throw ExportDone{};
@@ -74,14 +83,17 @@ Generation SessionStore::export_lines(const std::string& id, const std::function
         return;
       }
       if (next >= count) throw ExportDone{};
-      auto events = line_events(l.text);
+      // A line an older release wrote with raw bytes goes out as every reader reads it: no writer
+      // takes it as it is.
+      std::string repaired;
+      auto events = line_events(l.text, &repaired);
       const json::value* sv = events ? events->front().if_contains("seq") : nullptr;
       auto seq = sv ? safe_int(*sv) : std::nullopt;
       if (!seq || *seq != next)
         throw StoreCorrupt(*path, l.number, "changed while it was exported (expected seq " + std::to_string(next) + ")");
       const auto n = std::int64_t(events->size());
       if (next >= from_seq) {
-        if (line) line(l.text);
+        if (line) line(repaired.empty() ? l.text : std::string_view(repaired));
       } else if (next + n > from_seq) {
         throw StoreError("session \"" + id + "\": seq " + std::to_string(from_seq) +
                          " falls inside a packed chunk row (seqs " + std::to_string(next) + ".." +
@@ -125,10 +137,12 @@ std::string SessionStore::check_log_file(const std::string& path,
   SourceTail tail = read_log_lines(fd.get(), path, encoding_, [&](const PlainLine& l) {
     if (l.number == 1) {
       boost::system::error_code ec;
-      json::value v = support::parse_json(l.text, ec);
+      bool replaced = false;
+      json::value v = parse_stored_line(l.text, ec, &replaced);
       std::optional<SessionHeader> h;
       if (!ec) h = parse_header(v);
       if (!h) return problem(1, "invalid session header");
+      if (replaced) problem(1, kReplacedText);
       id = h->id;
       if (h->version != kSessionFormatVersion) return problem(1, "unsupported session format version");
       try {
@@ -138,7 +152,9 @@ std::string SessionStore::check_log_file(const std::string& path,
       }
       return;
     }
-    auto events = line_events(l.text);
+    std::string repaired;
+    auto events = line_events(l.text, &repaired);
+    if (!repaired.empty()) problem(l.number, kReplacedText);
     if (!events) {
       problem(l.number, "unparsable line (not a log record)");
       ++expect;  // most likely one event: the next line is then judged on its own

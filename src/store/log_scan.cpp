@@ -4,6 +4,7 @@
 #include "store/chunk_rows.hpp"
 #include "store/errors.hpp"
 #include "store/event_model.hpp"
+#include "store/line_text.hpp"
 #include "store/log_source.hpp"
 #include "store/records.hpp"
 
@@ -60,7 +61,9 @@ void LineWalker::line(const PlainLine& l) {
   if (transient)
     storage = json::make_shared_resource<json::monotonic_resource>(
         std::min<std::size_t>(l.text.size() * 2 + 512, kArenaFirstBlock));
-  std::optional<json::value> v = support::parse_json(l.text, ec, nullptr, std::move(storage));
+  bool replaced = false;
+  std::optional<json::value> v = parse_stored_line(l.text, ec, &replaced, nullptr, std::move(storage));
+  if (replaced) note_replaced_text(path_, l.number);
   if (l.storage && l.storage->capacity() >= kReleaseLineBytes) std::string().swap(*l.storage);
   std::string bad;
   bool decoded_ok = false;
@@ -115,7 +118,9 @@ void LineWalker::line(const PlainLine& l) {
 
 void LineWalker::header(const PlainLine& l) {
   boost::system::error_code ec;
-  json::value v = support::parse_json(l.text, ec);
+  bool replaced = false;
+  json::value v = parse_stored_line(l.text, ec, &replaced);
+  if (replaced) note_replaced_text(path_, l.number);
   std::optional<SessionHeader> h;
   if (!ec) h = parse_header(v);
   if (!h) throw StoreCorrupt(path_, 1, "invalid session header");

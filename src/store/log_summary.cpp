@@ -1,8 +1,8 @@
 #include "store/log_summary.hpp"
 
-#include "support/json_text.hpp"
 #include "store/errors.hpp"
 #include "store/file_io.hpp"
+#include "store/line_text.hpp"
 #include "store/log_source.hpp"
 #include "store/records.hpp"
 
@@ -19,7 +19,7 @@ namespace {
 // Time of the last event a storage line stands for (packed rows: the last member's time).
 std::optional<std::int64_t> line_time(std::string_view text) {
   boost::system::error_code ec;
-  json::value v = support::parse_json(text, ec);
+  json::value v = parse_stored_line(text, ec);
   if (ec || !v.is_object()) return std::nullopt;
   const auto& o = v.get_object();
   if (auto t = o.if_contains("time")) return safe_int(*t);
@@ -48,7 +48,7 @@ LogSummary summarize_log(const std::string& path, Encoding enc) {
     read_log_lines(fd.get(), path, enc, [&](const PlainLine& l) {
       if (l.number == 1) {
         boost::system::error_code ec;
-        json::value v = support::parse_json(l.text, ec);
+        json::value v = parse_stored_line(l.text, ec);
         if (!ec) s.header = parse_header(v);
         if (s.header && s.header->version != kSessionFormatVersion) s.header.reset();
         if (!s.header) throw StoreCorrupt(path, 1, "invalid session header");
@@ -59,7 +59,7 @@ LogSummary summarize_log(const std::string& path, Encoding enc) {
       static constexpr std::string_view kTitle = "\"session/title\"";
       if (::memmem(l.text.data(), l.text.size(), kTitle.data(), kTitle.size()) != nullptr) {
         boost::system::error_code ec;
-        json::value v = support::parse_json(l.text, ec);
+        json::value v = parse_stored_line(l.text, ec);
         if (!ec && v.is_object() && string_at(v.get_object(), "type") == "session/title") {
           if (auto d = object_at(v.get_object(), "data")) s.title = std::string(string_at(*d, "title"));
         }

@@ -2,13 +2,13 @@
 
 #include "store/chunk_rows.hpp"
 #include "store/errors.hpp"
+#include "store/line_text.hpp"
 #include "store/pg/connection.hpp"
 #include "store/pg/pg_store.hpp"
 #include "store/pg/schema.hpp"
 #include "store/pg/url.hpp"
 #include "store/records.hpp"
 #include "store/session_store.hpp"
-#include "support/json_text.hpp"
 
 
 namespace acp::store {
@@ -54,7 +54,7 @@ void migrate_store(const std::string& url) {
 
 std::optional<std::pair<std::int64_t, std::int64_t>> line_seqs(std::string_view line) {
   boost::system::error_code ec;
-  boost::json::value v = support::parse_json(line, ec);
+  boost::json::value v = parse_stored_line(line, ec);
   if (ec) return std::nullopt;
   std::vector<boost::json::object> events;
   if (decode_storage_line(std::move(v), events) == LineDecode::malformed || events.empty()) return std::nullopt;

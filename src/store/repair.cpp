@@ -3,6 +3,7 @@
 #include "support/json_text.hpp"
 #include "store/event_model.hpp"
 #include "store/file_io.hpp"
+#include "store/line_text.hpp"
 #include "store/records.hpp"
 #include "store/zstd_frames.hpp"
 
@@ -60,11 +61,13 @@ LogState repair_log(int fd, const std::string& path, Encoding enc, Generation ge
   // 0.1.1 as one (harness-0.1 §5).
   const std::vector<json::object> closers = scan.state.closers();
   std::string recovered = enc == Encoding::zstd ? lines_of(scan.recovered) : std::string();
+  std::string closing = closer_lines(closers, gen);
+  check_log_text(recovered + closing, path);
   if (gen == Generation::project_dirs) {
-    append(recovered + closer_lines(closers, gen));
+    append(recovered + closing);
   } else {
     append(recovered);
-    append(closer_lines(closers, gen));
+    append(closing);
   }
   fsync_fd(fd, path);
   LogState state = scan.state;

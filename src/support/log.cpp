@@ -2,6 +2,7 @@
 
 #include "iso_time.hpp"
 #include "paths.hpp"
+#include "utf8.hpp"
 
 #include <atomic>
 #include <cerrno>
@@ -60,8 +61,10 @@ void write(Level level, std::string_view message) {
   char stamp[64];
   std::snprintf(stamp, sizeof stamp, " [%d] %s ", static_cast<int>(::getpid()), kNames[static_cast<int>(level)]);
   std::string line = support::iso_time(ms) + stamp;
-  // One record is one line: embedded newlines would make the log ambiguous.
+  // One record is one line: embedded newlines would make the log ambiguous. Messages quote what
+  // others wrote (a server's stderr, a file name): the log stays UTF-8 text all the same.
   for (char c : message) line.push_back(c == '\n' ? ' ' : c);
+  support::replace_invalid_utf8(line);
   line.push_back('\n');
   [[maybe_unused]] auto written = ::write(g_fd, line.data(), line.size());
 }

@@ -1,5 +1,8 @@
 #include "support/utf8.hpp"
 
+#include <cstdint>
+#include <cstring>
+
 namespace acp::support {
 
 DecodedCodePoint decode_utf8(std::string_view s, std::size_t i) {
@@ -36,13 +39,47 @@ DecodedCodePoint decode_utf8(std::string_view s, std::size_t i) {
   return {cp, len, true};
 }
 
-bool valid_utf8(std::string_view s) {
+std::size_t first_invalid_utf8(std::string_view s) {
+  // Every frame, log line and model request is checked: ASCII, most of any text, goes 8 bytes at a time.
+  constexpr std::uint64_t kHighBits = 0x8080808080808080ull;
   for (std::size_t i = 0; i < s.size();) {
+    if (i + 8 <= s.size()) {
+      std::uint64_t word;
+      std::memcpy(&word, s.data() + i, 8);
+      if ((word & kHighBits) == 0) {
+        i += 8;
+        continue;
+      }
+    }
     auto d = decode_utf8(s, i);
-    if (!d.valid) return false;
+    if (!d.valid) return i;
     i += d.length;
   }
+  return s.size();
+}
+
+bool valid_utf8(std::string_view s) { return first_invalid_utf8(s) == s.size(); }
+
+bool replace_invalid_utf8(std::string& s) {
+  std::size_t i = first_invalid_utf8(s);
+  if (i == s.size()) return false;
+  std::string out;
+  out.reserve(s.size() + 16);
+  out.append(s, 0, i);
+  while (i < s.size()) {
+    auto d = decode_utf8(s, i);
+    if (d.valid) out.append(s, i, d.length);
+    else append_utf8(out, 0xFFFD);
+    i += d.length;
+  }
+  s = std::move(out);
   return true;
+}
+
+std::string valid_utf8_text(std::string_view s) {
+  std::string out(s);
+  replace_invalid_utf8(out);
+  return out;
 }
 
 std::size_t utf8_floor(std::string_view s, std::size_t pos) {

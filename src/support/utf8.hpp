@@ -24,6 +24,18 @@ void append_utf8(std::string& out, char32_t c);
 /// Whether `s` is well-formed UTF-8.
 bool valid_utf8(std::string_view s);
 
+/// Offset of the first ill-formed sequence in `s`, s.size() when there is none.
+std::size_t first_invalid_utf8(std::string_view s);
+
+/// Bytes from outside (a command's output, a file, a file name, another program's message) made
+/// text: each ill-formed sequence becomes U+FFFD, one per maximal subpart as decode_utf8 reads it
+/// (so a JavaScript TextDecoder reading the raw bytes shows the same text). Returns whether
+/// anything was replaced; well-formed input is left as it is, without a copy.
+bool replace_invalid_utf8(std::string& s);
+
+/// replace_invalid_utf8 on a copy.
+std::string valid_utf8_text(std::string_view s);
+
 /// The largest code-point boundary at or before `pos` (s.size() for any pos past the end): `pos`
 /// unless it falls inside a sequence, then the sequence's first byte. Ill-formed input is cut the
 /// way decode_utf8 reads it: a maximal subpart (one U+FFFD) is never split, a stray continuation

@@ -6,12 +6,12 @@
 // fallback (contracts §5).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { INIT_PARAMS, startSdkAgent, acp, sleep } from './lib/agent.mjs';
 import { startFakeProvider, answer, httpError, startSse, chunkEvent, providerArgs, logEvents } from './lib/fake-provider.mjs';
-import { failureOf } from './lib/store.mjs';
+import { failureOf, logPath } from './lib/store.mjs';
 
 const M = acp.methods.agent;
 const NO_KEYS = { OPENAI_API_KEY: '', DEEPSEEK_API_KEY: '' };
@@ -276,5 +276,49 @@ test('a connection dropped mid-stream: PROVIDER_NETWORK after the cut-off note, 
   });
   assert.equal(server.requests.length, 1);
   assert.match(textOf(updatesOf(agent, sessionId, 'agent_message_chunk')), /^half [\s\S]*cut off/);
+  await agent.finish();
+});
+
+// Issue 27: a tool result with bytes that are not UTF-8 made the next request body invalid UTF-8
+// (the server refused it), and a model that streamed such bytes failed the turn. Both become U+FFFD.
+test('bytes that are not UTF-8, from a command or from the model, reach the request, frames and log as U+FFFD', async (t) => {
+  const server = await startFakeProvider(t);
+  const call = { index: 0, id: 'call_1', type: 'function', function: { name: 'bash', arguments: JSON.stringify({ command: "printf 'A\\377B'" }) } };
+  server.queue(
+    async (req, res) => {
+      startSse(res);
+      res.write(chunkEvent({ tool_calls: [call] }));
+      res.write(chunkEvent({}, 'tool_calls'));
+      res.end('data: [DONE]\n\n');
+    },
+    async (req, res) => {
+      startSse(res);
+      // A server that sends a raw byte inside a string (not JSON text as it stands).
+      res.write(Buffer.concat([Buffer.from('data: {"choices":[{"index":0,"delta":{"content":"x'), Buffer.from([0xff]), Buffer.from('y"}}]}\n\n')]));
+      res.write(chunkEvent({}, 'stop'));
+      res.end('data: [DONE]\n\n');
+    },
+  );
+  const { agent, ctx } = startSdkAgent(t, {
+    args: providerArgs(server.url),
+    env: NO_KEYS,
+    client: { requestPermission: () => ({ outcome: { outcome: 'selected', optionId: 'allow_once' } }) },
+  });
+  await ctx.request(M.initialize, INIT_PARAMS);
+  const { sessionId } = await ctx.request(M.session.new, { cwd: agent.home, mcpServers: [] });
+  const r = await prompt(ctx, sessionId, 'run it');
+  assert.equal(r.stopReason, 'end_turn');
+  assert.equal(server.requests.length, 2);
+  const strict = new TextDecoder('utf-8', { fatal: true });
+  for (const req of server.requests) strict.decode(req.raw);  // throws on a byte that is not UTF-8
+  const toolMessage = server.requests[1].body.messages.find((m) => m.role === 'tool');
+  assert.equal(toolMessage.content, 'A\uFFFDB');
+  assert.equal(textOf(updatesOf(agent, sessionId, 'agent_message_chunk')), 'x\uFFFDy');
+  agent.assertFramesOnly();
+  strict.decode(readFileSync(logPath(agent.storeDir, sessionId)));  // --store-compression none
+  strict.decode(readFileSync(agent.logFile));
+  const events = logEvents(agent.storeDir, sessionId);
+  assert.deepEqual(events.find((e) => e.type === 'tool/result').data.content, [{ type: 'text', text: 'A\uFFFDB' }]);
+  assert.deepEqual(events.at(-1).data.reason, { kind: 'completed' });
   await agent.finish();
 });

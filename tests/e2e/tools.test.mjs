@@ -6,13 +6,13 @@
 // command runs. Processes a command starts are found by a marker in their command line (/proc).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { Agent, INIT_PARAMS, acp, startSdkAgent } from './lib/agent.mjs';
-import { events } from './lib/store.mjs';
+import { Agent, BIN, INIT_PARAMS, acp, startSdkAgent } from './lib/agent.mjs';
+import { events, logPath } from './lib/store.mjs';
 
 const M = acp.methods.agent;
 
@@ -786,4 +786,92 @@ test('kill -9 while a command runs: the next writer closes the call TOOL_OUTCOME
   assert.match(cardText(card.card), /outcome is unknown/);
   assert.match(Agent.sdkText(agent.sdkUpdates.slice(again)), /\[The turn was interrupted before it finished\.\]/);
   await agent.finish();
+});
+
+// ---- 7. bytes that are not UTF-8 ------------------------------------------------------------------
+
+// Issue 27: one byte that is not UTF-8 in a result made the frames holding it unreadable and the
+// session's log corrupt for good (SESSION_LOG_CORRUPT on every load).
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+const logBytes = (file) => (file.endsWith('.zstd') ? execFileSync('zstd', ['-dcq', file]) : readFileSync(file));
+
+test('bytes that are not UTF-8 (a command\'s output, a Latin-1 file, a file name) arrive as U+FFFD; the session loads in a new process', async (t) => {
+  const dir = scratch(t);
+  const store = path.join(dir, 'store');
+  const cwd = path.join(dir, 'work');
+  mkdirSync(cwd);
+  writeFileSync(path.join(cwd, 'latin1.txt'), Buffer.from('caf\xe9 au lait\n', 'latin1'));
+  writeFileSync(Buffer.from(path.join(cwd, 'n\xe4me.txt'), 'latin1'), 'plain\n');
+  const live = await toolSession(t, { store, cwd, client: { requestPermission: () => selected('allow_once') } });
+  const r = await promptText(live.ctx, live.sessionId, [
+    tool('bash', { command: "printf 'A\\377B'", description: 'bytes' }),
+    tool('grep', { pattern: 'au lait' }),
+    tool('glob', { pattern: '*.txt' }),
+    tool('read', { file_path: 'latin1.txt' }),
+  ].join(' '));
+  assert.equal(r.stopReason, 'end_turn');
+  live.agent.assertFramesOnly();  // every stdout line decoded strictly as UTF-8 and parsed as JSON
+  const liveCards = toolCards(live.agent.sdkUpdatesFor(live.sessionId));
+  const texts = [...liveCards.values()].map((c) => cardText(c.card));
+  assert.equal(texts.length, 4);
+  assert.match(texts[0], /^A\uFFFDB/);
+  assert.match(texts[1], /caf\uFFFD au lait/);
+  assert.match(texts[2], /n\uFFFDme\.txt/);
+  assert.match(texts[3], /caf\uFFFD au lait/);
+  // The session log and the process log are text.
+  strictUtf8.decode(logBytes(logPath(store, live.sessionId)));
+  strictUtf8.decode(readFileSync(live.agent.logFile));
+  await live.agent.finish();
+
+  const { agent, ctx } = startSdkAgent(t, { args: ['--store', store] });
+  await ctx.request(M.initialize, INIT_PARAMS);
+  await ctx.request(M.session.load, { sessionId: live.sessionId, cwd, mcpServers: [] });
+  const replayCards = toolCards(agent.sdkUpdatesFor(live.sessionId));
+  assert.deepEqual([...replayCards.values()].map((c) => c.card), [...liveCards.values()].map((c) => c.card));
+  // The model reads the results as the client saw them.
+  const next = await promptText(ctx, live.sessionId, 'and now?');
+  assert.equal(next.stopReason, 'end_turn');
+  assert.match(Agent.sdkText(agent.sdkUpdatesFor(live.sessionId)), /tool \d+ bytes: A\uFFFDB/);
+  agent.assertFramesOnly();
+  await agent.finish();
+});
+
+test('a log an older release wrote with raw bytes in a result loads with U+FFFD, continues, and store verify names the line', async (t) => {
+  const dir = scratch(t);
+  const store = path.join(dir, 'store');
+  const cwd = path.join(dir, 'work');
+  mkdirSync(cwd);
+  const first = startSdkAgent(t, { args: ['--store', store, '--store-compression', 'none'],
+    client: { requestPermission: () => selected('allow_once') } });
+  await first.ctx.request(M.initialize, INIT_PARAMS);
+  const { sessionId } = await first.ctx.request(M.session.new, { cwd, mcpServers: [] });
+  await promptText(first.ctx, sessionId, tool('bash', { command: "echo MARK''ER", description: 'say' }));
+  await promptText(first.ctx, sessionId, 'a later turn');  // its turn/end puts the damage inside finished history
+  await first.agent.finish();
+  // What the release before the fix wrote for `printf 'A\377B'`: the raw byte inside the string.
+  const file = logPath(store, sessionId);
+  const bytes = readFileSync(file);
+  const at = bytes.indexOf('MARKER');  // first in the tool/result line; the answer after it quotes it too
+  const line = bytes.subarray(bytes.lastIndexOf('\n', at) + 1, bytes.indexOf('\n', at)).toString();
+  assert.match(line, /"tool\/result"/);
+  const damaged = Buffer.concat([bytes.subarray(0, at), Buffer.from([0x41, 0xff, 0x42]), bytes.subarray(at + 6)]);
+  writeFileSync(file, damaged);
+
+  const { agent, ctx } = startSdkAgent(t, { args: ['--store', store] });
+  await ctx.request(M.initialize, INIT_PARAMS);
+  await ctx.request(M.session.load, { sessionId, cwd, mcpServers: [] });
+  const cards = [...toolCards(agent.sdkUpdatesFor(sessionId)).values()];
+  assert.equal(cards.length, 1);
+  assert.match(cardText(cards[0].card), /^A\uFFFDB/);
+  const r = await promptText(ctx, sessionId, 'go on');
+  assert.equal(r.stopReason, 'end_turn');
+  agent.assertFramesOnly();
+  await agent.finish();
+  // The old line is kept as it was (a log is never rewritten); the new lines are text.
+  const after = readFileSync(file);
+  assert.ok(after.length > damaged.length && after.subarray(0, damaged.length).equals(damaged));
+  strictUtf8.decode(after.subarray(damaged.length));
+  const verify = spawnSync(BIN, ['store', 'verify', store], { encoding: 'utf8' });
+  assert.equal(verify.status, 1, verify.stdout + verify.stderr);
+  assert.match(verify.stdout, /not valid UTF-8: read with U\+FFFD/);
 });

@@ -15,6 +15,7 @@
 #include <boost/json.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -369,6 +370,43 @@ BOOST_AUTO_TEST_CASE(a_failed_batch_is_never_half_visible_and_the_writer_goes_on
   BOOST_TEST(again.next_seq() == std::int64_t(stored_seqs(db, "s").size()));
   BOOST_TEST((stored_seqs(db, "s") == iota(again.next_seq())));
   BOOST_TEST(again.last_turn() == 2);
+}
+
+// A text column cannot hold bytes that are not UTF-8 (the server refuses them midway), so no such
+// line was ever stored; the writer refuses it before a statement is sent, as the file writers do.
+BOOST_AUTO_TEST_CASE(a_line_that_is_not_utf8_is_refused_before_anything_is_sent) {
+  Db db;
+  auto pg = db.store(db.alice);
+  {
+    auto w = pg->create(header("new"));
+    BOOST_CHECK_THROW(w.append({ev("turn/start", {{"turn", 1}}, 1), ev("user/message", {{"turn", 1}, {"content", text("A\xFF" "B")}}, 2, true)}),
+                      InvalidLogText);
+    BOOST_TEST(!pg->find_log("new"));
+  }
+  auto w = pg->create(header("s"));
+  write_batches(w, turn(1));
+  const std::string count = db.value("SELECT event_count FROM dsh_acp.sessions WHERE id = 's'");
+  BOOST_CHECK_THROW(w.append({ev("turn/start", {{"turn", 2}}, 10), ev("user/message", {{"turn", 2}, {"content", text("n\xE4me")}}, 11, true)}),
+                    InvalidLogText);
+  BOOST_TEST(db.value("SELECT event_count FROM dsh_acp.sessions WHERE id = 's'") == count);
+  write_batches(w, turn(2, true, 20));
+  w.release();
+  BOOST_TEST((stored_seqs(db, "s") == iota(pg->open("s").next_seq())));
+  // Lines copied in: the same refusal, and no session.
+  TempDir dir;
+  auto files = file_store(dir, Generation::flat);
+  {
+    auto fw = files->create(header("x"));
+    write_batches(fw, turn(1));
+  }
+  std::vector<std::string> lines = file_lines(*files->find_log("x"));
+  const std::string head = lines.front();
+  lines.erase(lines.begin());
+  auto user = std::find_if(lines.begin(), lines.end(), [](const std::string& l) { return l.find("user/message") != std::string::npos; });
+  BOOST_REQUIRE(user != lines.end());
+  user->insert(user->find("\"text\":\"") + 8, "\xC0\xAF");
+  BOOST_CHECK_THROW(pg->import_lines("x", Generation::flat, head, 0, lines), InvalidLogText);
+  BOOST_TEST(!pg->find_log("x"));
 }
 
 BOOST_AUTO_TEST_CASE(unsynced_batches_are_visible_at_once_and_keep_every_byte) {

@@ -93,4 +93,18 @@ BOOST_AUTO_TEST_CASE(error_factories_follow_the_contract_table) {
   BOOST_TEST(internal("d").message() == "Internal error");
 }
 
+// A string that was not made text where it entered still leaves as JSON text (issue 27).
+BOOST_AUTO_TEST_CASE(frames_are_utf8_whatever_their_strings_hold) {
+  const json::object bad{{"text", "A\xFF" "B"}, {"path", "n\xE4me"}};
+  for (const std::string& frame :
+       {serialize_notification("session/update", bad), serialize_response(std::int64_t(1), bad),
+        serialize_request(2, "fs/write_text_file", bad),
+        serialize_error(std::int64_t(3), RpcError(-32603, "Internal error: \xC0\xAF", bad))}) {
+    json::value v = json::parse(frame);  // throws on bytes that are not UTF-8
+    BOOST_TEST(frame.find("A\xEF\xBF\xBD" "B") != std::string::npos, frame);
+    BOOST_TEST(frame.find("n\xEF\xBF\xBD" "me") != std::string::npos, frame);
+    BOOST_TEST(v.is_object());
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()

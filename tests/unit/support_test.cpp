@@ -3,6 +3,7 @@
 #include "support/hex.hpp"
 #include "support/iso_time.hpp"
 #include "support/json_number.hpp"
+#include "support/log.hpp"
 #include "support/paths.hpp"
 #include "support/utf8.hpp"
 
@@ -11,6 +12,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <future>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -129,6 +133,55 @@ BOOST_AUTO_TEST_CASE(boundaries_in_malformed_input_follow_the_decoder) {
       }
     }
   }
+}
+
+BOOST_AUTO_TEST_CASE(bytes_from_outside_become_text) {
+  // Unicode's own example of maximal subparts (table 3-8), as TextDecoder reads it.
+  std::string s = "\x61\xF1\x80\x80\xE1\x80\xC2\x62\x80\x63\x80\xBF\x64";
+  BOOST_TEST(first_invalid_utf8(s) == 1u);
+  BOOST_TEST(replace_invalid_utf8(s));
+  const std::string r = "\xEF\xBF\xBD";
+  BOOST_TEST(s == "a" + r + r + r + "b" + r + "c" + r + r + "d");
+  // Well-formed text is left alone; a bad byte after a long ASCII run is found (8 bytes at a time).
+  std::string ok = "plain ascii, caf\xC3\xA9, \xF0\x9F\x98\x80";
+  BOOST_TEST(!replace_invalid_utf8(ok));
+  BOOST_TEST(ok == "plain ascii, caf\xC3\xA9, \xF0\x9F\x98\x80");
+  BOOST_TEST(first_invalid_utf8(std::string(37, 'x') + "\xFF") == 37u);
+  BOOST_TEST(first_invalid_utf8(std::string(37, 'x')) == 37u);
+  BOOST_TEST(valid_utf8_text("A\xFF" "B\xE2\x82") == "A" + r + "B" + r);
+  BOOST_TEST(valid_utf8_text("\xED\xA0\x80\xC0\xAF") == r + r + r + r + r);  // a surrogate, an overlong form
+  // Property: the result is valid and reads as the same code points as the input did.
+  std::uint32_t seed = 777;
+  auto next = [&] { return (seed = seed * 1664525u + 1013904223u) >> 24; };
+  const unsigned char pool[] = {'a', 0x80, 0xBF, 0xC2, 0xC3, 0xA9, 0xE0, 0xE2, 0x82, 0xAC, 0xED, 0xA0, 0xF0, 0x9F, 0xFF};
+  for (int round = 0; round < 2000; ++round) {
+    std::string text;
+    for (int i = 0; i < 16; ++i) text.push_back(static_cast<char>(pool[next() % sizeof pool]));
+    const std::string fixed = valid_utf8_text(text);
+    BOOST_TEST_REQUIRE(valid_utf8(fixed));
+    BOOST_TEST_REQUIRE((decode_all(fixed) == decode_all(text)));
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// The process log quotes what others wrote (a server's stderr, a file name): its lines stay text.
+BOOST_AUTO_TEST_SUITE(support_log)
+
+BOOST_AUTO_TEST_CASE(log_lines_are_text) {
+  std::string dir_template = "/tmp/dsh-log-XXXXXX";
+  const std::string dir = ::mkdtemp(dir_template.data());
+  const std::string path = dir + "/x.log";
+  BOOST_REQUIRE(acp::log::init(path, acp::log::Level::info) >= 0);
+  acp::log::warn("MCP server \"s\" failed; its stderr ends with: A\xFF" "B\nnext");
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::remove(path.c_str());
+  ::rmdir(dir.c_str());
+  const std::string line = text.str();
+  BOOST_TEST(valid_utf8(line), line);
+  BOOST_TEST(line.find("ends with: A\xEF\xBF\xBD" "B next\n") != std::string::npos, line);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,6 +1,7 @@
 // The tool runner: arguments checked, paths confined, work done in the server (real files and
 // processes) or through the editor (a scripted client holding unsaved buffers and terminals).
 #include "engine/tool_runner.hpp"
+#include "support/utf8.hpp"
 #include "run_coroutine.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -220,6 +221,41 @@ BOOST_AUTO_TEST_CASE(commands_run_in_the_editors_terminal_and_are_always_release
   BOOST_TEST(cancelled.cancelled);
   BOOST_TEST(editor.methods.back() == "terminal/release");
   BOOST_TEST((std::find(editor.methods.begin(), editor.methods.end(), "terminal/kill") != editor.methods.end()));
+}
+
+// Issue 27: one byte that is not UTF-8 in a result made every frame and log line holding it
+// unreadable. Whatever a command prints, a file holds or a file is named, the model, the log and
+// the client get text: each bad sequence as U+FFFD (EF BF BD); the files themselves are untouched.
+BOOST_AUTO_TEST_CASE(results_are_text_whatever_the_bytes) {
+  const std::string fffd = "\xEF\xBF\xBD";
+  Dir d;
+  d.put("latin1.txt", "caf\xE9 au lait\n");
+  d.put("n\xE4me.txt", "plain\n");
+  Rig rig;
+  engine::ToolRunner runner("s1", tools::Roots(d.root.string()), {}, rig.pool.get_executor());
+  auto expect_text = [&](const std::string& tool, const std::string& args, const std::string& want) {
+    auto r = rig.run(runner, tool, args);
+    BOOST_TEST(support::valid_utf8(r.text), tool << " " << args << ": " << r.text);
+    BOOST_TEST(r.text.find(want) != std::string::npos, tool << ": " << r.text);
+    return r;
+  };
+  expect_text("bash", R"({"command":"printf 'A\\377B'"})", "A" + fffd + "B");
+  expect_text("bash", R"({"command":"printf 'x\\377' >&2; exit 3"})", "x" + fffd);
+  expect_text("grep", R"({"pattern":"au lait"})", "caf" + fffd + " au lait");
+  expect_text("glob", R"({"pattern":"*.txt"})", "n" + fffd + "me.txt");
+  expect_text("read", R"({"file_path":"latin1.txt"})", "caf" + fffd + " au lait");
+  auto edit = expect_text("edit", R"({"file_path":"latin1.txt","old_string":"lait","new_string":"the"})", "Edited");
+  BOOST_REQUIRE(edit.edit.has_value());
+  BOOST_TEST(edit.edit->old_text.value_or("") == "caf" + fffd + " au lait\n");
+  BOOST_TEST(edit.edit->new_text == "caf" + fffd + " au the\n");
+  BOOST_TEST(d.get("latin1.txt") == "caf\xE9 au the\n");  // the file keeps its own bytes
+  // A cut result is text too: replacement first, then the cap on code-point boundaries.
+  engine::ToolLimits limits;
+  limits.max_result_bytes = 100;
+  engine::ToolRunner capped("s1", tools::Roots(d.root.string()), {}, rig.pool.get_executor(), limits);
+  auto many = rig.run(capped, "bash", R"({"command":"head -c 1000 /dev/zero | tr '\\0' '\\377'"})");
+  BOOST_TEST(support::valid_utf8(many.text));
+  BOOST_TEST(many.text.find("bytes omitted") != std::string::npos, many.text);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

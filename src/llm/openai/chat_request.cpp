@@ -1,6 +1,7 @@
 #include "llm/openai/chat_request.hpp"
 
 #include "llm/token_estimate.hpp"
+#include "support/utf8.hpp"
 
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
@@ -109,6 +110,9 @@ std::string build_chat_request_body(std::string_view model, const std::vector<Me
   }
   if (max_tokens) out += ",\"max_tokens\":" + std::to_string(*max_tokens);
   out += ",\"stream\":true,\"stream_options\":{\"include_usage\":true}}";
+  // Its strings are text where they enter (tool results, stored logs, the model's own output);
+  // should one have slipped through, the server still gets JSON text (a scan, no copy when valid).
+  support::replace_invalid_utf8(out);
   return out;
 }
 

@@ -2,6 +2,7 @@
 
 #include "support/json_number.hpp"
 #include "support/json_text.hpp"
+#include "support/utf8.hpp"
 
 #include <boost/json/value.hpp>
 
@@ -71,6 +72,13 @@ std::optional<StopKind> map_finish_reason(std::string_view reason) {
 }
 
 void ChatStreamDecoder::on_data(std::string_view data, std::vector<Delta>& out) {
+  // Bytes that are not UTF-8 can only sit inside the event's strings: they are read as U+FFFD
+  // rather than failing the turn (or reaching the log raw).
+  std::string text_data;
+  if (!support::valid_utf8(data)) {
+    text_data = support::valid_utf8_text(data);
+    data = text_data;
+  }
   boost::system::error_code ec;
   json::value v = support::parse_json(data, ec);
   if (ec)

@@ -1,6 +1,7 @@
 #include "store/pg/pg_appender.hpp"
 
 #include "store/errors.hpp"
+#include "store/line_text.hpp"
 #include "store/pg/pg_store.hpp"
 #include "store/pg/schema.hpp"
 #include "store/records.hpp"
@@ -99,6 +100,7 @@ void insert_session_row(PgConnection& c, const SessionHeader& h, Generation shap
   const std::string seed = h.seedLength ? std::to_string(*h.seedLength) : std::string();
   const std::string depth = std::to_string(h.delegationDepth);
   const std::string size = std::to_string(header_line.size() + 1);
+  check_log_text(header_line, "PostgreSQL session " + h.id);
   std::optional<std::string> cwd_key;
   if (h.cwd) cwd_key = normalize_cwd(*h.cwd);
   try {
@@ -122,10 +124,13 @@ void insert_session_row(PgConnection& c, const SessionHeader& h, Generation shap
 void insert_lines(PgConnection& c, const std::string& where, const std::string& id, const std::vector<LineRow>& rows,
                   const BatchEffect& effect, bool in_transaction, Commit commit) {
   if (rows.empty()) return;
-  for (const auto& row : rows)
-    if (row.line.size() > kMaxLineBytes)
-      throw StoreError(where + ": a line of " + std::to_string(row.line.size()) +
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i].line.size() > kMaxLineBytes)
+      throw StoreError(where + ": a line of " + std::to_string(rows[i].line.size()) +
                        " bytes is over what PostgreSQL stores in one field (1 GB)");
+    // Refused here, before any statement, rather than by the server's encoding check midway.
+    check_log_text(rows[i].line, where, std::int64_t(i + 1));
+  }
   // The statements of the batch: rows [begin, end), each within kRowsPerStatement and kBytesPerStatement;
   // `bytes` without the lines' '\n'.
   struct Part {

@@ -1,5 +1,5 @@
 // Test helper: a scripted OpenAI-compatible chat-completions server on loopback (node:http on
-// 127.0.0.1, port 0). Each POST /chat/completions is recorded ({body, headers, closedAt}) and
+// 127.0.0.1, port 0). Each POST /chat/completions is recorded ({body, raw, headers, closedAt}) and
 // answered by the next scripted handler (or the default one). Handlers get (req, res, record) and
 // use the SSE helpers below.
 
@@ -67,10 +67,11 @@ export class FakeProvider {
     const parts = [];
     req.on('data', (d) => parts.push(d));
     req.on('end', () => {
-      const text = Buffer.concat(parts).toString('utf8');
+      const raw = Buffer.concat(parts);
       let body = null;
-      try { body = JSON.parse(text); } catch { /* recorded as null */ }
-      const record = { method: req.method, url: req.url, headers: req.headers, body, at: performance.now(), closedAt: null };
+      try { body = JSON.parse(raw.toString('utf8')); } catch { /* recorded as null */ }
+      // `raw`: the bytes as sent (toString would hide bytes that are not UTF-8 behind U+FFFD).
+      const record = { method: req.method, url: req.url, headers: req.headers, body, raw, at: performance.now(), closedAt: null };
       res.on('close', () => { record.closedAt = performance.now(); });
       this.requests.push(record);
       const handler = this.script.shift() ?? this.fallback;
