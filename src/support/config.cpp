@@ -316,7 +316,14 @@ CliResult load_config(const std::vector<std::string>& args, const Environment& e
       result.action = CliAction::version;
       return result;
     }
-    if (arg.rfind("--", 0) != 0) throw ConfigError("unexpected argument '" + arg + "' (see --help)");
+    if (arg.rfind("--", 0) != 0) {
+      // A stray argument may be a store URL or a key pasted in the wrong place: one that could carry a
+      // secret is named by its position only, so the error never prints it.
+      bool may_hold_secret = arg.size() > 64 || arg.find_first_of("@=:%") != std::string::npos;
+      if (may_hold_secret)
+        throw ConfigError("unexpected argument #" + std::to_string(i + 1) + " (not shown: it may hold a secret; see --help)");
+      throw ConfigError("unexpected argument '" + arg + "' (see --help)");
+    }
     std::string name = arg.substr(2);
     std::optional<std::string> value;
     if (auto eq = name.find('='); eq != std::string::npos) {

@@ -105,6 +105,29 @@ BOOST_AUTO_TEST_CASE(bad_configuration_is_a_config_error) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(a_stray_argument_that_may_hold_a_secret_is_not_echoed) {
+  TempDir t;
+  for (std::string stray : {"postgresql://alice:hunter2@db/sessions", "key=hunter2", "sk-hunter2:x"}) {
+    BOOST_TEST_CONTEXT(stray) {
+      try {
+        load({"--provider", "echo", stray}, {{"HOME", t.path}});
+        BOOST_FAIL("a stray argument was accepted");
+      } catch (const ConfigError& e) {
+        std::string what = e.what();
+        BOOST_TEST(what.find("hunter2") == std::string::npos, what);
+        BOOST_TEST(what.find("#3") != std::string::npos, what);
+      }
+    }
+  }
+  // A plain word is still shown, so a typo is easy to see.
+  try {
+    load({"serve"}, {{"HOME", t.path}});
+    BOOST_FAIL("a stray argument was accepted");
+  } catch (const ConfigError& e) {
+    BOOST_TEST(std::string(e.what()).find("'serve'") != std::string::npos, e.what());
+  }
+}
+
 BOOST_AUTO_TEST_CASE(max_outbox_bytes_from_every_source) {
   TempDir t;
   BOOST_TEST(load({}, {{"HOME", t.path}}).max_outbox_bytes == 16777216);
