@@ -2,3 +2,8 @@
 # the echo model, model time excluded). Included from bench/CMakeLists.txt.
 add_executable(bench_compaction ${CMAKE_CURRENT_LIST_DIR}/compaction_bench.cpp)
 target_link_libraries(bench_compaction PRIVATE acp_handlers acp_engine)
+
+# bench_tool_read: issue 27's `read` figure (a tool call on a 4 KiB file, paths opened beneath the
+# root's descriptor, beside resolution by name).
+add_executable(bench_tool_read ${CMAKE_CURRENT_LIST_DIR}/tool_read_bench.cpp)
+target_link_libraries(bench_tool_read PRIVATE acp_engine)
