@@ -24,19 +24,6 @@ namespace {
 constexpr int kMaxLinks = 40;           // the kernel's own limit (MAXSYMLINKS)
 constexpr int kMaxCreatedDirs = 4096;   // directories made by one walk (bounds a deletion race)
 
-void prepend_components(std::deque<std::string>& rest, std::string_view text) {
-  std::deque<std::string> parts;
-  std::size_t i = 0;
-  while (i < text.size()) {
-    std::size_t end = text.find('/', i);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view c = text.substr(i, end - i);
-    if (!c.empty() && c != ".") parts.emplace_back(c);
-    i = end + 1;
-  }
-  rest.insert(rest.begin(), parts.begin(), parts.end());
-}
-
 // How many components a jump or a link's text put in front of the `before` that were left.
 std::size_t added(const std::deque<std::string>& rest, std::size_t before) {
   return rest.size() > before ? rest.size() - before : 0;
@@ -126,7 +113,8 @@ Place Roots::walk(Beneath at, bool create_parents, std::string_view asked) const
       if (target->front() == '/') {
         jump(*target + rest_text(rest));  // into the root that holds it lexically, or refused
       } else {
-        prepend_components(rest, *target);
+        std::deque<std::string> parts = components(*target);
+        rest.insert(rest.begin(), parts.begin(), parts.end());
       }
       from_link = std::min(rest.size(), added(rest, before) + from_link);
       continue;

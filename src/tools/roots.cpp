@@ -15,10 +15,7 @@
 
 namespace acp::tools {
 
-namespace {
-
-// The components of `path`, without empty ones and `.`; `..` kept (below a root it is physical).
-std::deque<std::string> components(std::string_view path) {
+std::deque<std::string> Roots::components(std::string_view path) {
   std::deque<std::string> out;
   std::size_t i = 0;
   while (i < path.size()) {
@@ -30,6 +27,8 @@ std::deque<std::string> components(std::string_view path) {
   }
   return out;
 }
+
+namespace {
 
 std::string joined(const std::deque<std::string>& parts, std::size_t count) {
   std::string out;

@@ -103,6 +103,8 @@ private:
     std::deque<std::string> rest;
   };
 
+  /// The components of `path`, without empty ones and `.`; `..` kept (below a root it is physical).
+  static std::deque<std::string> components(std::string_view path);
   /// `path` with `..` applied to the text (a root's spelling; what lies below a missing directory).
   static std::string lexically_normal(std::string_view path);
   Beneath map_lexically(std::string_view absolute, std::string_view asked) const;
