@@ -270,7 +270,7 @@ void swap_race(tools::Resolution how) {
   d.put("outside/f.txt", "OUTSIDE SECRET\n");
   d.put("outside/only-outside.txt", "OUTSIDE SECRET\n");
   fs::create_directory_symlink(outside, work / "s");
-  constexpr int kMinSwaps = 1000, kMinRounds = 150;
+  constexpr int kMinSwaps = 1000, kMinRounds = 1000;
   std::atomic<int> swaps{0};
   std::atomic<bool> done{false};
   std::atomic<int> swap_errors{0};
