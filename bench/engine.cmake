@@ -5,3 +5,8 @@ target_link_libraries(bench_compaction PRIVATE acp_handlers acp_engine)
 # bench_command: a local `bash -c true` tool call with the Landlock sandbox and without (issue 27).
 add_executable(bench_command ${CMAKE_CURRENT_LIST_DIR}/command_bench.cpp)
 target_link_libraries(bench_command PRIVATE acp_tools)
+
+# bench_tool_read: issue 27's `read` figure (a tool call on a 4 KiB file, paths opened beneath the
+# root's descriptor, beside resolution by name).
+add_executable(bench_tool_read ${CMAKE_CURRENT_LIST_DIR}/tool_read_bench.cpp)
+target_link_libraries(bench_tool_read PRIVATE acp_engine)

@@ -108,6 +108,11 @@ json::object terminal_params(const std::string& session, const std::string& comm
                       {"outputByteLimit", limit}};
 }
 
+// write and edit name a file: a directory (`.`, `src/`) is refused here, never sent to the editor.
+void refuse_directory(const tools::ResolvedPath& target, const std::string& asked) {
+  if (target.directory) throw ToolFailure("\"" + asked + "\" is a directory; write and edit need a file path");
+}
+
 json::object terminal_ref(const std::string& session, const std::string& id) {
   return json::object{{"sessionId", session}, {"terminalId", id}};
 }
@@ -214,18 +219,19 @@ asio::awaitable<ToolOutcome> ToolRunner::read(const json::object& args) {
   tools::ReadRequest request;
   request.offset = optional_integer(args, "offset", 1, support::kMaxSafeInteger).value_or(1);
   request.limit = std::min<std::int64_t>(optional_integer(args, "limit", 1, support::kMaxSafeInteger).value_or(2000), 2000);
-  auto resolve = [&] { return roots_.resolve(path); };
-  tools::ResolvedPath target = co_await on_pool(blocking_, resolve);
-  std::string display = roots_.display(target.path);
   ToolOutcome out;
   if (editor_.read_text_file && editor_.call) {
+    // Checked beneath the roots before the editor is asked; the editor then opens it by name.
+    auto resolve = [&] { return roots_.resolve(path); };
+    tools::ResolvedPath target = co_await on_pool(blocking_, resolve);
+    if (target.directory) throw ToolFailure("\"" + path + "\" is a directory; use glob to list files");
     std::optional<std::string> text = co_await editor_text(target.path);
-    if (!text) throw ToolFailure("\"" + display + "\" could not be read (the editor has no such file)");
+    if (!text) throw ToolFailure("\"" + roots_.display(target.path) + "\" could not be read (the editor has no such file)");
     tools::TextWindow window(request);
     window.feed(*text);
     out.text = window.finish(target.path);
   } else {
-    auto work = [&] { return tools::read_file_window(target.path, target.path, request); };
+    auto work = [&] { return tools::read_file_window(roots_, path, request); };
     out.text = co_await on_pool(blocking_, work);
   }
   co_return out;
@@ -238,10 +244,11 @@ asio::awaitable<ToolOutcome> ToolRunner::write(const json::object& args) {
   if (editor_.write_text_file && editor_.call) {
     auto resolve = [&] { return roots_.resolve(path); };
     tools::ResolvedPath target = co_await on_pool(blocking_, resolve);
+    refuse_directory(target, path);  // before the editor hears of it
     std::optional<std::string> before;
     if (target.exists && editor_.read_text_file) before = co_await editor_text(target.path);
     else if (target.exists) {
-      auto work = [&] { return tools::read_text_file(target.path, roots_.display(target.path)); };
+      auto work = [&] { return tools::read_text_file(roots_, path); };
       before = co_await on_pool(blocking_, work);
     }
     json::object params = write_params(session_id_, target.path, content);
@@ -267,10 +274,11 @@ asio::awaitable<ToolOutcome> ToolRunner::edit(const json::object& args) {
     auto resolve = [&] { return roots_.resolve(path); };
     tools::ResolvedPath target = co_await on_pool(blocking_, resolve);
     std::string display = roots_.display(target.path);
+    refuse_directory(target, path);  // before the editor hears of it
     std::optional<std::string> before;
     if (editor_.read_text_file) before = co_await editor_text(target.path);
     else if (target.exists) {
-      auto work = [&] { return tools::read_text_file(target.path, display); };
+      auto work = [&] { return tools::read_text_file(roots_, path); };
       before = co_await on_pool(blocking_, work);
     }
     if (!before) throw ToolFailure("\"" + display + "\" does not exist; use write to create it");

@@ -15,27 +15,6 @@
 
 namespace acp::store {
 
-UniqueFd& UniqueFd::operator=(UniqueFd&& o) noexcept {
-  if (this != &o) {
-    reset();
-    fd_ = o.release();
-  }
-  return *this;
-}
-
-UniqueFd::~UniqueFd() { reset(); }
-
-int UniqueFd::release() noexcept {
-  int fd = fd_;
-  fd_ = -1;
-  return fd;
-}
-
-void UniqueFd::reset() noexcept {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = -1;
-}
-
 void throw_errno(std::string_view what, const std::string& path, int err) {
   throw StoreError(std::string(what) + " " + path + ": " + std::strerror(err));
 }

@@ -3,6 +3,8 @@
 // the path and errno text.
 #pragma once
 
+#include "support/unique_fd.hpp"
+
 #include <sys/stat.h>
 
 #include <cstdint>
@@ -13,24 +15,7 @@
 
 namespace acp::store {
 
-/// Owns a file descriptor.
-class UniqueFd {
-public:
-  UniqueFd() = default;
-  explicit UniqueFd(int fd) : fd_(fd) {}
-  UniqueFd(UniqueFd&& o) noexcept : fd_(o.release()) {}
-  UniqueFd& operator=(UniqueFd&& o) noexcept;
-  UniqueFd(const UniqueFd&) = delete;
-  UniqueFd& operator=(const UniqueFd&) = delete;
-  ~UniqueFd();
-  int get() const noexcept { return fd_; }
-  explicit operator bool() const noexcept { return fd_ >= 0; }
-  int release() noexcept;
-  void reset() noexcept;
-
-private:
-  int fd_ = -1;
-};
+using support::UniqueFd;
 
 /// StoreError with "<what> <path>: <strerror(err)>".
 [[noreturn]] void throw_errno(std::string_view what, const std::string& path, int err);

@@ -15,12 +15,7 @@ namespace acp::tools {
 
 namespace {
 
-struct Fd {
-  int fd = -1;
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-};
+using support::UniqueFd;
 
 [[noreturn]] void fail(std::string_view what, std::string_view display_path, int err) {
   throw ToolFailure("cannot " + std::string(what) + " \"" + std::string(display_path) + "\": " + std::strerror(err));
@@ -37,43 +32,44 @@ void write_all(int fd, std::string_view data, std::string_view display_path) {
   }
 }
 
-std::string parent_of(const std::string& path) {
-  auto slash = path.rfind('/');
-  return slash == 0 ? "/" : path.substr(0, slash);
-}
-
-// Creates the missing directories above `path` (all inside a root: the path was confined).
-void make_parents(const std::string& path, std::string_view display_path) {
-  std::string dir = parent_of(path);
-  struct stat st {};
-  if (::stat(dir.c_str(), &st) == 0) {
-    if (!S_ISDIR(st.st_mode)) throw ToolFailure("a parent of \"" + std::string(display_path) + "\" is not a directory");
-    return;
-  }
-  make_parents(dir, display_path);
-  if (::mkdir(dir.c_str(), 0777) != 0 && errno != EEXIST) fail("create the directory for", display_path, errno);
-}
-
-void replace_file(const std::string& path, std::string_view content, std::string_view display_path,
+// The atomic replacement, all relative to the directory's descriptor: a temporary file beside the
+// target, fsynced, renamed over it, then the directory fsynced. The rename replaces the directory
+// entry, so a file with other hard links (perhaps outside the roots) is never written through: those
+// names keep the old text.
+void replace_file(int dir, const std::string& name, std::string_view content, std::string_view display_path,
                   std::optional<mode_t> mode) {
-  std::string dir = parent_of(path);
-  std::string name = path.substr(dir.size() == 1 ? 1 : dir.size() + 1);
   std::random_device rd;
-  std::string tmp = dir + (dir == "/" ? "" : "/") + "." + name + ".dsh-acp-" + std::to_string(rd()) + ".tmp";
-  Fd out{::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode.value_or(0666))};
-  if (out.fd < 0) fail("write", display_path, errno);
+  // A name at NAME_MAX leaves no room for the decoration: the temporary file's name is cut.
+  std::string tmp = "." + name.substr(0, 200) + ".dsh-acp-" + std::to_string(rd()) + ".tmp";
+  UniqueFd out(::openat(dir, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode.value_or(0666)));
+  if (!out) fail("write", display_path, errno);
   try {
     // umask applies to open's mode: an existing file keeps its own bits exactly.
-    if (mode && ::fchmod(out.fd, *mode) != 0) fail("write", display_path, errno);
-    write_all(out.fd, content, display_path);
-    if (::fsync(out.fd) != 0) fail("write", display_path, errno);
-    if (::rename(tmp.c_str(), path.c_str()) != 0) fail("write", display_path, errno);
+    if (mode && ::fchmod(out.get(), *mode) != 0) fail("write", display_path, errno);
+    write_all(out.get(), content, display_path);
+    if (::fsync(out.get()) != 0) fail("write", display_path, errno);
+    if (::renameat(dir, tmp.c_str(), dir, name.c_str()) != 0) fail("write", display_path, errno);
   } catch (...) {
-    ::unlink(tmp.c_str());
+    ::unlinkat(dir, tmp.c_str(), 0);
     throw;
   }
-  Fd d{::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
-  if (d.fd >= 0) ::fsync(d.fd);
+  UniqueFd synced(::openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (synced) ::fsync(synced.get());
+}
+
+// The existing file `place` names, opened without following a link, and its status.
+UniqueFd open_existing(const Place& place, std::string_view display_path, struct stat& st) {
+  UniqueFd in(::openat(place.dir.get(), place.name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  if (!in) fail("read", display_path, errno);
+  if (::fstat(in.get(), &st) != 0) fail("read", display_path, errno);
+  if (S_ISDIR(st.st_mode)) throw ToolFailure("\"" + std::string(display_path) + "\" is a directory");
+  if (!S_ISREG(st.st_mode)) throw ToolFailure("\"" + std::string(display_path) + "\" is not a regular file");
+  return in;
+}
+
+void refuse_directory(const Place& place, std::string_view display_path) {
+  if (!place.directory) return;
+  throw ToolFailure("\"" + std::string(display_path) + "\" is a directory; write and edit need a file path");
 }
 
 } // namespace
@@ -104,14 +100,9 @@ std::string apply_edit(std::string_view before, const EditRequest& edit, std::st
   return after;
 }
 
-std::string read_text_file(const std::string& path, std::string_view display_path) {
-  Fd in{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW)};
-  if (in.fd < 0) {
-    if (errno == ENOENT) throw ToolFailure("\"" + std::string(display_path) + "\" does not exist");
-    fail("read", display_path, errno);
-  }
+std::string read_text_fd(int fd, std::string_view display_path) {
   struct stat st {};
-  if (::fstat(in.fd, &st) != 0) fail("read", display_path, errno);
+  if (::fstat(fd, &st) != 0) fail("read", display_path, errno);
   if (!S_ISREG(st.st_mode)) throw ToolFailure("\"" + std::string(display_path) + "\" is not a regular file");
   if (std::size_t(st.st_size) > kMaxEditableBytes)
     throw ToolFailure("\"" + std::string(display_path) + "\" is larger than " + std::to_string(kMaxEditableBytes >> 20) +
@@ -120,7 +111,7 @@ std::string read_text_file(const std::string& path, std::string_view display_pat
   std::size_t got = 0;
   for (;;) {
     if (got == text.size()) text.resize(text.size() + 4096);  // grew since the stat
-    ssize_t n = ::read(in.fd, text.data() + got, text.size() - got);
+    ssize_t n = ::read(fd, text.data() + got, text.size() - got);
     if (n < 0) {
       if (errno == EINTR) continue;
       fail("read", display_path, errno);
@@ -136,38 +127,41 @@ std::string read_text_file(const std::string& path, std::string_view display_pat
   return text;
 }
 
+std::string read_text_file(const Roots& roots, std::string_view path) {
+  Opened file = roots.open(path, O_RDONLY | O_NONBLOCK);
+  return read_text_fd(file.fd.get(), roots.display(file.path));
+}
+
 FileChange write_local(const Roots& roots, std::string_view path, std::string content) {
-  ResolvedPath target = roots.resolve(path);
-  std::string display = roots.display(target.path);
+  Place place = roots.place(path, /*create_parents=*/true);
+  std::string display = roots.display(place.path);
+  refuse_directory(place, display);
   FileChange change;
-  change.path = target.path;
+  change.path = place.path;
   std::optional<mode_t> mode;
-  if (target.exists) {
+  if (place.exists) {
     struct stat st {};
-    if (::stat(target.path.c_str(), &st) != 0) fail("write", display, errno);
-    if (S_ISDIR(st.st_mode)) throw ToolFailure("\"" + display + "\" is a directory");
-    if (!S_ISREG(st.st_mode)) throw ToolFailure("\"" + display + "\" is not a regular file");
+    UniqueFd in = open_existing(place, display, st);
     mode = st.st_mode & 07777;
-    change.before = read_text_file(target.path, display);
-  } else {
-    make_parents(target.path, display);
+    change.before = read_text_fd(in.get(), display);
   }
-  replace_file(target.path, content, display, mode);
+  replace_file(place.dir.get(), place.name, content, display, mode);
   change.after = std::move(content);
   return change;
 }
 
 FileChange edit_local(const Roots& roots, std::string_view path, const EditRequest& edit) {
-  ResolvedPath target = roots.resolve(path);
-  std::string display = roots.display(target.path);
-  if (!target.exists) throw ToolFailure("\"" + display + "\" does not exist; use write to create it");
+  Place place = roots.place(path);
+  std::string display = roots.display(place.path);
+  refuse_directory(place, display);
+  if (!place.exists) throw ToolFailure("\"" + display + "\" does not exist; use write to create it");
   FileChange change;
-  change.path = target.path;
-  change.before = read_text_file(target.path, display);
-  change.after = apply_edit(*change.before, edit, display, &change.replacements);
+  change.path = place.path;
   struct stat st {};
-  if (::stat(target.path.c_str(), &st) != 0) fail("edit", display, errno);
-  replace_file(target.path, change.after, display, st.st_mode & 07777);
+  UniqueFd in = open_existing(place, display, st);
+  change.before = read_text_fd(in.get(), display);
+  change.after = apply_edit(*change.before, edit, display, &change.replacements);
+  replace_file(place.dir.get(), place.name, change.after, display, st.st_mode & 07777);
   return change;
 }
 

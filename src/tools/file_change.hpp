@@ -1,8 +1,8 @@
 // The `write` and `edit` tools' changes. apply_edit is the edit itself (used on text the editor gave
 // as well as on local files); the *_local functions carry a change out on the server's own file
 // system, for clients without fs capabilities. A file is replaced atomically (a temporary file in
-// its directory, fsynced, renamed over it, keeping its permission bits), so a crash leaves the old
-// or the new text, never a torn one.
+// its directory, fsynced, renamed over it, keeping its permission bits, every step relative to the
+// directory's descriptor), so a crash leaves the old or the new text, never a torn one.
 #pragma once
 
 #include "tools/roots.hpp"
@@ -36,13 +36,18 @@ struct FileChange {
   std::size_t replacements = 0;  ///< edit: how many times old_string was replaced
 };
 
-/// A regular file's whole text (at most kMaxEditableBytes). Throws ToolFailure.
-std::string read_text_file(const std::string& path, std::string_view display_path);
+/// The whole text of the regular file open at `fd` (at most kMaxEditableBytes). Throws ToolFailure.
+std::string read_text_fd(int fd, std::string_view display_path);
 
-/// Writes `content` to `path` (resolved and confined), creating missing directories inside the roots.
+/// The whole text of the file `path` names, opened beneath the roots. Throws ToolFailure.
+std::string read_text_file(const Roots& roots, std::string_view path);
+
+/// Writes `content` to `path` (opened beneath the roots), creating missing directories there. A
+/// directory is refused. The file's entry is replaced (see replace_file): other hard links to it
+/// keep their text.
 FileChange write_local(const Roots& roots, std::string_view path, std::string content);
 
-/// Applies `edit` to the file at `path` (resolved and confined). The file is untouched on failure.
+/// Applies `edit` to the file at `path` (opened beneath the roots). The file is untouched on failure.
 FileChange edit_local(const Roots& roots, std::string_view path, const EditRequest& edit);
 
 /// The lines of `before` and `after` that differ, with up to `context` unchanged lines around them

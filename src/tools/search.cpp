@@ -1,5 +1,6 @@
 #include "tools/search.hpp"
 
+#include "support/unique_fd.hpp"
 #include "support/utf8.hpp"
 #include "tools/glob_pattern.hpp"
 #include "tools/tool_failure.hpp"
@@ -38,24 +39,26 @@ struct RuleSet {
   std::vector<IgnoreRule> rules;
 };
 
-std::string read_small_file(const std::string& path, std::size_t max) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) return {};
+std::string read_small_file(int dir, const char* name, std::size_t max) {
+  support::UniqueFd fd(::openat(dir, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+  if (!fd) return {};
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return {};
   std::string out;
   char buf[8192];
   for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
+    ssize_t n = ::read(fd.get(), buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     out.append(buf, std::size_t(n));
     if (out.size() > max) break;
   }
-  ::close(fd);
   return out;
 }
 
-std::shared_ptr<const RuleSet> with_gitignore(std::shared_ptr<const RuleSet> parent, const std::string& dir) {
-  std::string text = read_small_file(dir + "/.gitignore", 1u << 20);
+// `dir` is the directory's text path (rules match paths below it); `dir_fd` is where it is read.
+std::shared_ptr<const RuleSet> with_gitignore(std::shared_ptr<const RuleSet> parent, const std::string& dir, int dir_fd) {
+  std::string text = read_small_file(dir_fd, ".gitignore", 1u << 20);
   if (text.empty()) return parent;
   auto set = std::make_shared<RuleSet>();
   set->parent = std::move(parent);
@@ -108,68 +111,105 @@ bool is_vcs_dir(std::string_view name) { return name == ".git" || name == ".hg" 
 
 struct WalkStats {
   std::size_t entries = 0;
-  bool bounded = false;  ///< stopped at max_entries_walked
+  bool bounded = false;       ///< stopped at max_entries_walked
+  bool too_deep = false;      ///< directories below kMaxDepth were not entered
 };
 
-// Calls `file(abs, stat)` for every file under `dir`, in no particular order, until it returns false.
-void walk(const Roots& roots, const std::string& dir, const SearchLimits& limits, std::stop_token stop, WalkStats& stats,
-          const std::function<bool(const std::string&, const struct stat&)>& file) {
-  // .gitignore files from the root holding `dir` down to it apply too.
-  std::shared_ptr<const RuleSet> rules;
-  for (const auto& root : roots.dirs()) {
+// Directories open at once during a walk, one per level: deeper ones are left out (and said so).
+constexpr std::size_t kMaxDepth = 256;
+
+using FileVisit = std::function<bool(const std::string& path, int dir_fd, const char* name)>;
+
+// The .gitignore rules of the directories from the root holding `dir` (its text path) down to
+// it, read through descriptors opened one level at a time without following links: a directory
+// that is not what its text says (renamed, swapped for a link) ends the chain, never leads out.
+std::shared_ptr<const RuleSet> rules_above(const Roots& roots, const std::string& dir) {
+  for (std::size_t i = 0; i < roots.size(); ++i) {
+    const std::string& root = roots.root_path(i);
     const bool holds = root == "/" || (dir.compare(0, root.size(), root) == 0 &&
                                        (dir.size() == root.size() || dir[root.size()] == '/'));
     if (!holds) continue;
     std::string at = root;
-    rules = with_gitignore(nullptr, at);
+    std::shared_ptr<const RuleSet> rules = with_gitignore(nullptr, at, roots.root_fd(i));
+    support::UniqueFd level;
     std::size_t pos = root.size() == 1 ? 1 : root.size() + 1;
     while (pos < dir.size()) {
       std::size_t slash = dir.find('/', pos);
       if (slash == std::string::npos) slash = dir.size();
+      const std::string name = dir.substr(pos, slash - pos);
+      support::UniqueFd next(::openat(level ? level.get() : roots.root_fd(i), name.c_str(),
+                                      O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (!next) break;
+      level = std::move(next);
       at = dir.substr(0, slash);
-      rules = with_gitignore(rules, at);
+      rules = with_gitignore(rules, at, level.get());
       pos = slash + 1;
     }
-    break;
+    return rules;
   }
-  struct Pending {
+  return nullptr;
+}
+
+// Calls `file(path, dir_fd, name)` for every regular file under the directory open at `top` (whose
+// text path is `dir`), in no particular order, until it returns false. Each directory is opened
+// relative to its parent's descriptor with O_NOFOLLOW, so a link (or a directory swapped for one
+// mid-walk) is never entered; the callee opens or stats the file relative to `dir_fd` the same way.
+void walk(const Roots& roots, support::UniqueFd top, const std::string& dir, const SearchLimits& limits,
+          std::stop_token stop, WalkStats& stats, const FileVisit& file) {
+  struct Level {
+    std::unique_ptr<DIR, int (*)(DIR*)> handle;
     std::string path;
     std::shared_ptr<const RuleSet> rules;
   };
-  std::vector<Pending> stack{{dir, rules}};
-  while (!stack.empty()) {
+  std::vector<Level> levels;
+  auto enter = [&](support::UniqueFd fd, std::string path, std::shared_ptr<const RuleSet> rules) {
+    DIR* handle = ::fdopendir(fd.get());
+    if (!handle) return;  // unreadable: skipped, as ripgrep does
+    fd.release();
+    levels.push_back(Level{{handle, &::closedir}, std::move(path), std::move(rules)});
+  };
+  enter(std::move(top), dir, rules_above(roots, dir));
+  while (!levels.empty()) {
     if (stop.stop_requested()) throw ToolFailure("cancelled");
-    Pending d = std::move(stack.back());
-    stack.pop_back();
-    if (d.path != dir) d.rules = with_gitignore(d.rules, d.path);
-    DIR* handle = ::opendir(d.path.c_str());
-    if (!handle) continue;  // unreadable: skipped, as ripgrep does
-    std::unique_ptr<DIR, int (*)(DIR*)> close(handle, &::closedir);
-    while (dirent* e = ::readdir(handle)) {
-      std::string_view name = e->d_name;
-      if (name == "." || name == "..") continue;
-      if (++stats.entries > limits.max_entries_walked) {
-        stats.bounded = true;
-        return;
-      }
-      std::string path = d.path == "/" ? "/" + std::string(name) : d.path + "/" + std::string(name);
+    Level& d = levels.back();
+    dirent* e = ::readdir(d.handle.get());
+    if (!e) {
+      levels.pop_back();
+      continue;
+    }
+    std::string_view name = e->d_name;
+    if (name == "." || name == "..") continue;
+    if (++stats.entries > limits.max_entries_walked) {
+      stats.bounded = true;
+      return;
+    }
+    const int dir_fd = ::dirfd(d.handle.get());
+    unsigned char type = e->d_type;
+    if (type == DT_UNKNOWN) {
       struct stat st {};
-      if (::lstat(path.c_str(), &st) != 0) continue;
-      if (S_ISLNK(st.st_mode)) continue;
-      if (S_ISDIR(st.st_mode)) {
-        if (is_vcs_dir(name) || ignored(d.rules.get(), path, true)) continue;
-        stack.push_back({std::move(path), d.rules});
-      } else if (S_ISREG(st.st_mode)) {
-        if (!ignored(d.rules.get(), path, false) && !file(path, st)) return;
+      if (::fstatat(dir_fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+      type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : DT_LNK;
+    }
+    std::string path = d.path == "/" ? "/" + std::string(name) : d.path + "/" + std::string(name);
+    if (type == DT_DIR) {
+      if (is_vcs_dir(name) || ignored(d.rules.get(), path, true)) continue;
+      if (levels.size() >= kMaxDepth) {
+        stats.too_deep = true;
+        continue;
       }
+      support::UniqueFd sub(::openat(dir_fd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (!sub) continue;  // gone, unreadable, or a link now
+      std::shared_ptr<const RuleSet> rules = with_gitignore(d.rules, path, sub.get());
+      enter(std::move(sub), std::move(path), std::move(rules));  // `d` may dangle from here
+    } else if (type == DT_REG) {
+      if (!ignored(d.rules.get(), path, false) && !file(path, dir_fd, e->d_name)) return;
     }
   }
 }
 
-ResolvedPath search_target(const Roots& roots, std::optional<std::string_view> path) {
-  ResolvedPath target = roots.resolve(path.value_or(roots.cwd()));
-  if (!target.exists) throw ToolFailure("\"" + std::string(path.value_or(roots.cwd())) + "\" does not exist");
-  return target;
+// The directory or file a search starts from, opened beneath the roots.
+Opened search_target(const Roots& roots, std::optional<std::string_view> path) {
+  return roots.open(path.value_or(roots.cwd()), O_RDONLY | O_NONBLOCK);
 }
 
 std::string relative_to(const std::string& base, const std::string& path) {
@@ -179,9 +219,13 @@ std::string relative_to(const std::string& base, const std::string& path) {
 }
 
 std::string walk_notice(const WalkStats& stats, const SearchLimits& limits) {
-  if (!stats.bounded) return {};
-  return "\n(The search stopped after " + std::to_string(limits.max_entries_walked) +
-         " entries; search a smaller directory for complete results.)";
+  std::string out;
+  if (stats.too_deep)
+    out += "\n(Directories more than " + std::to_string(kMaxDepth) + " levels deep were not searched.)";
+  if (stats.bounded)
+    out += "\n(The search stopped after " + std::to_string(limits.max_entries_walked) +
+           " entries; search a smaller directory for complete results.)";
+  return out;
 }
 
 } // namespace
@@ -189,9 +233,9 @@ std::string walk_notice(const WalkStats& stats, const SearchLimits& limits) {
 std::string glob_files(const Roots& roots, std::string_view pattern, std::optional<std::string_view> path,
                        std::stop_token stop, const SearchLimits& limits) {
   GlobPattern glob(pattern);
-  ResolvedPath target = search_target(roots, path);
+  Opened target = search_target(roots, path);
   struct stat st {};
-  if (::stat(target.path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+  if (::fstat(target.fd.get(), &st) != 0 || !S_ISDIR(st.st_mode))
     throw ToolFailure("\"" + roots.display(target.path) + "\" is not a directory");
   struct Hit {
     std::int64_t mtime_ns;
@@ -204,8 +248,11 @@ std::string glob_files(const Roots& roots, std::string_view pattern, std::option
   std::priority_queue<Hit, std::vector<Hit>, decltype(newer)> kept(newer);
   std::size_t total = 0;
   WalkStats stats;
-  walk(roots, target.path, limits, stop, stats, [&](const std::string& file, const struct stat& fst) {
-    if (!glob.matches(relative_to(target.path, file))) return true;
+  const std::string base = target.path;
+  walk(roots, std::move(target.fd), base, limits, stop, stats, [&](const std::string& file, int dir, const char* name) {
+    if (!glob.matches(relative_to(base, file))) return true;
+    struct stat fst {};
+    if (::fstatat(dir, name, &fst, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(fst.st_mode)) return true;
     ++total;
     kept.push({std::int64_t(fst.st_mtim.tv_sec) * 1000000000 + fst.st_mtim.tv_nsec, file});
     if (kept.size() > limits.max_files_listed) kept.pop();
@@ -238,19 +285,19 @@ std::string grep_files(const Roots& roots, std::string_view pattern, std::option
   }
   std::optional<GlobPattern> filter;
   if (include) filter.emplace(*include);
-  ResolvedPath target = search_target(roots, path);
+  Opened target = search_target(roots, path);
+  const std::string base = target.path;
   std::string out;
   std::size_t matches = 0, skipped_large = 0;
   bool capped = false;
-  auto search_file = [&](const std::string& file, const struct stat& st) {
-    if (filter && !filter->matches(relative_to(target.path, file))) return true;
+  // `fd`: the file, open; its size is checked before it is read.
+  auto search_open_file = [&](const std::string& file, int fd) {
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return true;
     if (std::size_t(st.st_size) > limits.max_file_bytes) {
       ++skipped_large;
       return true;
     }
-    int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0) return true;
-    std::unique_ptr<int, void (*)(int*)> close(&fd, [](int* f) { ::close(*f); });
     std::string text(std::size_t(st.st_size), '\0');
     std::size_t got = 0;
     while (got < text.size()) {
@@ -298,15 +345,22 @@ std::string grep_files(const Roots& roots, std::string_view pattern, std::option
     }
     return !capped;
   };
+  auto search_file = [&](const std::string& file, int dir, const char* name) {
+    if (filter && !filter->matches(relative_to(base, file))) return true;
+    // O_NOFOLLOW: an entry swapped for a link since the directory was read is not followed;
+    // O_NONBLOCK: nor does a FIFO put there block the search.
+    support::UniqueFd fd(::openat(dir, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+    return !fd || search_open_file(file, fd.get());
+  };
   WalkStats stats;
   struct stat st {};
-  if (::stat(target.path.c_str(), &st) != 0) throw ToolFailure("cannot search \"" + roots.display(target.path) + "\"");
+  if (::fstat(target.fd.get(), &st) != 0) throw ToolFailure("cannot search \"" + roots.display(base) + "\"");
   if (S_ISREG(st.st_mode)) {
-    search_file(target.path, st);
+    search_open_file(base, target.fd.get());
   } else if (S_ISDIR(st.st_mode)) {
-    walk(roots, target.path, limits, stop, stats, search_file);
+    walk(roots, std::move(target.fd), base, limits, stop, stats, search_file);
   } else {
-    throw ToolFailure("\"" + roots.display(target.path) + "\" is neither a file nor a directory");
+    throw ToolFailure("\"" + roots.display(base) + "\" is neither a file nor a directory");
   }
   if (matches == 0) out = "No matches.";
   else out.pop_back();

@@ -1,7 +1,8 @@
 // glob and grep, run in the server: read-only walks of one directory inside the session's roots.
 // Walks skip version-control directories, honour .gitignore files (those between the root and the
-// searched directory too), never follow symbolic links (a link could lead out of the roots) and
-// stop at a bound of entries, saying so. Results are capped with a notice, never silently cut.
+// searched directory too), go from directory descriptor to directory descriptor (the start opened
+// beneath a root, each entry relative to its parent with O_NOFOLLOW), so they never follow a
+// symbolic link, even one swapped in mid-walk, and stop at a bound of entries, saying so. Results are capped with a notice, never silently cut.
 #pragma once
 
 #include "tools/roots.hpp"

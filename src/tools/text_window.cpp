@@ -1,6 +1,7 @@
 #include "tools/text_window.hpp"
 
 #include "support/utf8.hpp"
+#include "tools/roots.hpp"
 #include "tools/tool_failure.hpp"
 
 #include <cerrno>
@@ -110,17 +111,13 @@ std::string TextWindow::finish(std::string_view display_path) {
   return out;
 }
 
-std::string read_file_window(const std::string& path, std::string_view display_path, const ReadRequest& request) {
+std::string read_file_window(const Roots& roots, std::string_view path, const ReadRequest& request) {
   TextWindow window(request);
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) {
-    if (errno == ENOENT) throw ToolFailure("\"" + std::string(display_path) + "\" does not exist");
-    throw ToolFailure("cannot open \"" + std::string(display_path) + "\": " + std::strerror(errno));
-  }
-  struct Close {
-    int fd;
-    ~Close() { ::close(fd); }
-  } close{fd};
+  // O_NONBLOCK: a FIFO planted under the file's name opens at once (and is refused below) instead of
+  // blocking the tool until a writer comes.
+  Opened file = roots.open(path, O_RDONLY | O_NONBLOCK);
+  const int fd = file.fd.get();
+  const std::string& display_path = file.path;
   struct stat st {};
   if (::fstat(fd, &st) != 0) throw ToolFailure("cannot read \"" + std::string(display_path) + "\": " + std::strerror(errno));
   if (S_ISDIR(st.st_mode)) throw ToolFailure("\"" + std::string(display_path) + "\" is a directory; use glob to list files");

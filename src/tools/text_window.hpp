@@ -45,7 +45,10 @@ private:
   std::string body_;
 };
 
-/// Reads the regular file at the (resolved) `path` through a TextWindow. Throws ToolFailure.
-std::string read_file_window(const std::string& path, std::string_view display_path, const ReadRequest& request);
+class Roots;
+
+/// Reads the regular file `path` names, opened beneath the roots, through a TextWindow; the window's
+/// `<path>` is the file's absolute path. Throws ToolFailure.
+std::string read_file_window(const Roots& roots, std::string_view path, const ReadRequest& request);
 
 } // namespace acp::tools

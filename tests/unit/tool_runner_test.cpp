@@ -15,10 +15,18 @@
 #include <boost/json/serialize.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
+#include <thread>
+
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 namespace asio = boost::asio;
 namespace json = boost::json;
@@ -195,6 +203,26 @@ BOOST_AUTO_TEST_CASE(files_go_through_the_editor_when_it_can) {
   BOOST_TEST(editor.methods.size() == asked);
 }
 
+BOOST_AUTO_TEST_CASE(a_directory_is_never_sent_to_the_editor_as_a_file) {
+  Dir d;
+  d.put("src/a.txt", "a\n");
+  Rig rig;
+  FakeEditor editor;
+  engine::ToolRunner runner("s1", tools::Roots(d.root.string()), editor.access(), rig.pool.get_executor());
+  for (std::string call : {R"(write {"file_path":".","content":"x"})", R"(write {"file_path":"src","content":"x"})",
+                           R"(write {"file_path":"new/","content":"x"})",
+                           R"(edit {"file_path":".","old_string":"a","new_string":"b"})",
+                           R"(edit {"file_path":"src/","old_string":"a","new_string":"b"})", R"(read {"file_path":"."})",
+                           R"(read {"file_path":"src"})"}) {
+    const auto space = call.find(' ');
+    auto r = rig.run(runner, call.substr(0, space), call.substr(space + 1));
+    BOOST_TEST(r.is_error, call);
+    BOOST_TEST(r.text.find("is a directory") != std::string::npos, r.text);
+  }
+  BOOST_TEST(editor.methods.empty(), "asked: " << editor.methods.size());
+  BOOST_TEST(editor.buffers.empty());
+}
+
 BOOST_AUTO_TEST_CASE(commands_run_in_the_editors_terminal_and_are_always_released) {
   Dir d;
   Rig rig;
@@ -256,6 +284,86 @@ BOOST_AUTO_TEST_CASE(results_are_text_whatever_the_bytes) {
   auto many = rig.run(capped, "bash", R"({"command":"head -c 1000 /dev/zero | tr '\\0' '\\377'"})");
   BOOST_TEST(support::valid_utf8(many.text));
   BOOST_TEST(many.text.find("bytes omitted") != std::string::npos, many.text);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// Issue 27's swap: a directory inside the root and a symlink to a directory outside are exchanged
+// (renameat2 RENAME_EXCHANGE) over and over by another thread while reads, writes, greps and globs
+// run through the tool layer. Whatever the interleaving, no call may show the outside file's text
+// or name, and nothing may be created outside. (Resolution by name leaked most reads.) The verdict
+// does not depend on timing: every call is checked, and the loop ends on counts, not on a clock.
+BOOST_AUTO_TEST_SUITE(tool_confinement_race)
+
+namespace {
+
+void swap_race(tools::Resolution how) {
+  Dir d;
+  const fs::path work = d.root / "work", outside = d.root / "outside";
+  fs::create_directories(work / "d");
+  fs::create_directories(outside);
+  d.put("work/d/f.txt", "inside\n");
+  d.put("outside/f.txt", "OUTSIDE SECRET\n");
+  d.put("outside/only-outside.txt", "OUTSIDE SECRET\n");
+  fs::create_directory_symlink(outside, work / "s");
+  constexpr int kMinSwaps = 1000, kMinRounds = 1000;
+  std::atomic<int> swaps{0};
+  std::atomic<bool> done{false};
+  std::atomic<int> swap_errors{0};
+  std::thread swapper([&] {
+    const std::string a = (work / "d").string(), b = (work / "s").string();
+    while (!done.load() || swaps.load() < kMinSwaps) {
+      if (::syscall(SYS_renameat2, AT_FDCWD, a.c_str(), AT_FDCWD, b.c_str(), RENAME_EXCHANGE) != 0) ++swap_errors;
+      ++swaps;
+    }
+  });
+  Rig rig;
+  engine::ToolRunner runner("s1", tools::Roots(work.string(), {}, how), {}, rig.pool.get_executor());
+  int leaks = 0, reads_ok = 0, writes_ok = 0;
+  std::set<std::string> written;
+  for (int round = 0; round < kMinRounds || swaps.load() < kMinSwaps; ++round) {
+    auto leaked = [&](const ToolOutcome& r) { return r.text.find("OUTSIDE") != std::string::npos || r.text.find("only-outside") != std::string::npos; };
+    auto read = rig.run(runner, "read", R"({"file_path":"d/f.txt"})");
+    if (leaked(read)) ++leaks;
+    if (!read.is_error) {
+      ++reads_ok;
+      BOOST_TEST(read.text.find("1: inside") != std::string::npos, read.text);
+    }
+    const std::string name = "new-" + std::to_string(round) + ".txt";
+    auto write = rig.run(runner, "write", R"({"file_path":"d/)" + name + R"(","content":"w"})");
+    if (!write.is_error) {
+      ++writes_ok;
+      written.insert(name);
+    }
+    // Matches only the outside file: an edit that reached it would change it (checked below).
+    auto edit = rig.run(runner, "edit", R"({"file_path":"d/f.txt","old_string":"SECRET","new_string":"CHANGED"})");
+    if (leaked(edit)) ++leaks;
+    if (leaked(rig.run(runner, "grep", R"({"pattern":"SECRET|inside","path":"d"})"))) ++leaks;
+    if (leaked(rig.run(runner, "grep", R"({"pattern":"SECRET|inside"})"))) ++leaks;
+    if (leaked(rig.run(runner, "glob", R"({"pattern":"*","path":"d"})"))) ++leaks;
+    if (leaked(rig.run(runner, "glob", R"({"pattern":"**/*.txt"})"))) ++leaks;
+  }
+  done = true;
+  swapper.join();
+  BOOST_TEST(swap_errors.load() == 0);
+  BOOST_TEST(swaps.load() >= kMinSwaps);
+  BOOST_TEST(leaks == 0);
+  std::set<std::string> outside_now;
+  for (const auto& e : fs::directory_iterator(outside)) outside_now.insert(e.path().filename().string());
+  BOOST_TEST(outside_now == (std::set<std::string>{"f.txt", "only-outside.txt"}), boost::test_tools::per_element());
+  BOOST_TEST(d.get("outside/f.txt") == "OUTSIDE SECRET\n");
+  // Every write that succeeded landed in the real directory, under whichever name it has now.
+  const fs::path real = fs::is_symlink(work / "d") ? work / "s" : work / "d";
+  for (const auto& name : written) BOOST_TEST(fs::exists(real / name), name);
+  BOOST_TEST_MESSAGE("swaps " << swaps.load() << ", reads " << reads_ok << ", writes " << writes_ok);
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(a_swapped_symlink_never_leads_out_through_openat2) { swap_race(tools::Resolution::automatic); }
+
+BOOST_AUTO_TEST_CASE(a_swapped_symlink_never_leads_out_through_the_component_walk) {
+  swap_race(tools::Resolution::component_walk);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

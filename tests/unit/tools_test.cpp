@@ -23,7 +23,9 @@
 #include <fstream>
 #include <sstream>
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <utime.h>
 
 namespace fs = std::filesystem;
@@ -87,6 +89,9 @@ std::string content_of(const std::string& window) {
   return window.substr(a, window.rfind("\n</content>") - a);
 }
 
+// Both resolutions: openat2 (what this kernel has) and the component walk (kernels without it).
+const Resolution kResolutions[] = {Resolution::automatic, Resolution::component_walk};
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(tool_roots)
@@ -95,41 +100,78 @@ BOOST_AUTO_TEST_CASE(paths_inside_resolve_and_escapes_are_refused) {
   Scratch s;
   put(fs::path(s.work()) / "src/a.cpp", "x");
   put(fs::path(s.outside()) / "secret", "s");
-  Roots roots(s.work());
-  BOOST_TEST(roots.resolve("src/a.cpp").path == s.work() + "/src/a.cpp");
-  BOOST_TEST(roots.resolve("src/a.cpp").exists);
-  BOOST_TEST(roots.resolve("./src/../src/a.cpp").path == s.work() + "/src/a.cpp");
-  BOOST_TEST(roots.resolve(s.work() + "/src/a.cpp").path == s.work() + "/src/a.cpp");
-  auto fresh = roots.resolve("new/dir/file.txt");
-  BOOST_TEST(!fresh.exists);
-  BOOST_TEST(fresh.path == s.work() + "/new/dir/file.txt");
-  BOOST_TEST(roots.resolve(".").path == s.work());
-  for (std::string bad : {std::string("../outside/secret"), s.outside() + "/secret", std::string("/etc/passwd"),
-                          std::string("new/../../outside/x"), std::string("src/../../work2")})
-    BOOST_TEST(failure_of([&] { roots.resolve(bad); }).find("outside the session's directories") != std::string::npos,
-               bad);
-  BOOST_TEST(failure_of([&] { roots.resolve(""); }) == "the path is empty");
-  BOOST_TEST(failure_of([&] { roots.resolve(std::string("a\0b", 3)); }).find("NUL") != std::string::npos);
+  for (Resolution how : kResolutions) {
+    Roots roots(s.work(), {}, how);
+    BOOST_TEST(roots.resolve("src/a.cpp").path == s.work() + "/src/a.cpp");
+    BOOST_TEST(roots.resolve("src/a.cpp").exists);
+    BOOST_TEST(roots.resolve("./src/../src/a.cpp").path == s.work() + "/src/a.cpp");
+    BOOST_TEST(roots.resolve(s.work() + "/src/a.cpp").path == s.work() + "/src/a.cpp");
+    auto fresh = roots.resolve("new/dir/file.txt");
+    BOOST_TEST(!fresh.exists);
+    BOOST_TEST(fresh.path == s.work() + "/new/dir/file.txt");
+    BOOST_TEST(roots.resolve(".").path == s.work());
+    BOOST_TEST(roots.resolve(".").directory);
+    BOOST_TEST(roots.resolve("src/").directory);
+    BOOST_TEST(roots.resolve("not-yet/").directory);
+    for (std::string bad : {std::string("../outside/secret"), s.outside() + "/secret", std::string("/etc/passwd"),
+                            std::string("new/../../outside/x"), std::string("src/../../work2"), std::string("src/../../outside/secret")})
+      BOOST_TEST(failure_of([&] { roots.resolve(bad); }).find("outside the session's directories") != std::string::npos,
+                 bad);
+    BOOST_TEST(failure_of([&] { roots.open("src/../../outside/secret", O_RDONLY); }).find("outside") != std::string::npos);
+    BOOST_TEST(failure_of([&] { roots.resolve(""); }) == "the path is empty");
+    BOOST_TEST(failure_of([&] { roots.resolve(std::string("a\0b", 3)); }).find("NUL") != std::string::npos);
+  }
 }
 
-BOOST_AUTO_TEST_CASE(symbolic_links_are_followed_before_the_check) {
+BOOST_AUTO_TEST_CASE(the_kernel_resolves_unless_the_walk_is_forced) {
+  Scratch s;
+  BOOST_TEST(Roots(s.work()).kernel_resolution());  // Linux >= 5.6: openat2
+  BOOST_TEST(!Roots(s.work(), {}, Resolution::component_walk).kernel_resolution());
+}
+
+BOOST_AUTO_TEST_CASE(symbolic_links_inside_work_and_links_out_are_refused) {
   Scratch s;
   put(fs::path(s.outside()) / "secret", "s");
   put(fs::path(s.work()) / "real.txt", "r");
   fs::create_symlink(s.outside() + "/secret", s.work() + "/leak");
   fs::create_directory_symlink(s.outside(), s.work() + "/out");
-  fs::create_symlink(s.work() + "/real.txt", s.work() + "/alias");
+  fs::create_directory_symlink("../outside", s.work() + "/out-relative");
+  fs::create_symlink(s.work() + "/real.txt", s.work() + "/alias");  // absolute, but inside
+  fs::create_symlink("real.txt", s.work() + "/relative-alias");
   fs::create_symlink(s.outside() + "/missing", s.work() + "/dangling");
-  Roots roots(s.work());
-  BOOST_TEST(failure_of([&] { roots.resolve("leak"); }).find("outside") != std::string::npos);
-  BOOST_TEST(failure_of([&] { roots.resolve("out/secret"); }).find("outside") != std::string::npos);
-  BOOST_TEST(failure_of([&] { roots.resolve("out/new-file"); }).find("outside") != std::string::npos);
-  BOOST_TEST(failure_of([&] { roots.resolve("dangling"); }).find("symbolic link to a missing file") != std::string::npos);
-  BOOST_TEST(roots.resolve("alias").path == s.work() + "/real.txt");
-  // `..` after a link applies to the link's real parent, as the kernel does.
+  fs::create_symlink("missing-here", s.work() + "/dangling-inside");
+  fs::create_symlink("loop", s.work() + "/loop");
   fs::create_directories(s.work() + "/deep/er");
   fs::create_directory_symlink(s.work() + "/deep/er", s.work() + "/er-link");
-  BOOST_TEST(roots.resolve("er-link/..").path == s.work() + "/deep");
+  for (Resolution how : kResolutions) {
+    Roots roots(s.work(), {}, how);
+    for (std::string bad : {"leak", "out/secret", "out/new-file", "out-relative/secret", "dangling"}) {
+      BOOST_TEST(failure_of([&] { roots.resolve(bad); }).find("outside") != std::string::npos, bad);
+      BOOST_TEST(failure_of([&] { roots.open(bad, O_RDONLY); }).find("outside") != std::string::npos, bad);
+    }
+    BOOST_TEST(failure_of([&] { roots.resolve("dangling-inside"); }).find("symbolic link to a missing file") != std::string::npos);
+    BOOST_TEST(failure_of([&] { roots.open("loop", O_RDONLY); }).find("symbolic links") != std::string::npos);
+    BOOST_TEST(roots.resolve("alias").path == s.work() + "/real.txt");
+    BOOST_TEST(roots.open("alias", O_RDONLY).path == s.work() + "/real.txt");
+    BOOST_TEST(roots.open("relative-alias", O_RDONLY).path == s.work() + "/real.txt");
+    // `..` after a link applies to the link's real parent, as the kernel does.
+    BOOST_TEST(roots.resolve("er-link/..").path == s.work() + "/deep");
+    BOOST_TEST(roots.open("er-link/..", O_RDONLY | O_DIRECTORY).path == s.work() + "/deep");
+  }
+}
+
+BOOST_AUTO_TEST_CASE(links_and_dots_may_cross_into_another_root) {
+  Scratch s;
+  put(fs::path(s.outside()) / "lib.h", "l");
+  fs::create_directories(s.work() + "/src");
+  fs::create_symlink(s.outside() + "/lib.h", s.work() + "/lib-link.h");
+  for (Resolution how : kResolutions) {
+    Roots roots(s.work(), {s.outside()}, how);
+    BOOST_TEST(roots.open("../outside/lib.h", O_RDONLY).path == s.outside() + "/lib.h");
+    BOOST_TEST(roots.open("src/../../outside/lib.h", O_RDONLY).path == s.outside() + "/lib.h");
+    BOOST_TEST(roots.open("lib-link.h", O_RDONLY).path == s.outside() + "/lib.h");
+    BOOST_TEST(failure_of([&] { roots.open("../../etc/passwd", O_RDONLY); }).find("outside") != std::string::npos);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(additional_directories_are_roots_too) {
@@ -180,9 +222,16 @@ BOOST_AUTO_TEST_CASE(characters_survive_any_chunking_and_bad_bytes_show_as_repla
 BOOST_AUTO_TEST_CASE(reading_a_file_checks_its_kind) {
   Scratch s;
   put(fs::path(s.work()) / "f.txt", "one\ntwo\n");
-  BOOST_TEST(content_of(read_file_window(s.work() + "/f.txt", "f.txt", {})) == "1: one\n2: two\n\n(End of file - total 2 lines)");
-  BOOST_TEST(failure_of([&] { read_file_window(s.work(), "work", {}); }).find("is a directory") != std::string::npos);
-  BOOST_TEST(failure_of([&] { read_file_window(s.work() + "/nope", "nope", {}); }) == "\"nope\" does not exist");
+  BOOST_TEST(::mkfifo((s.work() + "/pipe").c_str(), 0600) == 0);
+  for (Resolution how : kResolutions) {
+    Roots roots(s.work(), {}, how);
+    BOOST_TEST(content_of(read_file_window(roots, "f.txt", {})) == "1: one\n2: two\n\n(End of file - total 2 lines)");
+    BOOST_TEST(read_file_window(roots, "f.txt", {}).find("<path>" + s.work() + "/f.txt</path>") == 0u);
+    BOOST_TEST(failure_of([&] { read_file_window(roots, ".", {}); }).find("is a directory") != std::string::npos);
+    BOOST_TEST(failure_of([&] { read_file_window(roots, "nope", {}); }) == "\"nope\" does not exist");
+    // A FIFO is refused at once, not waited on for a writer.
+    BOOST_TEST(failure_of([&] { read_file_window(roots, "pipe", {}); }).find("not a regular file") != std::string::npos);
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()
@@ -221,6 +270,56 @@ BOOST_AUTO_TEST_CASE(writes_create_directories_keep_modes_and_stay_inside) {
   BOOST_TEST(!fs::exists(s.outside() + "/x.txt"));
   // No temporary file is left behind.
   for (const auto& e : fs::directory_iterator(s.work())) BOOST_TEST(e.path().filename().string().find(".tmp") == std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(writes_and_edits_refuse_directories_and_work_through_links_inside) {
+  Scratch s;
+  fs::create_directories(s.work() + "/src");
+  put(fs::path(s.work()) / "real.txt", "one");
+  fs::create_symlink(s.work() + "/real.txt", s.work() + "/alias");
+  fs::create_directory_symlink("src", s.work() + "/src-link");
+  for (Resolution how : kResolutions) {
+    Roots roots(s.work(), {}, how);
+    for (std::string dir : {".", "src", "src/", "src-link", "new-dir/"}) {
+      BOOST_TEST(failure_of([&] { write_local(roots, dir, "x"); }).find("is a directory") != std::string::npos, dir);
+      BOOST_TEST(failure_of([&] { edit_local(roots, dir, {"a", "b", false}); }).find("is a directory") != std::string::npos, dir);
+    }
+    BOOST_TEST(!fs::exists(s.work() + "/new-dir"));
+    // A link inside the roots is written through: its target gets the text, the link stays.
+    write_local(roots, "alias", "two");
+    BOOST_TEST(fs::is_symlink(s.work() + "/alias"));
+    BOOST_TEST(slurp(s.work() + "/real.txt") == "two");
+    auto created = write_local(roots, "src-link/made/here.txt", "h");
+    BOOST_TEST(created.path == s.work() + "/src/made/here.txt");
+    BOOST_TEST(slurp(s.work() + "/src/made/here.txt") == "h");
+    fs::remove_all(s.work() + "/src/made");
+    put(fs::path(s.work()) / "real.txt", "one");
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_hard_link_to_an_outside_file_is_read_but_never_written_through) {
+  // The rule: a hard link inside a root is a name inside the root, so read shows the file's text;
+  // write and edit replace the directory entry (a new file renamed over it), so the file's other
+  // names, outside included, keep their text.
+  Scratch s;
+  put(fs::path(s.outside()) / "shared.txt", "outside text\n");
+  for (Resolution how : kResolutions) {
+    fs::remove(s.work() + "/linked.txt");
+    put(fs::path(s.outside()) / "shared.txt", "outside text\n");
+    fs::create_hard_link(s.outside() + "/shared.txt", s.work() + "/linked.txt");
+    Roots roots(s.work(), {}, how);
+    BOOST_TEST(content_of(read_file_window(roots, "linked.txt", {})) == "1: outside text\n\n(End of file - total 1 lines)");
+    auto edited = edit_local(roots, "linked.txt", {"outside", "inside", false});
+    BOOST_TEST(edited.before.value_or("") == "outside text\n");
+    BOOST_TEST(slurp(s.work() + "/linked.txt") == "inside text\n");
+    BOOST_TEST(slurp(s.outside() + "/shared.txt") == "outside text\n");
+    BOOST_TEST(fs::hard_link_count(s.outside() + "/shared.txt") == 1u);
+    fs::remove(s.work() + "/linked.txt");
+    fs::create_hard_link(s.outside() + "/shared.txt", s.work() + "/linked.txt");
+    write_local(roots, "linked.txt", "replaced\n");
+    BOOST_TEST(slurp(s.work() + "/linked.txt") == "replaced\n");
+    BOOST_TEST(slurp(s.outside() + "/shared.txt") == "outside text\n");
+  }
 }
 
 BOOST_AUTO_TEST_CASE(a_failed_edit_leaves_the_file_as_it_was) {
