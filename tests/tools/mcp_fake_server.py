@@ -12,7 +12,7 @@
   many N [B]  lists N tools per tools/list page, each with a description of B bytes (default 20), and
               always another page (a nextCursor); with B=0 only its first page has tools
   heavy       lists one tool per page, each answer padded to 1 MiB, and always another page
-  chatty      before answering a tools/call, sends 100 notifications/message of 1 MiB each
+  chatty      before answering a tools/call, sends 100 notifications/message of 1 MiB each, then 1,000 of 2 KiB
 """
 import json
 import os
@@ -66,9 +66,9 @@ for line in sys.stdin:
         if tool == "hang":
             continue
         if mode == "chatty":
-            for i in range(100):
+            for i in range(1100):
                 send({"jsonrpc": "2.0", "method": "notifications/message",
-                      "params": {"level": "info", "data": f"{i}:" + "m" * (1 << 20)}})
+                      "params": {"level": "info", "data": f"{i}:" + "m" * (1 << 20 if i < 100 else 2048)}})
         text = json.dumps(cancelled) if tool == "cancelled" else "fine"
         send({"jsonrpc": "2.0", "id": msg["id"], "result": {"content": [{"type": "text", "text": text}]}})
 
