@@ -34,7 +34,8 @@ const json::array* optional_array(const json::object& o, std::string_view key, c
 
 } // namespace
 
-std::vector<mcp::ServerSpec> mcp_server_specs(const json::array& servers, const std::string& cwd) {
+std::vector<mcp::ServerSpec> mcp_server_specs(const json::array& servers, const std::string& cwd,
+                                             const support::Config& config) {
   std::vector<mcp::ServerSpec> specs;
   for (std::size_t i = 0; i < servers.size(); ++i) {
     const std::string at = "/mcpServers/" + std::to_string(i);
@@ -76,6 +77,7 @@ std::vector<mcp::ServerSpec> mcp_server_specs(const json::array& servers, const 
     }
     spec.cwd = cwd;
     spec.hidden_env = engine::provider_key_env();
+    spec.call_timeout = std::chrono::milliseconds(config.mcp_call_timeout_ms);
     specs.push_back(std::move(spec));
   }
   return specs;

@@ -4,6 +4,7 @@
 #include "engine/session.hpp"
 #include "handlers/handler_context.hpp"
 #include "mcp/server.hpp"
+#include "support/config.hpp"
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/json/array.hpp>
@@ -14,10 +15,11 @@
 
 namespace acp::handlers {
 
-/// The stdio servers of `servers`, each to run in `cwd`. Throws engine::InvalidInput with the
+/// The stdio servers of `servers`, each to run in `cwd` with `config`'s limits (mcpCallTimeoutMs). Throws engine::InvalidInput with the
 /// entry's JSON Pointer (/mcpServers/1/command) for a malformed entry and for http and sse servers
 /// (we advertise mcpCapabilities.http and .sse false).
-std::vector<mcp::ServerSpec> mcp_server_specs(const boost::json::array& servers, const std::string& cwd);
+std::vector<mcp::ServerSpec> mcp_server_specs(const boost::json::array& servers, const std::string& cwd,
+                                             const support::Config& config);
 
 /// Replaces the session's MCP servers with `specs` (the old set is stopped first) and returns once
 /// each new one started or failed; a failure is logged and never fails the request.

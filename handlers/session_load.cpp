@@ -113,7 +113,7 @@ private:
 boost::asio::awaitable<protocol::LoadSessionResponse> session_load(HandlerContext& ctx, protocol::LoadSessionRequest req) {
   require_provider_key(ctx);
   std::optional<std::vector<mcp::ServerSpec>> servers;
-  if (req.mcpServers) servers = mcp_server_specs(*req.mcpServers, req.cwd);
+  if (req.mcpServers) servers = mcp_server_specs(*req.mcpServers, req.cwd, ctx.config);
   engine::StoredSession stored = co_await ctx.engine.find_stored(req.sessionId, req.cwd);
   const store::SessionHeader& header = stored.header;
   if (req.additionalDirectories) co_await ctx.engine.check_directories(*req.additionalDirectories);

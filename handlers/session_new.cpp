@@ -9,7 +9,7 @@ namespace acp::handlers {
 boost::asio::awaitable<protocol::NewSessionResponse> session_new(HandlerContext& ctx, protocol::NewSessionRequest req) {
   require_provider_key(ctx);
   std::vector<mcp::ServerSpec> servers;
-  if (req.mcpServers) servers = mcp_server_specs(*req.mcpServers, req.cwd);
+  if (req.mcpServers) servers = mcp_server_specs(*req.mcpServers, req.cwd, ctx.config);
   std::vector<std::string> directories = req.additionalDirectories.value_or(std::vector<std::string>{});
   auto session = co_await ctx.engine.create_session(req.cwd, directories);
   // The answer waits for them: the first prompt already has their tools.

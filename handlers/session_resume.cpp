@@ -10,7 +10,7 @@ namespace acp::handlers {
 boost::asio::awaitable<protocol::LoadSessionResponse> session_resume(HandlerContext& ctx,
                                                                      protocol::ResumeSessionRequest req) {
   std::optional<std::vector<mcp::ServerSpec>> servers;
-  if (req.mcpServers) servers = mcp_server_specs(*req.mcpServers, req.cwd);
+  if (req.mcpServers) servers = mcp_server_specs(*req.mcpServers, req.cwd, ctx.config);
   engine::StoredSession stored = co_await ctx.engine.find_stored(req.sessionId, req.cwd);
   if (req.additionalDirectories) co_await ctx.engine.check_directories(*req.additionalDirectories);
   std::pair<std::string, std::string> logged;

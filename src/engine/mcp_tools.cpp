@@ -52,6 +52,10 @@ asio::awaitable<void> join_all(const asio::any_io_executor& ex, std::vector<asio
   while (join->left > 0) co_await join->done.wait();
 }
 
+std::string offered_description(const mcp::Tool& tool, const std::string& server) {
+  return tool.description.empty() ? "Tool \"" + tool.name + "\" of the MCP server \"" + server + "\"" : tool.description;
+}
+
 } // namespace
 
 std::string mcp_tool_name(std::string_view server, std::string_view tool) {
@@ -116,15 +120,22 @@ asio::awaitable<void> McpTools::start(asio::any_io_executor executor_in, std::ve
 
 void McpTools::add_tools(std::size_t index) {
   Entry& entry = *entries_[index];
+  std::size_t left_out = 0;
   for (const auto& tool : entry.server->tools()) {
     std::string name = mcp_tool_name(entry.name, tool.name);
-    if (offered_.contains(name)) {
-      // Two names that read the same once made valid: the later one gets a number.
-      std::string base = name;
-      for (int n = 2; offered_.contains(name); ++n) {
-        std::string suffix = "_" + std::to_string(n);
-        name = base.substr(0, std::min(base.size(), kMaxNameBytes - suffix.size())) + suffix;
-      }
+    std::string plain = name;
+    // Two names that read the same once made valid: the later one gets a number.
+    for (int n = 2; offered_.contains(name); ++n) {
+      std::string suffix = "_" + std::to_string(n);
+      name = plain.substr(0, std::min(plain.size(), kMaxNameBytes - suffix.size())) + suffix;
+    }
+    std::size_t bytes = name.size() + offered_description(tool, entry.name).size() + tool.input_schema.size();
+    if (bytes > kMaxToolBytes - offered_bytes_) {
+      ++left_out;  // a smaller one later may still fit
+      continue;
+    }
+    offered_bytes_ += bytes;
+    if (name != plain) {
       log::info("MCP server \"" + entry.name + "\": tool \"" + tool.name + "\" offered as " + name +
                 " (its plain name is taken)");
     }
@@ -132,6 +143,10 @@ void McpTools::add_tools(std::size_t index) {
     entry.names.push_back(name);
   }
   order_.insert(order_.end(), entry.names.begin(), entry.names.end());
+  if (left_out > 0)
+    log::warn("MCP server \"" + entry.name + "\": " + std::to_string(left_out) + " of its " +
+              std::to_string(entry.server->tools().size()) + " tool(s) left out: the session's MCP tool names, " +
+              "descriptions and schemas are limited to " + std::to_string(kMaxToolBytes >> 10) + " KiB");
 }
 
 std::vector<llm::ToolDefinition> McpTools::definitions() const {
@@ -142,9 +157,7 @@ std::vector<llm::ToolDefinition> McpTools::definitions() const {
     if (!e.server || !e.server->running()) continue;
     for (const auto& tool : e.server->tools()) {
       if (tool.name != o.tool) continue;
-      std::string description = tool.description.empty() ? "Tool \"" + tool.name + "\" of the MCP server \"" + e.name + "\""
-                                                         : tool.description;
-      out.push_back(llm::ToolDefinition{name, std::move(description), tool.input_schema});
+      out.push_back(llm::ToolDefinition{name, offered_description(tool, e.name), tool.input_schema});
       break;
     }
   }

@@ -3,7 +3,8 @@
 // started in the session's cwd when the session is set up (concurrently; one that fails is logged
 // with its stderr tail and left out, the session works without it), called with the call's
 // cancellation, and stopped with the session (close, delete, shutdown). A server that dies later
-// withdraws its tools; a call in flight then gets an error result. Lives on the connection thread.
+// withdraws its tools; a call in flight then gets an error result. What is offered is bounded: at
+// most mcp::kMaxTools per server, kMaxToolBytes for the whole set. Lives on the connection thread.
 #pragma once
 
 #include "engine/tool_runner.hpp"
@@ -30,6 +31,10 @@ struct ServerSpec;
 }
 
 namespace acp::engine {
+
+/// Bytes of the MCP tools' names, descriptions and schemas offered in one session: every model
+/// request carries them. A tool that would pass it is left out (logged once per server).
+inline constexpr std::size_t kMaxToolBytes = 256u << 10;
 
 /// `mcp__<server>__<tool>` (the name offered to the model), made a valid OpenAI function name:
 /// characters outside [A-Za-z0-9_-] become `_`, cut to 64 bytes.
@@ -83,6 +88,7 @@ private:
   std::vector<std::unique_ptr<Entry>> entries_;
   std::map<std::string, Offered, std::less<>> offered_;  ///< mcp__ name -> its server and tool
   std::vector<std::string> order_;                       ///< mcp__ names in definition order
+  std::size_t offered_bytes_ = 0;                         ///< of every tool offered (kMaxToolBytes)
   std::size_t starting_ = 0;                              ///< servers whose start has not finished
   std::unique_ptr<support::Event> started_;               ///< notified as each start finishes
   bool stopping_ = false;

@@ -8,6 +8,7 @@
 #include "support/json_text.hpp"
 #include "support/utf8.hpp"
 #include "support/log.hpp"
+#include "support/utf8.hpp"
 #include "transport/line_framer.hpp"
 #include "transport/outbound_calls.hpp"
 
@@ -45,7 +46,6 @@ namespace {
 constexpr std::size_t kMaxFrameBytes = 16u << 20;  // one answer of a tool; bigger ones break the server
 constexpr std::size_t kStderrTail = 4096;
 constexpr std::size_t kMaxWaiting = 256;
-constexpr std::size_t kMaxToolPages = 100;
 constexpr std::size_t kMaxIgnoredLines = 20;  // non-JSON stdout lines logged before staying quiet
 constexpr std::chrono::milliseconds kStopStep{400};  // stdin closed, then SIGTERM, then SIGKILL
 
@@ -58,6 +58,11 @@ asio::awaitable<json::value> within(asio::awaitable<json::value> op, std::chrono
   auto& [error, value] = std::get<0>(r);
   if (error) std::rethrow_exception(error);
   co_return std::move(value);
+}
+
+// "300 s" or "1500 ms": a limit as the user configured it.
+std::string duration_text(std::chrono::milliseconds d) {
+  return d.count() % 1000 == 0 ? std::to_string(d.count() / 1000) + " s" : std::to_string(d.count()) + " ms";
 }
 
 std::string string_or(const json::object& o, std::string_view key, std::string fallback = {}) {
@@ -96,6 +101,9 @@ struct Server::State : std::enable_shared_from_this<State> {
   bool reaped = false;
   int status = 0;
   std::size_t ignored_lines = 0;
+  std::uint64_t stdout_bytes = 0;  ///< read so far (bounds what its tools/list answers may cost)
+  std::size_t logged_bytes = 0;    ///< what it has put into our log
+  bool log_dropped = false;        ///< kMaxLogBytes reached: nothing more of it is logged
   std::string failure;  ///< why it is not running, once it is not
 
   std::string describe(const std::string& what) const {
@@ -129,6 +137,29 @@ struct Server::State : std::enable_shared_from_this<State> {
     if (stderr_tail.size() > kStderrTail) stderr_tail.erase(0, stderr_tail.size() - kStderrTail);
   }
 
+  // A line the server caused in our log: cut to kMaxLogLineBytes (on a character boundary), and
+  // nothing once the server has used up kMaxLogBytes, so a flood costs a bounded amount of disk.
+  void log_line(log::Level level, std::string_view what) {
+    if (log_dropped || !log::enabled(level)) return;
+    std::string line = "MCP server \"" + spec.name + "\": ";
+    if (line.size() + what.size() <= kMaxLogLineBytes) {
+      line.append(what);
+    } else {
+      std::string cut = "… (" + std::to_string(what.size()) + " bytes, cut)";
+      std::size_t room = kMaxLogLineBytes - std::min(kMaxLogLineBytes, line.size() + cut.size());
+      line.append(what.substr(0, support::utf8_floor(what, room)));
+      line += cut;
+    }
+    if (logged_bytes + line.size() > kMaxLogBytes) {
+      log_dropped = true;
+      log::warn("MCP server \"" + spec.name + "\" has written " + std::to_string(logged_bytes) +
+                " bytes to the log; its further messages are dropped");
+      return;
+    }
+    logged_bytes += line.size();
+    log::write(level, line);
+  }
+
   void on_frame(std::string text) {
     boost::system::error_code ec;
     json::value frame = support::parse_json(text, ec);
@@ -141,7 +172,8 @@ struct Server::State : std::enable_shared_from_this<State> {
     if (ec || !frame.is_object()) {
       // Servers that print to stdout break the protocol; their lines are logged, not fatal.
       if (++ignored_lines <= kMaxIgnoredLines)
-        log::warn("MCP server \"" + spec.name + "\" wrote a line that is not JSON-RPC on stdout: " + text.substr(0, 200));
+        log_line(log::Level::warn, "wrote a line that is not JSON-RPC on stdout: " +
+                                       text.substr(0, support::utf8_floor(text, 200)));
       return;
     }
     jsonrpc::Inbound inbound = jsonrpc::classify(std::move(frame));
@@ -152,10 +184,10 @@ struct Server::State : std::enable_shared_from_this<State> {
       if (request->method == "ping") queue(jsonrpc::serialize_response(request->id, json::object{}));
       else queue(jsonrpc::serialize_error(request->id, jsonrpc::method_not_found(request->method)));
     } else if (auto* note = std::get_if<jsonrpc::Notification>(&inbound)) {
-      if (note->method == "notifications/message") log::info("MCP server \"" + spec.name + "\": " + support::to_json_text(note->params));
+      if (note->method == "notifications/message") log_line(log::Level::info, support::to_json_text(note->params));
     } else if (auto* rejected = std::get_if<jsonrpc::Rejected>(&inbound)) {
       if (rejected->as_response) calls.complete(std::move(*rejected->as_response));
-      log::warn("MCP server \"" + spec.name + "\" sent an invalid frame: " + rejected->error.message());
+      log_line(log::Level::warn, "sent an invalid frame: " + rejected->error.message());
     }
   }
 
@@ -165,6 +197,7 @@ struct Server::State : std::enable_shared_from_this<State> {
     for (;;) {
       boost::system::error_code ec;
       std::size_t n = co_await out.async_read_some(asio::buffer(buf), asio::redirect_error(asio::use_awaitable, ec));
+      stdout_bytes += n;
       framer.feed(std::string_view(buf.data(), n), events);
       for (auto& e : events) {
         if (auto* f = std::get_if<transport::Frame>(&e)) on_frame(std::move(f->text));
@@ -251,6 +284,49 @@ bool Server::running() const { return state_->running; }
 std::string Server::stderr_tail() const { return state_->stderr_tail; }
 long Server::pid() const { return state_->pid; }
 
+namespace {
+
+// Reads tools/list pages until the server has no more or a bound is reached (kMaxTools kept,
+// kMaxToolPages pages, kMaxListingBytes of its output): what was not kept is left out with one
+// log line.
+asio::awaitable<void> list_tools(Server::State& state) {
+  const std::uint64_t bytes_before = state.stdout_bytes;
+  std::size_t pages = 0, left_out = 0;
+  std::string cursor;
+  do {
+    json::object params;
+    if (!cursor.empty()) params["cursor"] = cursor;
+    json::value list = co_await within(state.calls.call("", "tools/list", std::move(params)), state.spec.start_timeout,
+                                       state.describe("did not answer tools/list in time"));
+    ++pages;
+    const json::object* lo = list.if_object();
+    const json::array* tools = lo && lo->contains("tools") ? lo->at("tools").if_array() : nullptr;
+    if (!tools) throw ServerFailure(state.describe("answered tools/list without a tools array"));
+    for (const auto& t : *tools) {
+      const json::object* to = t.if_object();
+      std::string name = to ? string_or(*to, "name") : "";
+      if (name.empty()) continue;
+      if (state.tools.size() == kMaxTools) {
+        ++left_out;
+        continue;
+      }
+      const json::value* schema = to->if_contains("inputSchema");
+      state.tools.push_back(Tool{name, string_or(*to, "description"),
+                                 schema && schema->is_object() ? json::serialize(*schema)
+                                                               : std::string(R"({"type":"object"})")});
+    }
+    cursor = string_or(*lo, "nextCursor");
+  } while (!cursor.empty() && state.tools.size() < kMaxTools && pages < kMaxToolPages &&
+           state.stdout_bytes - bytes_before < kMaxListingBytes);
+  if (left_out == 0 && cursor.empty()) co_return;
+  std::string unread = cursor.empty() ? "" : "its tools/list answers are not read past page " + std::to_string(pages) + "; ";
+  log::warn("MCP server \"" + state.spec.name + "\": " + unread + std::to_string(left_out) + " listed tool(s) left out, " +
+            std::to_string(state.tools.size()) + " kept (a server is read for at most " + std::to_string(kMaxTools) +
+            " tools, " + std::to_string(kMaxToolPages) + " pages, " + std::to_string(kMaxListingBytes >> 20) + " MiB)");
+}
+
+} // namespace
+
 asio::awaitable<std::unique_ptr<Server>> Server::start(asio::any_io_executor executor, ServerSpec spec) {
   support::SpawnSpec s;
   s.argv.push_back(spec.command);
@@ -286,27 +362,7 @@ asio::awaitable<std::unique_ptr<Server>> Server::start(asio::any_io_executor exe
     if (!known) throw ServerFailure(state->describe("speaks MCP protocol version \"" + version + "\", which dsh-acp does not"));
     state->version = version;
     state->queue(jsonrpc::serialize_notification("notifications/initialized", json::object{}));
-    std::string cursor;
-    for (std::size_t page = 0; page < kMaxToolPages; ++page) {
-      json::object params;
-      if (!cursor.empty()) params["cursor"] = cursor;
-      json::value list = co_await within(state->calls.call("", "tools/list", std::move(params)), state->spec.start_timeout,
-                                         state->describe("did not answer tools/list in time"));
-      const json::object* lo = list.if_object();
-      const json::array* tools = lo && lo->contains("tools") ? lo->at("tools").if_array() : nullptr;
-      if (!tools) throw ServerFailure(state->describe("answered tools/list without a tools array"));
-      for (const auto& t : *tools) {
-        const json::object* to = t.if_object();
-        std::string name = to ? string_or(*to, "name") : "";
-        if (name.empty()) continue;
-        const json::value* schema = to->if_contains("inputSchema");
-        state->tools.push_back(Tool{name, string_or(*to, "description"),
-                                    schema && schema->is_object() ? json::serialize(*schema)
-                                                                  : std::string(R"({"type":"object"})")});
-      }
-      cursor = string_or(*lo, "nextCursor");
-      if (cursor.empty()) break;
-    }
+    co_await list_tools(*state);
   } catch (const ServerFailure& e) {
     failure = e.what();
   } catch (const protocol::ClientCallFailed& e) {
@@ -330,7 +386,16 @@ asio::awaitable<CallResult> Server::call_tool(std::string tool, json::object arg
   params["name"] = tool;
   params["arguments"] = std::move(arguments);
   try {
-    json::value result = co_await state->calls.call("", "tools/call", std::move(params));
+    auto answer = co_await (outcome_of(state->calls.call("", "tools/call", std::move(params))) ||
+                            sleep_for(state->spec.call_timeout));
+    if (answer.index() == 1) {
+      // Losing the race cancelled the call, which sent notifications/cancelled; the server stays.
+      co_return CallResult{"MCP server \"" + state->spec.name + "\" did not answer " + tool + " within " +
+                               duration_text(state->spec.call_timeout) + " (--mcp-call-timeout-ms); the call was cancelled",
+                           true};
+    }
+    auto& [error, result] = std::get<0>(answer);
+    if (error) std::rethrow_exception(error);
     const json::object* r = result.if_object();
     if (!r) co_return CallResult{"MCP server \"" + state->spec.name + "\" answered tools/call with " + json::serialize(result), true};
     co_return result_text(*r);

@@ -1,7 +1,8 @@
 // One MCP server of a session, spoken to over stdio (MCP "stdio" transport: newline-delimited
 // JSON-RPC 2.0): started in the session's cwd in a process group of its own, initialised (the
-// protocol version negotiated), its tools listed; tools/call with cancellation
-// (notifications/cancelled). A server that dies or answers badly fails its calls in flight with a
+// protocol version negotiated), its tools listed (at most kMaxTools of them, from a bounded number
+// of pages and bytes); tools/call with cancellation and a time limit (notifications/cancelled).
+// What it logs (notifications/message, stray stdout lines) is cut per line and capped in total. A server that dies or answers badly fails its calls in flight with a
 // clear error naming it and the tail of its stderr, and its tools are gone. stop() ends it (stdin
 // closed, then SIGTERM, then SIGKILL to its group) and waits for every task of it: nothing it
 // started outlives its session. Everything runs on one executor (the connection's).
@@ -12,6 +13,7 @@
 #include <boost/json/object.hpp>
 
 #include <chrono>
+#include <cstddef>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -23,6 +25,18 @@ namespace acp::mcp {
 /// The protocol versions this client speaks, newest first; the first is offered.
 inline constexpr const char* kProtocolVersions[] = {"2025-06-18", "2025-03-26", "2024-11-05"};
 
+/// Tools kept of one server: DeepSeek's and OpenAI's chat APIs take at most 128 functions in a
+/// request, so a server's 129th tool could never be offered. Listing stops once it is reached.
+inline constexpr std::size_t kMaxTools = 128;
+/// tools/list pages read, and bytes of its answers read, before listing stops (a server that pages
+/// forever, or pages of tools without names, cannot hold up the session's start).
+inline constexpr std::size_t kMaxToolPages = 100;
+inline constexpr std::size_t kMaxListingBytes = 16u << 20;
+/// One logged line of a server (a notifications/message, a stray stdout line) is cut to this.
+inline constexpr std::size_t kMaxLogLineBytes = 4096;
+/// What one server may write into our log while it runs; after it, one line says the rest is dropped.
+inline constexpr std::size_t kMaxLogBytes = 1u << 20;
+
 struct ServerSpec {
   std::string name;
   std::string command;
@@ -31,6 +45,7 @@ struct ServerSpec {
   std::string cwd;
   std::vector<std::string> hidden_env;  ///< our variables it must not see (the provider's key)
   std::chrono::milliseconds start_timeout{30000};  ///< started, initialised and its tools listed
+  std::chrono::milliseconds call_timeout{300000};  ///< one tools/call, then it is cancelled (--mcp-call-timeout-ms)
 };
 
 struct Tool {
@@ -72,7 +87,8 @@ public:
   long pid() const;  ///< its process (and process group)
 
   /// Calls a tool. Cancelling the awaiting operation sends notifications/cancelled and throws
-  /// CallCancelled. Throws ServerFailure when the server fails.
+  /// CallCancelled. Throws ServerFailure when the server fails. A call not answered within the
+  /// spec's call_timeout is cancelled the same way and returns an error result naming the server.
   boost::asio::awaitable<CallResult> call_tool(std::string tool, boost::json::object arguments);
 
   /// Ends the server and waits for its tasks.

@@ -22,7 +22,9 @@ void LineFramer::complete(std::vector<FramerEvent>& out) {
   if (discarding_) {
     // Counted like a buffered frame: without its line end ("\n" or "\r\n").
     std::uint64_t bytes = discarded_ - (discarded_cr_ ? 1 : 0);
-    out.emplace_back(std::in_place_type<Oversize>, bytes);
+    // In place (GCC 12 warns about moving a temporary variant), from an Oversize built with
+    // braces: clang 14 cannot build an aggregate from parentheses (P0960).
+    out.emplace_back(std::in_place_type<Oversize>, Oversize{bytes});
     discarding_ = false;
     discarded_ = 0;
     discarded_cr_ = false;

@@ -12,6 +12,12 @@
               the file named by $DSH_MCP_FAKE_MARK
   environ     before serving (as tidy), writes to the file named by $DSH_MCP_FAKE_MARK its own
               environment and that of every ancestor it can read (/proc/PID/environ), NUL-separated
+  hangs       behaves, but never answers a call of its tool "hang"; its tool "cancelled" answers with the
+              request ids of the notifications/cancelled it has read
+  many N [B]  lists N tools per tools/list page, each with a description of B bytes (default 20), and
+              always another page (a nextCursor); with B=0 only its first page has tools
+  heavy       lists one tool per page, each answer padded to 1 MiB, and always another page
+  chatty      before answering a tools/call, sends 100 notifications/message of 1 MiB each, then 1,000 of 2 KiB
 """
 import json
 import os
@@ -54,8 +60,27 @@ def send(obj):
     sys.stdout.flush()
 
 
+cancelled = []
+
+
+def tools_page(msg):
+    page = int(msg.get("params", {}).get("cursor", "0"))
+    if mode == "many":
+        count, described = int(sys.argv[2]), int(sys.argv[3]) if len(sys.argv) > 3 else 20
+        tools = [{"name": f"t{page}_{i}", "description": "d" * described, "inputSchema": {"type": "object"}}
+                 for i in range(count if described or page == 0 else 0)]
+        return {"tools": tools, "nextCursor": str(page + 1)}
+    if mode == "heavy":
+        return {"tools": [{"name": f"t{page}", "inputSchema": {"type": "object"}}], "padding": "p" * (1 << 20),
+                "nextCursor": str(page + 1)}
+    names = ["ok", "hang", "cancelled"] if mode == "hangs" else ["ok"]
+    return {"tools": [{"name": n, "inputSchema": {"type": "object"}} for n in names]}
+
+
 for line in sys.stdin:
     msg = json.loads(line)
+    if msg.get("method") == "notifications/cancelled":
+        cancelled.append(msg["params"]["requestId"])
     if mode == "silent" or "id" not in msg:
         continue
     if msg["method"] == "initialize":
@@ -63,9 +88,17 @@ for line in sys.stdin:
         send({"jsonrpc": "2.0", "id": msg["id"], "result": {"protocolVersion": version, "capabilities": {"tools": {}},
                                                                "serverInfo": {"name": "fake", "version": "0"}}})
     elif msg["method"] == "tools/list":
-        send({"jsonrpc": "2.0", "id": msg["id"], "result": {"tools": [{"name": "ok", "inputSchema": {"type": "object"}}]}})
+        send({"jsonrpc": "2.0", "id": msg["id"], "result": tools_page(msg)})
     elif msg["method"] == "tools/call":
-        send({"jsonrpc": "2.0", "id": msg["id"], "result": {"content": [{"type": "text", "text": "fine"}]}})
+        tool = msg["params"]["name"]
+        if tool == "hang":
+            continue
+        if mode == "chatty":
+            for i in range(1100):
+                send({"jsonrpc": "2.0", "method": "notifications/message",
+                      "params": {"level": "info", "data": f"{i}:" + "m" * (1 << 20 if i < 100 else 2048)}})
+        text = json.dumps(cancelled) if tool == "cancelled" else "fine"
+        send({"jsonrpc": "2.0", "id": msg["id"], "result": {"content": [{"type": "text", "text": text}]}})
 
 if mode == "tidy":
     with open(os.environ["DSH_MCP_FAKE_MARK"], "a") as mark:

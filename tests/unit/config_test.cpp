@@ -140,6 +140,17 @@ BOOST_AUTO_TEST_CASE(max_outbox_bytes_from_every_source) {
   BOOST_TEST(usage_text().find("--max-outbox-bytes") != std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(mcp_call_timeout_from_every_source) {
+  TempDir t;
+  BOOST_TEST(load({}, {{"HOME", t.path}}).mcp_call_timeout_ms == 300000);
+  BOOST_TEST(load({"--mcp-call-timeout-ms", "1500"}, {{"HOME", t.path}}).mcp_call_timeout_ms == 1500);
+  BOOST_TEST(load({}, {{"HOME", t.path}, {"DSH_ACP_MCP_CALL_TIMEOUT_MS", "60000"}}).mcp_call_timeout_ms == 60000);
+  std::string path = t.write("c.json", R"({"mcpCallTimeoutMs": 2000})");
+  BOOST_TEST(load({"--config", path}, {{"HOME", t.path}}).mcp_call_timeout_ms == 2000);
+  BOOST_CHECK_THROW(load({"--mcp-call-timeout-ms", "0"}, {{"HOME", t.path}}), ConfigError);
+  BOOST_TEST(usage_text().find("--mcp-call-timeout-ms") != std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(compaction_settings_and_model_windows) {
   TempDir t;
   auto c = load({}, {{"HOME", t.path}, {"DSH_ACP_PROVIDER", "echo"}});

@@ -4,6 +4,7 @@
 // crashes, refusal to start, and a stop that leaves no process behind.
 #include "mcp/server.hpp"
 #include "process_gone.hpp"
+#include "support/log.hpp"
 #include "run_coroutine.hpp"
 
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -18,6 +19,8 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+
+#include <unistd.h>
 
 namespace asio = boost::asio;
 namespace json = boost::json;
@@ -46,16 +49,45 @@ mcp::ServerSpec sdk_server() {
   return spec;
 }
 
-mcp::ServerSpec fake_server(const std::string& mode) {
+mcp::ServerSpec fake_server(const std::string& mode, const std::vector<std::string>& extra = {}) {
   mcp::ServerSpec spec;
   spec.name = "fake";
   spec.command = "python3";
   spec.args = {DSH_TEST_MCP_FAKE, mode};
-  // Short for the server that never answers; the others end long before it (a loaded CI machine
-  // may take seconds to start python3).
-  spec.start_timeout = std::chrono::milliseconds(mode == "silent" ? 500 : 20000);
+  spec.args.insert(spec.args.end(), extra.begin(), extra.end());
+  // Short for the server that never answers (the limit is what is tested); no limit a loaded
+  // machine could reach for the others, which answer (the test waits for that).
+  spec.start_timeout = mode == "silent" ? std::chrono::milliseconds(500) : std::chrono::hours(1);
   return spec;
 }
+
+// The process log, written to a file of the test's for its lifetime (tests run without one).
+struct LogFile {
+  std::filesystem::path path = std::filesystem::temp_directory_path() / ("dsh-mcp-log-" + std::to_string(::getpid()));
+  int fd;
+  LogFile() {
+    std::filesystem::remove(path);
+    fd = log::init(path.string(), log::Level::info);
+  }
+  ~LogFile() {
+    log::init("/dev/null", log::Level::info);  // not a regular file: logging off again, as before
+    ::close(fd);
+    std::filesystem::remove(path);
+  }
+  std::uintmax_t size() const { return std::filesystem::file_size(path); }
+  std::size_t lines_with(const std::string& text) const {
+    std::ifstream in(path);
+    std::size_t n = 0;
+    for (std::string line; std::getline(in, line);) n += line.find(text) != std::string::npos;
+    return n;
+  }
+  std::size_t longest_line() const {
+    std::ifstream in(path);
+    std::size_t most = 0;
+    for (std::string line; std::getline(in, line);) most = std::max(most, line.size());
+    return most;
+  }
+};
 
 mcp::CallResult call(asio::io_context& io, mcp::Server& s, std::string tool, json::object args,
                      std::optional<std::chrono::milliseconds> cancel_after = {}) {
@@ -115,7 +147,7 @@ BOOST_AUTO_TEST_CASE(a_cancelled_call_is_withdrawn_and_the_server_stays) {
   auto server = run(io, mcp::Server::start(io.get_executor(), sdk_server()));
   bool cancelled = false;
   try {
-    call(io, *server, "slow", {{"ms", 30000}}, std::chrono::milliseconds(200));
+    call(io, *server, "slow", {{"ms", 3600000}}, std::chrono::milliseconds(200));
   } catch (const mcp::CallCancelled&) {
     cancelled = true;
   }
@@ -174,6 +206,65 @@ BOOST_AUTO_TEST_CASE(results_read_as_text) {
   BOOST_TEST(r.text == "a\ninside\n[resource file:///bin]\n[resource link file:///y (y)]\n[audio audio/wav, about 3 bytes, not shown]\n"
                        "[hologram content, not shown]");
   BOOST_TEST(mcp::result_text(json::parse(R"({"content":[],"structuredContent":{"n":1}})").as_object()).text == R"({"n":1})");
+}
+
+// A server that lists 1,000 tools a page and always has another page: listing stops at the
+// first kMaxTools, one log line says how many were left out.
+BOOST_AUTO_TEST_CASE(a_server_listing_tools_forever_is_read_for_at_most_kmaxtools) {
+  asio::io_context io;
+  LogFile log;
+  auto server = run(io, mcp::Server::start(io.get_executor(), fake_server("many", {"1000"})));
+  BOOST_TEST(server->tools().size() == mcp::kMaxTools);
+  BOOST_TEST(server->tools().back().name == "t0_" + std::to_string(mcp::kMaxTools - 1));
+  BOOST_TEST(log.lines_with("left out") == 1u);
+  BOOST_TEST(log.lines_with("not read past page 1; 872 listed tool(s) left out, 128 kept") == 1u);
+  stop(io, *server);
+}
+
+// One tool a page in 1 MiB answers, pages forever: reading stops after kMaxListingBytes, not
+// after kMaxToolPages pages (100 MiB).
+BOOST_AUTO_TEST_CASE(tools_list_answers_are_read_up_to_a_byte_bound) {
+  asio::io_context io;
+  auto server = run(io, mcp::Server::start(io.get_executor(), fake_server("heavy")));
+  BOOST_TEST(server->tools().size() >= 1u);
+  BOOST_TEST(server->tools().size() <= (mcp::kMaxListingBytes >> 20) + 1);
+  BOOST_TEST(server->running());
+  stop(io, *server);
+}
+
+// The call that is never answered ends with an error result naming the server once its time
+// limit passes; the server was sent notifications/cancelled for it and goes on serving.
+BOOST_AUTO_TEST_CASE(a_call_past_its_time_limit_is_cancelled_with_an_error_result) {
+  asio::io_context io;
+  auto spec = fake_server("hangs");
+  spec.call_timeout = std::chrono::milliseconds(200);
+  auto server = run(io, mcp::Server::start(io.get_executor(), spec));
+  auto late = call(io, *server, "hang", {});
+  BOOST_TEST(late.is_error);
+  BOOST_TEST(late.text == "MCP server \"fake\" did not answer hang within 200 ms (--mcp-call-timeout-ms); the call was "
+                          "cancelled", late.text);
+  BOOST_TEST(server->running());
+  // Read in order: the cancellation came before this call (ids: initialize 1, tools/list 2, the call 3).
+  BOOST_TEST(call(io, *server, "cancelled", {}).text == "[3]");
+  stop(io, *server);
+}
+
+// 100 notifications/message of 1 MiB, then 1,000 of 2 KiB: each large one is logged cut, and the
+// server's share of the log ends at kMaxLogBytes with one line saying so.
+BOOST_AUTO_TEST_CASE(what_a_server_logs_is_cut_and_capped) {
+  asio::io_context io;
+  LogFile log;
+  auto server = run(io, mcp::Server::start(io.get_executor(), fake_server("chatty")));
+  auto before = log.size();
+  BOOST_TEST(call(io, *server, "ok", {}).text == "fine");  // answered after its messages
+  auto grown = log.size() - before;
+  // (Each record's time, pid and level add a few dozen bytes to what the server's budget counts.)
+  BOOST_TEST(grown <= mcp::kMaxLogBytes + (64u << 10), grown);
+  BOOST_TEST(grown >= mcp::kMaxLogBytes - 2 * mcp::kMaxLogLineBytes, grown);
+  BOOST_TEST(log.lines_with("bytes, cut)") == 100u);
+  BOOST_TEST(log.longest_line() <= mcp::kMaxLogLineBytes + 100);  // the record's time, pid and level
+  BOOST_TEST(log.lines_with("its further messages are dropped") == 1u);
+  stop(io, *server);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
