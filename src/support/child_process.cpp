@@ -22,6 +22,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -61,6 +62,10 @@ struct Pipe {
 // orphan, and an orphan's pid cannot be reused while we hold the lock (only we reap it).
 std::mutex registry_mutex;
 std::vector<pid_t> started;
+// Children we had before we became a subreaper: a launcher may fork a helper and then exec us, and
+// that helper is ours by inheritance, not by anything we started. The sweeps leave them alone (they
+// stay unreaped zombies at worst, so their pids are never reused while listed here).
+std::vector<pid_t> inherited;
 std::atomic<bool> adopting{false};
 
 void forget(pid_t pid) {
@@ -83,10 +88,12 @@ std::vector<pid_t> our_children() {
   return out;
 }
 
+bool listed(const std::vector<pid_t>& pids, pid_t pid) { return std::find(pids.begin(), pids.end(), pid) != pids.end(); }
+
 std::vector<pid_t> orphans_locked() {
   std::vector<pid_t> out;
   for (pid_t pid : our_children())
-    if (std::find(started.begin(), started.end(), pid) == started.end()) out.push_back(pid);
+    if (!listed(started, pid) && !listed(inherited, pid)) out.push_back(pid);
   return out;
 }
 
@@ -163,6 +170,17 @@ DSH_CHILD_CODE int child_main(void* arg) {
   if (plan->landlock_ruleset >= 0) {
     if (::syscall(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) child_fail(plan, "PR_SET_NO_NEW_PRIVS");
     if (::syscall(SYS_landlock_restrict_self, plan->landlock_ruleset, 0) != 0) child_fail(plan, "Landlock");
+  }
+  // Not every descriptor of ours is close-on-exec (Asio opens sockets without it): a command must
+  // not inherit another session's model connection or a store's socket. Our descriptor table is
+  // the child's own copy (no CLONE_FILES), so closing here touches nothing of ours (the Landlock ruleset
+  // is no longer needed: the domain is in force).
+  if (::syscall(SYS_close_range, 3u, ~0u, 0u) != 0) {
+    long limit = 1024;
+    struct rlimit rl;
+    if (::syscall(SYS_getrlimit, RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < (1u << 20))
+      limit = static_cast<long>(rl.rlim_cur);
+    for (long fd = 3; fd < limit; ++fd) ::syscall(SYS_close, fd);
   }
   unsigned long no_signals = 0;
   ::syscall(SYS_rt_sigprocmask, SIG_SETMASK, &no_signals, nullptr, 8);
@@ -263,6 +281,11 @@ void kill_and_reap(pid_t pid) {
 
 bool adopt_orphans() {
   if (::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) return false;
+  {
+    std::lock_guard lock(registry_mutex);
+    for (pid_t pid : our_children())
+      if (!listed(started, pid) && !listed(inherited, pid)) inherited.push_back(pid);
+  }
   adopting = true;
   return true;
 }
@@ -300,7 +323,9 @@ void kill_all_children() {
   if (!adopting) return;
   std::lock_guard lock(registry_mutex);
   for (;;) {
-    std::vector<pid_t> children = our_children();
+    std::vector<pid_t> children;
+    for (pid_t pid : our_children())
+      if (!listed(inherited, pid)) children.push_back(pid);
     if (children.empty()) return;
     for (pid_t pid : children) ::kill(pid, SIGKILL);
     for (pid_t pid : children) {
