@@ -245,14 +245,16 @@ struct Server::State : std::enable_shared_from_this<State> {
     boost::system::error_code ec;
     co_await exit_fd.async_wait(stream_descriptor::wait_read, asio::redirect_error(asio::use_awaitable, ec));
     if (ec) co_return;
-    support::reap_process(pid, status);
-    reaped = true;
-    std::string how = WIFEXITED(status) ? "exited with status " + std::to_string(WEXITSTATUS(status))
+    // Whatever it started goes with it (and lets go of the pipes): its group, killed while the
+    // unreaped leader still holds the group's id (once reaped, the id could name another group),
+    // and what left the group (reparented to us when it ended).
+    ::kill(-pid, SIGKILL);
+    bool status_read = support::reap_process(pid, status);
+    reaped = true;  // either way, its pid is no longer ours to signal
+    std::string how = !status_read ? "ended (its status could not be read)"
+                      : WIFEXITED(status) ? "exited with status " + std::to_string(WEXITSTATUS(status))
                       : WIFSIGNALED(status) ? "was killed by signal " + std::to_string(WTERMSIG(status))
                                             : "ended";
-    // Whatever it started goes with it (and lets go of the pipes): its group, and what left the
-    // group (reparented to us when it ended).
-    ::kill(-pid, SIGKILL);
     fail(how);
     co_await support::kill_orphans();
   }
