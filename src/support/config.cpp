@@ -102,7 +102,7 @@ const std::vector<Option>& options() {
       {"max-tool-result-bytes", Kind::integer, "a longer tool result is cut, head and tail kept (65536)",
        int_setter(&Config::max_tool_result_bytes), 1024, 16777216},
       {"mcp-call-timeout-ms", Kind::integer, "an MCP tool call not answered by then is cancelled (300000)",
-       int_setter(&Config::mcp_call_timeout_ms), 1},
+       int_setter(&Config::mcp_call_timeout_ms), 1, 86400000},
       {"log-file", Kind::path, "log file (mode 0600, appended)", str_setter(&Config::log_file)},
       {"log-level", Kind::choice, "log verbosity", str_setter(&Config::log_level), 0, 0,
        {"error", "warn", "info", "debug"}},
