@@ -120,10 +120,13 @@ boost::asio::awaitable<protocol::LoadSessionResponse> session_load(HandlerContex
   // Attached here already: the load waits in line behind the session's running turn and queued
   // prompts, so its replay holds all of them and none of their updates follows its answer.
   engine::QueueSlot slot;
-  if (ctx.engine.find(req.sessionId)) {
+  if (std::shared_ptr<engine::Session> waited_on = ctx.engine.find(req.sessionId)) {
     const std::shared_ptr<engine::Turn> no_turn;  // a load: nothing of it to cancel
     auto waiting = ctx.engine.enqueue(req.sessionId, no_turn, 0);
     slot = co_await std::move(waiting);
+    // A session/close or session/delete that arrived while this load waited wins: attaching now
+    // would bring back a session its client closed (or whose log is gone).
+    if (waited_on->closed) throw engine::SessionNotFound(req.sessionId);
   }
   // Frames are queued on the session's stream in order, and the answer below goes to the same
   // stream after all of them: every update of a load, the commands included, comes before its

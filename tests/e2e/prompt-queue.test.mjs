@@ -149,3 +149,24 @@ test('session/close with prompts in line: each answers "cancelled", then close a
   assert.deepEqual(turnsOf(agent, sessionId).map((x) => x.text), ['running [[echo:sleep=60000]]']);
   await agent.finish();
 });
+
+test('a session/load waiting behind a turn does not bring back a session closed meanwhile', async (t) => {
+  const agent = startAgent(t);
+  await agent.initialize();
+  const sessionId = await agent.newSession();
+  const from = agent.frames.length;
+  const frame = (id, method, params) => JSON.stringify({ jsonrpc: '2.0', id, method, params }) + '\n';
+  await agent.writeRaw(frame(1, 'session/prompt', { sessionId, prompt: text('running [[echo:sleep=60000]]') }) +
+    frame(2, 'session/load', { sessionId, cwd: agent.home, mcpServers: [] }));
+  await agent.turnStarted(sessionId, 1);
+  const closed = await agent.call('session/close', { sessionId }, { id: 3, timeout: 20000 });
+  assert.deepEqual(closed.result, {});
+  const answers = agent.frames.filter((e) => e.index >= from && isResponse(e));
+  const load = answers.find((e) => e.frame.id === 2);
+  assert.ok(load, 'the waiting load is answered by the time close is');
+  assert.equal(load.frame.error?.code, -32002, JSON.stringify(load.frame));
+  // Closed stays closed: a cancel for it finds nothing running, and a prompt must load it first.
+  const prompt = await agent.call('session/prompt', { sessionId, prompt: text('after close') }, { id: 4, timeout: 20000 });
+  assert.equal(prompt.error?.code, -32002, JSON.stringify(prompt));
+  await agent.finish();
+});
