@@ -148,6 +148,7 @@ BOOST_AUTO_TEST_CASE(mcp_call_timeout_from_every_source) {
   std::string path = t.write("c.json", R"({"mcpCallTimeoutMs": 2000})");
   BOOST_TEST(load({"--config", path}, {{"HOME", t.path}}).mcp_call_timeout_ms == 2000);
   BOOST_CHECK_THROW(load({"--mcp-call-timeout-ms", "0"}, {{"HOME", t.path}}), ConfigError);
+  BOOST_CHECK_THROW(load({"--mcp-call-timeout-ms", "86400001"}, {{"HOME", t.path}}), ConfigError);
   BOOST_TEST(usage_text().find("--mcp-call-timeout-ms") != std::string::npos);
 }
 
