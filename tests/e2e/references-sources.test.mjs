@@ -93,7 +93,9 @@ fileStoreOnly('a target\'s replay and model history survive the source being app
   const replayOf = async (b) => {
     const from = b.agent.frames.length;
     await b.ctx.request(M.session.load, { sessionId: target, cwd: home, mcpServers: [] });
-    return framesUntilResponse(b.agent, target, from).during;
+    // The commands update comes last, before the answer: after the source changes the target's
+    // own history is compared, so it is left out.
+    return framesUntilResponse(b.agent, target, from).during.filter((u) => u.sessionUpdate !== 'available_commands_update');
   };
   const b = await open();
   const baseline = await replayOf(b);
