@@ -7,16 +7,22 @@
 namespace acp::engine {
 
 std::shared_ptr<QueueEntry> WorkQueue::push(std::shared_ptr<Turn> turn, std::size_t bytes, const std::string& session_id) {
-  if (turn) {
-    std::size_t waiting = 0, held = 0;
-    for (std::size_t i = 1; i < entries_.size(); ++i) {
-      if (!entries_[i]->turn) continue;
-      ++waiting;
-      held += entries_[i]->bytes;
+  std::size_t waiting = 0, held = 0, loads = 0;
+  for (std::size_t i = 1; i < entries_.size(); ++i) {
+    if (!entries_[i]->turn) {
+      ++loads;
+      continue;
     }
+    ++waiting;
+    held += entries_[i]->bytes;
+  }
+  if (turn) {
     // Beside the count, the text: eight prompts of a maximal frame each would hold half a gigabyte.
     if (waiting >= kMaxQueuedPrompts || (waiting > 0 && held + bytes > kMaxQueuedPromptBytes))
       throw QueueFull(session_id);
+  } else if (loads >= kMaxQueuedPrompts) {
+    // Loads hold no text, but each waits as a coroutine with its reply: bounded like prompts.
+    throw QueueFull(session_id);
   }
   auto entry = std::make_shared<QueueEntry>(executor_, std::move(turn), bytes);
   entries_.push_back(entry);

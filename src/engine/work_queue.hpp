@@ -56,7 +56,7 @@ public:
   explicit WorkQueue(const boost::asio::any_io_executor& ex) : executor_(ex), changed_(ex) {}
 
   /// Appends an entry (first in line: its `go` is set at once). Throws QueueFull for a prompt
-  /// beyond the bounds; loads are never refused.
+  /// beyond the bounds, and for a load when eight loads already wait.
   std::shared_ptr<QueueEntry> push(std::shared_ptr<Turn> turn, std::size_t bytes, const std::string& session_id);
   /// Takes an entry out, running or not; the next one in line may start.
   void remove(const std::shared_ptr<QueueEntry>& entry);

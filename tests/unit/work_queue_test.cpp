@@ -1,5 +1,5 @@
 // The session queue (src/engine/work_queue.hpp): arrival order, the bounds of a prompt queue (count
-// and held text), loads beyond them, cancelling every prompt in line, and leaving a slot.
+// and held text), loads beside them (bounded on their own), cancelling every prompt in line, and leaving a slot.
 #include "engine/session.hpp"
 #include "engine/work_queue.hpp"
 
@@ -43,7 +43,7 @@ BOOST_FIXTURE_TEST_CASE(eight_prompts_wait_behind_the_running_one_the_ninth_is_r
   auto running = prompt();
   for (std::size_t i = 0; i < engine::kMaxQueuedPrompts; ++i) prompt();
   BOOST_CHECK_EXCEPTION(prompt(), engine::QueueFull, [](const engine::QueueFull& e) { return e.session_id() == "s"; });
-  // A load is never refused, and does not count.
+  // A load does not count against the prompts.
   BOOST_CHECK_NO_THROW(queue.push(nullptr, 0, "s"));
   // Once the running one is over, one more may wait.
   queue.remove(running);
@@ -93,6 +93,14 @@ BOOST_AUTO_TEST_CASE(a_slot_left_clears_the_running_turn_and_starts_the_next) {
   BOOST_TEST(first->done);
   BOOST_TEST(first->finished.is_set());
   BOOST_TEST(session->queue.empty());
+}
+
+BOOST_FIXTURE_TEST_CASE(eight_loads_wait_at_most_the_ninth_is_refused, Line) {
+  auto running = prompt();
+  for (std::size_t i = 0; i < engine::kMaxQueuedPrompts; ++i) queue.push(nullptr, 0, "s");
+  BOOST_CHECK_THROW(queue.push(nullptr, 0, "s"), engine::QueueFull);
+  // Prompts have bounds of their own.
+  BOOST_CHECK_NO_THROW(prompt());
 }
 
 BOOST_AUTO_TEST_SUITE_END()
