@@ -18,6 +18,8 @@ async function sessionOf(t, opts) {
   return { agent, ctx, sessionId };
 }
 
+/** A raw request frame, for frames written back to back without waiting. */
+const frame = (id, method, params) => JSON.stringify({ jsonrpc: '2.0', id, method, params }) + '\n';
 const isResponse = (e) => !Object.hasOwn(e.frame, 'method') && Object.hasOwn(e.frame, 'id');
 
 /** The user texts of the session's turns, with how each turn ended, from the log. */
@@ -136,7 +138,6 @@ test('session/close with prompts in line: each answers "cancelled", then close a
   await agent.initialize();
   const sessionId = await agent.newSession();
   const from = agent.frames.length;
-  const frame = (id, method, params) => JSON.stringify({ jsonrpc: '2.0', id, method, params }) + '\n';
   await agent.writeRaw(frame(1, 'session/prompt', { sessionId, prompt: text('running [[echo:sleep=60000]]') }) +
     frame(2, 'session/prompt', { sessionId, prompt: text('queued') }) +
     frame(3, 'session/prompt', { sessionId, prompt: text('/ref') }));
@@ -155,7 +156,6 @@ test('a session/load waiting behind a turn does not bring back a session closed 
   await agent.initialize();
   const sessionId = await agent.newSession();
   const from = agent.frames.length;
-  const frame = (id, method, params) => JSON.stringify({ jsonrpc: '2.0', id, method, params }) + '\n';
   await agent.writeRaw(frame(1, 'session/prompt', { sessionId, prompt: text('running [[echo:sleep=60000]]') }) +
     frame(2, 'session/load', { sessionId, cwd: agent.home, mcpServers: [] }));
   await agent.turnStarted(sessionId, 1);
