@@ -1,5 +1,7 @@
 #include "engine/mcp_tools.hpp"
 
+#include "support/secrets.hpp"
+
 #include "mcp/server.hpp"
 #include "support/event.hpp"
 #include "support/json_text.hpp"
@@ -64,7 +66,7 @@ std::string mcp_tool_name(std::string_view server, std::string_view tool) {
   return name;
 }
 
-std::vector<std::string> provider_key_env() { return {"DEEPSEEK_API_KEY", "OPENAI_API_KEY"}; }
+std::vector<std::string> provider_key_env() { return support::secret_variables(); }
 
 struct McpTools::Entry {
   explicit Entry(std::string n) : name(std::move(n)) {}

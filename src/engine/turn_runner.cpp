@@ -1,5 +1,7 @@
 #include "engine/turn_runner.hpp"
 
+#include "support/secrets.hpp"
+
 #include "engine/compaction.hpp"
 #include "engine/mcp_tools.hpp"
 #include "engine/offload.hpp"
@@ -61,11 +63,9 @@ bool context_too_long(const llm::ProviderError& e) {
          llm::names_context_too_long(e.what());
 }
 
-// Variables a tool's process must not see: the providers' keys.
-const std::vector<std::string>& hidden_variables() {
-  static const std::vector<std::string> names{"DEEPSEEK_API_KEY", "OPENAI_API_KEY"};
-  return names;
-}
+// Variables a tool's process must not see: the one list of secrets (child_environment hides them
+// from every child anyway; naming them here keeps the request self-describing).
+const std::vector<std::string>& hidden_variables() { return support::secret_variables(); }
 
 const std::vector<llm::ToolDefinition>& builtin_definitions() {
   static const std::vector<llm::ToolDefinition> defs = [] {
