@@ -8,7 +8,7 @@ boost::asio::awaitable<protocol::InitializeResponse> initialize(HandlerContext& 
   // Tools go through the editor where it says it can (fs, terminal); a second initialize replaces it.
   ctx.client_capabilities = req.clientCapabilities.value_or(boost::json::object{});
   protocol::InitializeResponse r;
-  // Our only version; the client decides whether it can speak it (contracts.md §2).
+  // Our only version; the client decides whether it can speak it (https://agentclientprotocol.com/protocol/initialization).
   r.protocolVersion = protocol::kProtocolVersion;
   r.agentCapabilities.loadSession = true;
   auto& sessions = r.agentCapabilities.sessionCapabilities;

@@ -1,5 +1,5 @@
 // The per-session model choice offered as an ACP session config option (`configOptions` entry with
-// id "model", category "model", type "select"; acp-protocol.md §3). The choices and the logging of
+// id "model", category "model", type "select"; https://agentclientprotocol.com/protocol/session-config-options). The choices and the logging of
 // `request/header` live in the engine; this is only their wire form. The echo provider has no
 // models: no option.
 #pragma once

@@ -1,5 +1,5 @@
 // Whether the selected model provider may be used yet, and how a missing API key is picked up later
-// (ACP authentication, acp-protocol.md §3, ecosystem.md §1.2).
+// (ACP authentication: https://agentclientprotocol.com/protocol/initialization).
 //
 // A provider that needs a key and has none still lets the client initialize, list and delete
 // sessions; session/new, session/load and session/prompt answer -32000 until `authenticate` finds a

@@ -1,4 +1,4 @@
-// The log → session/update translator used by session/load (acp-protocol.md §3 "session/load rule").
+// The log → session/update translator used by session/load (https://agentclientprotocol.com/protocol/session-setup#loading-sessions).
 //
 // Fed every event of a log in order (the normalised shape, for either store generation), it yields
 // what a client would have seen live: direct user messages as user_message_chunk; assistant text and

@@ -1,4 +1,4 @@
-// The session's mode on the wire (acp-protocol.md §3, §5): `modes` in the session/new, load and
+// The session's mode on the wire (https://agentclientprotocol.com/protocol/session-modes): `modes` in the session/new, load and
 // resume answers, session/set_mode, and the same choice as the `mode` config option (category
 // "mode") for clients that show only config options. The mode lives in engine::Session, per
 // attached session and in memory: a session loaded or resumed anew starts in `ask`.

@@ -1,4 +1,4 @@
-// Slash commands (ACP's only agent-fed picker, acp-protocol.md §5 available_commands_update).
+// Slash commands (ACP's only agent-fed picker, https://agentclientprotocol.com/protocol/slash-commands).
 //
 // `/ref [query]` answers with the sessions the user may reference and ready-to-paste mentions,
 // without a model request and without writing to the session log. `/compact [focus]` condenses the

@@ -16,7 +16,7 @@ using store::string_at;
 
 namespace {
 
-// The harness's tools (docs/tool-catalog.md at 0.1.1) and the argument that names what they work on.
+// The harness's tools (its 0.1.1 catalog) and the argument that names what they work on.
 struct HarnessTool {
   std::string_view name;
   ToolKind kind;

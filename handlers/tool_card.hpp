@@ -1,4 +1,4 @@
-// Tool calls of the harness's own tools as an editor expects them (acp-protocol.md §5, §10). The
+// Tool calls of the harness's own tools as an editor expects them (https://agentclientprotocol.com/protocol/tool-calls). The
 // tool catalog of harness 0.1.1 (the same names in 45fc) gets an honest ACP kind, a readable title
 // and, for the file tools, the file as the card's location: read/read_image → read, write/edit →
 // edit, bash → execute, glob/grep → search; any other tool is an `other` card titled with its name.

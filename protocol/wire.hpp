@@ -3,7 +3,7 @@
 // Every ACP type is declared once as a plain struct with wire-named members plus
 // BOOST_DESCRIBE_STRUCT; this file derives both directions of its JSON. It exists because Boost.JSON
 // 1.81 writes disengaged optionals as null, rejects absent optionals and unknown keys, cannot rename,
-// has no tagged unions and reports no error location (design/style.md §5, §10). Rules:
+// has no tagged unions and reports no error location. Rules:
 //  - a member's wire name is its C++ name minus one trailing '_' (`delete_` → "delete");
 //  - disengaged optionals are omitted when writing; absent or null optionals read as nullopt;
 //  - unknown keys are ignored when reading;

@@ -1,4 +1,4 @@
-// ContentBlock (the MCP shape ACP uses), keyed by "type" (acp-protocol.md §6).
+// ContentBlock (the MCP shape ACP uses), keyed by "type" (https://agentclientprotocol.com/protocol/content).
 #pragma once
 
 #include <boost/describe/class.hpp>

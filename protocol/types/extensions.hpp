@@ -1,4 +1,4 @@
-// Our extension methods (names start with "_", acp-protocol.md §9); schemas in schemas/.
+// Our extension methods (names start with "_", https://agentclientprotocol.com/protocol/extensibility); schemas in schemas/.
 #pragma once
 
 #include "protocol/types/content.hpp"

@@ -1,4 +1,4 @@
-// initialize and authenticate: capabilities, agent identity (acp-protocol.md §2, §3).
+// initialize and authenticate: capabilities, agent identity (https://agentclientprotocol.com/protocol/initialization).
 #pragma once
 
 #include "protocol/types/content.hpp"

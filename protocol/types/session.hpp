@@ -24,7 +24,7 @@ struct SessionConfigSelectOption {
 };
 BOOST_DESCRIBE_STRUCT(SessionConfigSelectOption, (), (value, name, description, _meta))
 
-/// A session config option (acp-protocol.md §3). We only offer `type: "select"` (the model and the mode).
+/// A session config option (https://agentclientprotocol.com/protocol/session-config-options). We only offer `type: "select"` (the model and the mode).
 struct SessionConfigOption {
   std::string id;
   std::string name;

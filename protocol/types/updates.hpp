@@ -1,4 +1,4 @@
-// session/update notifications, keyed by "sessionUpdate" (acp-protocol.md §5).
+// session/update notifications, keyed by "sessionUpdate" (https://agentclientprotocol.com/protocol/prompt-turn).
 #pragma once
 
 #include "protocol/types/content.hpp"

@@ -1,4 +1,4 @@
-// The offline `echo` model (contracts.md §3): the oracle of request assembly.
+// The offline `echo` model (README: The echo model): the oracle of request assembly.
 //
 // It answers with a description of the request it received, streamed one word at a time, so tests,
 // the demo and transcripts can see exactly which messages reached the model. Directives in the last

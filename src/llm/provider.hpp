@@ -103,7 +103,7 @@ struct Completion {
   std::vector<ToolCall> tool_calls = {};
 };
 
-/// A provider failure with the stable code of contracts.md §2 (PROVIDER_*, or AUTH_REQUIRED for 401/403).
+/// A provider failure with the stable code of the README's error list (PROVIDER_*, or AUTH_REQUIRED for 401/403).
 class ProviderError : public std::runtime_error {
 public:
   /// `message` may quote the provider (a reason phrase, a stream's bytes): it is made text here.

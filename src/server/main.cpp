@@ -1,4 +1,4 @@
-// dsh-acp: flags, descriptor discipline, the event loop, exit codes (contracts.md §1).
+// dsh-acp: flags, descriptor discipline, the event loop, exit codes (README: Command line and configuration).
 //
 // fd discipline: frames go to a private duplicate of fd 1, and fd 1 itself is pointed at the log
 // file, so a stray print from any library can never corrupt the protocol stream (and never reaches

@@ -184,7 +184,7 @@ std::string xdg_dir(const Environment& env, const char* var, const char* home_re
   return base + "/dsh-acp";
 }
 
-// As the harness resolves it (harness-0.1.md §1.1): $DSH_HOME unless empty or blank, else ~/.dsh;
+// As the harness resolves it (release 0.1.1): $DSH_HOME unless empty or blank, else ~/.dsh;
 // a leading `~` expanded, then made absolute and normal.
 std::string harness_home_dir(const Environment& env) {
   std::string home = env_or(env, "HOME", "/tmp");

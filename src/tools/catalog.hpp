@@ -12,7 +12,7 @@
 
 namespace acp::tools {
 
-/// ACP's tool kinds (acp-protocol.md): what a card's icon says.
+/// ACP's tool kinds (https://agentclientprotocol.com/protocol/tool-calls): what a card's icon says.
 enum class ToolKind { read, edit, execute, search, think, other };
 
 struct ToolSpec {
