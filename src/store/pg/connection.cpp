@@ -204,7 +204,9 @@ PgConnection PgConnection::connect(const std::string& url, const ConnectOptions&
     server_options += (server_options.empty() ? "" : " ") + timeout_option("lock_timeout", options.lock_timeout);
   std::string connect_timeout = std::to_string(options.connect_timeout_s);
 
-  std::vector<const char*> keys{"dbname", "fallback_application_name"}, values{url.c_str(), options.application_name.c_str()};
+  // Lines travel as UTF-8 whatever the URL or PGCLIENTENCODING say: after the URL, so this wins.
+  std::vector<const char*> keys{"dbname", "fallback_application_name", "client_encoding"},
+      values{url.c_str(), options.application_name.c_str(), "UTF8"};
   if (!server_options.empty()) keys.push_back("options"), values.push_back(server_options.c_str());
   if (!url_has_timeout && options.connect_timeout_s > 0)
     keys.push_back("connect_timeout"), values.push_back(connect_timeout.c_str());
