@@ -109,11 +109,11 @@ std::int64_t PgResult::affected() const noexcept {
 // held) go to the process log with the store's name, not to libpq's default, stderr: some ACP
 // clients take any stderr output for an error.
 // libpq's own notices (no severity field from a server) are kept at warn: they tell of the protocol.
-static void log_notice(void* name, const PGresult* r) noexcept {
+static void log_notice(const std::string& name, const PGresult* r) noexcept {
   try {
     const char* severity = PQresultErrorField(r, PG_DIAG_SEVERITY_NONLOCALIZED);
     const char* text = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
-    const std::string line = *static_cast<const std::string*>(name) + ": " + (severity ? severity : "libpq") + ": " +
+    const std::string line = name + ": " + (severity ? severity : "libpq") + ": " +
                              one_line(text ? text : PQresultErrorMessage(r));
     if (!severity || std::string_view(severity) == "WARNING") log::warn(line);
     else log::info(line);
@@ -128,6 +128,18 @@ struct PgConnection::State {
   std::mutex cancel_mutex;            // guards canceller against reset() on another thread
   PGcancel* canceller = nullptr;
   std::unordered_set<std::string> prepared;  // statement names prepared on this server session
+  // The server said FATAL (or PANIC) outside a statement: it is ending this session, and the end of
+  // the stream may come a moment after the message (the backend closes its socket last). libpq
+  // hands such a message to the notice receiver when it arrives behind a statement's result.
+  bool ended_by_server = false;
+
+  static void notice(void* self, const PGresult* r) noexcept {
+    auto* s = static_cast<State*>(self);
+    const char* severity = PQresultErrorField(r, PG_DIAG_SEVERITY_NONLOCALIZED);
+    if (severity && (std::string_view(severity) == "FATAL" || std::string_view(severity) == "PANIC"))
+      s->ended_by_server = true;
+    log_notice(s->name, r);
+  }
 
   ~State() {
     if (canceller) PQfreeCancel(canceller);
@@ -244,7 +256,7 @@ PgConnection PgConnection::connect(const std::string& url, const ConnectOptions&
     }
   };
   s->conn = PQconnectStartParams(keys.data(), values.data(), /*expand_dbname=*/1);
-  if (s->conn) PQsetNoticeReceiver(s->conn, log_notice, &s->name);
+  if (s->conn) PQsetNoticeReceiver(s->conn, &State::notice, s.get());
   PostgresPollingStatusType step = PGRES_POLLING_WRITING;
   while (s->conn && PQstatus(s->conn) != CONNECTION_BAD && step != PGRES_POLLING_OK && step != PGRES_POLLING_FAILED) {
     if (!(wait ? wait : until_deadline)(PQsocket(s->conn), step == PGRES_POLLING_WRITING)) {
@@ -355,7 +367,7 @@ std::string PgConnection::literal(std::string_view text) const {
 }
 
 bool PgConnection::untouched() const noexcept {
-  if (!ok()) return false;
+  if (!ok() || s_->ended_by_server) return false;
   pollfd p{socket(), POLLIN, 0};
   return ::poll(&p, 1, 0) == 0;
 }
@@ -368,6 +380,7 @@ bool PgConnection::ok() const noexcept { return s_ && PQstatus(s_->conn) == CONN
 
 void PgConnection::reset() {
   s_->prepared.clear();  // a new server session knows none
+  s_->ended_by_server = false;
   PQreset(s_->conn);
   if (PQstatus(s_->conn) != CONNECTION_OK)
     throw PgError(s_->name + ": cannot reconnect: " + one_line(PQerrorMessage(s_->conn)), "08001");
