@@ -71,6 +71,7 @@ struct Outbox::Impl {
   support::Event reader_wake;  ///< notified: room freed, or closing
   bool closed = false;
   bool reader_released = false;
+  std::size_t readers_waiting = 0;  // ready() calls suspended now
   bool dropping = false;
   bool broken = false;
   std::function<void()> on_broken;
@@ -245,8 +246,12 @@ asio::awaitable<void> Outbox::room(const std::string& key_in) {
 
 asio::awaitable<void> Outbox::ready() {
   auto& s = *impl_;
-  while (!s.dropping && !s.reader_released && !(s.queued + s.held < s.max_bytes && s.owned_senders < kMaxWaitingSenders))
+  while (!s.dropping && !s.reader_released && !(s.queued + s.held < s.max_bytes && s.owned_senders < kMaxWaitingSenders)) {
+    // (Not counted down if the wait ends by an exception: the reader is then gone with its connection.)
+    ++s.readers_waiting;
     co_await s.reader_wake.wait();
+    --s.readers_waiting;
+  }
 }
 
 void Outbox::release_reader() {
@@ -296,5 +301,6 @@ void Outbox::on_broken(std::function<void()> fn) { impl_->on_broken = std::move(
 bool Outbox::broken() const { return impl_->broken; }
 std::size_t Outbox::queued_bytes() const { return impl_->queued; }
 std::size_t Outbox::peak_queued_bytes() const { return impl_->peak; }
+bool Outbox::reader_waiting() const { return impl_->readers_waiting > 0; }
 
 } // namespace acp::transport

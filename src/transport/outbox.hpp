@@ -74,6 +74,8 @@ public:
   std::size_t queued_bytes() const;
   /// The most queued_bytes() has ever been (tests of the bound).
   std::size_t peak_queued_bytes() const;
+  /// Whether a ready() call is waiting now (tests: the reader has stopped for room).
+  bool reader_waiting() const;
 
 private:
   struct Impl;

@@ -25,7 +25,7 @@ import tempfile
 import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from acp_client import Client  # noqa: E402
+from acp_client import Client, wait_exit  # noqa: E402
 from memory_bounds import GROWTH_FACTOR, status  # noqa: E402
 
 MB = 1 << 20
@@ -72,7 +72,7 @@ def check(client, rid, data, label, bound=BOUND):
     # Written from a thread: the server reads while we write, and its answer may come before we are done.
     writer = threading.Thread(target=lambda: client.proc.stdin.write(data))
     writer.start()
-    answer = client.wait(rid, timeout=120)
+    answer = client.wait(rid)
     writer.join()
     growth = status(pid, "VmHWM") - base
     print(f"{label}: frame {len(data) - 1} bytes, RSS growth {growth / MB:.1f} MB (bound {bound / MB:.0f} MB)")
@@ -98,7 +98,7 @@ def main():
                                              FRAME_BYTES), "session/prompt with a 50 MB text block")
         assert prompt.get("error", {}).get("code") == -32002, prompt
         client.proc.stdin.close()
-        assert client.proc.wait(30) == 0
+        assert wait_exit(client.proc, "dsh-acp to exit") == 0
 
         # A whole turn with a 50 MB prompt, against a loopback model.
         server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), ChatServer)
@@ -117,7 +117,7 @@ def main():
             assert answer.get("result", {}).get("stopReason") == "end_turn", answer
             assert ChatServer.received and ChatServer.received[-1] > FRAME_BYTES - MB, "the model got the prompt"
             turn.proc.stdin.close()
-            assert turn.proc.wait(30) == 0
+            assert wait_exit(turn.proc, "dsh-acp to exit") == 0
         finally:
             server.shutdown()
             serving.join()

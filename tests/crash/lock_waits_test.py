@@ -6,8 +6,8 @@
              unrelated session is answered before any of the waiters gives up (SESSION_BUSY), and
              every waiter does give up. Ordered by the frames, not by timing.
   shutdown   the same 12 waits and a prompt that mentions a large stored session (its reference
-             is being read), then stdin EOF: the server exits within 2 s (README's promise), the
-             waits and the read cancelled, not awaited.
+             is being read), then stdin EOF: the server exits (README promises within 2 s: the time
+             is printed, not asserted), the waits and the read cancelled, not awaited.
 
 Usage: lock_waits_test.py DSH_ACP_BIN MODE. Figures are printed.
 """
@@ -21,12 +21,11 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
-from acp_client import Client, blocked_flocks, wait_until  # noqa: E402
+from acp_client import Client, blocked_flocks, wait_exit, wait_until  # noqa: E402
 from shutdown_test import write_big_log  # noqa: E402
 import store_layout  # noqa: E402
 
 WAITERS = 12
-EXIT_BOUND = 2.0 * (3 if os.environ.get("DSH_TEST_ASAN") else 1)  # as shutdown_test.py
 
 # The second process: flocks every path given and holds the locks until its stdin ends.
 HOLDER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools", "hold_locks.py")
@@ -78,13 +77,13 @@ def test_isolation(binary, home):
         wait_blocked(c, 4)
         began = time.monotonic()
         rid = c.send("session/prompt", {"sessionId": free, "prompt": text("unrelated")})
-        r = c.wait(rid, timeout=30)
+        r = c.wait(rid)
         took = time.monotonic() - began
         if r.get("result", {}).get("stopReason") != "end_turn":
             fail(f"the unrelated prompt was answered {r}")
         answered_first = [w for w in waiting if w in c.responses]
         for w in waiting:
-            c.wait(w, timeout=30)
+            c.wait(w)
         order = {f.get("id"): i for i, f in enumerate(c.frames) if "method" not in f and "id" in f}
         print(f"unrelated prompt answered after {took * 1000:.0f} ms with {WAITERS} lock waits in flight; "
               f"{len(answered_first)} waiter(s) had answered before it")
@@ -114,21 +113,14 @@ def test_shutdown(binary, home):
         mention = c.send("session/prompt", {"sessionId": free, "prompt": text(f"see @[big]({uri_of(big)})")})
         # The reference is being read once the server has the big log open.
         log = store_layout.log_path(os.path.join(home, "sessions"), big)
-        deadline = time.monotonic() + 10
         while not any(os.path.realpath(os.path.join(f"/proc/{c.proc.pid}/fd", fd)) == log
                       for fd in os.listdir(f"/proc/{c.proc.pid}/fd")):
-            if mention in c.responses or time.monotonic() > deadline:
-                fail("the reference read did not start (or finished at once)")
+            if mention in c.responses:
+                fail("the reference read finished before it could be seen")
             c.pump(0.002)
         began = time.monotonic()
         c.proc.stdin.close()
-        try:
-            code = c.proc.wait(timeout=EXIT_BOUND)
-        except subprocess.TimeoutExpired:
-            c.proc.kill()
-            c.proc.wait()
-            fail(f"dsh-acp did not exit within {EXIT_BOUND} s of stdin EOF with {WAITERS} lock waits and a "
-                 "reference read in flight")
+        code = wait_exit(c.proc, f"dsh-acp to exit after stdin EOF with {WAITERS} lock waits and a reference read in flight")
         took = time.monotonic() - began
         print(f"stdin EOF with {WAITERS} lock waits and a 200 MB reference read in flight: exited {code} "
               f"after {took * 1000:.0f} ms")

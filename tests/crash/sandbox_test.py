@@ -80,7 +80,7 @@ def command_left_running(c, work):
     prompt = c.send("session/prompt", {"sessionId": sid, "prompt": [
         {"type": "text", "text": bash_prompt(leaving_sleepers(work) + "sleep 1000")}]})
     files = [os.path.join(work, "setsid.pid"), os.path.join(work, "double.pid")]
-    wait_until(lambda: all(os.path.exists(f) for f in files), "the sleepers started", timeout=30, client=c)
+    wait_until(lambda: all(os.path.exists(f) for f in files), "the sleepers started", client=c)
     pids = read_pids(*files)
     for pid in pids:
         if not running(pid):
@@ -111,7 +111,7 @@ def test_exit(binary, home, work, how):
     _, _, pids = command_left_running(c, work)
     if how == "sigterm":
         c.proc.send_signal(signal.SIGTERM)
-    code = c.close(timeout=30)
+    code = c.close()
     if code != 0:
         fail(f"exit code {code}")
     expect_gone(pids, "the server's exit (" + how + ")")
@@ -133,7 +133,7 @@ def test_mcp(binary, home, work):
     expect_gone(pids[0], "session/close of the MCP server's session")
     if any(not running(p) for p in pids[1]):
         fail("another session's MCP server lost its processes")
-    code = c.close(timeout=30)
+    code = c.close()
     if code != 0:
         fail(f"exit code {code}")
     expect_gone(pids[1], "the server's exit")
@@ -149,7 +149,7 @@ def test_secrets(binary, home, work):
               "env": [{"name": "DSH_MCP_FAKE_MARK", "value": mark}, {"name": "OPENAI_API_KEY", "value": "given-to-mcp"}]}
     c = Client(binary, home, env=SECRETS)
     sid = session(c, work, [server])
-    c.ok("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": bash_prompt(walk)}]}, timeout=60)
+    c.ok("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": bash_prompt(walk)}]})
     with open(out, "rb") as f:
         seen = f.read()
     if b"ancestor " not in seen or b"self:" not in seen or b"HOME=" not in seen:

@@ -1,15 +1,19 @@
 #!/usr/bin/env python3
 """Shutdown and backpressure of the real binary (docs/decisions.md#shutdown, issue 8).
 
-  sighup   a prompt sleeps ([[echo:sleep=5000]]); SIGHUP → the prompt is answered `cancelled`,
+  sighup   a prompt sleeps ([[echo:sleep=60000]]); SIGHUP → the prompt is answered `cancelled`,
            exit 0, the turn's log ends `aborted`.
-  epipe    the client closes its read end of stdout while a prompt sleeps → exit 0 within 2 s
-           and the turn's log ends `aborted` (no model call runs for nobody).
+  epipe    the client closes its read end of stdout while a prompt sleeps → exit 0 and the turn's
+           log ends `aborted` (no model call runs for nobody).
   stalled  the client never reads stdout: 10,000 pipelined prompts in one session, then stdin
-           EOF (or SIGTERM with `stalled-term`) → exit 0 within 2 s; peak RSS (VmHWM) grows by at
-           most 96 MB (memory_bounds.py: twice that under ASan).
-  loads    the client never reads stdout: 20 session/load of a 24 MB log, then EOF → exit 0
-           within 2 s; peak RSS grows by at most 80 MB (the replays' working set; twice under ASan).
+           EOF (or SIGTERM with `stalled-term`) → exit 0; peak RSS (VmHWM) grows by at most 96 MB
+           (memory_bounds.py: twice that under ASan).
+  loads    the client never reads stdout: 20 session/load of a 24 MB log, then EOF → exit 0; peak
+           RSS grows by at most 80 MB (the replays' working set; twice under ASan).
+
+README promises an exit within about 1.5 s (the grace period): the times are printed, not asserted
+(a loaded machine is slow, not wrong). The sleeping prompts sleep a minute, the longest the echo
+model sleeps: a turn that ends `aborted` was cancelled by the shutdown, not waited for.
 
 Usage: shutdown_test.py DSH_ACP_BIN MODE. Figures are printed.
 """
@@ -25,14 +29,9 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
-from acp_client import Client  # noqa: E402
+from acp_client import Client, wait_exit as exit_code_of, wait_until  # noqa: E402
 from memory_bounds import growth_bound  # noqa: E402
 import store_layout  # noqa: E402
-
-# README: shutdown takes at most about 1.5 s (the grace period); 2 s is the bound held here. An
-# AddressSanitizer build (DSH_TEST_ASAN) runs everything several times slower: 3x there.
-EXIT_BOUND = 2.0 * (3 if os.environ.get("DSH_TEST_ASAN") else 1)
-
 
 def fail(msg):
     raise SystemExit("FAIL: " + msg)
@@ -44,13 +43,8 @@ def log_events(home, session_id):
     return store_layout.read_log(path)[1:] if path else []
 
 
-def wait_for_turn_start(home, session_id, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if any(e["type"] == "turn/start" for e in log_events(home, session_id)):
-            return
-        time.sleep(0.02)
-    fail("the prompt's turn never started")
+def wait_for_turn_start(home, session_id):
+    wait_until(lambda: any(e["type"] == "turn/start" for e in log_events(home, session_id)), "the prompt's turn to start")
 
 
 def last_turn_end(home, session_id):
@@ -59,12 +53,7 @@ def last_turn_end(home, session_id):
 
 
 def wait_exit(proc, began, what):
-    try:
-        code = proc.wait(timeout=EXIT_BOUND)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-        fail(f"dsh-acp did not exit within {EXIT_BOUND} s after {what}")
+    code = exit_code_of(proc, f"dsh-acp to exit after {what}")
     took = time.monotonic() - began
     print(f"{what}: exited {code} after {took * 1000:.0f} ms")
     if code != 0:
@@ -87,7 +76,7 @@ def start(binary, home, extra=()):
 def sleeping_prompt(c):
     c.initialize()
     sid = c.ok("session/new", {"cwd": "/tmp", "mcpServers": []})["sessionId"]
-    rid = c.send("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "[[echo:sleep=5000]] hi"}]})
+    rid = c.send("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "[[echo:sleep=60000]] hi"}]})
     wait_for_turn_start(c.home, sid)
     return sid, rid
 
@@ -97,7 +86,7 @@ def test_sighup(binary, home):
     sid, rid = sleeping_prompt(c)
     began = time.monotonic()
     c.proc.send_signal(signal.SIGHUP)
-    r = c.wait(rid, timeout=EXIT_BOUND)
+    r = c.wait(rid)
     if r.get("result", {}).get("stopReason") != "cancelled":
         fail(f"the running prompt was answered {r}")
     wait_exit(c.proc, began, "SIGHUP")
@@ -111,12 +100,9 @@ def test_epipe(binary, home):
     began = time.monotonic()
     c.proc.stdout.close()  # the client's reader dies; stdin stays open
     wait_exit(c.proc, began, "closing the read end of stdout")
-    took_ms = (time.monotonic() - began) * 1000
+    # A turn run to completion would have ended `completed`.
     if last_turn_end(home, sid) != "aborted":
         fail(f"turn closed {last_turn_end(home, sid)!r}, not aborted")
-    # The sleep was 5 s: the turn must have been cancelled, not run to completion.
-    if took_ms >= 4500:
-        fail(f"exit took {took_ms:.0f} ms: the prompt ran to completion")
 
 
 class Feeder(threading.Thread):

@@ -14,7 +14,7 @@ import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSyn
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { BIN } from './lib/agent.mjs';
+import { BIN, until, waitNoting } from './lib/agent.mjs';
 import { FakeProvider, answer, providerArgs, startSse, chunkEvent, sleep } from './lib/fake-provider.mjs';
 
 const require = createRequire(import.meta.url);
@@ -43,8 +43,11 @@ async function setup(t, { echo = false } = {}) {
     await new Promise((r) => provider.server.close(r));
     rmSync(home, { recursive: true, force: true });
   });
-  /** Runs acpx with the given arguments; resolves to {code, stdout, stderr}. */
-  const acpx = (args, { timeout = 30_000, permissions = '--approve-all' } = {}) => new Promise((resolve, reject) => {
+  /**
+   * Runs acpx with the given arguments; resolves to {code, stdout, stderr}. The promise's `output()`
+   * is its stdout so far.
+   */
+  const acpx = (args, { permissions = '--approve-all' } = {}) => {
     const child = spawn(process.execPath, [ACPX, '--agent', agent, '--ttl', '1', permissions, ...args],
       { cwd: project, env, stdio: ['ignore', 'pipe', 'pipe'] });
     running.add(child);
@@ -52,13 +55,13 @@ async function setup(t, { echo = false } = {}) {
     let stderr = '';
     child.stdout.on('data', (d) => { stdout += d; });
     child.stderr.on('data', (d) => { stderr += d; });
-    const timer = setTimeout(() => reject(new Error(`acpx ${args.join(' ')} did not finish in ${timeout} ms\n${stdout}\n${stderr}`)), timeout);
-    child.on('close', (code) => {
-      clearTimeout(timer);
+    const done = waitNoting(new Promise((resolve) => child.on('close', (code) => {
       running.delete(child);
       resolve({ code, stdout, stderr });
-    });
-  });
+    })), `acpx ${args.join(' ')}`);
+    done.output = () => stdout;
+    return done;
+  };
   return { home, dsh, project, provider, acpx, store: path.join(dsh, 'sessions') };
 }
 
@@ -175,7 +178,7 @@ test('acpx: cancel stops a running prompt, which ends cancelled', async (t) => {
   });
   const running = acpx(['prompt', 'a long answer please']);
   await started;
-  await sleep(200); // the partial answer reaches acpx
+  await until(() => running.output().includes('partial'), 'the partial answer to reach acpx');
   const cancel = await acpx(['cancel']);
   assert.equal(cancel.code, 0, `${cancel.stdout}\n${cancel.stderr}`);
   const prompt = await running;

@@ -1,4 +1,4 @@
-// Requests are handled concurrently: while one session's prompt sleeps, a second prompt on that
+// Requests are handled concurrently: while one session's prompt waits, a second prompt on that
 // session waits in line behind it, and other sessions' prompts, session/new and initialize still answer.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -7,15 +7,23 @@ import { Agent, INIT_PARAMS, startSdkAgent, acp, echoAnswer, systemBytes } from 
 const M = acp.methods.agent;
 
 test('a long prompt blocks neither other sessions nor initialize; a second prompt on it runs after it', async (t) => {
-  const { agent, ctx } = startSdkAgent(t);
+  // The long prompt waits for its permission request, which the client answers only after the
+  // checks below: it is certainly still running while they are made, however slow the machine.
+  let asked;
+  const question = new Promise((resolve) => { asked = resolve; });
+  let release;
+  const decision = new Promise((resolve) => { release = resolve; });
+  const client = { requestPermission: ({ params }) => { asked(params); return decision; } };
+  const { agent, ctx } = startSdkAgent(t, { client });
   await ctx.request(M.initialize, INIT_PARAMS);
   const { sessionId: busy } = await ctx.request(M.session.new, { cwd: agent.home, mcpServers: [] });
   const { sessionId: other } = await ctx.request(M.session.new, { cwd: agent.home, mcpServers: [] });
 
-  const started = performance.now();
   let longDone = false;
-  const long = ctx.request(M.session.prompt, { sessionId: busy, prompt: [{ type: 'text', text: 'slow [[echo:sleep=3000]]' }] })
+  const slow = `slow [[echo:tool=write ${JSON.stringify({ file_path: 'slow.txt', content: 'slow\n' })}]]`;
+  const long = ctx.request(M.session.prompt, { sessionId: busy, prompt: [{ type: 'text', text: slow }] })
     .finally(() => { longDone = true; });
+  assert.equal((await question).sessionId, busy);
 
   // Same session, while the first is in flight: queued behind it, the running prompt unaffected.
   let secondDone = false;
@@ -32,13 +40,14 @@ test('a long prompt blocks neither other sessions nor initialize; a second promp
   assert.equal(longDone, false, 'all of the above answered while the long prompt was still running');
   assert.equal(secondDone, false, 'the queued prompt waits for the long one');
 
+  release({ outcome: { outcome: 'selected', optionId: 'allow_once' } });
   const r1 = await long;
   assert.equal(r1.stopReason, 'end_turn');
-  assert.ok(performance.now() - started >= 2900, 'the long prompt really slept');
   assert.equal((await second).stopReason, 'end_turn');
-  // The long one's answer is the one-prompt echo; the queued prompt ran next and saw it.
+  // The long one's answer (a tool step, then the echo of the four messages) came first; the queued
+  // prompt ran next and saw it.
   const text = Agent.chunkText(agent.chunks({ sessionId: busy }));
-  assert.match(text, /^echo: received 2 messages\n[^]*last user message: slow [^]*echo: received 4 messages\n[^]*last user message: me too$/);
+  assert.match(text, /^echo: calling write[^]*echo: received 4 messages\n[^]*last user message: slow [^]*echo: received 6 messages\n[^]*last user message: me too$/);
   await agent.finish();
 });
 

@@ -2,19 +2,35 @@
 // these frames). After every bad frame the server must keep serving: each row is followed by a good request.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startAgent, sleep } from './lib/agent.mjs';
+import { startAgent } from './lib/agent.mjs';
 
 const INIT = (id) => JSON.stringify({ jsonrpc: '2.0', id, method: 'initialize', params: { protocolVersion: 1 } });
 
-/** Sends `bytes`, then a good initialize; returns the frames answered in between (the good answer excluded). */
-async function probe(agent, bytes, goodId) {
+const isResponse = (e) => !Object.hasOwn(e.frame, 'method');
+
+/**
+ * Sends `bytes`, then a good initialize; once the good answer and `expect` (0 or 1) other answers
+ * have arrived, returns the answers in between (the good one excluded). The bad frame may be
+ * answered after the good one (handlers run concurrently), so this waits for that answer; an answer
+ * beyond the expected ones shows in a later probe's window or, for the last, in answeredOnce().
+ */
+async function probe(agent, bytes, goodId, expect) {
   const from = agent.frames.length;
   await agent.writeRaw(bytes);
   await agent.writeRaw(INIT(goodId) + '\n');
   const good = await agent.response(goodId, { from });
   assert.equal(good.result?.protocolVersion, 1, `server keeps serving after the bad frame: ${JSON.stringify(good)}`);
-  await sleep(20); // an answer to the bad frame may be written after the good one (handlers run concurrently)
-  return agent.frames.slice(from).filter((e) => e.frame.id !== goodId).map((e) => e.frame);
+  if (expect > 0) await agent.nextFrame((f) => !Object.hasOwn(f, 'method') && f.id !== goodId, { from, what: 'the answer to the bad frame' });
+  return agent.frames.slice(from).filter((e) => isResponse(e) && e.frame.id !== goodId).map((e) => e.frame);
+}
+
+/**
+ * After finish() (stdout read to its end): every answer the agent ever wrote, counted. Asserts
+ * there were `count`: no request was answered twice, no notification or response frame at all.
+ */
+function answeredOnce(agent, count) {
+  const answers = agent.frames.filter(isResponse).map((e) => e.line);
+  assert.equal(answers.length, count, `answers: ${answers.join('\n')}`);
 }
 
 function assertError(frames, { id, code, message, data }, label) {
@@ -49,6 +65,7 @@ test('before initialize: requests are -32600 "Invalid request: initialize first"
   const r = await agent.call('session/new', { cwd: '/', mcpServers: [] });
   assert.ok(r.result?.sessionId);
   await agent.finish();
+  answeredOnce(agent, 5); // three refusals, initialize, session/new
 });
 
 /** An initialize request whose params hold a string with these raw bytes in it. */
@@ -99,11 +116,12 @@ test('after initialize: every row of the error table, and the server keeps servi
   await agent.initialize();
   let goodId = 100;
   for (const [label, bytes, expected] of rows) {
-    const answers = await probe(agent, bytes, goodId++);
+    const answers = await probe(agent, bytes, goodId++, expected === null ? 0 : 1);
     if (expected === null) assert.deepEqual(answers, [], `${label}: never answered`);
     else assertError(answers, expected, label);
   }
   await agent.finish();
+  answeredOnce(agent, 1 + rows.length + rows.filter(([, , expected]) => expected !== null).length);
 });
 
 test('CRLF line endings are accepted', async (t) => {
@@ -123,12 +141,12 @@ test('a frame over --max-frame-bytes is -32600 with data.maxFrameBytes; the limi
     assert.equal(Buffer.byteLength(line), size);
     return line + '\n';
   };
-  const atLimit = await probe(agent, frameOf(1, limit), 2);
+  const atLimit = await probe(agent, frameOf(1, limit), 2, 1);
   assert.equal(atLimit.length, 1);
   assert.equal(atLimit[0].id, 1);
   assert.equal(atLimit[0].result?.protocolVersion, 1, 'a frame of exactly maxFrameBytes is served');
 
-  const over = await probe(agent, frameOf(3, limit + 1), 4);
+  const over = await probe(agent, frameOf(3, limit + 1), 4, 1);
   assert.equal(over.length, 1, JSON.stringify(over));
   assert.ok(over[0].id === null || over[0].id === 3, `id null unless it was read: ${over[0].id}`);
   assert.equal(over[0].error?.code, -32600);
@@ -136,10 +154,11 @@ test('a frame over --max-frame-bytes is -32600 with data.maxFrameBytes; the limi
   assert.deepEqual(over[0].error.data, { maxFrameBytes: limit });
 
   // A huge frame (20 MiB, split over many writes) is skipped, not buffered, and answered once.
-  const huge = await probe(agent, frameOf(5, 20 * 1024 * 1024), 6);
+  const huge = await probe(agent, frameOf(5, 20 * 1024 * 1024), 6, 1);
   assert.equal(huge.length, 1, JSON.stringify(huge));
   assert.deepEqual(huge[0].error?.data, { maxFrameBytes: limit });
   await agent.finish();
+  answeredOnce(agent, 6);
 });
 
 test('an oversize frame mid-stream does not swallow the frames that follow it in the same write', async (t) => {
@@ -165,11 +184,13 @@ test('a valid request nested 64 levels deep (in _meta) is answered under its id'
   await agent.writeRaw(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"_meta":${deep}}}\n`);
   await agent.writeRaw(INIT(2) + '\n');
   await agent.response(2, { from });
+  // Either may be answered first (handlers run concurrently): the deep one is waited for as well.
+  await agent.nextFrame((f) => !Object.hasOwn(f, 'method') && f.id !== 2, { from, what: 'the deep request\'s answer' });
+  await agent.finish();
   const answers = agent.frames.slice(from).filter((e) => e.frame.id !== 2).map((e) => e.frame);
   assert.equal(answers.length, 1, JSON.stringify(answers));
   assert.equal(answers[0].id, 1, `answered under the request id: ${JSON.stringify(answers[0])}`);
   assert.equal(answers[0].result?.protocolVersion, 1);
-  await agent.finish();
 });
 
 // We send no requests, so every response frame matches none of ours: it is logged, never answered
@@ -188,7 +209,10 @@ test('response frames are logged and never answered', async (t) => {
   ]) await agent.writeRaw(frame + '\n');
   const r = await agent.call('session/new', { cwd: '/', mcpServers: [] }, { id: 'after' });
   assert.ok(r.result?.sessionId, JSON.stringify(r));
-  await sleep(50);
+  // Looked at once the process has exited (stdout read to its end, the log complete): an answer
+  // to a response frame could have come at any time before that.
+  agent.closeStdin();
+  await agent.waitExit();
   const answers = agent.frames.slice(from).filter((e) => !Object.hasOwn(e.frame, 'method')).map((e) => e.frame);
   assert.deepEqual(answers.map((f) => f.id), ['after'], `only the request is answered: ${JSON.stringify(answers)}`);
   const log = agent.log();

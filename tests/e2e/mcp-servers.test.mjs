@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startAgent, startSdkAgent, INIT_PARAMS, acp } from './lib/agent.mjs';
+import { startAgent, startSdkAgent, INIT_PARAMS, acp, until } from './lib/agent.mjs';
 
 const M = acp.methods.agent;
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -132,7 +132,7 @@ for (const how of ['stdin EOF', 'SIGTERM']) {
     assert.equal(pids.length, 3);
     if (how === 'SIGTERM') agent.signal('SIGTERM');
     else agent.closeStdin();
-    const { code, signal } = await agent.waitExit(5000);
+    const { code, signal } = await agent.waitExit();
     assert.equal(signal, null);
     assert.equal(code, 0, agent.stderr);
     for (const pid of pids) assert.ok(!alive(pid), `server ${pid} outlived the process`);
@@ -146,15 +146,11 @@ test('stdin EOF while a server is still starting: the start is given up, nothing
   await agent.initialize();
   const silent = { name: 'hung', command: 'python3', args: [FAKE_SERVER, 'silent'], env: [] };
   await agent.send({ jsonrpc: '2.0', id: 'new', method: 'session/new', params: { cwd: agent.home, mcpServers: [silent] } });
-  // Wait until the silent server runs, then hang up. (The limits below only keep a broken build from
-  // hanging the suite: a loaded machine may take seconds to start python3.)
-  for (let i = 0; serversOf(agent, 'mcp_fake_server.py').length === 0; ++i) {
-    assert.ok(i < 6000, 'the server was not started');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  const [pid] = serversOf(agent, 'mcp_fake_server.py');
+  // Wait until the silent server runs, then hang up.
+  const [pid] = await until(() => { const found = serversOf(agent, 'mcp_fake_server.py'); return found.length > 0 && found; },
+    'the silent server to run');
   agent.closeStdin();
-  const { code } = await agent.waitExit(60000);
+  const { code } = await agent.waitExit();
   assert.equal(code, 0, agent.stderr);
   // Given up, not waited out: its 30 s start limit never passed.
   assert.doesNotMatch(agent.log(), /did not answer initialize in time/);
@@ -203,7 +199,7 @@ async function promptAllowing(agent, sessionId, text, id) {
   const asked = await agent.nextFrame((f) => f.method === 'session/request_permission', { from, what: 'a permission request' });
   assert.match(asked.frame.params.toolCall.title ?? '', /mcp__test__/);
   await agent.send({ jsonrpc: '2.0', id: asked.frame.id, result: { outcome: { outcome: 'selected', optionId: 'allow_once' } } });
-  return { from, answer: await agent.response(id, { from, timeout: 10000 }) };
+  return { from, answer: await agent.response(id, { from }) };
 }
 
 function finalCard(agent, sessionId, from) {
@@ -239,14 +235,16 @@ test('session/cancel during an MCP call: the turn ends cancelled, the server sta
   await agent.initialize();
   const sid = (await agent.call('session/new', { cwd: agent.home, mcpServers: [sdkServer('test')] })).result.sessionId;
   const from = agent.frames.length;
-  await agent.send({ jsonrpc: '2.0', id: 'p', method: 'session/prompt', params: { sessionId: sid, prompt: [{ type: 'text', text: 'wait [[echo:tool=mcp__test__slow {"ms":30000}]]' }] } });
+  // An hour's call (the call timeout is five minutes, past the test's CTest timeout): only the
+  // cancel can end the turn while the test runs.
+  await agent.send({ jsonrpc: '2.0', id: 'p', method: 'session/prompt', params: { sessionId: sid, prompt: [{ type: 'text', text: 'wait [[echo:tool=mcp__test__slow {"ms":3600000}]]' }] } });
   const asked = await agent.nextFrame((f) => f.method === 'session/request_permission', { from });
   await agent.send({ jsonrpc: '2.0', id: asked.frame.id, result: { outcome: { outcome: 'selected', optionId: 'allow_once' } } });
   await agent.nextFrame((f) => f.method === 'session/update' && f.params.update?.sessionUpdate === 'tool_call_update' &&
     f.params.update.status === 'in_progress', { from, what: 'the call running' });
   const since = performance.now();
   await agent.notify('session/cancel', { sessionId: sid });
-  const answer = await agent.response('p', { from, timeout: 10000 });
+  const answer = await agent.response('p', { from });
   assert.equal(answer.result?.stopReason, 'cancelled', JSON.stringify(answer));
   t.diagnostic(`cancel answered after ${Math.round(performance.now() - since)} ms`);
   // The server is still there and usable for the next turn.

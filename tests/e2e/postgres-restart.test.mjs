@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { INIT_PARAMS, startSdkAgent, acp } from './lib/agent.mjs';
+import { INIT_PARAMS, startSdkAgent, acp, until, waitNoting } from './lib/agent.mjs';
 import { answerOf, prompt, text, updatesOf } from './lib/refs.mjs';
 import { answer, chunkEvent, providerArgs, startFakeProvider, startSse, usageEvent } from './lib/fake-provider.mjs';
 import { freshStore, privateCluster, runBin, storedEvents, turnStarted } from './lib/postgres.mjs';
@@ -21,26 +21,11 @@ after(() => cluster.remove());
 const PROJECT = mkdtempSync(path.join(tmpdir(), 'dsh-acp-pgr-project-'));
 after(() => rmSync(PROJECT, { recursive: true, force: true }));
 
-// A call that never answers is the failure looked for: bounded generously (libpq's connect_timeout
-// is 10 s), only so that a hang fails the test instead of its CTest timeout.
-const HANG = 20000;
-
-/** `promise`'s outcome: {value} or {error}, rejecting when nothing comes within `ms`. */
-function settled(promise, ms = HANG, what = 'an answer') {
-  let timer;
-  return Promise.race([
-    promise.then((value) => ({ value }), (error) => ({ error })),
-    new Promise((_, rej) => { timer = setTimeout(() => rej(new Error(`no answer to ${what} within ${ms} ms (a hang)`)), ms); }),
-  ]).finally(() => clearTimeout(timer));
-}
-
-/** Waits for `cond()` to hold, re-checking every 10 ms; `ms` bounds only a failure. */
-async function until(cond, what, ms = 10000) {
-  const deadline = performance.now() + ms;
-  while (!cond()) {
-    if (performance.now() > deadline) throw new Error(`${what}: not within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
+// A call that never answers is the failure looked for: it ends the test at its CTest timeout, and
+// the note waitNoting() writes meanwhile names the call.
+/** `promise`'s outcome: {value} or {error}. */
+function settled(promise, what = 'an answer') {
+  return waitNoting(promise.then((value) => ({ value }), (error) => ({ error })), what);
 }
 
 /** Asserts `outcome` ({value}|{error}) is a JSON-RPC internal error whose message names the store. */
@@ -97,7 +82,7 @@ test('PostgreSQL stopped mid-turn: the turn fails naming the store, the server k
   model.queue(held.handler);
   const from = agent.sdkUpdates.length;
   const interrupted = settled(ctx.request(M.session.prompt, { sessionId: sid, prompt: text('second: a long answer please') }),
-    HANG, 'the interrupted prompt');
+    'the interrupted prompt');
   await held.started;
   await turnStarted(store.db, sid, 2);
   await until(() => answerOf(updatesOf(agent, sid, from)) === 'partial ', 'the partial answer reaches the client');
@@ -114,7 +99,7 @@ test('PostgreSQL stopped mid-turn: the turn fails naming the store, the server k
     ['a prompt', () => ctx.request(M.session.prompt, { sessionId: sid, prompt: text('while down') })],
     ['session/new', () => ctx.request(M.session.new, { cwd: PROJECT, mcpServers: [] })],
   ]) {
-    const down = assertStoreError(await settled(call(), HANG, what), url, `${what} while PostgreSQL is down`);
+    const down = assertStoreError(await settled(call(), what), url, `${what} while PostgreSQL is down`);
     assert.match(down, /connect/i, `${what}: says the store cannot be reached: ${down}`);
   }
   assert.equal(model.requests.length, 2, 'no model call for a prompt the store could not take');

@@ -97,14 +97,22 @@ test('$/cancel_request of a queued prompt cancels that prompt alone', async (t) 
   const sessionId = await agent.newSession();
   const from = agent.frames.length;
   const prompt = (id, s) => ({ jsonrpc: '2.0', id, method: 'session/prompt', params: { sessionId, prompt: text(s) } });
-  await agent.writeRaw([prompt(1, 'running [[echo:sleep=1500]]'), prompt(2, 'never mind'), prompt(3, 'but this one'),
-    { jsonrpc: '2.0', method: '$/cancel_request', params: { requestId: 2 } }].map((f) => JSON.stringify(f) + '\n').join(''));
-  const answers = await Promise.all([1, 2, 3].map((id) => agent.response(id, { from, timeout: 20000 })));
+  // The running prompt waits for its permission request, answered only once the server has read the
+  // cancel: the session/list written after it is answered (the reader handles $/cancel_request as
+  // it reads it). So prompt 2 is certainly still in line when the cancel reaches it.
+  const running = `running [[echo:tool=write ${JSON.stringify({ file_path: 'w.txt', content: 'w\n' })}]]`;
+  await agent.writeRaw([prompt(1, running), prompt(2, 'never mind'), prompt(3, 'but this one'),
+    { jsonrpc: '2.0', method: '$/cancel_request', params: { requestId: 2 } },
+    { jsonrpc: '2.0', id: 'read', method: 'session/list', params: {} }].map((f) => JSON.stringify(f) + '\n').join(''));
+  await agent.response('read', { from });
+  const asked = await agent.nextFrame((f) => f.method === 'session/request_permission', { from, what: 'the permission request' });
+  await agent.send({ jsonrpc: '2.0', id: asked.frame.id, result: { outcome: { outcome: 'selected', optionId: 'allow_once' } } });
+  const answers = await Promise.all([1, 2, 3].map((id) => agent.response(id, { from })));
   assert.deepEqual(answers.map((r) => r.result?.stopReason), ['end_turn', 'cancelled', 'end_turn']);
-  const order = agent.frames.filter((e) => e.index >= from && isResponse(e)).map((e) => e.frame.id);
+  const order = agent.frames.filter((e) => e.index >= from && isResponse(e) && e.frame.id !== 'read').map((e) => e.frame.id);
   assert.deepEqual(order, [1, 2, 3]);
   assert.deepEqual(turnsOf(agent, sessionId), [
-    { text: 'running [[echo:sleep=1500]]', end: 'completed' },
+    { text: running, end: 'completed' },
     { text: 'never mind', end: 'aborted' },
     { text: 'but this one', end: 'completed' },
   ]);
@@ -142,7 +150,7 @@ test('session/close with prompts in line: each answers "cancelled", then close a
     frame(2, 'session/prompt', { sessionId, prompt: text('queued') }) +
     frame(3, 'session/prompt', { sessionId, prompt: text('/ref') }));
   await agent.turnStarted(sessionId, 1);
-  const closed = await agent.call('session/close', { sessionId }, { id: 4, timeout: 20000 });
+  const closed = await agent.call('session/close', { sessionId }, { id: 4 });
   assert.deepEqual(closed.result, {});
   const order = agent.frames.filter((e) => e.index >= from && isResponse(e)).map((e) => [e.frame.id, e.frame.result?.stopReason]);
   assert.deepEqual(order, [[1, 'cancelled'], [2, 'cancelled'], [3, 'cancelled'], [4, undefined]]);
@@ -159,14 +167,14 @@ test('a session/load waiting behind a turn does not bring back a session closed 
   await agent.writeRaw(frame(1, 'session/prompt', { sessionId, prompt: text('running [[echo:sleep=60000]]') }) +
     frame(2, 'session/load', { sessionId, cwd: agent.home, mcpServers: [] }));
   await agent.turnStarted(sessionId, 1);
-  const closed = await agent.call('session/close', { sessionId }, { id: 3, timeout: 20000 });
+  const closed = await agent.call('session/close', { sessionId }, { id: 3 });
   assert.deepEqual(closed.result, {});
   const answers = agent.frames.filter((e) => e.index >= from && isResponse(e));
   const load = answers.find((e) => e.frame.id === 2);
   assert.ok(load, 'the waiting load is answered by the time close is');
   assert.equal(load.frame.error?.code, -32002, JSON.stringify(load.frame));
   // Closed stays closed: a cancel for it finds nothing running, and a prompt must load it first.
-  const prompt = await agent.call('session/prompt', { sessionId, prompt: text('after close') }, { id: 4, timeout: 20000 });
+  const prompt = await agent.call('session/prompt', { sessionId, prompt: text('after close') }, { id: 4 });
   assert.equal(prompt.error?.code, -32002, JSON.stringify(prompt));
   await agent.finish();
 });

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { INIT_PARAMS, startSdkAgent, acp, sleep } from './lib/agent.mjs';
+import { INIT_PARAMS, startSdkAgent, acp, sleep, until } from './lib/agent.mjs';
 import { startFakeProvider, answer, httpError, startSse, chunkEvent, providerArgs, logEvents } from './lib/fake-provider.mjs';
 import { failureOf, logPath } from './lib/store.mjs';
 
@@ -182,7 +182,10 @@ test('a failure after partial output: cut-off message, then the error answer; tu
   await agent.finish();
 });
 
-test('session/cancel mid-stream answers cancelled and closes the provider connection promptly', async (t) => {
+// The stream stays open until the test ends it (keep-alive comments do not count against the
+// default idle timeout of two minutes, beyond the test's CTest timeout): only the cancel can end
+// the turn with "cancelled" and close the connection while the test runs.
+test('session/cancel mid-stream answers cancelled and closes the provider connection', async (t) => {
   const server = await startFakeProvider(t);
   let release;
   server.queue(async (req, res) => {
@@ -196,15 +199,11 @@ test('session/cancel mid-stream answers cancelled and closes the provider connec
   const { agent, ctx, sessionId } = await openSession(t, server.url);
   const pending = prompt(ctx, sessionId, 'long answer please');
   await agent.nextFrame((f) => f.params?.update?.sessionUpdate === 'agent_message_chunk', { what: 'first chunk' });
-  const cancelAt = performance.now();
   await ctx.notify(M.session.cancel, { sessionId });
   const r = await pending;
   assert.equal(r.stopReason, 'cancelled');
-  for (let i = 0; i < 100 && server.requests[0].closedAt === null; i++) await sleep(20);
-  const closed = server.requests[0].closedAt;
+  await until(() => server.requests[0].closedAt !== null, 'the provider to see the connection closed');
   release?.();
-  assert.ok(closed !== null, 'the provider saw the connection closed');
-  assert.ok(closed - cancelAt < 2500, `closed ${Math.round(closed - cancelAt)} ms after cancel`);
   const end = logEvents(agent.storeDir, sessionId).at(-1);
   assert.deepEqual(end.data.reason, { kind: 'aborted' });
   await agent.finish();
@@ -243,8 +242,10 @@ test('keep-alive comments do not extend the idle timeout: PROVIDER_TIMEOUT after
   const server = await startFakeProvider(t);
   server.queue(async (req, res) => {
     startSse(res);
+    // Until the server gives up: if keep-alives held the idle timer off, the turn would wait for the
+    // overall deadline (ten minutes) and the test would end at its CTest timeout.
     const timer = setInterval(() => res.write(': keep-alive\n\n'), 50);
-    await new Promise((r) => { res.on('close', r); setTimeout(r, 10000).unref(); });
+    await new Promise((r) => { res.on('close', r); });
     clearInterval(timer);
   });
   const { agent, ctx, sessionId } = await openSession(t, server.url, { extra: ['--idle-timeout-ms', '300'] });
@@ -255,7 +256,7 @@ test('keep-alive comments do not extend the idle timeout: PROVIDER_TIMEOUT after
     return true;
   });
   const elapsed = performance.now() - started;
-  assert.ok(elapsed >= 250 && elapsed < 1500, `timed out after ${Math.round(elapsed)} ms (idle 300 ms)`);
+  assert.ok(elapsed >= 250, `timed out after ${Math.round(elapsed)} ms (idle 300 ms)`);
   assert.equal(failureOf(logEvents(agent.storeDir, sessionId).at(-1).data.reason).code, 'PROVIDER_TIMEOUT');
   await agent.finish();
 });

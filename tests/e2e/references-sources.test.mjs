@@ -10,6 +10,7 @@ import {
   M, uriOf, makeHome, startIn, RAW, logPath, events, appendEvents, rejectsWith, prompt, echoLines, framesUntilResponse,
   snapshotData, answerOf,
 } from './lib/refs.mjs';
+import { until } from './lib/agent.mjs';
 import { fileStoreOnly } from './lib/pgvariant.mjs';
 
 const PREAMBLE = 'This is an automatically generated checkpoint condensing an earlier span of the conversation to free up context. ' +
@@ -170,40 +171,49 @@ fileStoreOnly('a target\'s replay and model history survive the source being app
   await f.agent.finish();
 });
 
+// The reference must be taken while the source's answer streams. On a loaded machine the answer may
+// end first (the capture then holds its turn/end): that attempt is left aside and the test made again
+// with the chunks spaced out four times as much. (A server that never captured mid-turn would retry
+// until the CTest timeout.)
 test('a source in the middle of a turn: its unfinished answer is left out, captured through its last logged event', async (t) => {
-  const home = makeHome(t);
-  const store = path.join(home, 'sessions');
-  const a = await startIn(t, home, [...RAW, '--echo-delay-ms', '40']);
-  const newSession = async () => (await a.ctx.request(M.session.new, { cwd: home, mcpServers: [] })).sessionId;
-  const source = await newSession();
-  const first = await prompt(a, source, 'first');
-  const target = await newSession();
+  for (let delayMs = 40; ; delayMs *= 4) {
+    const home = makeHome(t);
+    const store = path.join(home, 'sessions');
+    const a = await startIn(t, home, [...RAW, '--echo-delay-ms', String(delayMs)]);
+    const newSession = async () => (await a.ctx.request(M.session.new, { cwd: home, mcpServers: [] })).sessionId;
+    const source = await newSession();
+    const first = await prompt(a, source, 'first');
+    const target = await newSession();
 
-  // The source's second answer streams slowly; reference it once some of its chunks are in its log.
-  const streaming = prompt(a, source, 'second');
-  const deadline = performance.now() + 10000;
-  const chunkLogged = () => {
-    try { return events(store, source).some((e) => e.type === 'assistant/chunk' && e.data.turn === 2); } catch { return false; }
-  };
-  while (!chunkLogged() && performance.now() < deadline) await new Promise((r) => setTimeout(r, 10));
-  assert.ok(chunkLogged(), 'the source has logged chunks of its open turn');
-  const referenced = await prompt(a, target, `during @[Src](${uriOf(source)})`);
-  assert.equal(referenced.response.stopReason, 'end_turn');
-  const second = await streaming;
-  assert.equal(second.response.stopReason, 'end_turn');
-  await a.agent.finish();
+    // The source's second answer streams slowly; reference it once some of its chunks are in its log.
+    const streaming = prompt(a, source, 'second');
+    const chunkLogged = () => {
+      try { return events(store, source).some((e) => e.type === 'assistant/chunk' && e.data.turn === 2); } catch { return false; }
+    };
+    await until(chunkLogged, 'chunks of the source\'s open turn in its log');
+    const referenced = await prompt(a, target, `during @[Src](${uriOf(source)})`);
+    assert.equal(referenced.response.stopReason, 'end_turn');
+    const second = await streaming;
+    assert.equal(second.response.stopReason, 'end_turn');
+    await a.agent.finish();
 
-  const snap = events(store, target).find((e) => e.data?.source?.kind === 'session-reference');
-  const [data] = snapshotData(snap.data.content[0].text);
-  assert.deepEqual(data.conversation, [
-    { role: 'user', text: 'first' }, { role: 'assistant', text: first.answer }, { role: 'user', text: 'second' },
-  ], 'the unfinished answer is not in the snapshot');
-  const [ref] = snap.data.source.references;
-  const sourceEvents = events(store, source);
-  const captured = sourceEvents[ref.capturedThroughSeq];
-  assert.ok(captured && captured.data.turn === 2 && captured.type !== 'turn/end', `captured mid-turn: ${JSON.stringify(captured)}`);
-  assert.ok(sourceEvents.slice(ref.capturedThroughSeq + 1).some((e) => e.type === 'assistant/message'), 'the answer was completed later');
-  assert.equal(ref.originalMessages, 3);
+    const snap = events(store, target).find((e) => e.data?.source?.kind === 'session-reference');
+    const [ref] = snap.data.source.references;
+    const sourceEvents = events(store, source);
+    const captured = sourceEvents[ref.capturedThroughSeq];
+    assert.ok(captured && captured.data.turn === 2, `captured in the second turn: ${JSON.stringify(captured)}`);
+    if (captured.type === 'turn/end') {
+      t.diagnostic(`the source's answer ended before it was referenced; again with --echo-delay-ms ${delayMs * 4}`);
+      continue;
+    }
+    const [data] = snapshotData(snap.data.content[0].text);
+    assert.deepEqual(data.conversation, [
+      { role: 'user', text: 'first' }, { role: 'assistant', text: first.answer }, { role: 'user', text: 'second' },
+    ], 'the unfinished answer is not in the snapshot');
+    assert.ok(sourceEvents.slice(ref.capturedThroughSeq + 1).some((e) => e.type === 'assistant/message'), 'the answer was completed later');
+    assert.equal(ref.originalMessages, 3);
+    break;
+  }
 });
 
 test('a source that references another contributes only its own conversation (no nested snapshot)', async (t) => {

@@ -269,13 +269,17 @@ test('session/list: newest first, cwd filter with normalisation, titles, updated
   assert.deepEqual(all.slice(0, 5).map((s) => s.sessionId), ['b-4', 'b-3', 'b-2', 'b-1', 'b-0']);
 
   // A session created and prompted now is the newest, with its fallback title.
+  const made = Date.now();
   const { sessionId: fresh } = await a.ctx.request(M.session.new, { cwd: '/x/b', mcpServers: [] });
   await a.ctx.request(M.session.prompt, { sessionId: fresh, prompt: text('fresh session title words here and more') });
   const b = await a.ctx.request(M.session.list, { cwd: '/x/b/' });
+  const listed = Date.now();
   assert.equal(b.sessions.length, 6);
   assert.equal(b.sessions[0].sessionId, fresh);
   assert.equal(b.sessions[0].title, 'fresh session title words here');
-  assert.ok(Math.abs(Date.parse(b.sessions[0].updatedAt) - Date.now()) < 60_000);
+  // Stamped while the test ran (both clocks are the system's wall clock, in whole milliseconds).
+  const updated = Date.parse(b.sessions[0].updatedAt);
+  assert.ok(made <= updated && updated <= listed, `updatedAt ${b.sessions[0].updatedAt} within [${made}, ${listed}]`);
   assert.match(b.sessions[0].updatedAt, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
 
   // Unknown cwd: empty. Bad cursor / relative cwd: -32602.
@@ -625,21 +629,22 @@ fileStoreOnly('corrupt logs (raw garbage line, zstd checksum error) give SESSION
 test('a cancelled turn and a turn cut by stdin EOF are closed "aborted" in a valid log', async (t) => {
   const home = makeHome(t);
   const store = path.join(home, 'sessions');
-  const a = await startIn(t, home, ['--echo-delay-ms', '5']);
+  // An hour between chunks, then a minute's sleep: neither turn can end by itself while the test runs.
+  const a = await startIn(t, home, ['--echo-delay-ms', '3600000']);
   const { sessionId: sid } = await a.ctx.request(M.session.new, { cwd: home, mcpServers: [] });
   const running = a.ctx.request(M.session.prompt, { sessionId: sid, prompt: text('to be cancelled') });
   await a.agent.nextFrame((f) => f.method === 'session/update' && f.params?.update?.sessionUpdate === 'agent_message_chunk',
     { what: 'first chunk' });
   await a.ctx.notify(M.session.cancel, { sessionId: sid });
   assert.equal((await running).stopReason, 'cancelled');
-  const second = a.ctx.request(M.session.prompt, { sessionId: sid, prompt: text('cut by EOF [[echo:sleep=3000]]') });
-  await new Promise((r) => setTimeout(r, 300));
+  const second = a.ctx.request(M.session.prompt, { sessionId: sid, prompt: text('cut by EOF [[echo:sleep=60000]]') });
+  await a.agent.turnStarted(sid, 2);
   a.agent.closeStdin();
   assert.equal((await second).stopReason, 'cancelled');
-  const { code } = await a.agent.waitExit(10_000);
+  const { code } = await a.agent.waitExit();
   assert.equal(code, 0);
   const { events, turns } = checkLog(logPath(store, sid));
   assert.equal(turns, 2);
   assert.deepEqual(events.filter((e) => e.type === 'turn/end').map((e) => e.data.reason.kind), ['aborted', 'aborted']);
-  assert.deepEqual(userTexts(events), ['to be cancelled', 'cut by EOF [[echo:sleep=3000]]']);
+  assert.deepEqual(userTexts(events), ['to be cancelled', 'cut by EOF [[echo:sleep=60000]]']);
 });

@@ -42,6 +42,8 @@ struct RunResult {
 struct RunOptions {
   /// Emit terminal cancellation this long after the first delta (while a read is pending).
   std::optional<milliseconds> cancel_after_first_delta;
+  /// The delta (1-based) whose arrival starts cancel_after_first_delta's wait.
+  std::size_t cancel_armed_at = 1;
   /// Emit terminal cancellation this long after the start.
   std::optional<milliseconds> cancel_after_start;
   /// Emit terminal cancellation from inside the sink when it receives this delta (1-based): no operation
@@ -66,7 +68,7 @@ inline RunResult run_stream(Provider& provider, boost::asio::io_context& ioc, co
   };
   auto sink = [&](const Delta& d) {
     r.deltas.push_back(d);
-    if (r.deltas.size() == 1 && options.cancel_after_first_delta)
+    if (r.deltas.size() == options.cancel_armed_at && options.cancel_after_first_delta)
       arm_cancel(*options.cancel_after_first_delta);
     if (options.cancel_in_sink_at && r.deltas.size() == *options.cancel_in_sink_at) {
       r.cancel_emitted = Clock::now();

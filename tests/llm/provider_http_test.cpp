@@ -254,11 +254,13 @@ BOOST_FIXTURE_TEST_CASE(non_streaming_json_answer_is_an_error_and_not_retried, F
   BOOST_TEST(server.connections() == 1);
 }
 
+// The servers below send comments until the client goes away (a write fails): were the idle timer
+// reset by them, only the overall deadline (30 s, another message) could end the request.
 BOOST_FIXTURE_TEST_CASE(keep_alive_comments_do_not_extend_the_idle_timeout, Fixture) {
   ScriptedServer server({[](ServerConn& c) -> net::awaitable<void> {
     co_await c.start_sse();
     co_await c.chunk(content("first"));
-    for (int i = 0; i < 100; ++i) {  // 5 s of comments, far beyond the 300 ms idle limit
+    for (;;) {
       co_await c.sleep(50ms);
       co_await c.chunk(": keep-alive\n\n");
     }
@@ -269,17 +271,17 @@ BOOST_FIXTURE_TEST_CASE(keep_alive_comments_do_not_extend_the_idle_timeout, Fixt
   auto r = run_stream(*provider, ioc, simple_request());
   BOOST_REQUIRE(r.error.has_value());
   BOOST_TEST(r.error->code() == "PROVIDER_TIMEOUT");
+  BOOST_TEST(std::string(r.error->what()).find("no data from") != std::string::npos, r.error->what());
   BOOST_TEST(r.error->output_started());
   BOOST_TEST(r.text() == "first");
   BOOST_TEST(r.elapsed.count() >= 300);
-  BOOST_TEST(r.elapsed.count() < 1500);
   BOOST_TEST(server.connections() == 1);
 }
 
 BOOST_FIXTURE_TEST_CASE(idle_timeout_before_any_data_is_not_retried, Fixture) {
   ScriptedServer server({[](ServerConn& c) -> net::awaitable<void> {
                            co_await c.start_sse();
-                           for (int i = 0; i < 100; ++i) {
+                           for (;;) {
                              co_await c.sleep(50ms);
                              co_await c.chunk(": keep-alive\n\n");
                            }
@@ -291,22 +293,24 @@ BOOST_FIXTURE_TEST_CASE(idle_timeout_before_any_data_is_not_retried, Fixture) {
   auto r = run_stream(*provider, ioc, simple_request());
   BOOST_REQUIRE(r.error.has_value());
   BOOST_TEST(r.error->code() == "PROVIDER_TIMEOUT");
+  BOOST_TEST(std::string(r.error->what()).find("no data from") != std::string::npos, r.error->what());
   BOOST_TEST(!r.error->output_started());
   BOOST_TEST(r.elapsed.count() >= 300);
-  BOOST_TEST(r.elapsed.count() < 1500);
   BOOST_TEST(server.connections() == 1);
 }
 
+// Data flows until the client goes away, and the idle limit is far off: only the overall deadline
+// can end the request.
 BOOST_FIXTURE_TEST_CASE(overall_deadline_fires_even_while_data_flows, Fixture) {
   ScriptedServer server({[](ServerConn& c) -> net::awaitable<void> {
     co_await c.start_sse();
-    for (int i = 0; i < 200; ++i) {
+    for (;;) {
       co_await c.chunk(content("."));
       co_await c.sleep(25ms);
     }
   }});
   auto cfg = test_config(server);
-  cfg.idle_timeout_ms = 200;
+  cfg.idle_timeout_ms = 3600000;
   cfg.request_timeout_ms = 500;
   auto provider = make_openai_provider(cfg, ioc.get_executor());
   auto r = run_stream(*provider, ioc, simple_request());
@@ -315,7 +319,6 @@ BOOST_FIXTURE_TEST_CASE(overall_deadline_fires_even_while_data_flows, Fixture) {
   BOOST_TEST(std::string(r.error->what()).find("overall") != std::string::npos);
   BOOST_TEST(r.error->output_started());
   BOOST_TEST(r.elapsed.count() >= 500);
-  BOOST_TEST(r.elapsed.count() < 2500);
 }
 
 BOOST_FIXTURE_TEST_CASE(rate_limited_then_success_honours_retry_after, Fixture) {
@@ -327,7 +330,6 @@ BOOST_FIXTURE_TEST_CASE(rate_limited_then_success_honours_retry_after, Fixture) 
   BOOST_TEST(r.text() == "after retry");
   BOOST_TEST(server.connections() == 2);
   BOOST_TEST(r.elapsed.count() >= 950);  // Retry-After: 1, not the 10 ms base backoff
-  BOOST_TEST(r.elapsed.count() < 5000);
   auto reqs = server.requests();
   BOOST_REQUIRE(reqs.size() == 2u);
   BOOST_TEST(reqs[0].body == reqs[1].body);
@@ -480,7 +482,7 @@ BOOST_FIXTURE_TEST_CASE(unresolvable_host_fails_within_the_connect_timeout, Fixt
   BOOST_REQUIRE(r.error.has_value());
   // NETWORK when the resolver answers, TIMEOUT when DNS is unreachable here and the watchdog fires.
   BOOST_TEST((r.error->code() == "PROVIDER_NETWORK" || r.error->code() == "PROVIDER_TIMEOUT"), r.error->code());
-  BOOST_TEST(r.elapsed.count() < 5000);
+  BOOST_TEST_MESSAGE("failed after " << r.elapsed.count() << " ms");
 }
 
 BOOST_FIXTURE_TEST_CASE(consecutive_user_messages_rejected_then_merged_and_remembered, Fixture) {
@@ -528,37 +530,36 @@ BOOST_FIXTURE_TEST_CASE(other_bad_requests_are_not_merged_and_retried, Fixture) 
   BOOST_TEST(server.connections() == 1);
 }
 
-BOOST_FIXTURE_TEST_CASE(slow_stream_cancelled_midway_returns_cancelled_promptly, Fixture) {
+// The streams below go on until the client goes away (a write fails): only the cancel can end them
+// with "cancelled" (the overall deadline would end them with an error after 30 s).
+BOOST_FIXTURE_TEST_CASE(slow_stream_cancelled_midway_returns_cancelled, Fixture) {
   ScriptedServer server({[](ServerConn& c) -> net::awaitable<void> {
     co_await c.start_sse();
-    for (int i = 0; i < 400; ++i) {  // 10 s of output unless the client goes away
+    for (;;) {
       co_await c.chunk(content("tick "));
       co_await c.sleep(25ms);
     }
-    co_await c.chunk(kDone);
-    co_await c.end_chunks();
   }});
   auto provider = make_openai_provider(test_config(server), ioc.get_executor());
   RunOptions opt;
   opt.cancel_after_first_delta = 200ms;
+  opt.cancel_armed_at = 2;
   auto r = run_stream(*provider, ioc, simple_request(), opt);
   BOOST_REQUIRE(r.completion.has_value());
   BOOST_TEST((r.completion->stop == StopKind::cancelled));
   BOOST_REQUIRE(r.cancel_emitted.has_value());
-  BOOST_TEST(ms_count(r.finished - *r.cancel_emitted) < 250);
+  BOOST_TEST_MESSAGE("answered " << ms_count(r.finished - *r.cancel_emitted) << " ms after the cancel");
   BOOST_TEST(r.deltas.size() >= 2u);
-  BOOST_TEST(r.elapsed.count() < 3000);
-  // The connection was really closed: the server's writes start failing shortly after.
-  for (int i = 0; i < 100 && !server.first_write_failure(); ++i)
-    std::this_thread::sleep_for(20ms);
-  BOOST_REQUIRE(server.first_write_failure().has_value());
-  BOOST_TEST(ms_count(*server.first_write_failure() - *r.cancel_emitted) < 1000);
+  // The connection was really closed: the server's writes start failing (a write the kernel still
+  // buffers may succeed first).
+  while (!server.first_write_failure()) std::this_thread::sleep_for(20ms);
+  BOOST_TEST((*server.first_write_failure() >= *r.cancel_emitted));
 }
 
 BOOST_FIXTURE_TEST_CASE(cancel_emitted_inside_the_sink_stops_the_stream, Fixture) {
   ScriptedServer server({[](ServerConn& c) -> net::awaitable<void> {
     co_await c.start_sse();
-    for (int i = 0; i < 400; ++i) {
+    for (;;) {
       co_await c.chunk(content("tick "));
       co_await c.sleep(25ms);
     }
@@ -570,7 +571,6 @@ BOOST_FIXTURE_TEST_CASE(cancel_emitted_inside_the_sink_stops_the_stream, Fixture
   BOOST_REQUIRE(r.completion.has_value());
   BOOST_TEST((r.completion->stop == StopKind::cancelled));
   BOOST_TEST(r.deltas.size() == 3u);  // nothing is delivered after the cancellation
-  BOOST_TEST(ms_count(r.finished - *r.cancel_emitted) < 250);
 }
 
 BOOST_FIXTURE_TEST_CASE(callers_throw_if_cancelled_setting_is_restored, Fixture) {
@@ -590,32 +590,33 @@ BOOST_FIXTURE_TEST_CASE(callers_throw_if_cancelled_setting_is_restored, Fixture)
   BOOST_TEST(*after);  // Asio's default, which the provider turns off only while it runs
 }
 
-BOOST_FIXTURE_TEST_CASE(cancel_during_retry_backoff_returns_cancelled_promptly, Fixture) {
-  ScriptedServer server({error_response(429, R"({"error":{"message":"slow down"}})", "Retry-After: 20\r\n"),
+// Five minutes of backoff, past the run's one-minute guard: only the cancel can end it in time.
+BOOST_FIXTURE_TEST_CASE(cancel_during_retry_backoff_returns_cancelled, Fixture) {
+  ScriptedServer server({error_response(429, R"({"error":{"message":"slow down"}})", "Retry-After: 300\r\n"),
                          answer("never")});
   auto cfg = test_config(server);
-  cfg.request_timeout_ms = 60000;
+  cfg.request_timeout_ms = 600000;
   auto provider = make_openai_provider(cfg, ioc.get_executor());
   RunOptions opt;
   opt.cancel_after_start = 300ms;
   auto r = run_stream(*provider, ioc, simple_request(), opt);
   BOOST_REQUIRE(r.completion.has_value());
   BOOST_TEST((r.completion->stop == StopKind::cancelled));
-  BOOST_TEST(ms_count(r.finished - *r.cancel_emitted) < 250);
   BOOST_TEST(server.connections() == 1);
 }
 
+// The deadline is ten minutes away, past the run's one-minute guard: failing "at once" is failing
+// before it, without a wall-clock bound.
 BOOST_FIXTURE_TEST_CASE(retry_after_beyond_the_deadline_fails_at_once, Fixture) {
-  ScriptedServer server({error_response(429, R"({"error":{"message":"come back later"}})", "Retry-After: 100\r\n"),
+  ScriptedServer server({error_response(429, R"({"error":{"message":"come back later"}})", "Retry-After: 3600\r\n"),
                          answer("never")});
   auto cfg = test_config(server);
-  cfg.request_timeout_ms = 5000;
+  cfg.request_timeout_ms = 600000;
   auto provider = make_openai_provider(cfg, ioc.get_executor());
   auto r = run_stream(*provider, ioc, simple_request());
   BOOST_REQUIRE(r.error.has_value());
   BOOST_TEST(r.error->code() == "PROVIDER_RATE_LIMITED");
   BOOST_TEST(std::string(r.error->what()) == "come back later");
-  BOOST_TEST(r.elapsed.count() < 2500);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -224,8 +224,7 @@ BOOST_AUTO_TEST_CASE(cancel_interrupts_a_blocked_call_from_another_thread) {
   auto blocked = std::async(std::launch::async, [&] { return error_of([&] { c.exec("SELECT pg_advisory_lock(17)"); }); });
   // A cancel that reaches the server before the statement does is a no-op: repeat until the call
   // returns (a stop token's callback cancels once; its caller checks the token before each call).
-  for (int i = 0; i < 500 && blocked.wait_for(20ms) != std::future_status::ready; ++i) c.cancel();
-  BOOST_REQUIRE(blocked.wait_for(10s) == std::future_status::ready);
+  while (blocked.wait_for(20ms) != std::future_status::ready) c.cancel();
   PgError e = blocked.get();
   BOOST_TEST(e.sqlstate() == "57014", e.what());
   BOOST_TEST(c.ok());
@@ -282,7 +281,7 @@ BOOST_AUTO_TEST_CASE(notifications_arrive_on_the_socket) {
   BOOST_TEST(listener.take_notifications().empty());
   sender.exec("SELECT pg_notify('dsh_acp_test', 'hello')");
   pollfd p{listener.socket(), POLLIN, 0};
-  BOOST_REQUIRE(::poll(&p, 1, 10'000) == 1);
+  BOOST_REQUIRE(::poll(&p, 1, -1) == 1);  // no time limit: a hang ends at the CTest timeout
   std::vector<Notification> n = listener.take_notifications();
   BOOST_REQUIRE(n.size() == 1);
   BOOST_TEST(n[0].channel == "dsh_acp_test");

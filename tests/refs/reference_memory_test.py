@@ -6,9 +6,13 @@ frame per batch) is referenced from a prompt through the real binary with the ec
 peak one is in docs/decisions.md#benchmarks):
   - peak RSS during the prompt <= baseline + 320 MB (target 64 MB), and the answer really carries
     the reference (a card with retained messages);
-  - RSS back within 80 MB of the baseline within 5 s after the answer (target 16 MB in 1 s);
-  - six cycles of prompt, cancel 50 ms later, each answered `cancelled` within 250 ms of the cancel
-    (target 50 ms), then a retry that completes: peak <= baseline + 640 MB (target 128 MB).
+  - RSS back within 80 MB of the baseline after the answer (target 16 MB in 1 s: the time it takes
+    is printed, not asserted);
+  - six cycles of prompt, and a cancel once the server reads the source (has its log open), each
+    answered `cancelled` having read less than the whole source (/proc/<pid>/io rchar: the read was
+    stopped, not finished; the time the cancel took is printed, target 50 ms), then a retry that
+    completes: peak <= baseline + 640 MB (target 128 MB). The messages are mostly random letters, so
+    the zstd log is about as large as the raw one and its reads show how far preparation got.
 Under ASan the growth bounds double (tests/crash/memory_bounds.py).
 Usage: reference_memory_test.py BUILD/dsh-acp [raw|zstd ...]
 """
@@ -23,7 +27,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "crash"))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
-from acp_client import Client  # noqa: E402
+from acp_client import Client, Waiting  # noqa: E402
 from memory_bounds import growth_bound, status  # noqa: E402
 import store_layout  # noqa: E402
 
@@ -49,13 +53,16 @@ def write_source(store, encoding):
     os.chmod(store, 0o700)
     header = json.dumps({"type": "session", "version": 0, "id": SOURCE_ID, "createdAt": 1700000000000,
                          "delegationDepth": 0}, separators=(",", ":")) + "\n"
-    filler = ("lorem ipsum dolor sit amet, <consectetur> adipiscing elit " * (MESSAGE_BYTES // 58 + 1))[:MESSAGE_BYTES]
-    # Lines are formatted, not json.dumps'ed: the filler needs no escaping, and this keeps writing
-    # 200 MB to a couple of seconds.
+    # Lines are formatted, not json.dumps'ed: the filler (a lorem line, then base64 letters) needs no
+    # escaping, and this keeps writing 200 MB to a few seconds.
+    def filler():
+        lorem = "lorem ipsum dolor sit amet, <consectetur> adipiscing elit "
+        return (lorem + base64.b64encode(os.urandom(MESSAGE_BYTES)).decode())[:MESSAGE_BYTES]
+
     user_line = ('{{"type":"user/message","seq":{seq},"time":{time},"data":{{"content":[{{"type":"text","text":'
-                 '"message {seq} ' + filler + '"}}],"source":{{"kind":"user"}}' +
+                 '"message {seq} {filler}"}}],"source":{{"kind":"user"}}' +
                  (',"role":"user","id":"message-{seq}"' if v01 else '') + '}},"surfaceOp":"append"}}')
-    content = '"content":[{{"type":"text","text":"message {seq} ' + filler + '"}}]'
+    content = '"content":[{{"type":"text","text":"message {seq} {filler}"}}]'
     if v01:
         content = ('"message":{{"role":"assistant",' + content +
                    ',"source":{{"kind":"model","provider":"echo","model":"echo"}},"id":"message-{seq}"}}')
@@ -64,7 +71,7 @@ def write_source(store, encoding):
     batches, batch, seq, total = [], [], 0, 0
     while total < SOURCE_BYTES:
         template = user_line if seq % 2 == 0 else assistant_line
-        line = template.format(seq=seq, time=1700000000000 + seq, turn=seq // 2 + 1, prev=seq - 1)
+        line = template.format(seq=seq, time=1700000000000 + seq, turn=seq // 2 + 1, prev=seq - 1, filler=filler())
         batch.append(line)
         total += len(line) + 1
         seq += 1
@@ -98,13 +105,36 @@ def uri_of(session_id):
     return "dsh-session:" + base64.urlsafe_b64encode(json.dumps(session_id).encode()).decode().rstrip("=")
 
 
+def open_fd(pid, path):
+    """The descriptor under which process `pid` has `path` open, or None."""
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") == path:
+                return fd
+        except OSError:
+            pass  # closed meanwhile
+    return None
+
+
+def proc_field(path, name):
+    """A `name:` field of a /proc file (None once the file is gone)."""
+    try:
+        with open(path) as f:
+            for line in f:
+                if line.startswith(name + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
 def notify(client, method, params):
     client.proc.stdin.write((json.dumps({"jsonrpc": "2.0", "method": method, "params": params}) + "\n").encode())
 
 
-def prompt_params(session_id):
+def prompt_params(session_id, before=""):
     return {"sessionId": session_id, "prompt": [
-        {"type": "text", "text": "what happened in "},
+        {"type": "text", "text": before + "what happened in "},
         {"type": "resource_link", "name": "big", "uri": uri_of(SOURCE_ID)}]}
 
 
@@ -127,8 +157,10 @@ def run(binary, encoding):
 
             # One complete prompt with the reference.
             t0 = time.monotonic()
-            answer = client.ok("session/prompt", prompt_params(session), timeout=120)
+            read_before = proc_field(f"/proc/{pid}/io", "rchar")
+            answer = client.ok("session/prompt", prompt_params(session))
             took = time.monotonic() - t0
+            full_read = proc_field(f"/proc/{pid}/io", "rchar") - read_before
             peak = status(pid, "VmHWM")
             assert answer["stopReason"] == "end_turn", answer
             cards = [u for u in client.updates(session, "tool_call") if "dsh-acp/sessionReference" in u.get("_meta", {})]
@@ -136,34 +168,56 @@ def run(binary, encoding):
             record = cards[-1]["_meta"]["dsh-acp/sessionReference"]["references"][0]
             assert record["sessionId"] == SOURCE_ID and record["originalMessages"] == events, record
             assert record["retainedMessages"] >= 1 and record["omittedMessages"] > 0, record
-            deadline = time.monotonic() + 5
+            # Memory that is never given back ends the test at its CTest timeout.
+            answered = time.monotonic()
             after = status(pid, "VmRSS")
-            while after > baseline + growth_bound(80) and time.monotonic() < deadline:
+            waiting = Waiting(f"RSS back within {growth_bound(80) / MB:.0f} MB of the baseline")
+            while after > baseline + growth_bound(80):
                 time.sleep(0.05)
                 after = status(pid, "VmRSS")
-            print(f"[{encoding}] prompt {took * 1000:.0f} ms; baseline {baseline / MB:.1f} MB, peak +{(peak - baseline) / MB:.1f} MB, "
-                  f"after +{(after - baseline) / MB:.1f} MB", flush=True)
+                waiting.tick()
+            print(f"[{encoding}] prompt {took * 1000:.0f} ms, {full_read / MB:.0f} MB read; baseline {baseline / MB:.1f} MB, peak +{(peak - baseline) / MB:.1f} MB, "
+                  f"back to +{(after - baseline) / MB:.1f} MB {(time.monotonic() - answered) * 1000:.0f} ms after the answer", flush=True)
             assert peak <= baseline + growth_bound(320), f"peak {(peak - baseline) / MB:.0f} MB over baseline"
-            assert after <= baseline + growth_bound(80), f"RSS still {(after - baseline) / MB:.0f} MB over baseline after 5 s"
 
             # Six cancel-and-retry cycles, then a retry that completes.
             baseline = status(pid, "VmRSS")
             reset_peak(pid)
-            latencies = []
-            for _ in range(6):
-                rid = client.send("session/prompt", prompt_params(session))
-                time.sleep(0.05)
+            latencies, read_share = [], []
+            source = os.path.realpath(store_layout.log_path(store, SOURCE_ID))
+            size = os.path.getsize(source)
+            missed = 0
+            while len(latencies) < 6:
+                read_before = proc_field(f"/proc/{pid}/io", "rchar")
+                # The echo model sleeps a minute after preparation: "cancelled" whenever the cancel lands.
+                rid = client.send("session/prompt", prompt_params(session, "[[echo:sleep=60000]] "))
+                # The cancel comes while the server reads the source: once it has the log open.
+                waiting = Waiting("the server to open the source log")
+                while (fd := open_fd(pid, source)) is None:
+                    if proc_field(f"/proc/{pid}/io", "rchar") - read_before >= size:
+                        break  # read through before it was seen open
+                    client.pump(0.001)
+                    waiting.tick()
                 sent = time.monotonic()
                 notify(client, "session/cancel", {"sessionId": session})
-                reply = client.wait(rid, timeout=30)
-                latencies.append(time.monotonic() - sent)
+                reply = client.wait(rid)
                 assert reply.get("result", {}).get("stopReason") == "cancelled", reply
-            retry = client.ok("session/prompt", prompt_params(session), timeout=120)
+                read = proc_field(f"/proc/{pid}/io", "rchar") - read_before
+                if fd is None or read >= size:
+                    # The read ended before the cancel reached it: a cycle that shows nothing, made
+                    # again. (A server that never stops a read repeats this until the CTest timeout.)
+                    missed += 1
+                    continue
+                latencies.append(time.monotonic() - sent)
+                read_share.append(read / size)
+            retry = client.ok("session/prompt", prompt_params(session))
             assert retry["stopReason"] == "end_turn", retry
             peak = status(pid, "VmHWM")
             print(f"[{encoding}] cancel answered in max {max(latencies) * 1000:.0f} ms "
-                  f"(median {sorted(latencies)[3] * 1000:.0f} ms); cycles peak +{(peak - baseline) / MB:.1f} MB", flush=True)
-            assert max(latencies) <= 0.25, f"a cancel took {max(latencies) * 1000:.0f} ms"
+                  f"(median {sorted(latencies)[3] * 1000:.0f} ms), the source read to "
+                  + ", ".join(f"{share:.0%}" for share in read_share)
+                  + f" ({missed} cycle(s) whose cancel came after the read made again); "
+                  f"cycles peak +{(peak - baseline) / MB:.1f} MB", flush=True)
             assert peak <= baseline + growth_bound(640), f"cancel cycles peaked {(peak - baseline) / MB:.0f} MB over baseline"
         finally:
             code = client.close()

@@ -211,7 +211,7 @@ BOOST_AUTO_TEST_CASE(cancellation_yields_no_context) {
   });
   source->wait_for_in_flight(2);
   stop.request_stop();
-  BOOST_REQUIRE(pending.wait_for(std::chrono::seconds(10)) == std::future_status::ready);
+  pending.wait();  // no time limit: a prepare() that never returns ends at the CTest timeout
   BOOST_TEST(pending.get() == ErrorCode::cancelled);
   source->open_gate();
 
@@ -242,7 +242,7 @@ BOOST_AUTO_TEST_CASE(cancellation_joins_every_reader) {
     });
     source->wait_for_in_flight(2);
     stop.request_stop();
-    BOOST_REQUIRE(pending.wait_for(std::chrono::seconds(10)) == std::future_status::ready);
+    pending.wait();  // no time limit: a prepare() that never returns ends at the CTest timeout
     BOOST_TEST(pending.get() == ErrorCode::cancelled);
     BOOST_TEST(source->in_flight.load() == 0);  // returned only after every reader left
     BOOST_TEST(source->stopped.load() == 2 * (round + 1));
@@ -265,7 +265,7 @@ BOOST_AUTO_TEST_CASE(decided_failure_stops_later_readers) {
     }
     return std::string("no error");
   });
-  BOOST_REQUIRE(pending.wait_for(std::chrono::seconds(10)) == std::future_status::ready);
+  pending.wait();  // no time limit: a prepare() that never returns ends at the CTest timeout
   BOOST_TEST(pending.get() == "SESSION_REFERENCE_READ_FAILED: failed to read referenced session: broken log");
   BOOST_TEST(source->in_flight.load() == 0);
   BOOST_TEST(source->stopped.load() == 1);

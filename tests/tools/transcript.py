@@ -8,7 +8,10 @@ are skipped). A frame may use "{{=name}}" to refer to a value captured from the 
 sends it only once that value has been captured. "#capture NAME ID /json/pointer" captures, from the
 response to request ID, the value at that pointer (how a transcript addresses the session id that
 session/new returned). "#wait N" waits until N output frames have arrived; "#await ID" until the
-response to request ID has arrived; "#sleep MS" pauses. "#args ..." adds server arguments. "#raw TEXT" sends TEXT
+response to request ID has arrived; "#turns NAME N" until the log of the session captured as NAME
+holds N turn/start events (its Nth prompt is running); "#sleep MS" pauses. Waits have no time limit
+(a transcript that never gets what it waits for ends at its CTest timeout; a note on stderr every 10 s
+names what it waits for). "#args ..." adds server arguments. "#raw TEXT" sends TEXT
 as is (for malformed frames); "#rawhex HEX" sends those bytes. The server runs with a fresh temporary
 DSH_ACP_HOME; a folder NAME.store/ beside the transcript is copied in as its session store, and
 "#fixture PATH" (relative to tests/data) places a raw session log into that store where the harness
@@ -47,6 +50,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import store_layout  # noqa: E402
 from store_layout import encode_segment  # noqa: E402  (one implementation of the naming rules)
 import pg_store  # noqa: E402
 
@@ -213,7 +217,7 @@ def main():
         i = argv.index("--")
         argv, extra = argv[:i], argv[i + 1:]
     server, in_path, out_path = argv
-    directives = ("#wait", "#await", "#capture", "#sleep", "#raw")
+    directives = ("#wait", "#await", "#turns", "#capture", "#sleep", "#raw")
     lines = read_lines(in_path)
     for l in lines:
         if l.startswith("#args "):
@@ -232,6 +236,7 @@ def main():
             seeded = True
     if seeded and not any(a.startswith("--store-generation") for a in extra):
         extra += ["--store-generation", "45fc"]
+    pg = None
     if pg_store.enabled():
         pg = pg_store.ScratchStore(server)
         atexit.register(pg.drop)
@@ -246,9 +251,10 @@ def main():
     buf = b""
     expected_lines = read_lines(out_path) if os.path.exists(out_path) else []
     expected = [json.loads(l) for l in expected_lines if l.strip() and not l.lstrip().startswith("#")]
-    deadline = time.time() + 20
+    waiting = {"what": None, "since": 0.0, "noted": 0.0}
 
     def pump(timeout):
+        """Reads what arrives within `timeout` s: True, False when nothing did, None at EOF."""
         nonlocal buf
         ready, _, _ = select.select([proc.stdout], [], [], timeout)
         if not ready:
@@ -274,6 +280,25 @@ def main():
                 captures[name] = value
         return True
 
+    def wait_for(what, step=1.0):
+        """pump(step), noting on stderr every 10 s that `what` is still awaited."""
+        now = time.monotonic()
+        if waiting["what"] != what:
+            waiting.update(what=what, since=now, noted=now)
+        elif now - waiting["noted"] >= 10:
+            waiting["noted"] = now
+            print(f"# still waiting for {what} after {now - waiting['since']:.0f} s", file=sys.stderr, flush=True)
+        return pump(step)
+
+    def turn_starts(session_id):
+        if pg:
+            return pg.turn_starts(session_id)
+        path = store_layout.log_path(os.path.join(home, "sessions"), session_id)
+        try:
+            return sum(1 for e in store_layout.read_log(path)[1:] if e["type"] == "turn/start") if path else 0
+        except (ValueError, subprocess.CalledProcessError):
+            return 0  # a line being written
+
     for line in inputs:
         if line.startswith("#capture"):
             _, name, rid, pointer = line.split()
@@ -295,31 +320,33 @@ def main():
         if line.startswith("#await "):
             want = json.loads(line.split()[1])
             while not any(f.get("id") == want and "method" not in f for f in actual):
-                if time.time() > deadline or pump(deadline - time.time()) is None:
-                    raise SystemExit(f"FAIL: timed out waiting for the response to {want}")
+                if wait_for(f"the response to {want}") is None:
+                    raise SystemExit(f"FAIL: stdout ended before the response to {want}")
             continue
         if line.startswith("#wait"):
             want = int(line.split()[1])
             while len(actual) < want:
-                if time.time() > deadline or pump(deadline - time.time()) is None:
-                    raise SystemExit(f"FAIL: timed out waiting for {want} frames; got {len(actual)}")
+                if wait_for(f"{want} frames") is None:
+                    raise SystemExit(f"FAIL: stdout ended after {len(actual)} frames, before {want}")
+            continue
+        if line.startswith("#turns "):
+            _, name, count = line.split()
+            while turn_starts(captures[name]) < int(count):
+                if wait_for(f"{count} turns of {name}", 0.005) is None:
+                    raise SystemExit(f"FAIL: stdout ended before {name} had {count} turns")
             continue
         names = re.findall(r"\{\{=([A-Za-z0-9_]+)\}\}", line)
         while any(n not in captures for n in names):
-            if time.time() > deadline or pump(deadline - time.time()) is None:
+            if wait_for(f"value(s) {names}") is None:
                 raise SystemExit(f"FAIL: value(s) {names} never captured; output so far: {actual}")
         proc.stdin.write((substitute(line, captures) + "\n").encode())
         proc.stdin.flush()
         while pump(0):
             pass
     proc.stdin.close()
-    while True:
-        r = pump(max(0.0, deadline - time.time()))
-        if r is None:
-            break
-        if r is False:
-            raise SystemExit("FAIL: server did not exit after EOF")
-    code = proc.wait(timeout=5)
+    while wait_for("the server to exit after EOF") is not None:
+        pass
+    code = proc.wait()
     stderr_text = proc.stderr.read().decode(errors="replace")
     shutil.rmtree(home, ignore_errors=True)
     if stderr_text:

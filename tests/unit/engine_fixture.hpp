@@ -19,6 +19,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
 
+#include <chrono>
 #include <cstdlib>
 #include <deque>
 #include <filesystem>
@@ -150,13 +151,15 @@ inline std::string temp_root() {
 // One "process": its own store handle, reference service and engine over a shared root.
 struct Process {
   Process(const std::string& root, support::Config& config, llm::Provider& provider, asio::io_context& io,
-          asio::thread_pool& pool, store::Generation generation)
-      : store([root, generation] {
+          asio::thread_pool& pool, store::Generation generation,
+          std::chrono::milliseconds lock_timeout = store::StoreOptions{}.lock_timeout)
+      : store([root, generation, lock_timeout] {
           store::StoreOptions o;
           o.root = root + "/store";
           o.cache_dir = root + "/cache";
           o.encoding = store::Encoding::none;
           o.default_generation = generation;
+          o.lock_timeout = lock_timeout;
           return std::make_unique<store::SessionStore>(o);
         }),
         references(std::make_shared<handlers::StoreSessionSource>(store), refs::Config{}),
@@ -180,7 +183,9 @@ struct Fixture {
     std::error_code ec;
     fs::remove_all(root, ec);
   }
-  std::unique_ptr<Process> process() { return std::make_unique<Process>(root, config, provider, io, pool, generation); }
+  std::unique_ptr<Process> process() {
+    return std::make_unique<Process>(root, config, provider, io, pool, generation, lock_timeout);
+  }
 
   template <class T> T run(asio::awaitable<T> work) {
     std::optional<T> out;
@@ -214,6 +219,8 @@ struct Fixture {
   support::Config config;
   FakeProvider provider;
   store::Generation generation;
+  /// How long the processes made from now on wait for a session's lock.
+  std::chrono::milliseconds lock_timeout = store::StoreOptions{}.lock_timeout;
   asio::io_context io;
   asio::thread_pool pool{4};
 };

@@ -56,12 +56,34 @@ export function frameProblem(v) {
   return null;
 }
 
-function waitWithTimeout(promise, ms, what) {
-  let timer;
-  return Promise.race([
-    promise,
-    new Promise((_, rej) => { timer = setTimeout(() => rej(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms); }),
-  ]).finally(() => clearTimeout(timer));
+// How long a wait goes on before it says so on stderr. Only a diagnostic: a wait never fails by
+// taking long (a loaded machine is slow, not wrong); a wait that never ends is caught by CTest's
+// TIMEOUT, and this line then names what the test was waiting for.
+const SLOW_WAIT_MS = 10_000;
+
+/** `promise`, with a note on stderr (every SLOW_WAIT_MS) while it is still pending. */
+export function waitNoting(promise, what) {
+  const since = performance.now();
+  const timer = setInterval(() => {
+    process.stderr.write(`# still waiting for ${what} after ${Math.round(performance.now() - since)} ms\n`);
+  }, SLOW_WAIT_MS);
+  timer.unref();
+  return promise.finally(() => clearInterval(timer));
+}
+
+/** Polls `probe` every few milliseconds until it returns something truthy (which it resolves to). */
+export async function until(probe, what, everyMs = 5) {
+  const since = performance.now();
+  let noted = since;
+  for (;;) {
+    const v = await probe();
+    if (v) return v;
+    if (performance.now() - noted > SLOW_WAIT_MS) {
+      noted = performance.now();
+      process.stderr.write(`# still waiting for ${what} after ${Math.round(noted - since)} ms\n`);
+    }
+    await sleep(everyMs);
+  }
 }
 
 /** The client methods a test may answer (connectSdk's `handlers`), by the SDK's method names. */
@@ -87,7 +109,9 @@ export class Agent {
     this.home = mkdtempSync(path.join(tmpdir(), 'dsh-acp-e2e-'));
     // --store may be repeated (every root is listed): a test that names its own root gets only that one.
     const ownStore = args.indexOf('--store');
-    this.storeDir = ownStore >= 0 ? args[ownStore + 1] : path.join(this.home, 'sessions');
+    // With defaultPaths the server's root is under DSH_ACP_HOME (the test's, when it names one).
+    this.storeDir = ownStore >= 0 ? args[ownStore + 1]
+      : path.join(defaultPaths ? (env.DSH_ACP_HOME ?? this.home) : this.home, 'sessions');
     this.logFile = path.join(this.home, 'dsh-acp.log');
     const paths = defaultPaths ? [] : [...(ownStore >= 0 ? [] : ['--store', this.storeDir]), '--log-file', this.logFile];
     this.args = ['--provider', 'echo', ...paths, ...args];
@@ -186,13 +210,16 @@ export class Agent {
     return this.writeRaw(JSON.stringify(value) + '\n');
   }
 
-  /** Waits for the first frame (at or after frame index `from`) matching `pred`; resolves to the entry. */
-  nextFrame(pred, { from = 0, timeout = 5000, what = 'a frame' } = {}) {
+  /**
+   * Waits for the first frame (at or after frame index `from`) matching `pred`; resolves to the entry.
+   * Rejects only when stdout ends first.
+   */
+  nextFrame(pred, { from = 0, what = 'a frame' } = {}) {
     const found = this.frames.find((e) => e.index >= from && pred(e.frame));
     if (found) return Promise.resolve(found);
     if (this.stdoutEnded) return Promise.reject(new Error(`stdout ended before ${what}`));
     const p = new Promise((resolve, reject) => this.waiters.push({ pred, from, resolve, reject, what }));
-    return waitWithTimeout(p, timeout, what);
+    return waitNoting(p, what);
   }
 
   /** Waits for the response with the given id (frames at or after `from`). Resolves to the frame. */
@@ -205,12 +232,12 @@ export class Agent {
   }
 
   /** Sends a request in raw mode and waits for its response frame. */
-  async call(method, params, { id = this.nextId++, timeout = 5000 } = {}) {
+  async call(method, params, { id = this.nextId++ } = {}) {
     const from = this.frames.length;
     const msg = { jsonrpc: '2.0', id, method };
     if (params !== undefined) msg.params = params;
     await this.send(msg);
-    return this.response(id, { from, timeout });
+    return this.response(id, { from });
   }
 
   /** Sends a notification in raw mode. */
@@ -328,19 +355,15 @@ export class Agent {
   /**
    * Resolves once the session's log holds `count` turn/start events: that prompt is running (its
    * turn is logged before the model is called). The event a test waits for instead of a fixed
-   * sleep; the log is re-read as it grows, and `timeout` only bounds a failure.
+   * sleep; the log is re-read as it grows.
    */
-  async turnStarted(sessionId, count = 1, { timeout = 5000 } = {}) {
-    const deadline = performance.now() + timeout;
-    while (this.turnCount(sessionId) < count) {
-      if (performance.now() > deadline) throw new Error(`turn ${count} of ${sessionId} did not start within ${timeout} ms`);
-      await new Promise((r) => setTimeout(r, 5));
-    }
+  async turnStarted(sessionId, count = 1) {
+    await until(() => this.turnCount(sessionId) >= count, `turn ${count} of ${sessionId} to start`);
   }
 
-  /** Waits for the process to exit; rejects after `timeout` ms. */
-  waitExit(timeout = 5000) {
-    return waitWithTimeout(this.exited, timeout, 'process exit');
+  /** Waits for the process to exit and its stdout to be read to the end. */
+  waitExit() {
+    return waitNoting(this.exited, 'the process to exit');
   }
 
   log() {
@@ -360,7 +383,7 @@ export class Agent {
     try {
       if (this.connection) { try { this.connection.close(); } catch { /* closed */ } }
       this.closeStdin();
-      const { code, signal } = await this.waitExit(5000);
+      const { code, signal } = await this.waitExit();
       assert.equal(signal, null, `exited by signal ${signal}; stderr: ${this.stderr}`);
       assert.equal(code, 0, `exit code ${code}; stderr: ${this.stderr}`);
       this.assertFramesOnly();

@@ -8,7 +8,7 @@ import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import path from 'node:path';
-import { BIN, REPO_ROOT } from './agent.mjs';
+import { BIN, REPO_ROOT, until } from './agent.mjs';
 
 let ADMIN = process.env.DSH_ACP_TEST_PG;
 
@@ -122,12 +122,7 @@ export function storedEvents(db, id, owner = null) {
 }
 
 /** Resolves once the session holds `count` turn/start events (its prompt is running). */
-export async function turnStarted(db, id, count = 1, timeout = 5000) {
-  const deadline = performance.now() + timeout;
-  for (;;) {
-    const n = Number(psql(db, `SELECT count(*) FROM dsh_acp.events WHERE session_id = '${id}' AND type = 'turn/start'`));
-    if (n >= count) return;
-    if (performance.now() > deadline) throw new Error(`turn ${count} of ${id} did not start within ${timeout} ms`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
+export async function turnStarted(db, id, count = 1) {
+  await until(() => Number(psql(db, `SELECT count(*) FROM dsh_acp.events WHERE session_id = '${id}' AND type = 'turn/start'`)) >= count,
+    `turn ${count} of ${id} to start`, 20);
 }
