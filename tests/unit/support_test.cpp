@@ -12,7 +12,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <future>
@@ -20,6 +22,7 @@
 #include <sys/syscall.h>
 #include <cstdlib>
 #include <limits>
+#include <set>
 #include <string>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -242,6 +245,67 @@ BOOST_AUTO_TEST_CASE(work_runs_at_lowered_priority_and_the_caller_keeps_its_own)
   }  // the destructor ran the queued work and joined
   BOOST_TEST(nice.get() == std::min(mine + 10, 19));
   BOOST_TEST(thread_nice() == mine);
+}
+
+long this_thread_id() { return ::syscall(SYS_gettid); }
+
+/// The ids of this process's threads now.
+std::set<long> thread_ids() {
+  std::set<long> out;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task"))
+    out.insert(std::stol(entry.path().filename().string()));
+  return out;
+}
+
+BOOST_AUTO_TEST_CASE(threads_start_with_the_first_work_not_before) {
+  acp::support::BackgroundThreads threads(3);
+  const boost::asio::any_io_executor executor = threads.executor();
+  const std::set<long> before = thread_ids();  // constructed, executor handed out, nothing posted
+  std::promise<long> ran;
+  boost::asio::post(executor, [&] { ran.set_value(this_thread_id()); });
+  const long worker = ran.get_future().get();
+  BOOST_TEST(worker != this_thread_id());
+  BOOST_TEST(!before.contains(worker));
+}
+
+/// Whether SIGTERM is blocked on a thread of BackgroundThreads(1, false, block_signals).
+bool worker_blocks_sigterm(bool block_signals) {
+  std::promise<bool> blocked;
+  {
+    acp::support::BackgroundThreads threads(1, /*lowered=*/false, block_signals);
+    boost::asio::post(threads.executor(), [&] {
+      sigset_t now;
+      ::pthread_sigmask(SIG_SETMASK, nullptr, &now);
+      blocked.set_value(::sigismember(&now, SIGTERM) == 1);
+    });
+  }
+  return blocked.get_future().get();
+}
+
+BOOST_AUTO_TEST_CASE(workers_block_signals_when_asked_and_the_caller_keeps_its_mask) {
+  sigset_t mine;
+  ::pthread_sigmask(SIG_SETMASK, nullptr, &mine);
+  BOOST_REQUIRE(::sigismember(&mine, SIGTERM) == 0);
+  BOOST_TEST(worker_blocks_sigterm(true));
+  BOOST_TEST(!worker_blocks_sigterm(false));  // the constructor's mask: a lock wait's signal reaches it
+  // ... even when the first work comes from a thread that blocks every signal.
+  std::promise<bool> blocked;
+  {
+    acp::support::BackgroundThreads unblocked(1, /*lowered=*/false);
+    acp::support::BackgroundThreads blocking(1, /*lowered=*/false, /*block_signals=*/true);
+    boost::asio::post(blocking.executor(), [&] {
+      boost::asio::post(unblocked.executor(), [&] {
+        sigset_t now;
+        ::pthread_sigmask(SIG_SETMASK, nullptr, &now);
+        blocked.set_value(::sigismember(&now, SIGTERM) == 1);
+      });
+    });
+    blocking.join();
+  }
+  BOOST_TEST(!blocked.get_future().get());
+  sigset_t after;
+  ::pthread_sigmask(SIG_SETMASK, nullptr, &after);
+  BOOST_TEST(::sigismember(&after, SIGTERM) == 0);
 }
 
 BOOST_AUTO_TEST_CASE(queued_work_finishes_before_the_threads_are_joined) {
