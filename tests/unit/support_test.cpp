@@ -5,6 +5,7 @@
 #include "support/json_number.hpp"
 #include "support/log.hpp"
 #include "support/paths.hpp"
+#include "support/sha256.hpp"
 #include "support/utf8.hpp"
 
 #include <boost/asio/post.hpp>
@@ -227,6 +228,41 @@ BOOST_AUTO_TEST_CASE(make_dirs_creates_every_missing_level_with_the_mode) {
   BOOST_TEST(::stat((base + "/p/q").c_str(), &st) == 0);
   BOOST_TEST(!make_dirs("", 0700));
   std::system(("rm -rf '" + base + "'").c_str());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(support_sha256)
+
+std::string hex_of(const Sha256::Digest& d) {
+  return hex_encode(std::string_view(reinterpret_cast<const char*>(d.data()), d.size()));
+}
+
+BOOST_AUTO_TEST_CASE(fips_180_examples) {
+  BOOST_TEST(hex_of(sha256("")) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  BOOST_TEST(hex_of(sha256("abc")) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  BOOST_TEST(hex_of(sha256("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq")) ==
+             "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  const std::string million(1'000'000, 'a');
+  BOOST_TEST(hex_of(sha256(million)) == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+  BOOST_TEST(hex_of(detail::sha256_portable(million)) == hex_of(sha256(million)));
+}
+
+BOOST_AUTO_TEST_CASE(any_split_and_both_implementations_agree) {
+  std::string text;
+  for (int i = 0; i < 300; ++i) text.push_back(char(i * 7 + 3));
+  for (std::size_t n = 0; n <= text.size(); n += 1 + n / 8) {  // lengths around every block boundary
+    const std::string_view whole = std::string_view(text).substr(0, n);
+    const Sha256::Digest once = sha256(whole);
+    BOOST_TEST(hex_of(detail::sha256_portable(whole)) == hex_of(once));
+    for (std::size_t cut = 0; cut <= n; cut += 1 + cut / 4) {
+      Sha256 running;
+      running.update(whole.substr(0, cut));
+      (void)running.digest();  // a digest along the way leaves the running state alone
+      running.update(whole.substr(cut));
+      BOOST_TEST(hex_of(running.digest()) == hex_of(once), "length " << n << ", cut at " << cut);
+    }
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()
