@@ -10,16 +10,28 @@
                   functions), a postgresql:// store is a start-up error: exit 2, nothing on stdout,
                   one message that names the store and libpq (no loader failure, no crash); `dsh-acp
                   store` says the same, and a password in the URL is still refused and never shown
+  https           a prompt to an HTTPS model on loopback (a certificate of a CA made here, --ca-file)
+                  is answered through OpenSSL opened at run time: libssl is not mapped after
+                  initialize and session/new, and is after the answer
+  libssl-missing  with DSH_ACP_LIBSSL naming a file that does not exist, that prompt fails with a
+                  message naming libssl (the server goes on: the next request is answered), and
+                  nothing else changes: start-up, sessions, the echo model
 Usage: startup_test.py BUILD/dsh-acp needed --allow PATTERN...
-       startup_test.py BUILD/dsh-acp mapped|libpq-missing
+       startup_test.py BUILD/dsh-acp mapped|libpq-missing|https|libssl-missing
 """
 import fnmatch
+import http.server
 import json
 import os
 import shutil
+import ssl
 import subprocess
 import sys
 import tempfile
+import threading
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "crash"))
+from acp_client import Client  # noqa: E402
 
 INITIALIZE = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}}) + "\n"
 
@@ -131,6 +143,93 @@ def check_libpq_missing(binary):
         shutil.rmtree(home, ignore_errors=True)
 
 
+class ChatServer(http.server.BaseHTTPRequestHandler):
+    """POST .../chat/completions: one short streamed answer."""
+    protocol_version = "HTTP/1.1"
+    ANSWER = "answered over TLS"
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers["Content-Length"]))
+        chunks = [{"choices": [{"index": 0, "delta": {"content": self.ANSWER}, "finish_reason": None}]},
+                  {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}]
+        data = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data.encode())
+
+    def log_message(self, *args):
+        pass
+
+
+def make_certificates(directory):
+    """A CA and a leaf certificate for 127.0.0.1 signed by it (the openssl command line)."""
+    def sh(*args):
+        r = subprocess.run(["openssl", *args], cwd=directory, capture_output=True, text=True)
+        if r.returncode != 0:
+            fail(f"openssl {' '.join(args)}: {r.stderr}")
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    sh("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=dsh-acp-test-CA",
+       "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+    with open(os.path.join(directory, "ext.cnf"), "w") as f:
+        f.write("subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n")
+    sh("req", *ec, "-keyout", "leaf.key", "-out", "leaf.csr", "-subj", "/CN=localhost")
+    sh("x509", "-req", "-in", "leaf.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-days", "2",
+       "-out", "leaf.pem", "-extfile", "ext.cnf")
+    return os.path.join(directory, "ca.pem"), os.path.join(directory, "leaf.pem"), os.path.join(directory, "leaf.key")
+
+
+def mapped_libssl(pid):
+    with open(f"/proc/{pid}/maps") as f:
+        return sorted({line.split()[5] for line in f if len(line.split()) > 5 and "libssl" in line.split()[5]})
+
+
+def check_https(binary, missing_libssl):
+    home = tempfile.mkdtemp(prefix="dsh-acp-https-")
+    server = None
+    try:
+        ca, cert, key = make_certificates(home)
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(cert, key)
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), ChatServer)
+        server.socket = context.wrap_socket(server.socket, server_side=True)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        url = f"https://127.0.0.1:{server.server_address[1]}/v1"
+        env = {"OPENAI_API_KEY": "test-key", "DSH_HOME": os.path.join(home, "none")}
+        if missing_libssl:
+            env["DSH_ACP_LIBSSL"] = os.path.join(home, "no-such-dir", "libssl.so.3")
+        c = Client(binary, home, ["--provider", "openai", "--base-url", url, "--ca-file", ca, "--model", "m1",
+                                  "--max-retries", "0"], env=env)
+        c.initialize()
+        sid = c.ok("session/new", {"cwd": home, "mcpServers": []})["sessionId"]
+        if mapped_libssl(c.proc.pid):
+            fail(f"libssl mapped before any HTTPS request: {mapped_libssl(c.proc.pid)}")
+        r = c.call("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "hello"}]}, timeout=60)
+        said = "".join(u.get("content", {}).get("text", "") for u in c.updates(sid, "agent_message_chunk"))
+        if missing_libssl:
+            shown = json.dumps(r) + said
+            if "libssl" not in shown or "cannot be loaded" not in shown:
+                fail(f"the prompt's failure does not say libssl cannot be loaded: {r} {said!r}")
+            if mapped_libssl(c.proc.pid):
+                fail("libssl mapped although DSH_ACP_LIBSSL names no file")
+            c.ok("session/new", {"cwd": home, "mcpServers": []})  # the server goes on
+            print(f"without libssl the prompt fails: {shown[:300]}")
+        else:
+            if r.get("result", {}).get("stopReason") != "end_turn" or ChatServer.ANSWER not in said:
+                fail(f"no answer over TLS: {r} {said!r}; stderr {c.stderr_text()}")
+            if not mapped_libssl(c.proc.pid):
+                fail("answered over TLS but libssl is not mapped: what answered?")
+            print(f"answered over TLS via {mapped_libssl(c.proc.pid)}")
+        if c.close() != 0:
+            fail("non-zero exit")
+    finally:
+        if server:
+            server.shutdown()
+            server.server_close()
+        shutil.rmtree(home, ignore_errors=True)
+
+
 def main():
     if len(sys.argv) < 3:
         sys.exit(__doc__)
@@ -141,6 +240,8 @@ def main():
         check_mapped(binary)
     elif mode == "libpq-missing":
         check_libpq_missing(binary)
+    elif mode in ("https", "libssl-missing"):
+        check_https(binary, mode == "libssl-missing")
     else:
         sys.exit(__doc__)
 
