@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Process-level benchmarks of contracts §6 against the real binary (echo provider, temp store).
+"""Process-level benchmarks of docs/decisions.md#benchmarks against the real binary (echo provider, temp store).
 
 Prints, each with what it includes:
   spawn -> initialize  process start to the initialize response, median of 50 spawns

@@ -25,7 +25,8 @@ def fs_type(path):
 
 
 class Zstd:
-    """Standard zstd frames with content checksums (harness-compat §1.7) through the system libzstd."""
+    """Standard zstd frames with content checksums through the system libzstd
+    (docs/store-format.md#encodings-and-zstd-framing)."""
 
     def __init__(self):
         lib = ctypes.CDLL(ctypes.util.find_library("zstd") or "libzstd.so.1")

@@ -1,4 +1,4 @@
-// bench_compaction: the "compaction" figure of contracts §6.
+// bench_compaction: the "compaction" figure of docs/decisions.md#benchmarks.
 //
 // A stored session of N messages (default 10,000: N/2 prompt turns of a ~200-byte user message and
 // a ~200-byte assistant answer, written straight through the store, not timed) is compacted with
@@ -182,7 +182,7 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--messages")) messages = std::strtoul(argv[i + 1], nullptr, 10);
     else if (!std::strcmp(argv[i], "--runs")) runs = std::atoi(argv[i + 1]);
   }
-  std::printf("compaction of a %zu-message session on the echo model (contracts §6): wall time of /compact minus the\n"
+  std::printf("compaction of a %zu-message session on the echo model (docs/decisions.md#benchmarks): wall time of /compact minus the\n"
               "model's stream time (plan, summariser request, compact/start, fsynced summary+checkpoint+end), minimum of %d runs;\n"
               "log bytes appended; the request of a prompt before and after (UTF-8 bytes, estimated tokens)\n",
               messages, runs);

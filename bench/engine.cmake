@@ -1,4 +1,4 @@
-# bench_compaction: the compaction figure of contracts §6 (a 10,000-message session condensed on
+# bench_compaction: the compaction figure of docs/decisions.md#benchmarks (a 10,000-message session condensed on
 # the echo model, model time excluded). Included from bench/CMakeLists.txt.
 add_executable(bench_compaction ${CMAKE_CURRENT_LIST_DIR}/compaction_bench.cpp)
 target_link_libraries(bench_compaction PRIVATE acp_handlers acp_engine)

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Isolation benchmark of contracts §6 / issue 8 against the real binary (echo provider, temporary store).
+"""Isolation benchmark of docs/decisions.md#benchmarks / issue 8 against the real binary (echo provider,
+temporary store).
 
 One server process, one stdio connection, four kinds of session on it:
   A, B   prompts that mention a different 200 MB stored source session each (reference preparation

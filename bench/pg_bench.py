@@ -68,7 +68,7 @@ BIG_CWD = "/bench/pg/big"  # the replay and reference sessions: a bucket of thei
 ROLE = "dsh_bench"
 
 # (key, label, comparison, target, unit): the issue's targets, which the PostgreSQL column is held to;
-# the file column is shown beside it (its own targets are contracts §6's, in store_bench.py).
+# the file column is shown beside it (its own targets are docs/decisions.md#benchmarks's, in store_bench.py).
 FIGURES = [
     ("rt", "prompt round trips, 1 session", ">=", 500, "/s"),
     ("list_warm", "session/list 10k, warm", "<=", 10, "ms"),

@@ -1,4 +1,4 @@
-// bench_prepare: the in-memory prepare figure of contracts.md §6.
+// bench_prepare: the in-memory prepare figure of docs/decisions.md#benchmarks.
 //
 // For N = 1k … 1M messages of 200 bytes in one source already in memory (a folded SurfaceSnapshot, as
 // the store hands it over), it times render_context(): projection + retention under the default

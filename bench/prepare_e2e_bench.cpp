@@ -1,4 +1,4 @@
-// bench_prepare_e2e: the "prepare (end to end) from a stored log" figure of contracts §6.
+// bench_prepare_e2e: the "prepare (end to end) from a stored log" figure of docs/decisions.md#benchmarks.
 //
 // For 1, 10 and 200 MB sources in a raw and a zstd store it times SessionReferenceService::prepare()
 // of one message that references the source: read (stream + decompress) + fold + project + retain +
@@ -10,12 +10,12 @@
 // returned. MB/s is plaintext log bytes per second (the zstd file is smaller); the minimum of
 // several runs is the figure, as with the other benches on this shared machine.
 //
-// Each source exists in both store generations (issue 15): the 45fc root (flat layout, 45fc
-// shapes) and a 0.1 root holding the same turns in the 0.1 layout and 0.1.1 shapes (step/start
-// before the claimed user/message, ids on messages, the assistant/message envelope). The 0.1 raw
-// source is what our writer puts into a 0.1 root; the 0.1 zstd source packs each turn's text
-// deltas into one text-chunks row (harness-0.1 §3.5), as 0.1.1 writes by default, so a MB of it
-// holds more turns than a MB of the unpacked logs.
+// Each source exists in both store generations (issue 15): the 45fc root (flat layout, 45fc shapes) and a 0.1
+// root holding the same turns in the 0.1 layout and 0.1.1 shapes (step/start before the claimed user/message,
+// ids on messages, the assistant/message envelope). The 0.1 raw source is what our writer puts into a 0.1
+// root; the 0.1 zstd source packs each turn's text deltas into one text-chunks row
+// (docs/store-format.md#packed-chunk-rows), as 0.1.1 writes by default, so a MB of it holds more turns than a
+// MB of the unpacked logs.
 #include "refs/service.hpp"
 #include "refs/streaming_projection.hpp"
 
@@ -138,7 +138,7 @@ std::uint64_t write_source(store::SessionStore& s, const std::string& id, std::u
   return written;
 }
 
-// The key a delta event packs under (harness-compat §1.6): its chunk kind, turn, step and index;
+// The key a delta event packs under (docs/store-format.md#packed-chunk-rows): its chunk kind, turn, step and index;
 // empty for any other event.
 std::string pack_key(const json::object& e) {
   if (store::string_at(e, "type") != "assistant/chunk") return {};
@@ -191,7 +191,8 @@ enum class Gen { v45fc, v01 };
 
 // Writes the source session of one figure into `root`; returns its plaintext size. A 0.1 zstd
 // source is written through a raw 0.1 store beside it (our writer never packs) and re-framed here
-// with its deltas packed, one frame per append batch, header frame first (harness-0.1 §7).
+// with its deltas packed, one frame per append batch, header frame first
+// (docs/store-format.md#encodings-and-zstd-framing).
 std::uint64_t make_source(const std::string& root, Gen gen, store::Encoding enc, std::uint64_t target,
                           std::int64_t& turns) {
   if (gen == Gen::v45fc || enc == store::Encoding::none) {

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Reads the BENCH-RESULT lines the benchmark programs printed (bench/run collects them in a file) and
-prints one table: every figure of contracts §6 and issues 11, 15, 16 and 17, what it includes, its target, the measured
-value and pass/miss. A figure whose program did not run or did not report shows "not measured".
+prints one table: every figure of docs/decisions.md#benchmarks and issues 11, 15, 16 and 17, what it
+includes, its target, the measured value and pass/miss. A figure whose program did not run or did not
+report shows "not measured".
 Usage: report.py RESULTS_FILE [--markdown]
 """
 import json
@@ -46,8 +47,8 @@ CATALOGUE = [
     ("replay_v01_zstd_rss_mb", "replay peak RSS, zstd (0.1)", "server VmHWM after the 100 MB 0.1 zstd load; target 2 x largest event + 32 MiB", LE, "limit", "MB"),
     ("replay_big_event_rss_mb", "replay peak RSS, one 20 MB event", "10 MB raw log holding one 20 MB user message", LE, "limit", "MB"),
 ]
-# Issue 15: >= 200 MB/s from either generation. The 45fc zstd figures keep contracts §6's 150; the 0.1
-# sources are held to the issue's 200 raw, and to 150 zstd like their 45fc twins.
+# Issue 15: >= 200 MB/s from either generation. The 45fc zstd figures keep docs/decisions.md#benchmarks's 150;
+# the 0.1 sources are held to the issue's 200 raw, and to 150 zstd like their 45fc twins.
 for gen, gen_key, gen_text in (("45fc", "", ""), ("0.1", "v01_", " (0.1)")):
     for enc, target in (("raw", 200), ("zstd", 150)):
         what = ("read + decompress + fold + project + retain + serialise from a stored log, fresh process, min of runs (bench_prepare_e2e)"
@@ -159,7 +160,7 @@ def main():
         for row in table:
             print("| " + " | ".join(c.replace("|", "\\|") for c in row) + " |")
     else:
-        print("summary (contracts §6, issues 11, 15, 16 and 17): figure, target, result, measured; then what the figure includes")
+        print("summary (docs/decisions.md#benchmarks, issues 11, 15, 16 and 17): figure, target, result, measured; then what the figure includes")
         w = max(len(r[0]) for r in table)
         t = max(len(r[2]) for r in table)
         for figure, includes, target, measured, verdict in table:

@@ -1,4 +1,4 @@
-# bench_store: listing / candidate index figures of contracts §6 (warm, cold, rebuild over 10,000
+# bench_store: listing / candidate index figures of docs/decisions.md#benchmarks (warm, cold, rebuild over 10,000
 # stored sessions) through the store library. Included from bench/CMakeLists.txt.
 add_executable(bench_store ${CMAKE_CURRENT_LIST_DIR}/store_bench.cpp)
 target_link_libraries(bench_store PRIVATE acp_store ${DSH_ZSTD})

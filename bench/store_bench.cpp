@@ -1,4 +1,4 @@
-// bench_store: the listing / candidate index figures of contracts §6 over 10,000 stored sessions.
+// bench_store: the listing / candidate index figures of docs/decisions.md#benchmarks over 10,000 stored sessions.
 //
 // Builds a temporary store of N sessions (default 10,000; argv[1] overrides) spread over 20 cwd
 // buckets, each log a small complete harness turn with a title, written directly (raw and zstd,
@@ -83,7 +83,7 @@ void make_dirs(const std::string& root, const std::string& dir) {
     fs::permissions(d, fs::perms::owner_all, fs::perm_options::replace);
 }
 
-// The same small finished session in 0.1.1 shapes and the 0.1 layout (harness-0.1 §1.2, §3.4, §4.5).
+// The same small finished session in 0.1.1 shapes and the 0.1 layout (docs/store-format.md#release-011-shapes).
 void write_v01_log(const std::string& root, Encoding enc, int i) {
   const std::string cwd = cwd_of(i), id = id_of(i);
   long long created = 1700000000000LL + i * 1000LL;

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Session-store benchmarks of contracts §6 against the real binary (echo provider, temporary store).
+"""Session-store benchmarks of docs/decisions.md#benchmarks against the real binary (echo provider, temporary store).
 
 Prints, each with what it includes:
   prompt round trips (fsync on)  request written -> response read, every session/update of the turn
@@ -37,7 +37,7 @@ import time
 
 from bench_common import EchoServer, Zstd, fs_type, result
 
-# The golden-log generator's 0.1.1 helpers (harness-0.1 §1.3 projectKey, encodeSegment, §3.5 packChunks).
+# The golden-log generator's 0.1.1 helpers (projectKey, encodeSegment, packChunks: docs/store-format.md).
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "data", "harness01"))
 from generate import encode_segment, pack, project_key  # noqa: E402
 
@@ -139,7 +139,8 @@ def long_conversation(home, prompts=300):
 
 def log_path(store, session_id, cwd, generation, zstd):
     """Where the log lives: 45fc `<root>/cwd-<sha256(cwd)[:12]>/<id>.jsonl[.zstd]`, 0.1
-    `<root>/--<projectKey(cwd)>--/<encodeSegment(id)>/session.jsonl[.zstd]` (harness-0.1 §1.2)."""
+    `<root>/--<projectKey(cwd)>--/<encodeSegment(id)>/session.jsonl[.zstd]`
+    (docs/store-format.md#project-layout-01)."""
     suffix = ".jsonl.zstd" if zstd else ".jsonl"
     if generation == "0.1":
         d = os.path.join(store, "--" + project_key(cwd) + "--", encode_segment(session_id))
@@ -159,9 +160,9 @@ def msg_id(turn, k):
 def write_log(store, target_bytes, session_id, cwd, big_event=0, zstd=None, generation="45fc", packed=False):
     """Raw JSONL, or with `zstd` one frame per turn (the header in a frame of its own) as the server appends.
     The same conversation in either generation: 45fc shapes and flat layout, or 0.1.1 shapes
-    (harness-0.1 §3.4: turn/start {turn}, user/message with role and id, assistant/message in its
-    `message` envelope) in the 0.1 layout, with `packed` runs of text deltas as one `text-chunks` row
-    (harness-0.1 §3.5, what 0.1.1 writes by default)."""
+    (docs/store-format.md#release-011-shapes: turn/start {turn}, user/message with role and id,
+    assistant/message in its `message` envelope) in the 0.1 layout, with `packed` runs of text deltas
+    as one `text-chunks` row (docs/store-format.md#packed-chunk-rows, what 0.1.1 writes by default)."""
     v01 = generation == "0.1"
     path = log_path(store, session_id, cwd, generation, zstd)
     enc = (lambda text: zstd.frame(text.encode())) if zstd else (lambda text: text.encode())
@@ -190,7 +191,7 @@ def write_log(store, target_bytes, session_id, cwd, big_event=0, zstd=None, gene
 
             big = big_event and size >= target_bytes // 2 and largest < big_event
             question = [{"type": "text", "text": f"question {turn}: " + (word * (big_event // len(word) + 1) if big else word * 4)}]
-            if v01:  # harness-0.1 §4.5: step/start, then the claimed user/message
+            if v01:  # docs/store-format.md#release-011-shapes: step/start, then the claimed user/message
                 ev("turn/start", {"turn": turn})
                 ev("step/start", {"turn": turn, "step": 1})
                 ev("user/message", {"content": question, "source": {"kind": "user"}, "role": "user",

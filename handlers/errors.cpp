@@ -20,7 +20,7 @@ jsonrpc::RpcError to_rpc_error(std::exception_ptr error) {
   } catch (const engine::InvalidInput& e) {
     return jsonrpc::invalid_params(e.path(), e.what());
   } catch (const engine::ProviderFailed& e) {
-    // 401/403 name the provider (contracts §2); its own message stays in the log's turn/end.
+    // 401/403 name the provider (docs/decisions.md#errors-on-the-wire); its own message stays in the log's turn/end.
     if (e.code() == "AUTH_REQUIRED") return jsonrpc::auth_required(e.provider());
     return jsonrpc::provider_failure(e.code(), e.what(), e.http_status());
   } catch (const refs::SessionReferenceError& e) {

@@ -74,9 +74,10 @@ protocol::ToolCall reference_card(std::int64_t snapshot_seq, const json::object&
   card.content = std::vector<protocol::ToolCallContent>{
       protocol::ToolContent{protocol::TextContent{lines, std::nullopt, std::nullopt}}};
   card.rawInput = json::object{{"references", std::move(raw_refs)}};
-  // The record as harness-compat §5.8 defines it. A 0.1 root stores it with 0.1.1's form:"recall"
-  // (harness-0.1 §6.2), which the live card (built before the record is written) never has: the
-  // replayed card is the same in both layouts.
+  // The record as docs/session-references.md#data-object-and-source-record defines it. A 0.1
+  // root stores it with 0.1.1's form:"recall" (docs/session-references.md#in-the-log), which the
+  // live card (built before the record is written) never has: the replayed card is the same in both
+  // layouts.
   json::object meta = source;
   meta.erase("form");
   card._meta = json::object{{"dsh-acp/sessionReference", std::move(meta)}};

@@ -66,7 +66,7 @@ boost::asio::awaitable<protocol::ListSessionsResponse> session_list(HandlerConte
     info.sessionId = row.header.id;
     info.cwd = *row.header.cwd;
     // Titles other programs wrote may be long or hold escape sequences: listed cleaned and cut as
-    // the original's fallback titles are (contracts §4).
+    // the original's fallback titles are (docs/store-format.md#titles).
     if (row.title) {
       std::string title = store::listed_title(*row.title);
       if (!title.empty() || row.title->empty()) info.title = std::move(title);

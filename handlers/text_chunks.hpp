@@ -1,5 +1,5 @@
 // No session/update frame we write exceeds kMaxNotificationBytes (32 KiB), so line-limited clients
-// (the Python SDK reads at most 64 KiB per line) can read every one (contracts §4). Message text
+// (the Python SDK reads at most 64 KiB per line) can read every one (docs/decisions.md#update-frames). Message text
 // longer than a frame holds is split into several chunks of the same kind. Text is measured as it is
 // written, JSON-escaped — an ESC of coloured terminal output takes six bytes (\u001b), a quote or
 // backslash two — and cut on code-point boundaries: joined, the chunks are the text exactly.

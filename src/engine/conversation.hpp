@@ -1,7 +1,7 @@
 // The conversation a model request carries, derived from the session log in this one place.
 //
 // Fed every normalised log event in seq order (events read back from disk and the records this
-// process appends alike), it keeps the current surface (harness-compat §2.1: appends, and replaces
+// process appends alike), it keeps the current surface (docs/store-format.md#folding: appends, and replaces
 // written by compaction) as request messages, and knows which turn each surface message belongs to,
 // so a refused turn (turn/end error with code CONTENT_FILTER) drops out of every later request (ACP
 // `refusal`: the prompt and everything after it in that turn leave the context). An injected

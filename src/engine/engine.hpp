@@ -321,7 +321,7 @@ private:
   /// Reads the conversation back from the log; false when `stop` ended the read.
   boost::asio::awaitable<bool> refresh_conversation(Session& session, std::int64_t log_events,
                                                     const std::stop_token& stop);
-  /// One compaction inside the open turn of `log` (harness-compat §1.5); observes what it writes.
+  /// One compaction inside the open turn of `log` (docs/store-format.md#compaction); observes what it writes.
   boost::asio::awaitable<CompactResult> run_compaction(const std::shared_ptr<Session>& session, TurnLog& log,
                                                        const std::shared_ptr<Turn>& turn, TurnObserver& observer,
                                                        const std::string& focus, bool manual);

@@ -6,6 +6,7 @@
 #include "support/event.hpp"
 #include "support/json_text.hpp"
 #include "support/log.hpp"
+#include "tools/catalog.hpp"
 
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -59,6 +60,11 @@ std::string offered_description(const mcp::Tool& tool, const std::string& server
 }
 
 } // namespace
+
+std::size_t max_session_mcp_tools() {
+  static const std::size_t n = kMaxRequestTools - std::min(kMaxRequestTools, tools::builtin_tools().size());
+  return n;
+}
 
 std::string mcp_tool_name(std::string_view server, std::string_view tool) {
   std::string name = "mcp__" + sanitised(server) + "__" + sanitised(tool);
@@ -122,7 +128,7 @@ asio::awaitable<void> McpTools::start(asio::any_io_executor executor_in, std::ve
 
 void McpTools::add_tools(std::size_t index) {
   Entry& entry = *entries_[index];
-  std::size_t left_out = 0;
+  std::size_t left_out = 0, left_out_by_count = 0;
   for (const auto& tool : entry.server->tools()) {
     std::string name = mcp_tool_name(entry.name, tool.name);
     std::string plain = name;
@@ -130,6 +136,10 @@ void McpTools::add_tools(std::size_t index) {
     for (int n = 2; offered_.contains(name); ++n) {
       std::string suffix = "_" + std::to_string(n);
       name = plain.substr(0, std::min(plain.size(), kMaxNameBytes - suffix.size())) + suffix;
+    }
+    if (offered_.size() >= max_session_mcp_tools()) {
+      ++left_out_by_count;
+      continue;
     }
     std::size_t bytes = name.size() + offered_description(tool, entry.name).size() + tool.input_schema.size();
     if (bytes > kMaxToolBytes - offered_bytes_) {
@@ -149,6 +159,11 @@ void McpTools::add_tools(std::size_t index) {
     log::warn("MCP server \"" + entry.name + "\": " + std::to_string(left_out) + " of its " +
               std::to_string(entry.server->tools().size()) + " tool(s) left out: the session's MCP tool names, " +
               "descriptions and schemas are limited to " + std::to_string(kMaxToolBytes >> 10) + " KiB");
+  if (left_out_by_count > 0)
+    log::warn("MCP server \"" + entry.name + "\": " + std::to_string(left_out_by_count) + " of its " +
+              std::to_string(entry.server->tools().size()) + " tool(s) left out: a session offers at most " +
+              std::to_string(max_session_mcp_tools()) + " MCP tools (with the built-in ones, the " +
+              std::to_string(kMaxRequestTools) + " functions a model request may carry)");
 }
 
 std::vector<llm::ToolDefinition> McpTools::definitions() const {

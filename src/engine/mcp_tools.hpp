@@ -4,7 +4,7 @@
 // with its stderr tail and left out, the session works without it), called with the call's
 // cancellation, and stopped with the session (close, delete, shutdown). A server that dies later
 // withdraws its tools; a call in flight then gets an error result. What is offered is bounded: at
-// most mcp::kMaxTools per server, kMaxToolBytes for the whole set. Lives on the connection thread.
+// most mcp::kMaxTools per server, max_session_mcp_tools() and kMaxToolBytes for the whole set. Lives on the connection thread.
 #pragma once
 
 #include "engine/tool_runner.hpp"
@@ -35,6 +35,12 @@ namespace acp::engine {
 /// Bytes of the MCP tools' names, descriptions and schemas offered in one session: every model
 /// request carries them. A tool that would pass it is left out (logged once per server).
 inline constexpr std::size_t kMaxToolBytes = 256u << 10;
+/// Functions one model request may carry: DeepSeek's and OpenAI's chat APIs take at most 128. The
+/// session's MCP tools, all servers together, get what the built-in tools leave of it; the rest
+/// are left out (logged once per server), so no request is refused for its tool count.
+inline constexpr std::size_t kMaxRequestTools = 128;
+/// MCP tools offered in one session: kMaxRequestTools less the built-in tools.
+std::size_t max_session_mcp_tools();
 
 /// `mcp__<server>__<tool>` (the name offered to the model), made a valid OpenAI function name:
 /// characters outside [A-Za-z0-9_-] become `_`, cut to 64 bytes.

@@ -2,7 +2,8 @@
 // session/load and session/resume. The harness's approval vocabulary (approval/decided: allowed-once,
 // rejected, cancelled, unavailable) has no "always", and is not ours to extend: the choice is a
 // type of our own, `dsh-acp/permission-rule`, marked `ignorable: true` so harness 0.1.1 (which
-// refuses unknown types otherwise, harness-0.1 §3.2) skips it. schemas/permission-rule.schema.json.
+// refuses unknown types otherwise, docs/store-format.md#release-011-shapes) skips it.
+// schemas/permission-rule.schema.json.
 //   {"type":"dsh-acp/permission-rule","seq":N,"time":T,"data":{"tool":"bash","commandPrefix":"npm test","decision":"allow"},"ignorable":true}
 //   {"type":"dsh-acp/permission-rule","seq":N,"time":T,"data":{"tool":"bash","command":"rm old.log","decision":"allow"},"ignorable":true}
 #pragma once

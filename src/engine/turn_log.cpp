@@ -39,7 +39,7 @@ json::object block_object(const TextBlock& b) {
   return json::object{{"type", "tool-call"}, {"id", b.call_id}, {"name", b.call_name}, {"arguments", b.text}};
 }
 
-// cacheReadTokens only when the provider reported it (contracts §4).
+// cacheReadTokens only when the provider reported it (docs/decisions.md#session-store).
 json::object usage_object(const llm::Usage& u) {
   json::object o{{"inputTokens", u.input_tokens}, {"outputTokens", u.output_tokens}};
   if (u.cached_input_tokens) o["cacheReadTokens"] = *u.cached_input_tokens;

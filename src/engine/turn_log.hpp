@@ -1,5 +1,5 @@
 // Writing one prompt turn to the session log in the shapes the harness agent loop writes
-// (harness-compat §1.4, §1.9; contracts §4), split by thread:
+// (docs/store-format.md#how-a-prompt-turn-is-written, docs/decisions.md#session-store), split by thread:
 //
 // - ChunkBuffer lives on the connection thread: it turns streamed deltas into assistant/chunk
 //   events (block-start, deltas, block-end) and says when a batch is due (100 ms old, or
@@ -32,7 +32,7 @@
 
 namespace acp::engine {
 
-/// The refusal code written to the log (contracts §4).
+/// The refusal code written to the log (docs/decisions.md#session-store).
 inline constexpr const char* kContentFilterCode = "CONTENT_FILTER";
 
 /// A chunk batch is due at this many events or this many bytes of delta text, whichever comes first.
@@ -125,7 +125,7 @@ public:
   /// assistant/chunk events written and not yet reported by this call (the Conversation skips them).
   std::int64_t take_unobserved_chunks() noexcept { return std::exchange(unobserved_chunks_, 0); }
 
-  // ---- compaction (harness-compat §1.5) ----
+  // ---- compaction (docs/store-format.md#compaction) ----
   /// turn/start of a `/compact` turn.
   std::vector<boost::json::object> begin_compact_turn();
   /// compact/start (unsynced: a crash before the summary leaves the surface as it was).

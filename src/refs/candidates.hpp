@@ -1,4 +1,4 @@
-// Candidate sessions for a new mention (harness-compat §5.4), served from the listing alone.
+// Candidate sessions for a new mention (docs/session-references.md#candidates), served from the listing alone.
 //
 // Filters by case-insensitive substring of id or cwd (ICU full lowercase pinned to en-US, never the
 // process locale) and, when asked (`/ref`, `matchTitles: true`), of the latest title; excludes the

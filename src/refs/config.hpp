@@ -1,4 +1,5 @@
-// Configuration of the session-reference service and its validation (harness-compat §5.1).
+// Configuration of the session-reference service and its validation
+// (docs/session-references.md#configuration-and-errors).
 //
 // Configuration arrives from flags, a config file or, in the golden vectors, as raw JSON that may be
 // missing, null, fractional, negative or beyond 2^53. ConfigInput therefore keeps each key as an

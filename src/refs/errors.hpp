@@ -1,8 +1,9 @@
 // Error vocabulary of the session-reference service.
 //
 // Every failure the service reports is a SessionReferenceError carrying one of the seven codes of
-// harness-compat §5.1 and the original's English message. The host maps the code onto the wire
-// (-32602 with data.code, contracts §2); the library itself knows nothing about ACP.
+// docs/session-references.md#configuration-and-errors and the original's English message. The host
+// maps the code onto the wire (-32602 with data.code, docs/decisions.md#errors-on-the-wire); the
+// library itself knows nothing about ACP.
 #pragma once
 
 #include <stdexcept>

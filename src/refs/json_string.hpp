@@ -3,8 +3,9 @@
 // The model-facing prompt must be byte-identical to the original, so we do not depend on any JSON
 // library's escaping choices: `"` and `\` get a backslash, U+0008/0C/0A/0D/09 their short escapes,
 // other C0 controls `\u00xx` in lowercase hex, and everything else (DEL, U+2028, `/`, `>`) is raw.
-// The tag-safe variant additionally writes every `<` as `\u003c` (harness-compat §5.7), which is the
-// same as stringify-then-replaceAll because `<` only occurs inside strings. Inputs are valid UTF-8.
+// The tag-safe variant additionally writes every `<` as `\u003c`
+// (docs/session-references.md#the-model-facing-prompt), which is the same as
+// stringify-then-replaceAll because `<` only occurs inside strings. Inputs are valid UTF-8.
 #pragma once
 
 #include "refs/work_counter.hpp"

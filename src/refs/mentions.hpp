@@ -1,4 +1,4 @@
-// Mentions in message text (harness-compat §5.3).
+// Mentions in message text (docs/session-references.md#mentions).
 //
 // format_mention() writes `@[label](dsh-session:…)`. parse_text() reproduces the original's global
 // regex `@\[((?:\\.|[^\\\]])*)\]\((dsh-session:[^\s)]*)\)|(dsh-session:[A-Za-z0-9_-]+)` by hand,

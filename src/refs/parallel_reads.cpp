@@ -64,7 +64,7 @@ std::vector<ProjectedSource> read_all_in_parallel(SessionSource& source, const s
       result = source.read_projected(ids[i], max_reference_bytes, readers.get_token());
     } catch (const store::SessionNotFound&) {
       // Worded so no client can take it for its own session being gone (acpx reads any
-      // `session "…" not found` that way); contracts §2.
+      // `session "…" not found` that way); docs/decisions.md#errors-on-the-wire.
       error = "referenced session " + ids[i] + " does not exist";
       missing = true;
     } catch (const std::exception& e) {

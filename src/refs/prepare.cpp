@@ -1,5 +1,6 @@
-// prepare() in the original's exact order (harness-compat §5.5) and render_context(), the in-memory
-// part after the reads: projection (§5.6), retention (§5.9), prompt and source record (§5.7, §5.8).
+// prepare() in the original's exact order (docs/session-references.md#preparing-references) and render_context(),
+// the in-memory part after the reads: projection, retention, prompt and source record (the sections
+// of the same name in docs/session-references.md).
 #include "refs/errors.hpp"
 #include "refs/parallel_reads.hpp"
 #include "refs/projection.hpp"

@@ -1,4 +1,5 @@
-// Projection of a folded session surface onto the conversation a reference carries (harness-compat §5.6).
+// Projection of a folded session surface onto the conversation a reference carries
+// (docs/session-references.md#projection).
 //
 // Only direct-user user/steering messages, assistant text and compact checkpoints (user/message whose
 // source is {kind:"plugin",plugin:"compact"}) survive; text blocks are joined with "\n" and empty

@@ -1,4 +1,5 @@
-// normalizeReferences (harness-compat §5.5 step 2): per element in order, then the distinct-id cap.
+// normalizeReferences (docs/session-references.md#preparing-references, step 1): per element in order, then the
+// distinct-id cap.
 #include "refs/errors.hpp"
 #include "refs/json_string.hpp"
 #include "refs/service.hpp"

@@ -32,7 +32,7 @@ constexpr std::int64_t kNullBytes = bytes(kNull);
 constexpr std::int64_t kUserShellBytes = bytes(kUserShell) + 1;  // + the closing '}'
 constexpr std::int64_t kAssistantShellBytes = bytes(kAssistantShell) + 1;
 constexpr std::int64_t kNoticeFixedBytes = bytes(kNoticeHead) + bytes(kNoticeTail);
-// The shells as harness-compat §5.9 counts them.
+// The shells as docs/session-references.md#retention counts them.
 static_assert(kDataFixedBytes == 70 && kNullBytes == 4 && kUserShellBytes == 23 && kAssistantShellBytes == 28 &&
               kNoticeFixedBytes == 31);
 

@@ -1,4 +1,4 @@
-// Per-source retention under the byte budget (harness-compat §4, §5.9), in linear time.
+// Per-source retention under the byte budget (docs/session-references.md#retention), in linear time.
 //
 // The original re-serializes the whole data object after every dropped message, which is quadratic.
 // The serialized size of the data object is `fixed + Σ item sizes + (items − 1)` because the JSON of

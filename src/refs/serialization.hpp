@@ -1,4 +1,5 @@
-// The model-facing prompt and the durable source record (harness-compat §5.7, §5.8).
+// The model-facing prompt and the durable source record (docs/session-references.md#the-model-facing-prompt,
+// docs/session-references.md#data-object-and-source-record).
 //
 // The prompt is the fixed 287-byte preamble, the tag-safe JSON array of the retained data objects and
 // the fixed suffix; the data text never contains a literal `<`, so the prompt holds exactly one

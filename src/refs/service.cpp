@@ -1,4 +1,4 @@
-// listCandidates (harness-compat §5.4): limit check, cancellation check, one listing, selection.
+// listCandidates (docs/session-references.md#candidates): limit check, cancellation check, one listing, selection.
 #include "refs/candidates.hpp"
 #include "refs/errors.hpp"
 #include "refs/service.hpp"

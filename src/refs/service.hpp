@@ -33,9 +33,10 @@ namespace acp::refs {
 class SessionSource {
 public:
   virtual ~SessionSource() = default;
-  /// The projected current surface of a session (readSurface + projection, harness-compat §2.2,
-  /// §5.6). Texts of items that retention under `max_reference_bytes` certainly drops may come back
-  /// released (ProjectedItem::released), which is how a store-backed source keeps its memory bounded
+  /// The projected current surface of a session (readSurface + projection:
+  /// docs/store-format.md#reading-a-surface, docs/session-references.md#projection). Texts of items
+  /// that retention under `max_reference_bytes` certainly drops may come back released
+  /// (ProjectedItem::released), which is how a store-backed source keeps its memory bounded
   /// (project_log in streaming_projection.hpp). Throws std::exception with a message on failure;
   /// `session "<id>" not found` for unknown ids. Once `stop` is requested the read should end
   /// promptly (checked per event) by throwing; the service then reports a cancellation.
@@ -74,7 +75,8 @@ public:
 
   /// listCandidates(agent, query, limit). `limit` is raw input: nullopt takes config.candidate_limit;
   /// anything but a positive safe integer (null included) fails with invalid_reference. The query
-  /// matches ids and cwds as the seed does, and titles too with `match_titles` (our extension).
+  /// matches ids and cwds as the original does (docs/session-references.md#candidates), and titles
+  /// too with `match_titles` (our extension).
   std::vector<Candidate> list_candidates(const Target& target, std::string_view query = {},
                                          const std::optional<boost::json::value>& limit = std::nullopt,
                                          std::stop_token stop = {}, bool match_titles = false) const;

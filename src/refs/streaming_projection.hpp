@@ -1,4 +1,5 @@
-// readSurface + projection of a stored log in one streaming pass (harness-compat §2.1, §2.2, §5.6),
+// readSurface + projection of a stored log in one streaming pass (docs/store-format.md#reading-a-surface,
+// docs/session-references.md#projection),
 // with memory bounded by the reference budget plus the largest event instead of the log size.
 //
 // Raw events go through store::SurfaceFold (the same rules as fold_surface, so an invalid surface

@@ -1,4 +1,4 @@
-// The `dsh-session:` URI of a session id (harness-compat §5.2).
+// The `dsh-session:` URI of a session id (docs/session-references.md#uris).
 //
 // A URI is the scheme followed by unpadded base64url of the UTF-8 of JSON.stringify(id). Decoding is
 // strict: the payload must be exactly what encode_uri() would produce for the string it parses to,

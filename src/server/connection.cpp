@@ -35,7 +35,7 @@ namespace {
 constexpr std::string_view kCancelRequest = "$/cancel_request";
 
 // Once shutdown starts, what the client has not read by then is dropped: with the rest of the
-// shutdown (turns closing, the store) this keeps the 2 s promise of contracts §1.
+// shutdown (turns closing, the store) this keeps the 2 s promise of docs/decisions.md#shutdown.
 constexpr std::chrono::milliseconds kShutdownGrace{1500};
 
 // The stream a request's answer goes to: its session's, so it follows that session's updates.

@@ -61,8 +61,8 @@ bool validate_row(RowKind kind, json::object& row, RowFields& f, std::vector<std
 // Member k of a valid row as an event, built in the row's own storage with each object sized up
 // front (building them key by key on the heap, every table regrown, every text copied, was a third
 // of a packed log's replay). Key order as written: chunk {type, index, [id, name,] text |
-// argumentsDelta}; event {type, seq, time, data{turn, step, chunk}} (harness-compat §1.6,
-// harness-0.1 §3.5).
+// argumentsDelta}; event {type, seq, time, data{turn, step, chunk}}
+// (docs/store-format.md#packed-chunk-rows).
 json::object member_event(const RowFields& f, const json::storage_ptr& sp, std::size_t k, std::int64_t time) {
   const json::string_view chunk_type =
       f.kind == RowKind::tool ? "tool-call-delta" : f.kind == RowKind::text ? "text-delta" : "reasoning-delta";

@@ -1,4 +1,4 @@
-// Packed chunk rows (harness-compat §1.6): one storage line standing for a run of assistant/chunk
+// Packed chunk rows (docs/store-format.md#packed-chunk-rows): one storage line standing for a run of assistant/chunk
 // delta events. The store reads them always and never writes them (packChunks defaults to false),
 // so only the decoders live here.
 #pragma once

@@ -1,5 +1,5 @@
 // Locale-sensitive text operations of listings and candidate search, pinned to en-US and never
-// the process locale (harness-compat §2.3, §5.4; contracts §4): id ordering as
+// the process locale (docs/store-format.md#listing-order, docs/session-references.md#candidates): id ordering as
 // String.prototype.localeCompare, and toLocaleLowerCase. ICU objects are created on first use
 // (ICU start-up is not free) and shared.
 #pragma once

@@ -21,8 +21,8 @@ public:
   using std::runtime_error::runtime_error;
 };
 
-/// A stored log cannot be read (harness-compat §1.8): names the file and the 1-based line.
-/// The store never modifies a log after raising this.
+/// A stored log cannot be read (docs/store-format.md#reading-the-committed-prefix): names the file
+/// and the 1-based line. The store never modifies a log after raising this.
 class StoreCorrupt : public StoreError {
 public:
   StoreCorrupt(std::string file, std::int64_t line, std::string reason)
@@ -64,7 +64,7 @@ public:
 
 /// create() of an id that already has a log.
 /// The session may be read but not written: its root is read-only (a discovered harness root),
-/// or it is a flat-layout log found inside a 0.1 root (harness-0.1 §1.4).
+/// or it is a flat-layout log found inside a 0.1 root (docs/store-format.md#project-layout-01).
 class SessionReadOnly : public StoreError {
 public:
   SessionReadOnly(const std::string& id, const std::string& why)
@@ -88,7 +88,7 @@ public:
   using StoreError::StoreError;
 };
 
-/// foldSurface() rejected the event sequence (harness-compat §2.1); what() is the fold message.
+/// foldSurface() rejected the event sequence (docs/store-format.md#folding); what() is the fold message.
 class FoldError : public StoreError {
 public:
   using StoreError::StoreError;

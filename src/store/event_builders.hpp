@@ -1,6 +1,6 @@
 // Builders for the events of a prompt turn, in the shapes the harness agent loop writes
-// (harness-compat §1.4, §1.9; contracts §4). They only build NewEvent values: the host decides the
-// sequence and batching, the writer assigns seq and time.
+// (docs/store-format.md#event-types, docs/store-format.md#how-a-prompt-turn-is-written). They only build
+// NewEvent values: the host decides the sequence and batching, the writer assigns seq and time.
 #pragma once
 
 #include "store/new_event.hpp"
@@ -57,7 +57,7 @@ NewEvent turn_end(std::int64_t turn, boost::json::object reason);
 /// turn/start of a turn opened for `/compact`: trigger {kind:"message", source:{kind:"plugin",plugin:"compact"}}.
 NewEvent compact_turn_start(std::int64_t turn);
 
-// Compaction (harness-compat §1.5, §3), in this order inside an open turn: compact/start, then
+// Compaction (docs/store-format.md#compaction), in this order inside an open turn: compact/start, then
 // compact/summary + checkpoint + compact/end, or compact/end with an error.
 /// The checkpoint's preamble, exactly as compact-basic writes it.
 extern const char* const kCompactPreamble;

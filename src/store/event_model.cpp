@@ -100,7 +100,7 @@ void normalise_turn_end(json::object& data) {
 }
 
 constexpr std::array<std::string_view, 53> kKnownTypes = {
-    // harness-0.1 §3.2 (KNOWN_SESSION_EVENT_TYPES)
+    // 0.1.1's KNOWN_SESSION_EVENT_TYPES (docs/store-format.md#release-011-shapes)
     "agent-preset/selected", "agent/inbox/spliced", "approval/asked", "approval/decided", "approval/policy",
     "assistant/chunk", "assistant/message", "command/done", "command/run", "compaction/end", "compaction/prune",
     "compaction/start", "compaction/summary", "feedback/record", "goal/change", "hook/invoked", "hook/result",
@@ -110,7 +110,7 @@ constexpr std::array<std::string_view, 53> kKnownTypes = {
     "todo/write", "tool-workflow/agent-end", "tool-workflow/agent-start", "tool-workflow/run-end",
     "tool-workflow/run-start", "tool/call", "tool/code-dispatch", "tool/code-dispatch-start", "tool/result",
     "turn/end", "turn/start", "user/message", "web/deepseek-search-llm-request",
-    // 45fc (harness-compat §1.4): migrated by 0.1.1, read and written by us
+    // 45fc (docs/store-format.md#event-types): migrated by 0.1.1, read and written by us
     "steering/message", "compact/start", "compact/summary", "compact/end", "prompt/blocked"};
 
 std::string_view renamed_compaction(std::string_view type) {
@@ -238,7 +238,7 @@ json::object v01_user(const json::object& d) {
   auto put_source = [&] {
     if (source) out.emplace("source", v01_source(*source));
   };
-  if (recall) put_source();  // the recall message's producer order (harness-0.1 §3.4)
+  if (recall) put_source();  // the recall message's producer order (docs/store-format.md#release-011-shapes)
   if (const auto* c = d.if_contains("content")) out.emplace("content", *c);
   if (!recall) put_source();
   out.emplace("role", "user");
@@ -311,7 +311,7 @@ std::optional<json::object> to_v01_record(const json::object& record, bool close
     const json::object* reason = object_at(*data, "reason");
     d.emplace("reason", reason ? v01_reason(*reason) : json::object{{"kind", "completed"}});
   } else if (type == "user/message" || type == "steering/message") {
-    out_type = "user/message";  // 0.1.1 never writes steering (harness-0.1 §9.6)
+    out_type = "user/message";  // 0.1.1 never writes steering (docs/store-format.md#release-011-shapes)
     d = v01_user(*data);
   } else if (type == "assistant/message") {
     d = v01_assistant(*data);

@@ -1,9 +1,9 @@
 // The normalised event model: the one shape every consumer of a log reads (fold, conversation,
 // replay, references, titles, repair, compaction), whichever store generation wrote the line.
 //
-// It is the 45fc shape (harness-compat §1.3–§1.4) extended with what 0.1.1 adds (harness-0.1
-// §3–§4), so a 45fc line is already normalised and costs nothing here. A 0.1.1 line is rewritten
-// in place when it is read:
+// It is the 45fc shape (docs/store-format.md#event-types) extended with what 0.1.1 adds
+// (docs/store-format.md#release-011-shapes), so a 45fc line is already normalised and costs nothing
+// here. A 0.1.1 line is rewritten in place when it is read:
 //   assistant/message  data.message{content, source, id}  -> data{content, provenance, id}
 //   tool/result        data.message.content[0] tool-result -> data{callId, content, isError, id}
 //   turn/end           reason.error                        -> reason.failure
@@ -31,8 +31,8 @@ namespace acp::store {
 /// generations (the caller logs it once per type unless it was marked ignorable).
 bool normalise_event(boost::json::object& event);
 
-/// Types the 0.1.1 harness knows (harness-0.1 §3.2), the 45fc ones it migrates, and the 45fc
-/// types we read and write ourselves (compact/*, prompt/blocked).
+/// Types the 0.1.1 harness knows (docs/store-format.md#release-011-shapes), the 45fc ones it
+/// migrates, and the 45fc types we read and write ourselves (compact/*, prompt/blocked).
 bool is_known_event_type(std::string_view type);
 
 /// Logs the first occurrence of an unknown, non-ignorable event type in this process (warn).
@@ -43,8 +43,9 @@ void note_unknown_event_type(std::string_view type, const std::string& path);
 /// checkpoint's source. `compaction_id` is the open compaction's id (minted at compact/start).
 void assign_v01_ids(boost::json::object& record, std::string& compaction_id);
 
-/// The record in the shape 0.1.1 writes (harness-0.1 §3.4, §4.4, §4.7, §5). `closer`: a crash-repair
-/// tool/result (its own id, key order and envelope order). nullopt: the record is written as it is.
+/// The record in the shape 0.1.1 writes (docs/store-format.md#release-011-shapes,
+/// docs/store-format.md#crash-repair). `closer`: a crash-repair tool/result (its own id, key order
+/// and envelope order). nullopt: the record is written as it is.
 std::optional<boost::json::object> to_v01_record(const boost::json::object& record, bool closer = false);
 
 /// A fresh random UUID (v4), as the harness mints message and compaction ids.

@@ -17,7 +17,7 @@
 namespace acp::store {
 
 void FileAppender::publish(KnownLog& log, const std::string& lines) {
-  // Lazy atomic creation (harness-compat §1.1): the file appears complete or not at all.
+  // Lazy atomic creation (docs/store-format.md#creating-and-appending): the file appears complete or not at all.
   const std::string header_line =
       header_line_.empty() ? support::to_json_text(header_record(log.header)) + "\n" : header_line_;
   check_log_text(header_line, log.path);

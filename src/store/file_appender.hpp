@@ -1,6 +1,7 @@
 // The file backend's Appender: a log file in a SessionStore root, guarded by its flock. The first
-// write publishes the file atomically with its header (harness-compat §1.1); later writes append
-// (one zstd frame or raw lines per batch) and roll back to the previous length on failure.
+// write publishes the file atomically with its header (docs/store-format.md#creating-and-appending);
+// later writes append (one zstd frame or raw lines per batch) and roll back to the previous length on
+// failure.
 #pragma once
 
 #include "store/backend.hpp"

@@ -1,4 +1,4 @@
-// foldSurface (harness-compat §2.1): the current conversation surface of a log, i.e. which
+// foldSurface (docs/store-format.md#folding): the current conversation surface of a log, i.e. which
 // surface events are live after every append and replace (compaction). A single pass; any rule
 // violation throws FoldError with the message the harness would give.
 //

@@ -1,4 +1,4 @@
-// On-disk naming of the session store (harness-compat §1.1): the bucket a session lives in, the
+// On-disk naming of the session store (docs/store-format.md#layout): the bucket a session lives in, the
 // file name its id maps to, and the encoding suffix. Pure functions: no I/O, so the naming rules
 // can be tested byte-for-byte and reused by anyone that needs a path without opening the store.
 #pragma once
@@ -14,7 +14,7 @@ namespace acp::store {
 enum class Encoding { zstd, none };
 
 /// The store generation of a root: the harness's 45fc layout (flat `cwd-<hash>/<id>.jsonl[.zstd]`)
-/// or its 0.1.1 layout (`--<projectKey(cwd)>--/<id>/session.jsonl[.zstd]`, harness-0.1 §1).
+/// or its 0.1.1 layout (`--<projectKey(cwd)>--/<id>/session.jsonl[.zstd]`, docs/store-format.md#project-layout-01).
 enum class Generation { flat, project_dirs };
 
 /// "45fc" / "0.1" (the --store-generation spelling).
@@ -39,7 +39,7 @@ std::string sha256_hex(std::string_view bytes);
 /// "cwd-<first 12 hex of sha256(cwd)>" or "_no-cwd".
 std::string bucket_name(const std::optional<std::string>& cwd);
 
-/// projectKey(cwd) of the 0.1 layout (harness-0.1 §1.3): per UTF-16 unit, runs of '/', '\\', ':'
+/// projectKey(cwd) of the 0.1 layout (docs/store-format.md#projectkey): per UTF-16 unit, runs of '/', '\\', ':'
 /// become one '-', [A-Za-z0-9._-] stay, anything else is "~XXXX"; leading '-' stripped, "" ->
 /// "root", cut to 251 chars. Throws InvalidSessionId for "".
 std::string project_key(std::string_view cwd);
@@ -52,7 +52,7 @@ std::string project_dir_name(const std::optional<std::string>& cwd);
 std::string session_dir(Generation g, const std::optional<std::string>& cwd, std::string_view id);
 
 /// Whether a directory of the root holds sessions: "cwd-*" and "_no-cwd" (45fc); every directory
-/// (0.1, harness-0.1 §1.4).
+/// (0.1, docs/store-format.md#project-layout-01).
 bool is_bucket_dir_name(Generation g, std::string_view name);
 
 /// The bucket (45fc) or project directory (0.1) of a cwd.
@@ -81,7 +81,7 @@ std::string log_file_name(std::string_view id, Encoding e);
 std::string lock_file_name(std::string_view id);
 
 /// The lock file of a 0.1 session, inside its session directory (0.1.1 reads only session.jsonl[.zstd]
-/// there, harness-0.1 §1.4).
+/// there, docs/store-format.md#project-layout-01).
 inline constexpr std::string_view kV01LockName = "dsh-acp.lock";
 
 /// True when `name` is a log file name of either encoding (not a tmp or lock file).

@@ -1,4 +1,4 @@
-// The listing index (contracts §4): per log file, the header, latest title, updatedAt, size and
+// The listing index (docs/decisions.md#session-store): per log file, the header, latest title, updatedAt, size and
 // mtime, so session/list and candidate search never read whole logs. It is a cache kept in
 // memory and persisted outside the store root; it can be thrown away at any time.
 //

@@ -1,8 +1,8 @@
-// scanLog (harness-compat §1.8): the rules that decide which events of a log are committed.
-// Lines are walked with a seq cursor; the first unparsable or out-of-sequence line ends the
-// preserved prefix, unless a later line holds a turn/end, in which case the log is corrupt (the
-// damage sits inside finished history). Legacy formats the harness rejects on load are corrupt
-// too. The scan never writes; repair is the writer's job.
+// scanLog (docs/store-format.md#reading-the-committed-prefix): the rules that decide which events of
+// a log are committed. Lines are walked with a seq cursor; the first unparsable or out-of-sequence
+// line ends the preserved prefix, unless a later line holds a turn/end, in which case the log is
+// corrupt (the damage sits inside finished history). Legacy formats the harness rejects on load are
+// corrupt too. The scan never writes; repair is the writer's job.
 #pragma once
 
 #include "store/chunk_rows.hpp"

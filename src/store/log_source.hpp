@@ -1,6 +1,7 @@
 // Turns a log file of either encoding into its plaintext lines, in order, without holding more
 // than one read chunk (raw) or one frame's plaintext (zstd) at a time, so replaying a 100 MB log
-// does not need it in memory twice. Framing defects that are corruption per harness-compat §1.7
+// does not need it in memory twice. Framing defects that are corruption per
+// docs/store-format.md#encodings-and-zstd-framing
 // (a complete frame that fails to decompress or its checksum, bad magic, a first frame that is not
 // exactly one line) are thrown here as StoreCorrupt; line-level rules live in log_scan.
 #pragma once

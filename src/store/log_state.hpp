@@ -1,5 +1,5 @@
 // What the store remembers about a log after reading it, folded event by event: the next seq,
-// the last event's time, turn/step/tool-call bookkeeping for crash repair (harness-compat §1.8),
+// the last event's time, turn/step/tool-call bookkeeping for crash repair (docs/store-format.md#crash-repair),
 // the latest title. Writers update it from the events they append, so an unchanged file never
 // has to be re-read between two write sequences.
 #pragma once
@@ -14,7 +14,7 @@
 
 namespace acp::store {
 
-/// Latest session/title (harness-compat §2.4).
+/// Latest session/title (docs/store-format.md#titles).
 struct TitleInfo {
   std::string title;
   boost::json::array messageSeqs;
@@ -57,7 +57,7 @@ private:
   std::optional<TitleInfo> title_;
 };
 
-/// Texts of the closer tool/results (byte-exact, harness-compat §1.8).
+/// Texts of the closer tool/results (byte-exact, docs/store-format.md#crash-repair).
 extern const char* const kToolOutcomeUnknownText;
 extern const char* const kToolNotStartedText;
 

@@ -7,7 +7,7 @@ namespace acp::store {
 namespace json = boost::json;
 
 std::optional<std::int64_t> safe_int(const json::value& v) {
-  // Log payloads are lossless JSON, which has no -0 (harness-compat §1.2, §1.3).
+  // Log payloads are lossless JSON, which has no -0 (docs/store-format.md#event-envelope).
   if (v.is_double() && v.get_double() == 0 && std::signbit(v.get_double())) return std::nullopt;
   return support::json_integer(v, -kMaxSafeInteger, kMaxSafeInteger);
 }
@@ -67,7 +67,7 @@ std::optional<SessionHeader> parse_header(const json::value& v) {
     if (!si) return std::nullopt;
     h.seedLength = *si;
   }
-  // 0.1.1 additions (harness-0.1 §2): origin absent or "subagent", agentPreset absent or a string.
+  // 0.1.1 additions (docs/store-format.md#header): origin absent or "subagent", agentPreset absent or a string.
   if (auto s = o->if_contains("origin")) {
     if (!s->is_string() || s->get_string() != "subagent") return std::nullopt;
     h.origin = std::string(s->get_string());

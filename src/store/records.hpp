@@ -1,6 +1,7 @@
-// The two record shapes of a session log (harness-compat §1.2–§1.3): the header and the event
-// envelope. Records are built as boost::json::object in the exact insertion order the harness
-// writes, so serialising them with to_json_text() gives the harness's bytes.
+// The two record shapes of a session log (docs/store-format.md#header,
+// docs/store-format.md#event-envelope): the header and the event envelope. Records are built as
+// boost::json::object in the exact insertion order the harness writes, so serialising them with
+// to_json_text() gives the harness's bytes.
 #pragma once
 
 #include "store/session_types.hpp"
@@ -26,18 +27,18 @@ std::optional<std::int64_t> safe_int(const boost::json::value& v);
 /// `{type:"session",version,id,createdAt,[cwd],[parentSession],[seedLength],delegationDepth}`.
 boost::json::object header_record(const SessionHeader& h);
 
-/// The header when `v` is a valid header record (§1.2 validity), nullopt when it is "not a
+/// The header when `v` is a valid header record (docs/store-format.md#header), nullopt when it is "not a
 /// header". The version is *not* checked here: callers report an unsupported version separately.
 std::optional<SessionHeader> parse_header(const boost::json::value& v);
 
-/// The header has an own `sandboxMode` or `approvalPolicy` key, which 0.1.1 refuses (harness-0.1 §2).
+/// The header has an own `sandboxMode` or `approvalPolicy` key, which 0.1.1 refuses (docs/store-format.md#header).
 bool has_retired_header_keys(const boost::json::object& header);
 
 /// user/message, assistant/message, tool/result, steering/message.
 bool is_surface_type(std::string_view type);
 
 /// Order of the two optional surface keys: the agent loop writes sourceEventSeqs first; the
-/// crash-repair closers write surfaceOp first (§1.3, §1.8).
+/// crash-repair closers write surfaceOp first (docs/store-format.md#event-envelope).
 enum class SurfaceKeyOrder { sources_first, surface_op_first };
 
 /// `{type,seq,time,data,[sourceEventSeqs],[surfaceOp]}` (or closer order).

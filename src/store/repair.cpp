@@ -20,7 +20,7 @@ bool needs_repair(const ScanResult& scan) { return scan.torn || scan.state.turn_
 std::string closer_lines(const std::vector<json::object>& closers, Generation gen) {
   std::string lines;
   for (const auto& r : closers) {
-    // In the shape the log's generation writes them (harness-0.1 §5).
+    // In the shape the log's generation writes them (docs/store-format.md#crash-repair).
     std::optional<json::object> shaped;
     if (gen == Generation::project_dirs) shaped = to_v01_record(r, string_at(r, "type") == "tool/result");
     lines += support::to_json_text(shaped ? *shaped : r);
@@ -58,7 +58,7 @@ LogState repair_log(int fd, const std::string& path, Encoding enc, Generation ge
   };
   // Raw logs keep their preserved lines in place; a zstd torn frame is cut whole, so the complete
   // records it still held are written again: 45fc appends them and the closers as two batches,
-  // 0.1.1 as one (harness-0.1 §5).
+  // 0.1.1 as one (docs/store-format.md#crash-repair).
   const std::vector<json::object> closers = scan.state.closers();
   std::string recovered = enc == Encoding::zstd ? lines_of(scan.recovered) : std::string();
   std::string closing = closer_lines(closers, gen);

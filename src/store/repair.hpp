@@ -1,4 +1,4 @@
-// Crash repair of a scanned log (harness-compat §1.8). Runs only inside a writer's lock, and only
+// Crash repair of a scanned log (docs/store-format.md#crash-repair). Runs only inside a writer's lock, and only
 // when the scan found a torn tail or a turn left open by a writer that died: truncate to the
 // committed bytes (raw) or to the torn frame's start (zstd), re-append the events recovered from
 // a torn zstd frame, then append the synthetic closers, and fsync.

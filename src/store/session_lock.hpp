@@ -1,4 +1,4 @@
-// Cross-process exclusion for writing one session (contracts §4): an exclusive flock on a lock
+// Cross-process exclusion for writing one session (docs/store-format.md#locks): an exclusive flock on a lock
 // file next to the log. flock (not fcntl locks) because it belongs to the open file description:
 // two writers inside one process exclude each other too, and the lock dies with its process, so
 // a crashed writer never leaves a session locked.

@@ -80,7 +80,7 @@ std::vector<std::string> SessionStore::bucket_dirs() const {
   std::vector<std::string> out;
   for_each_dir_entry(root_, [&](std::string_view n, int dfd) {
     struct stat st {};
-    // 0.1: every directory of the root is a project directory (harness-0.1 §1.4).
+    // 0.1: every directory of the root is a project directory (docs/store-format.md#project-layout-01).
     if (is_bucket_dir_name(generation_, n) &&
         ::fstatat(dfd, std::string(n).c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
       out.emplace_back(n);  // symlinked buckets are skipped

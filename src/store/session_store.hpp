@@ -1,8 +1,8 @@
-// The session store facade: one root of harness-compatible logs (harness-compat §1–§2,
-// contracts §4). Owns the root's encoding, id -> file lookup, lock-free readers (committed prefix,
-// never modifying anything), writers (lock, refresh, repair, append), deletion, and the listing
-// index. Thread-safe: the internal caches are guarded by one mutex; writers on *different*
-// sessions run independently, two writers on one session exclude each other through the lock.
+// The session store facade: one root of logs in the harness's format (docs/store-format.md, with the policy
+// of docs/decisions.md#session-store). Owns the root's encoding, id -> file lookup, lock-free readers
+// (committed prefix, never modifying anything), writers (lock, refresh, repair, append), deletion, and the
+// listing index. Thread-safe: the internal caches are guarded by one mutex; writers on *different* sessions
+// run independently, two writers on one session exclude each other through the lock.
 #pragma once
 
 #include "store/backend.hpp"
@@ -74,7 +74,7 @@ public:
   /// sink keeps events (see EventLifetime).
   StreamResult read_events(const std::string& id, const EventSink& sink, std::stop_token stop = {},
                            EventLifetime lifetime = EventLifetime::kept) override;
-  /// foldSurface over the log (harness-compat §2.2). Throws FoldError on an invalid surface.
+  /// foldSurface over the log (docs/store-format.md#reading-a-surface). Throws FoldError on an invalid surface.
   SurfaceSnapshot read_surface(const std::string& id);
   /// Latest session/title by log position, nullopt when none.
   std::optional<TitleInfo> read_title(const std::string& id);

@@ -11,7 +11,7 @@
 
 namespace acp::store {
 
-/// The header record of a session log (harness-compat §1.2).
+/// The header record of a session log (docs/store-format.md#header).
 struct SessionHeader {
   std::int64_t version = 0;
   std::string id;
@@ -24,7 +24,7 @@ struct SessionHeader {
   std::optional<std::string> agentPreset;  ///< 0.1.1: the preset the session was composed from
 };
 
-/// readSurface(): the folded current surface of one session (harness-compat §2.2).
+/// readSurface(): the folded current surface of one session (docs/store-format.md#reading-a-surface).
 struct SurfaceSnapshot {
   SessionHeader session;
   std::optional<std::int64_t> capturedThroughSeq;  ///< seq of the last raw event; nullopt for an empty log

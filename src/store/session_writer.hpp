@@ -1,4 +1,4 @@
-// One write sequence on one session (contracts §4): holds the session's write lock (through its
+// One write sequence on one session (docs/decisions.md#session-store): holds the session's write lock (through its
 // backend's Appender) from construction to release, knows the log's committed state (refreshed and
 // repaired on acquire), and appends batches with contiguous seqs. Batches may be left unsynced
 // while streaming; sync() makes everything durable (step and turn ends). Obtained from a

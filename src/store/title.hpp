@@ -1,4 +1,4 @@
-// Session titles as the original writes them (contracts §4, the shipped fallbackSessionTitle with
+// Session titles as the original writes them (docs/store-format.md#titles, the shipped fallbackSessionTitle with
 // 5 words / 40 bytes): OSC, CSI and other escape sequences, C0 and C1 controls, zero-width, bidi and
 // BOM characters removed; whitespace (JS \s) collapsed; the first five words; at most 40 UTF-8
 // bytes, cut on a code-point boundary, no ellipsis.

@@ -1,6 +1,6 @@
-// Zstandard framing of zstd-encoded logs (harness-compat §1.7). A log is a concatenation of
-// independent frames, one per append batch. The scanner finds frame boundaries from the frame and
-// block headers alone (no decompression), which is how a frame cut short by a crash is told apart
+// Zstandard framing of zstd-encoded logs (docs/store-format.md#encodings-and-zstd-framing). A log is a
+// concatenation of independent frames, one per append batch. The scanner finds frame boundaries from the
+// frame and block headers alone (no decompression), which is how a frame cut short by a crash is told apart
 // from a damaged complete frame: EOF inside a frame = torn; anything else malformed = corruption.
 #pragma once
 

@@ -376,7 +376,7 @@ CliResult load_config(const std::vector<std::string>& args, const Environment& e
     config.log_file = home.empty() ? xdg_dir(env, "XDG_STATE_HOME", ".local/state") + "/dsh-acp.log" : home + "/dsh-acp.log";
   config.cache_dir = home.empty() ? xdg_dir(env, "XDG_CACHE_HOME", ".cache") : home + "/cache";
   config.harness_home = harness_home_dir(env);
-  config.harness_store = config.harness_home + "/sessions";  // the harness's own root (harness-0.1 §1.1)
+  config.harness_store = config.harness_home + "/sessions";  // the harness's own root (docs/store-format.md#project-layout-01)
   if (config.provider == "deepseek") {
     if (config.model.empty()) config.model = kDeepSeekDefaultModel;
     if (config.base_url.empty()) config.base_url = kDeepSeekBaseUrl;

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Crash safety of the session store with real processes (issue 3, contracts §4).
+"""Crash safety of the session store with real processes (issue 3, docs/decisions.md#session-store).
 
 1. kill -9: RUNS real `dsh-acp --provider echo` processes are killed at a random moment while they
    answer prompts (echo delays and [[echo:sleep=MS]] land the kill mid-turn). Half the runs use a
@@ -14,7 +14,7 @@
    committed prefix must be replayed).
 4. Kills during compaction (issue 9): a session of three answered prompts gets `/compact` with a
    slow echo summary and the process is killed at a random moment. The committed prefix must fold
-   (harness-compat §2.1) to the surface before the compaction or to the one after it (a
+   (docs/store-format.md#folding) to the surface before the compaction or to the one after it (a
    checkpoint replacing the oldest nodes, the rest unchanged), never anything between; the log
    then loads, replays every prompt, takes one more prompt and is strictly valid. The same for
    automatic compaction: a session of four long prompts is reopened with a small --context-window
@@ -54,8 +54,8 @@ ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 # ---- reading logs the way a checker would (independent of the server's code) ---------------------
 
 def zstd_frames(data):
-    """Walks zstd frames (harness-compat §1.7): list of (start, end) of complete frames, and the
-    start of a torn final frame (or None)."""
+    """Walks zstd frames (docs/store-format.md#encodings-and-zstd-framing): list of (start, end) of
+    complete frames, and the start of a torn final frame (or None)."""
     frames, pos = [], 0
     while pos < len(data):
         start = pos
@@ -438,7 +438,7 @@ def cut_run(binary, rng, base, source, cwd_of, k):
 # ---- phase 4: kill -9 during compaction ---------------------------------------------------------
 
 def fold(events, where):
-    """The surface fold of harness-compat §2.1 (seqs in surface order); raises on any violation."""
+    """The surface fold of docs/store-format.md#folding (seqs in surface order); raises on any violation."""
     nodes = []
     for i, e in enumerate(events):
         assert e["seq"] == i, f"{where}: seq {e['seq']} at {i}"

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Shutdown and backpressure of the real binary (contracts §1, issue 8).
+"""Shutdown and backpressure of the real binary (docs/decisions.md#shutdown, issue 8).
 
   sighup   a prompt sleeps ([[echo:sleep=5000]]); SIGHUP → the prompt is answered `cancelled`,
            exit 0, the turn's log ends `aborted`.

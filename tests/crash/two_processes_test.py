@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Two real dsh-acp processes on one store (same DSH_ACP_HOME), contracts §4 locking:
+"""Two real dsh-acp processes on one store (same DSH_ACP_HOME), docs/store-format.md#locks:
 
 1. concurrent prompts to different sessions: all succeed, both logs strictly valid;
 2. concurrent prompts to the same session (created and prompted by A, loaded by B; A's prompt

@@ -2,7 +2,7 @@
 // automatic compaction under a small configured window over a long conversation (echo refuses any
 // request above the window, as real servers do), `/compact` and unknown commands, a reference to a
 // session we compacted, session/load replay after compaction in a new process, and a hand-built
-// harness-shaped compacted log (harness-compat §3's example) loaded and prompted. Raw stores, so
+// harness-shaped compacted log (docs/store-format.md#compaction's example) loaded and prompted. Raw stores, so
 // the logs can be read line by line.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -25,7 +25,7 @@ function estimateFromEcho(answer) {
   return 3 + sizes.reduce((sum, b) => sum + Math.ceil(b / 3) + 4, 0);
 }
 
-/** Checks the surface fold of harness-compat §2.1 over raw events; returns the surface seqs. */
+/** Checks the surface fold of docs/store-format.md#folding over raw events; returns the surface seqs. */
 function fold(evs) {
   const nodes = [];
   evs.forEach((e, i) => {
@@ -175,7 +175,7 @@ test('a hand-built harness-shaped compacted log loads, replays its card and answ
     { type: 'step/end', seq: 39, time, data: { turn: 2, step: 1 } },
     { type: 'compact/start', seq: 40, time, data: { turn: 2 } },
     { type: 'compact/summary', seq: 41, time, data: { summary: text('## Goal\n- …'), shadowedRange: { start: 1, end: 3 }, shadowedSeqs: [1, 2, 3], shadowedTokenCount: 12, provider: 'deepseek', model: 'deepseek-flash' } },
-    // harness-compat §3's example line, verbatim apart from its time.
+    // The example line of docs/store-format.md#compaction, with the harness's preamble and our time.
     JSON.parse(`{"type":"user/message","seq":42,"time":${time},"data":{"content":[{"type":"text","text":"This is an automatically generated checkpoint condensing an earlier span of the conversation to free up context. Treat the captured context as established background and build on it without restating it. Continue the task directly from the messages that follow, without acknowledging this checkpoint.\\n\\n<compacted-summary>"},{"type":"text","text":"## Goal\\n- …"},{"type":"text","text":"</compacted-summary>"}],"source":{"kind":"plugin","plugin":"compact"}},"sourceEventSeqs":[40,41,1,2,3],"surfaceOp":{"op":"replace","start":1,"end":3}}`),
     { type: 'compact/end', seq: 43, time, data: { turn: 2 } },
     { type: 'turn/end', seq: 44, time, data: { turn: 2, reason: { kind: 'completed' } } },

@@ -1,5 +1,5 @@
-// The error table of contracts §2, frame by frame (raw mode: the SDK cannot send these frames).
-// After every bad frame the server must keep serving: each row is followed by a good request.
+// The error table of docs/decisions.md#errors-on-the-wire, frame by frame (raw mode: the SDK cannot send
+// these frames). After every bad frame the server must keep serving: each row is followed by a good request.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startAgent, sleep } from './lib/agent.mjs';

@@ -1,5 +1,5 @@
 // session/prompt through the SDK: the echo model's exact answer, streamed word by word, and the
-// conversation growing turn by turn (contracts §3).
+// conversation growing turn by turn (docs/decisions.md#the-echo-model).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Agent, INIT_PARAMS, startSdkAgent, acp, echoAnswer, echoChunks, systemBytes } from './lib/agent.mjs';

@@ -2,8 +2,8 @@
 // --base-url http://127.0.0.1:PORT` against a scripted loopback server (lib/fake-provider.mjs) and
 // is driven through the official SDK. Covers streaming (content and reasoning), stop reasons, the
 // request body (system prompt, conversation from the stored surface after a restart, no reasoning sent
-// back), provider errors on the wire (contracts §2) and in the log, cancel, and the consecutive-user
-// fallback (contracts §5).
+// back), provider errors on the wire (docs/decisions.md#errors-on-the-wire) and in the log, cancel, and the
+// consecutive-user fallback (docs/decisions.md#references-on-the-wire).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';

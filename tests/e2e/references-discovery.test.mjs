@@ -211,7 +211,7 @@ test('a hostile session id: canonical URI in candidates and list, bare-URI menti
   const home = makeHome(t);
   const store = path.join(home, 'sessions');
   const id = 'unicode/\u5f15\u53f7"/slash\\/line\n';
-  const uri = 'dsh-session:InVuaWNvZGUv5byV5Y-3XCIvc2xhc2hcXC9saW5lXG4i';  // harness-compat §5.2
+  const uri = 'dsh-session:InVuaWNvZGUv5byV5Y-3XCIvc2xhc2hcXC9saW5lXG4i';  // docs/session-references.md#uris
   assert.equal(uriOf(id), uri);
   writeRawLog(store, { id, cwd: home, createdAt: 1000, title: 'Hostile: one' });
   const a = await startIn(t, home, RAW);

@@ -1,7 +1,7 @@
 // Session references through a real provider (the openai provider against the loopback fake,
-// contracts §5): the request carries the snapshot and the direct message as two consecutive user
-// messages; a provider that refuses consecutive user messages (HTTP 400 naming them) gets the same
-// request once more with them joined by a blank line, and is remembered as needing that; the log
+// docs/decisions.md#references-on-the-wire): the request carries the snapshot and the direct message as two
+// consecutive user messages; a provider that refuses consecutive user messages (HTTP 400 naming them) gets
+// the same request once more with them joined by a blank line, and is remembered as needing that; the log
 // keeps the two messages apart either way.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

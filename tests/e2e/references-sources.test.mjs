@@ -1,5 +1,5 @@
-// References are snapshots (issue 4, seed "Snapshot semantics"): after a source is appended to,
-// compacted by a hand-written `replace` (harness-compat §1.5, §3) and deleted, the target's replay
+// References are snapshots (issue 4, docs/session-references.md#in-the-log): after a source is appended to,
+// compacted by a hand-written `replace` (docs/store-format.md#compaction) and deleted, the target's replay
 // and model history stay exactly as they were; a compacted source referenced afresh contributes its
 // checkpoint plus the messages after it, never the shadowed text. Raw stores, so lines can be appended.
 import { test } from 'node:test';

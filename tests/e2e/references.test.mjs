@@ -1,7 +1,7 @@
-// Cross-session references through the official ACP SDK (issue 4, contracts §4–§5): mentions in
-// text, bare URIs, resource_link and embedded resource blocks; what the model receives (echo); the
-// live card; the log batch; replay after a restart; every SESSION_REFERENCE_* error with nothing
-// written; cancel during preparation.
+// Cross-session references through the official ACP SDK (issue 4, docs/decisions.md#references-on-the-wire):
+// mentions in text, bare URIs, resource_link and embedded resource blocks; what the model receives (echo);
+// the live card; the log batch; replay after a restart; every SESSION_REFERENCE_* error with nothing written;
+// cancel during preparation.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readlinkSync, readdirSync, mkdirSync, openSync, writeSync, closeSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
@@ -15,7 +15,7 @@ import {
 } from './lib/refs.mjs';
 import { fileStoreOnly } from './lib/pgvariant.mjs';
 
-/** The content line of a card for one source record entry (contracts §5). */
+/** The content line of a card for one source record entry (docs/decisions.md#references-on-the-wire). */
 function cardLine(r) {
   let line = `${r.label} (${r.sessionId}): retained ${r.retainedMessages} of ${r.originalMessages} messages`;
   const parts = [];
@@ -93,7 +93,8 @@ test('mentions, bare URIs, links and resources: @labels, two user messages (snap
   assert.equal(frameOf(start.seq), frameOf(snap.seq), 'turn/start in the snapshot\'s frame');
   assert.equal(frameOf(user.seq), frameOf(snap.seq), 'the direct message in the snapshot\'s frame');
 
-  // The source record: field order of harness-compat §5.8, first label wins, dedupe by id.
+  // The source record: field order of docs/session-references.md#data-object-and-source-record, first label
+  // wins, dedupe by id.
   const source = snap.data.source;
   assert.deepEqual(Object.keys(source), SOURCE_KEYS);
   assert.equal(source.version, 1);
@@ -121,7 +122,7 @@ test('mentions, bare URIs, links and resources: @labels, two user messages (snap
   assert.equal(answer, echoAnswer([{ role: 'system', bytes: systemBytes(answer) }, { role: 'user', text: snapText }, { role: 'user', text: direct }]));
   assert.match(echoLines(answer)[1], /^\[2\] user \d+ bytes: ## Referenced sessions\u23CE\u23CEThe JSON below is an u/);
 
-  // The live card: before any model output, exactly as contracts §5.
+  // The live card: before any model output, exactly as docs/decisions.md#references-on-the-wire.
   const firstChunk = updates.findIndex((u) => u.sessionUpdate === 'agent_message_chunk');
   const cards = updates.filter((u) => u.sessionUpdate === 'tool_call');
   assert.equal(cards.length, 1);
@@ -129,7 +130,7 @@ test('mentions, bare URIs, links and resources: @labels, two user messages (snap
   checkCard(cards[0], snap);
   assert.ok(!updates.some((u) => JSON.stringify(u).includes(PROMPT_PREFIX.slice(0, 30))), 'the snapshot text never reaches the client');
   // The title comes from the readable direct text, never from the snapshot: its first five words,
-  // at most 40 UTF-8 bytes (contracts §4; the text here is ASCII).
+  // at most 40 UTF-8 bytes (docs/store-format.md#titles; the text here is ASCII).
   assert.deepEqual(updates.filter((u) => u.sessionUpdate === 'session_info_update').map((u) => u.title),
     [direct.split(/\s+/).slice(0, 5).join(' ').slice(0, 40)]);
 
@@ -200,7 +201,8 @@ fileStoreOnly('each SESSION_REFERENCE_* failure is -32602 with data.code and wri
     const from = a.agent.sdkUpdates.length;
     const err = await rejectsWith(a.ctx.request(M.session.prompt, { sessionId: target, prompt: blocks }), -32602, code);
     assert.match(err.message, /Invalid params/, what);
-    // Never `session "…" not found`: clients read that as their own session being gone (contracts §2).
+    // Never `session "…" not found`: clients read that as their own session being gone
+    // (docs/decisions.md#errors-on-the-wire).
     assert.doesNotMatch(err.message, /session ".*" not found/, what);
     if (what === 'unknown session') assert.equal(err.message, 'Invalid params: referenced session no-such-session does not exist');
     assert.deepEqual(updatesOf(a.agent, target, from), [], `${what}: no update`);

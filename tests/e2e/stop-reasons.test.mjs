@@ -1,4 +1,4 @@
-// The echo model's stop directives end the turn with that stop reason (contracts §3).
+// The echo model's stop directives end the turn with that stop reason (docs/decisions.md#the-echo-model).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Agent, INIT_PARAMS, startSdkAgent, acp, echoAnswer, systemBytes } from './lib/agent.mjs';
@@ -47,9 +47,9 @@ test('[[sleep:MS]] and [[echo:sleep=MS]] delay the answer', async (t) => {
   await agent.finish();
 });
 
-// ACP v1 StopReason "refusal": "The user prompt and everything that comes after it won't be included
-// in the next prompt" (acp-protocol.md §7). So the turn after a refusal sees system + the new user
-// message only, not the refused prompt and its answer.
+// ACP v1 StopReason "refusal": "The user prompt and everything that comes after it won't be included in the
+// next prompt" (https://agentclientprotocol.com/protocol/prompt-turn#stop-reasons). So the turn after a
+// refusal sees system + the new user message only, not the refused prompt and its answer.
 test('after a refusal, the refused prompt and its answer leave the next request', async (t) => {
   const { agent, ctx } = startSdkAgent(t);
   await ctx.request(M.initialize, INIT_PARAMS);

@@ -1,5 +1,6 @@
-// Escaped unpaired UTF-16 surrogates in frames are read as U+FFFD (contracts §2), never rejected;
-// proper pairs are one code point. Output stays valid UTF-8 (the helper checks every stdout line).
+// Escaped unpaired UTF-16 surrogates in frames are read as U+FFFD (docs/decisions.md#errors-on-the-wire),
+// never rejected; proper pairs are one code point. Output stays valid UTF-8 (the helper checks every stdout
+// line).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Agent, startAgent, echoAnswer, systemBytes, lastUserLine } from './lib/agent.mjs';

@@ -1,4 +1,4 @@
-// Request body and the consecutive-user-message merge of contracts §5.
+// Request body and the consecutive-user-message merge of docs/decisions.md#references-on-the-wire.
 #include "llm/openai/chat_request.hpp"
 
 #include <boost/json/parse.hpp>

@@ -1,4 +1,4 @@
-// HTTP status + body → contracts §2 codes; Retry-After; backoff bounds.
+// HTTP status + body → the codes of docs/decisions.md#errors-on-the-wire; Retry-After; backoff bounds.
 #include "llm/openai/error_mapping.hpp"
 
 #include <boost/test/unit_test.hpp>

@@ -7,6 +7,8 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <cstdlib>
+
 
 using namespace acp::store::pg;
 
@@ -126,6 +128,36 @@ BOOST_AUTO_TEST_CASE(a_role_outside_dsh_acp_user_is_denied_clearly) {
   std::string denied = message_of<SchemaDenied>([&] { check_schema(outsider); });
   BOOST_TEST(contains(denied, "role \"" + role + "\" may not use the dsh_acp schema"), denied);
   BOOST_TEST(contains(denied, "GRANT dsh_acp_user TO " + role), denied);
+}
+
+// Lines are JSON text in UTF-8: a LATIN1 database would convert them, a SQL_ASCII one would take
+// any bytes. Neither is set up nor served.
+BOOST_AUTO_TEST_CASE(a_database_not_in_utf8_is_refused_by_migrate_and_at_start_up) {
+  for (const std::string encoding : {"SQL_ASCII", "LATIN1"}) {
+    pg_test::ScratchDb db("ENCODING '" + encoding + "' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0");
+    PgConnection c = db.connect();
+    std::string refused = message_of<SchemaEncoding>([&] { migrate(c); });
+    BOOST_TEST(contains(refused, c.name() + ": the database's encoding is " + encoding), refused);
+    BOOST_TEST(contains(refused, "needs a UTF8 database"), refused);
+    BOOST_TEST(!schema_version(c).has_value());
+    message_of<SchemaEncoding>([&] { check_schema(c); });
+  }
+}
+
+// A URL's client_encoding or PGCLIENTENCODING would have the server convert our UTF-8 lines as if
+// they were LATIN1; every connection speaks UTF8.
+BOOST_AUTO_TEST_CASE(every_connection_speaks_utf8_whatever_the_url_or_environment_say) {
+  pg_test::ScratchDb db;
+  ::setenv("PGCLIENTENCODING", "LATIN1", 1);
+  struct Unset {
+    ~Unset() { ::unsetenv("PGCLIENTENCODING"); }
+  } unset;
+  for (const std::string url : {db.url(), db.url() + " client_encoding='LATIN1'"}) {
+    PgConnection c = PgConnection::connect(url);
+    BOOST_TEST(c.exec("SELECT current_setting('client_encoding')").value(0, 0) == "UTF8");
+    BOOST_TEST(c.exec("SELECT length($1::text)", {std::string("caf\xc3\xa9")}).value(0, 0) == "4");
+    BOOST_TEST(c.exec("SELECT $1::text", {std::string("caf\xc3\xa9")}).value(0, 0) == "caf\xc3\xa9");
+  }
 }
 
 BOOST_AUTO_TEST_CASE(generation_is_one_of_the_two_spellings) {

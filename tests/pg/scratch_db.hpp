@@ -53,8 +53,10 @@ inline std::string ensure_person(acp::store::pg::PgConnection& super, const std:
 
 class ScratchDb {
 public:
-  ScratchDb() : name_("pgconn_" + std::to_string(::getpid()) + "_" + std::to_string(counter()++)) {
-    admin().exec("CREATE DATABASE " + name_);
+  /// `options`: what CREATE DATABASE says after the name (an encoding, a template).
+  explicit ScratchDb(const std::string& options = "")
+      : name_("pgconn_" + std::to_string(::getpid()) + "_" + std::to_string(counter()++)) {
+    admin().exec("CREATE DATABASE " + name_ + (options.empty() ? "" : " " + options));
   }
   ~ScratchDb() {
     try {

@@ -2,7 +2,8 @@
 
 A ~200 MB source log (big messages, written directly in the harness format; raw, and zstd with one
 frame per batch) is referenced from a prompt through the real binary with the echo provider. From
-/proc/<pid>/status it checks, with bounds five times the contracts' targets:
+/proc/<pid>/status it checks, with bounds five times our targets (the
+peak one is in docs/decisions.md#benchmarks):
   - peak RSS during the prompt <= baseline + 320 MB (target 64 MB), and the answer really carries
     the reference (a card with retained messages);
   - RSS back within 80 MB of the baseline within 5 s after the answer (target 16 MB in 1 s);
@@ -39,9 +40,9 @@ def reset_peak(pid):
 
 
 def write_source(store, encoding):
-    """The harness format (harness-compat §1.2-§1.7): header, then user/assistant message pairs. In
+    """The harness format (docs/store-format.md): header, then user/assistant message pairs. In
     the layout the store takes (tests/tools/store_layout.py) and its shapes: 0.1.1 messages carry a
-    role and an id, the assistant's under data.message (harness-0.1 §3.4)."""
+    role and an id, the assistant's under data.message (docs/store-format.md#release-011-shapes)."""
     v01 = store_layout.generation_of(store) == "0.1"
     log = store_layout.log_path_for(store, SOURCE_ID, None, encoding=encoding)
     os.makedirs(os.path.dirname(log), mode=0o700, exist_ok=True)

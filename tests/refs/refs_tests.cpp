@@ -107,7 +107,8 @@ BOOST_AUTO_TEST_CASE(hostile_text_is_escaped) {
 }
 
 BOOST_AUTO_TEST_CASE(compacted_source_contributes_checkpoint_and_later_messages) {
-  // harness-compat §5.11 example 1: the checkpoint replaced seqs 0..1; the surface is what remains.
+  // docs/session-references.md#worked-examples, example 1: the checkpoint replaced seqs 0..1; the surface is
+  // what remains.
   json::object cp = checkpoint("<compacted-summary>checkpoint</compacted-summary>", 2);
   cp["surfaceOp"] = json::object{{"op", "replace"}, {"start", 0}, {"end", 1}};
   cp["sourceEventSeqs"] = json::array{0, 1};
@@ -132,7 +133,8 @@ BOOST_AUTO_TEST_CASE(compacted_source_contributes_checkpoint_and_later_messages)
 }
 
 BOOST_AUTO_TEST_CASE(compacted_source_under_budget_keeps_checkpoint_and_newest) {
-  // §5.11 example 2: maxBytes 360 drops the three middle items and truncates the newest.
+  // docs/session-references.md#worked-examples, example 2: maxBytes 360 drops the three middle items and
+  // truncates the newest.
   std::string latest = "latest-";
   for (int i = 0; i < 400; ++i) latest += "界";
   std::vector<json::object> events{checkpoint("<compacted-summary>checkpoint</compacted-summary>", 2),
@@ -589,7 +591,8 @@ BOOST_AUTO_TEST_CASE(candidates_rank_by_cwd_and_keep_listing_order) {
   stop.request_stop();
   BOOST_TEST(code_of([&] { service.list_candidates(target, "", std::nullopt, stop.get_token()); }) == ErrorCode::cancelled);
 
-  // Titles are searched only when asked (the seed's rule otherwise), lower-cased by ICU in en-US.
+  // Titles are searched only when asked (the original's rule otherwise,
+  // docs/session-references.md#candidates), lower-cased by ICU in en-US.
   source->listings.push_back(row("unicode", "/else", 5, "\u0130stanbul \u03A3\u039F\u03A6\u0399\u0391 notes"));
   BOOST_TEST(service.list_candidates(target, "latest").empty());
   auto titled = service.list_candidates(target, "LATEST T", std::nullopt, {}, true);

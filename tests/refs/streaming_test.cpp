@@ -70,8 +70,9 @@ refs::ProjectedSource streamed(const std::vector<json::object>& events, std::int
   return refs::project_log(stream, budget);
 }
 
-// A random, valid log (harness-compat §1.4, §1.5, §2.1): prompt turns with chunks, injected context,
-// steering, tool results and their content replacements, and compactions over any surface range.
+// A random, valid log (docs/store-format.md#event-types, docs/store-format.md#folding): prompt turns with
+// chunks, injected context, steering, tool results and their content replacements, and compactions over any
+// surface range.
 class LogBuilder {
 public:
   explicit LogBuilder(unsigned seed) : rng_(seed) {}

@@ -4,17 +4,18 @@
 Reads every log under STORE (zstd frames through the `zstd` command line, or plain JSONL) and checks
 it against the soak's ledger of prompts (soak.py writes it):
 - line 1 is the header of the session the file is named after; seqs are 0, 1, 2 … without gaps;
-  the surface fold is valid (harness-compat §2.1);
+  the surface fold is valid (docs/store-format.md#folding);
 - turns are numbered 1, 2, 3 …, each holds one prompt and is closed by its turn/end, except the last one of a log whose
   writer was killed; a turn closed `interrupted` or left open belongs to a prompt that got no answer;
 - every prompt's unique token is in its own log at most once, and exactly once when its answer
   (end_turn) was received, with the text sent (mentions shown as @label); tokens nobody sent
   never appear;
-- every reference source record (user/message with source kind session-reference, harness-compat
-  §5.7–5.8) agrees with its rendered snapshot and with the source log at `capturedThroughSeq`: the
-  source has that event, the retained conversation is the source's projection through that seq
-  (whole, or a subsequence with head/tail cuts when truncated), and every prompt answered in the
-  source before the referencing prompt was sent is inside the snapshot.
+- every reference source record (user/message with source kind session-reference,
+  docs/session-references.md#data-object-and-source-record) agrees with its rendered snapshot and
+  with the source log at `capturedThroughSeq`: the source has that event, the retained conversation
+  is the source's projection through that seq (whole, or a subsequence with head/tail cuts when
+  truncated), and every prompt answered in the source before the referencing prompt was sent is
+  inside the snapshot.
 
 The store may be in either of the harness's layouts (45fc `cwd-<hash>/<id>.jsonl[.zstd]`, 0.1
 `--<projectKey>--/<id>/session.jsonl[.zstd]`); events are read in one normalised model (the 45fc
@@ -232,7 +233,7 @@ def turn_map(log):
                     raise Violation(f"{log.path}: token {tok} at seqs {tokens[tok][1]} and {e['seq']} (prompt written twice)")
                 tokens[tok] = [turn, e["seq"], None, text_content(d["content"])]
                 if pending_ref is not None:
-                    # The direct message follows its snapshot right after turn/start (harness-compat §6.7).
+                    # The direct message follows its snapshot right after turn/start (docs/session-references.md#in-the-log).
                     refs.append((pending_ref, tok if e["seq"] == pending_ref["seq"] + 2 else None))
                     pending_ref = None
     if pending_ref is not None:
@@ -243,12 +244,13 @@ def turn_map(log):
 
 
 def projection(log, through):
-    """Harness-compat §5.6 over the surface events with seq <= through."""
+    """The projection of docs/session-references.md#projection over the surface events with seq <= through."""
     return [(role, text) for seq, role, text in log.messages if seq <= through and text]
 
 
 def cut_matches(original, item_text):
-    """Whether `item_text` is `original` cut to head + tail with the omitted-bytes notice (§4, §5.9)."""
+    """Whether `item_text` is `original` cut to head + tail with the omitted-bytes notice
+    (docs/session-references.md#head-and-tail-truncation)."""
     m = NOTICE.search(item_text)
     if not m:
         return False

@@ -1,5 +1,5 @@
 // Every real harness log in tests/data/fixtures/harness loads, each in a store of its own
-// (contracts §7), with the event counts of harness-compat §7; the legacy and header-less ones
+// (docs/decisions.md#test-data), with the event counts listed there; the legacy and header-less ones
 // are corrupt; nothing is modified by reading or by opening a writer on a finished log.
 #include "support.hpp"
 

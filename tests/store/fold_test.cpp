@@ -1,4 +1,4 @@
-// foldSurface (harness-compat §2.1): every rule, and a compaction replace.
+// foldSurface (docs/store-format.md#folding): every rule, and a compaction replace.
 #include "store/errors.hpp"
 #include "store/fold.hpp"
 

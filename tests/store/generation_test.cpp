@@ -1,5 +1,6 @@
-// The harness 0.1 store generation (issue 15, harness-0.1.md): projectKey, layout detection, the
-// normalised event model both ways, writing and repairing a 0.1 root, several roots as one.
+// The harness 0.1 store generation (issue 15, docs/store-format.md#release-011-shapes): projectKey,
+// layout detection, the normalised event model both ways, writing and repairing a 0.1 root, several
+// roots as one.
 #include "support.hpp"
 
 #include "store/errors.hpp"
@@ -66,7 +67,7 @@ const ShapePair kShapes[] = {
 
 BOOST_AUTO_TEST_SUITE(v01_layout)
 
-// The table of harness-0.1 §1.3 (computed there with a port of the harness's projectKey).
+// The table of docs/store-format.md#projectkey and more (computed with a port of the harness's projectKey).
 BOOST_AUTO_TEST_CASE(project_dirs_of_the_spec_table) {
   BOOST_TEST(project_dir_name(std::string("/home/alice/proj")) == "--home-alice-proj--");
   BOOST_TEST(project_dir_name(std::string("/")) == "--root--");
@@ -176,8 +177,8 @@ BOOST_AUTO_TEST_CASE(ids_are_minted_once_per_message_and_compaction) {
   BOOST_TEST(compaction.empty());
 }
 
-// A prune (harness-0.1 §4.3) replaces a tool result with only its content changed: the normalised
-// fold accepts it, and refuses one that changed anything else.
+// A prune (docs/store-format.md#release-011-shapes) replaces a tool result with only its content changed: the
+// normalised fold accepts it, and refuses one that changed anything else.
 BOOST_AUTO_TEST_CASE(pruned_tool_results_fold) {
   auto result = [](int seq, const char* text, const char* id, std::optional<int> replaces) {
     std::string line = R"({"type":"tool/result","seq":)" + std::to_string(seq) +

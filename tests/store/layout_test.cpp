@@ -1,4 +1,4 @@
-// Naming rules of harness-compat §1.1: segment encoding, buckets, file-name length limits.
+// Naming rules of docs/store-format.md#flat-layout-45fc: segment encoding, buckets, file-name length limits.
 #include "store/errors.hpp"
 #include "store/layout.hpp"
 

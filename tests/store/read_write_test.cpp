@@ -1,5 +1,6 @@
 // Raw and zstd round trips through the writer API, torn raw tails, corruption rules of scanLog
-// (harness-compat §1.8), root encoding detection, deletion, titles and packed chunk rows (§1.6).
+// (docs/store-format.md#crash-repair), root encoding detection, deletion, titles and packed chunk rows
+// (docs/store-format.md#packed-chunk-rows).
 #include "support.hpp"
 
 #include "support/json_text.hpp"

@@ -1,4 +1,5 @@
-// Byte-exact header and envelope records (harness-compat §1.2–§1.3) and header validity.
+// Byte-exact header and envelope records (docs/store-format.md#header, docs/store-format.md#event-envelope)
+// and header validity.
 #include "support/json_text.hpp"
 #include "store/event_builders.hpp"
 #include "store/title.hpp"
@@ -58,7 +59,7 @@ BOOST_AUTO_TEST_CASE(turn_event_builders_have_harness_shapes) {
   BOOST_TEST(events::fallback_title("") == "");
 }
 
-// contracts §4: the original's fallbackSessionTitle (5 words, 40 bytes).
+// docs/store-format.md#titles: the original's fallbackSessionTitle (5 words, 40 bytes).
 BOOST_AUTO_TEST_CASE(fallback_title_as_the_original) {
   // Escape sequences (CSI, OSC ended by BEL or ST, two-byte ESC) and C0/C1 controls vanish.
   BOOST_TEST(events::fallback_title("\x1b[31mred\x1b[0m alert") == "red alert");

@@ -1,4 +1,4 @@
-// Crash repair closers (harness-compat §1.8), byte for byte, written only under the lock by a
+// Crash repair closers (docs/store-format.md#crash-repair), byte for byte, written only under the lock by a
 // writer, never by a reader.
 #include "support.hpp"
 
@@ -145,7 +145,7 @@ BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(repair)
 
-// contracts §7: logs cut at arbitrary byte offsets. A cut never makes a log corrupt: readers see a
+// docs/decisions.md#test-data: logs cut at arbitrary byte offsets. A cut never makes a log corrupt: readers see a
 // prefix of the events, and the first writer repairs it into a log that folds and whose turns are
 // all closed.
 BOOST_AUTO_TEST_CASE(logs_cut_at_every_byte_offset_load_and_repair) {

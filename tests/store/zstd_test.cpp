@@ -1,5 +1,5 @@
-// zstd-encoded logs (harness-compat §1.7–§1.8): one checksummed frame per batch, the header alone
-// in frame 1, torn final frames (partially recovered), and corruption inside complete frames.
+// zstd-encoded logs (docs/store-format.md#encodings-and-zstd-framing): one checksummed frame per batch, the
+// header alone in frame 1, torn final frames (partially recovered), and corruption inside complete frames.
 #include "support.hpp"
 
 #include "support/json_text.hpp"

@@ -1,8 +1,8 @@
 """Layout-aware access to a session store root for the Python tests (crash, shutdown, refs, soak).
 
 A root holds one of the harness's two layouts ("generations"):
-  45fc  <root>/cwd-<12 hex of sha256(cwd)>/<encodeSegment(id)>.jsonl[.zstd]        (harness-compat §1.1)
-  0.1   <root>/--<projectKey(cwd)>--/<encodeSegment(id)>/session.jsonl[.zstd]       (harness-0.1 §1.2-1.3)
+  45fc  <root>/cwd-<12 hex of sha256(cwd)>/<encodeSegment(id)>.jsonl[.zstd]        (docs/store-format.md#flat-layout-45fc)
+  0.1   <root>/--<projectKey(cwd)>--/<encodeSegment(id)>/session.jsonl[.zstd]       (docs/store-format.md#project-layout-01)
 (`_no-cwd` for a session without a cwd, in both). The server gives a new root the layout of
 --store-generation / DSH_ACP_STORE_GENERATION (45fc by default) and keeps the layout an existing
 root holds, so the suite runs against either. These helpers find logs in a root of either layout (by
@@ -47,7 +47,7 @@ def bucket_name(cwd):
 
 
 def project_key(cwd):
-    """projectKey(cwd) of the 0.1 layout (harness-0.1 §1.3; src/store/layout.cpp project_key)."""
+    """projectKey(cwd) of the 0.1 layout (docs/store-format.md#projectkey; src/store/layout.cpp project_key)."""
     assert cwd, "cannot encode an empty project path"
     out, in_run = [], False
     for u in _utf16_units(cwd):

@@ -9,7 +9,8 @@ using namespace acp;
 
 BOOST_AUTO_TEST_SUITE(echo_model)
 
-// contracts §3 says "the first 48 characters"; its example line shows 46 (cut after "an u"). The rule wins.
+// The first 48 characters (docs/decisions.md#the-echo-model); the example the rule first came with cut at 46 (after
+// "an u"), and the rule wins.
 BOOST_AUTO_TEST_CASE(answer_lists_every_message_as_contracts_section_3) {
   llm::Request r;
   r.messages = {{llm::Role::system, std::string(412, 's')},

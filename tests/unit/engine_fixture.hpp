@@ -205,7 +205,7 @@ struct Fixture {
   std::vector<json::object> events(Process& p, const std::string& id) { return p.store.get().read_log(id).events; }
 
   /// A user-cancelled turn's reason as the root's layout stores it: 45fc {"kind":"aborted"}, 0.1.1
-  /// with its cause (harness-0.1 §4.4).
+  /// with its cause (docs/store-format.md#release-011-shapes).
   std::string aborted_reason() const {
     return generation == store::Generation::flat ? R"({"kind":"aborted"})" : R"({"kind":"aborted","reason":{"kind":"user"}})";
   }

@@ -1,6 +1,7 @@
-// The one mapping from typed errors to JSON-RPC errors (handlers/errors.cpp, contracts §2): one case
-// per kind, and the engine's part — a provider failure leaves prompt() as ProviderFailed naming the
-// provider, an invalid candidate limit as a reference error naming its parameter.
+// The one mapping from typed errors to JSON-RPC errors (handlers/errors.cpp,
+// docs/decisions.md#errors-on-the-wire): one case per kind, and the engine's part — a provider failure leaves
+// prompt() as ProviderFailed naming the provider, an invalid candidate limit as a reference error naming its
+// parameter.
 #include "engine_fixture.hpp"
 #include "handlers/router.hpp"
 #include "protocol/jsonrpc.hpp"
@@ -52,7 +53,8 @@ BOOST_AUTO_TEST_CASE(session_and_input_errors) {
   BOOST_TEST(data_of(e) == R"({"path":"/x"})");
 }
 
-// 401/403 name the provider, never carry its message (contracts §2: data is {"provider": p}).
+// 401/403 name the provider, never carry its message (docs/decisions.md#errors-on-the-wire: data is
+// {"provider": p}).
 BOOST_AUTO_TEST_CASE(an_authentication_failure_names_the_provider) {
   auto e = mapped(engine::ProviderFailed("deepseek", llm::ProviderError("AUTH_REQUIRED", "Invalid API key (sk-...)", 401)));
   BOOST_TEST(e.code() == jsonrpc::code::auth_required);

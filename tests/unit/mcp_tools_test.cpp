@@ -4,6 +4,7 @@
 // (also during start-up) that leave no process behind. Against the official TypeScript SDK server
 // (tests/e2e/lib/mcp-test-server.mjs) and a fake that misbehaves (tests/tools/mcp_fake_server.py).
 #include "engine/mcp_tools.hpp"
+#include "tools/catalog.hpp"
 #include "mcp/server.hpp"
 #include "process_gone.hpp"
 #include "run_coroutine.hpp"
@@ -259,6 +260,28 @@ BOOST_AUTO_TEST_CASE(the_offered_tools_fit_the_session_byte_limit) {
   BOOST_TEST(call(io, *tools, "mcp__small__ok", "{}").text == "fine");
   auto left_out = call(io, *tools, "mcp__bigger__t0_0", "{}");
   BOOST_TEST(left_out.is_error);
+  stop(io, *tools);
+}
+
+// Two servers of 128 tools each (pages of 100): a model request carries at most 128 functions,
+// built-in ones included, so the session offers max_session_mcp_tools() of them, in server order.
+BOOST_AUTO_TEST_CASE(the_offered_tools_fit_one_model_request) {
+  asio::io_context io;
+  auto tools = started(io, {fake_server("first", "many", std::chrono::hours(1), {"100"}),
+                            fake_server("second", "many", std::chrono::hours(1), {"100"})});
+  BOOST_TEST(tools->servers() == 2u);
+  BOOST_TEST(engine::max_session_mcp_tools() + tools::builtin_tools().size() == engine::kMaxRequestTools);
+  BOOST_TEST(engine::max_session_mcp_tools() > 100u);
+  auto n = names(*tools);
+  BOOST_TEST(n.size() == engine::max_session_mcp_tools());
+  BOOST_TEST(tools->definitions().size() == engine::max_session_mcp_tools());
+  // The first server's first page, then its second page up to the limit.
+  const std::size_t last = engine::max_session_mcp_tools() - 100 - 1;
+  BOOST_TEST(has(n, "mcp__first__t0_99"));
+  BOOST_TEST(has(n, "mcp__first__t1_" + std::to_string(last)));
+  BOOST_TEST(!has(n, "mcp__first__t1_" + std::to_string(last + 1)));
+  BOOST_TEST(!has(n, "mcp__second__t0_0"));
+  BOOST_TEST(call(io, *tools, "mcp__second__t0_0", "{}").is_error);
   stop(io, *tools);
 }
 

@@ -144,8 +144,8 @@ BOOST_AUTO_TEST_CASE(rules_round_trip_through_a_root_of_each_generation) {
                true);
       path = w.path();
     }
-    // A 0.1 root's rule lines carry ignorable:true, last, after data (harness-0.1 §3.1); a 45fc
-    // root's have the six keys its reader allows (harness-compat §1.3).
+    // A 0.1 root's rule lines carry ignorable:true, last, after data (docs/store-format.md#normalised-events); a
+    // 45fc root's have the six keys its reader allows (docs/store-format.md#event-envelope).
     const bool marked = gen == store::Generation::project_dirs;
     std::istringstream lines(slurp(path));
     std::string line;

@@ -1,6 +1,6 @@
-// The ACP host side of session references (issue 4, contracts §5): the reference card, where the
-// replay puts it, how prompt blocks become `@label` text plus references, and the `/ref` command's
-// parsing and answer text. The service itself is tested in tests/refs.
+// The ACP host side of session references (issue 4, docs/decisions.md#references-on-the-wire): the reference
+// card, where the replay puts it, how prompt blocks become `@label` text plus references, and the `/ref`
+// command's parsing and answer text. The service itself is tested in tests/refs.
 #include "handlers/prompt_text.hpp"
 #include "handlers/reference_card.hpp"
 #include "handlers/replay.hpp"
@@ -20,7 +20,7 @@ namespace {
 
 json::object obj(std::string_view text) { return json::parse(text).as_object(); }
 
-// One entry of a source record, in harness-compat §5.8 field order.
+// One entry of a source record, in the field order of docs/session-references.md#data-object-and-source-record.
 json::object ref_entry(std::string id, std::string label, json::value captured, bool compacted, int original, int retained,
                        int omitted, int omitted_bytes, int input_index) {
   return json::object{{"sessionId", id},
@@ -339,7 +339,7 @@ refs::ErrorCode error_of(const std::vector<protocol::ContentBlock>& prompt) {
 } // namespace
 
 BOOST_AUTO_TEST_CASE(markdown_mentions_links_and_other_links_in_block_order) {
-  // harness-compat §6.12 codec test.
+  // The example of docs/session-references.md#mentions-in-acp-prompts.
   std::string uri = refs::encode_uri("source/\u4f1a\u8bdd");
   auto r = handlers::render_prompt({text_block("compare @[inline](" + uri + ") with "), link(uri, "linked"),
                                     link("file:///x", "x")});

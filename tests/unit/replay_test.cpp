@@ -1,7 +1,7 @@
 // How session/load shows a harness session (issue 15): the harness's tools as tool_call cards with
 // kinds, titles, locations and diffs; todo/write as a plan; images as placeholders that notice a
 // missing attachment; 0.1.1 compactions and prunes; a 0.1.1 recall after its direct message. Fed
-// events in the normalised shape (normalised-model.md) that the store's readers give for either
+// events in the normalised shape (docs/store-format.md#normalised-events) that the store's readers give for either
 // store generation. Reference and compaction cards themselves are tested in references_test.cpp.
 #include "handlers/replay.hpp"
 #include "protocol/wire.hpp"

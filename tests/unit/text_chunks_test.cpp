@@ -1,4 +1,4 @@
-// The 32 KiB frame promise (contracts §4) through the handlers that write session/update frames:
+// The 32 KiB frame promise (docs/decisions.md#update-frames) through the handlers that write session/update frames:
 // live text deltas (session/prompt) and replay (session/load), for text whose JSON escaping is many
 // times its size. Plus the small session/list and session/cancel rules.
 #include "engine_fixture.hpp"

@@ -57,8 +57,8 @@ BOOST_AUTO_TEST_CASE(keyword_enumerators_drop_their_trailing_underscore) {
   BOOST_TEST((*std::get<protocol::ToolCall>(back).kind == protocol::ToolKind::delete_));
 }
 
-// Tool call content is a tagged union (acp-protocol.md §5): content blocks and diffs, a new file's
-// diff without oldText; locations with an optional line.
+// Tool call content is a tagged union (https://agentclientprotocol.com/protocol/tool-calls): content blocks
+// and diffs, a new file's diff without oldText; locations with an optional line.
 BOOST_AUTO_TEST_CASE(tool_call_content_is_content_or_diff_by_type) {
   const std::string text =
       R"({"sessionUpdate":"tool_call_update","toolCallId":"c","status":"completed","content":[)"

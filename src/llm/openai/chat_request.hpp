@@ -4,8 +4,10 @@
 // {role, content} strings (an assistant message's calls in `tool_calls`, its content "" rather than
 // null when it has no text, as the harness sends it; a tool message as {role, tool_call_id, content}),
 // the tools offered (`tools: [{type: "function", function: {name, description, parameters}}]`),
-// `stream: true` and `stream_options.include_usage` (so the last event carries token usage). Request assembly deliberately keeps two consecutive user messages (contracts §5); some
-// servers reject that with a 400, and the provider then retries with merge_consecutive_user_messages().
+// `stream: true` and `stream_options.include_usage` (so the last event carries token usage). Request
+// assembly deliberately keeps two consecutive user messages (docs/decisions.md#references-on-the-wire);
+// some servers reject that with a 400, and the provider then retries with
+// merge_consecutive_user_messages().
 // Pure: no I/O.
 #pragma once
 

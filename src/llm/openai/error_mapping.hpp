@@ -30,7 +30,8 @@ ProviderError map_http_error(int status, std::string_view reason, std::string_vi
 /// 408, 429 and 5xx: transient by definition.
 bool is_retryable_status(int status) noexcept;
 
-/// True when a 400 message complains about successive/consecutive (user) messages (contracts §5).
+/// True when a 400 message complains about successive/consecutive (user) messages
+/// (docs/decisions.md#references-on-the-wire).
 bool names_consecutive_messages(std::string_view message);
 
 /// Retry-After as delta-seconds (HTTP dates are not used by these APIs and are ignored).

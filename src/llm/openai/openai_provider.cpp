@@ -139,7 +139,8 @@ private:
       Failure& f = *outcome.failure;
       if (output_started)
         throw ProviderError(f.error.code(), f.error.what(), f.error.http_status(), true);
-      // contracts §5: some servers refuse two user messages in a row; merge once and remember it.
+      // docs/decisions.md#references-on-the-wire: some servers refuse two user messages in a row; merge once and
+      // remember it.
       if (f.error.http_status() == 400 && !merged && names_consecutive_messages(f.error.what()) &&
           has_consecutive_user_messages(request.messages)) {
         merge_user_messages_.store(true, std::memory_order_relaxed);
@@ -165,7 +166,7 @@ private:
     return generator;
   }
 
-  /// The TLS client context, created on first use (start-up time matters; contracts §6).
+  /// The TLS client context, created on first use (start-up time matters; docs/decisions.md#benchmarks).
   ssl::context& tls_context() {
     std::lock_guard lock(tls_mutex_);
     if (!tls_) {

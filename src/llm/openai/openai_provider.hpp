@@ -3,7 +3,8 @@
 // This header is deliberately light (no Beast, no OpenSSL): the host includes it next to the echo
 // provider. The returned Provider POSTs `{base_url}/chat/completions` with `stream: true` over
 // HTTP/1.1 (TLS for https), relays `delta.content` / `delta.reasoning_content` to the sink as they
-// arrive, retries before any output per contracts §1, and maps failures to the codes of contracts §2.
+// arrive, retries before any output (docs/decisions.md#command-line-and-configuration), and maps failures to the
+// codes of docs/decisions.md#errors-on-the-wire.
 // I/O objects are created on `executor`; completions resume on the awaiting coroutine's executor (the
 // connection's strand), so the sink runs there. One provider may serve concurrent streams.
 #pragma once

@@ -114,11 +114,11 @@ std::int64_t PgResult::affected() const noexcept {
 // held) go to the process log with the store's name, not to libpq's default, stderr: some ACP
 // clients take any stderr output for an error.
 // libpq's own notices (no severity field from a server) are kept at warn: they tell of the protocol.
-static void log_notice(void* name, const PGresult* r) noexcept {
+static void log_notice(const std::string& name, const PGresult* r) noexcept {
   try {
     const char* severity = pq().PQresultErrorField(r, PG_DIAG_SEVERITY_NONLOCALIZED);
     const char* text = pq().PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
-    const std::string line = *static_cast<const std::string*>(name) + ": " + (severity ? severity : "libpq") + ": " +
+    const std::string line = name + ": " + (severity ? severity : "libpq") + ": " +
                              one_line(text ? text : pq().PQresultErrorMessage(r));
     if (!severity || std::string_view(severity) == "WARNING") log::warn(line);
     else log::info(line);
@@ -133,6 +133,18 @@ struct PgConnection::State {
   std::mutex cancel_mutex;            // guards canceller against reset() on another thread
   PGcancel* canceller = nullptr;
   std::unordered_set<std::string> prepared;  // statement names prepared on this server session
+  // The server said FATAL (or PANIC) outside a statement: it is ending this session, and the end of
+  // the stream may come a moment after the message (the backend closes its socket last). libpq
+  // hands such a message to the notice receiver when it arrives behind a statement's result.
+  bool ended_by_server = false;
+
+  static void notice(void* self, const PGresult* r) noexcept {
+    auto* s = static_cast<State*>(self);
+    const char* severity = pq().PQresultErrorField(r, PG_DIAG_SEVERITY_NONLOCALIZED);
+    if (severity && (std::string_view(severity) == "FATAL" || std::string_view(severity) == "PANIC"))
+      s->ended_by_server = true;
+    log_notice(s->name, r);
+  }
 
   ~State() {
     if (canceller) pq().PQfreeCancel(canceller);
@@ -214,7 +226,9 @@ PgConnection PgConnection::connect(const std::string& url, const ConnectOptions&
     server_options += (server_options.empty() ? "" : " ") + timeout_option("lock_timeout", options.lock_timeout);
   std::string connect_timeout = std::to_string(options.connect_timeout_s);
 
-  std::vector<const char*> keys{"dbname", "fallback_application_name"}, values{url.c_str(), options.application_name.c_str()};
+  // Lines travel as UTF-8 whatever the URL or PGCLIENTENCODING say: after the URL, so this wins.
+  std::vector<const char*> keys{"dbname", "fallback_application_name", "client_encoding"},
+      values{url.c_str(), options.application_name.c_str(), "UTF8"};
   if (!server_options.empty()) keys.push_back("options"), values.push_back(server_options.c_str());
   if (!url_has_timeout && options.connect_timeout_s > 0)
     keys.push_back("connect_timeout"), values.push_back(connect_timeout.c_str());
@@ -252,7 +266,7 @@ PgConnection PgConnection::connect(const std::string& url, const ConnectOptions&
     }
   };
   s->conn = pq().PQconnectStartParams(keys.data(), values.data(), /*expand_dbname=*/1);
-  if (s->conn) pq().PQsetNoticeReceiver(s->conn, log_notice, &s->name);
+  if (s->conn) pq().PQsetNoticeReceiver(s->conn, &State::notice, s.get());
   PostgresPollingStatusType step = PGRES_POLLING_WRITING;
   while (s->conn && pq().PQstatus(s->conn) != CONNECTION_BAD && step != PGRES_POLLING_OK && step != PGRES_POLLING_FAILED) {
     if (!(wait ? wait : until_deadline)(pq().PQsocket(s->conn), step == PGRES_POLLING_WRITING)) {
@@ -363,7 +377,7 @@ std::string PgConnection::literal(std::string_view text) const {
 }
 
 bool PgConnection::untouched() const noexcept {
-  if (!ok()) return false;
+  if (!ok() || s_->ended_by_server) return false;
   pollfd p{socket(), POLLIN, 0};
   return ::poll(&p, 1, 0) == 0;
 }
@@ -376,6 +390,7 @@ bool PgConnection::ok() const noexcept { return s_ && pq().PQstatus(s_->conn) ==
 
 void PgConnection::reset() {
   s_->prepared.clear();  // a new server session knows none
+  s_->ended_by_server = false;
   pq().PQreset(s_->conn);
   if (pq().PQstatus(s_->conn) != CONNECTION_OK)
     throw PgError(s_->name + ": cannot reconnect: " + one_line(pq().PQerrorMessage(s_->conn)), "08001");

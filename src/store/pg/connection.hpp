@@ -144,7 +144,8 @@ public:
   /// `text` as an SQL string literal (quoted and escaped for this connection), for exec_last().
   std::string literal(std::string_view text) const;
   /// True while nothing has arrived unasked: a server that ended the session (a FATAL message, the
-  /// end of the stream) has spoken. Does not block. For a connection with no statement pending.
+  /// end of the stream) has spoken; so has one whose FATAL libpq took in behind a statement's result
+  /// (its socket may still be open). Does not block. For a connection with no statement pending.
   bool untouched() const noexcept;
   /// Inside a transaction block (PQtransactionStatus is not idle).
   bool in_transaction() const noexcept;

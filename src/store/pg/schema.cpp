@@ -271,7 +271,20 @@ std::optional<int> schema_version(PgConnection& c) {
   return version;
 }
 
+namespace {
+
+void require_utf8(PgConnection& c) {
+  PgResult r = c.exec("SELECT current_setting('server_encoding')");
+  const std::string encoding(r.value(0, 0));
+  if (encoding != "UTF8")
+    throw SchemaEncoding(c.name() + ": the database's encoding is " + encoding +
+                         "; a dsh-acp store needs a UTF8 database (CREATE DATABASE ... ENCODING 'UTF8' TEMPLATE template0)");
+}
+
+} // namespace
+
 void check_schema(PgConnection& c) {
+  require_utf8(c);
   std::optional<int> version = schema_version(c);
   if (!version)
     throw SchemaMissing(c.name() + ": no dsh_acp schema in this database: " + migrate_hint(c));
@@ -291,6 +304,7 @@ void check_schema(PgConnection& c) {
 
 void migrate(PgConnection& c, int target) {
   if (target < 1 || target > kSchemaVersion) throw SchemaError(c.name() + ": no schema version " + std::to_string(target));
+  require_utf8(c);
   try {
     Transaction tx(c);
     // Concurrent migrations of one database wait for each other here.

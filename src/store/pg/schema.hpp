@@ -80,15 +80,23 @@ public:
   using SchemaError::SchemaError;
 };
 
+/// The database's encoding is not UTF8: its lines are JSON text in UTF-8, which another server
+/// encoding would convert (LATIN1) or take unchecked (SQL_ASCII). what() names it and the remedy.
+class SchemaEncoding : public SchemaError {
+public:
+  using SchemaError::SchemaError;
+};
+
 /// Creates or upgrades the schema to kSchemaVersion in one transaction (serialised against
 /// concurrent migrations), creating the role dsh_acp_user if missing. Idempotent. Throws
 /// SchemaTooNew for a newer schema, SchemaDenied when the role lacks the rights (it needs to create
-/// schemas in the database and roles: the database owner with CREATEROLE, or a superuser), PgError
-/// otherwise. `target`: an older version to stop at (tests of upgrades).
+/// schemas in the database and roles: the database owner with CREATEROLE, or a superuser),
+/// SchemaEncoding for a database not in UTF8, PgError otherwise. `target`: an older version to stop at (tests of upgrades).
 void migrate(PgConnection& c, int target = kSchemaVersion);
 
 /// For a serving process: the schema exists at exactly kSchemaVersion and the role may use it.
-/// Throws SchemaMissing, SchemaOutdated, SchemaTooNew, SchemaDenied; PgError for other failures.
+/// Throws SchemaEncoding, SchemaMissing, SchemaOutdated, SchemaTooNew, SchemaDenied; PgError for
+/// other failures.
 void check_schema(PgConnection& c);
 
 /// The schema version stored in the database; nullopt when there is no dsh_acp schema.

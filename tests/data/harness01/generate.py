@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Golden session logs of the deepseek-harness 0.1.1 store (harness-0.1.md), written by our own
-generator from the facts of that spec, beside the same conversations in the 45fc shapes
-(harness-compat.md §1).
+"""Golden session logs of the deepseek-harness 0.1.1 store (docs/store-format.md#release-011-shapes),
+written by our own generator from the facts of that format, beside the same conversations in the 45fc shapes
+(docs/store-format.md).
 
 Every scenario is one list of logical events; each event has its 0.1.1 shape and its 45fc shape.
 The two logs of a scenario hold the same events at the same seqs, so whatever dsh-acp derives from
@@ -89,7 +89,7 @@ class Log:
             self.batches.append((self.batch_start, self.seq()))
         self.batch_start = self.seq()
 
-    # ---- the shapes of harness-0.1 §3.4 / harness-compat §1.4 ----
+    # ---- the shapes of docs/store-format.md#release-011-shapes / docs/store-format.md#event-types ----
 
     def turn_start(self, turn):
         return self.add('turn/start', {'turn': turn}, {'turn': turn, 'trigger': {'kind': 'message', 'source': {'kind': 'user'}}})
@@ -336,7 +336,7 @@ def scenario_recall(cwd, other_id):
 # ---- writing ----
 
 def pack(events):
-    """packChunks (harness-compat §1.6, harness-0.1 §3.5): runs of >= 3 text/reasoning deltas with the
+    """packChunks (docs/store-format.md#packed-chunk-rows): runs of >= 3 text/reasoning deltas with the
     same turn, step and index become one row."""
     out, k = [], 0
     while k < len(events):

@@ -441,7 +441,7 @@ export const INIT_PARAMS = {
   clientInfo: { name: 'dsh-acp-e2e', version: '0.0.0' },
 };
 
-// ---- the echo model's answer (contracts §3) ---------------------------------------------------
+// ---- the echo model's answer (docs/decisions.md#the-echo-model) ---------------------------------
 
 const PREVIEW_CHARS = 48;
 

@@ -12,7 +12,7 @@ export const M = acp.methods.agent;
 
 export const text = (s) => [{ type: 'text', text: s }];
 
-/** dsh-session: + unpadded base64url of JSON.stringify(id) (harness-compat §5.2). */
+/** dsh-session: + unpadded base64url of JSON.stringify(id) (docs/session-references.md#uris). */
 export const uriOf = (id) => `dsh-session:${Buffer.from(JSON.stringify(id), 'utf8').toString('base64url')}`;
 
 export const PROMPT_PREFIX = '## Referenced sessions\n\n' +
@@ -57,8 +57,8 @@ export { encodeSegment, bucketOf, logPath, readLog, readRawLog, events, appendEv
 export const logBytes = (store, id) => readFileSync(logPath(store, id));
 
 /**
- * The frames of a zstd file, as byte ranges, walked as harness-compat §1.7 describes (magic, frame
- * header, blocks, optional checksum).
+ * The frames of a zstd file, as byte ranges, walked as docs/store-format.md#encodings-and-zstd-framing describes
+ * (magic, frame header, blocks, optional checksum).
  */
 export function zstdFrames(buf) {
   const frames = [];

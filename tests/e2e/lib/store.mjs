@@ -1,7 +1,7 @@
 // Layout-aware access to a session store root for the end-to-end tests. A root holds one of the
 // harness's two layouts ("generations"):
-//   45fc  <root>/cwd-<12 hex of sha256(cwd)>/<encodeSegment(id)>.jsonl[.zstd]          (harness-compat §1.1)
-//   0.1   <root>/--<projectKey(cwd)>--/<encodeSegment(id)>/session.jsonl[.zstd]         (harness-0.1 §1.2-1.3)
+//   45fc  <root>/cwd-<12 hex of sha256(cwd)>/<encodeSegment(id)>.jsonl[.zstd]          (docs/store-format.md#flat-layout-45fc)
+//   0.1   <root>/--<projectKey(cwd)>--/<encodeSegment(id)>/session.jsonl[.zstd]         (docs/store-format.md#project-layout-01)
 // (`_no-cwd` for a session without a cwd, in both). The server gives a new root the layout of
 // --store-generation / DSH_ACP_STORE_GENERATION (45fc by default) and keeps the layout an existing
 // root holds, so the suite runs against either. These helpers find a session's log in a root of
@@ -34,7 +34,7 @@ export function encodeSegment(id) {
 /** The 45fc bucket of a cwd: cwd-<first 12 hex of sha256(cwd)>, or _no-cwd. */
 export const bucketOf = (cwd) => (cwd === undefined ? '_no-cwd' : `cwd-${createHash('sha256').update(cwd, 'utf8').digest('hex').slice(0, 12)}`);
 
-/** projectKey(cwd) of the 0.1 layout (harness-0.1 §1.3; src/store/layout.cpp project_key). */
+/** projectKey(cwd) of the 0.1 layout (docs/store-format.md#projectkey; src/store/layout.cpp project_key). */
 export function projectKey(cwd) {
   assert.ok(cwd.length > 0, 'cannot encode an empty project path');
   let out = '';
