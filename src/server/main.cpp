@@ -17,6 +17,7 @@
 #include "store/session_store.hpp"
 #include "store/store_set.hpp"
 #include "support/paths.hpp"
+#include "support/background_threads.hpp"
 #include "support/child_process.hpp"
 #include "support/config.hpp"
 #include "support/sandbox.hpp"
@@ -29,7 +30,6 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
-#include <boost/asio/thread_pool.hpp>
 
 #include <csignal>
 #include <cstdio>
@@ -182,7 +182,9 @@ int main(int argc, char** argv) {
   boost::asio::io_context io{1};
   // Session strands and short store work (appends, listings) share this pool. Lock waits, replays
   // and other bulk reads run on the engine's threads of their own (engine.hpp), never here.
-  boost::asio::thread_pool blocking(8);
+  // Started by the first work posted: answering initialize needs none of them. Signals blocked
+  // in them, as in the Asio thread_pool they replace: they go to this thread.
+  support::BackgroundThreads blocking(8, /*lowered=*/false, /*block_signals=*/true);
   server::ProviderSetup provider_setup;
   try {
     // authenticate re-reads the environment and the config file with the same arguments.
@@ -204,7 +206,7 @@ int main(int argc, char** argv) {
   reference_config.max_reference_bytes = config.max_reference_bytes;
   refs::SessionReferenceService references(std::make_shared<handlers::StoreSessionSource>(store), reference_config);
   std::unique_ptr<transport::Transport> stdio = transport::make_stdio_transport(io.get_executor(), input_fd, frames_fd);
-  server::Connection connection(io.get_executor(), blocking.get_executor(), *stdio, config, *provider, store, references,
+  server::Connection connection(io.get_executor(), blocking.executor(), *stdio, config, *provider, store, references,
                                 system_prompt);
   connection.set_provider_auth(*provider_setup.auth);
   // SIGHUP: the editor (or its terminal) went away; end like stdin EOF instead of dying unanswered.

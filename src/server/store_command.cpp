@@ -7,8 +7,8 @@
 #include "store/session_store.hpp"
 #include "support/log.hpp"
 #include "support/paths.hpp"
+#include "support/sha256.hpp"
 
-#include <openssl/evp.h>
 
 #include <algorithm>
 #include <charconv>
@@ -83,31 +83,18 @@ Args parse_args(const std::vector<std::string>& args) {
   return a;
 }
 
-/// Streaming SHA-256 (OpenSSL).
+/// Streaming SHA-256.
 class Digest {
 public:
-  Digest() : ctx_(EVP_MD_CTX_new()) {
-    if (!ctx_ || EVP_DigestInit_ex(ctx_, EVP_sha256(), nullptr) != 1) throw std::runtime_error("SHA-256 unavailable");
-  }
-  ~Digest() { EVP_MD_CTX_free(ctx_); }
-  Digest(const Digest&) = delete;
-  Digest& operator=(const Digest&) = delete;
-  void add(std::string_view s) { EVP_DigestUpdate(ctx_, s.data(), s.size()); }
-  /// The digest of everything added so far (the context goes on).
+  void add(std::string_view s) { sha_.update(s); }
+  /// The digest of everything added so far (it goes on).
   std::string value() const {
-    EVP_MD_CTX* copy = EVP_MD_CTX_new();
-    unsigned char out[EVP_MAX_MD_SIZE];
-    unsigned int len = 0;
-    if (!copy || EVP_MD_CTX_copy_ex(copy, ctx_) != 1 || EVP_DigestFinal_ex(copy, out, &len) != 1) {
-      EVP_MD_CTX_free(copy);
-      throw std::runtime_error("SHA-256 failed");
-    }
-    EVP_MD_CTX_free(copy);
-    return std::string(reinterpret_cast<const char*>(out), len);
+    const support::Sha256::Digest d = sha_.digest();
+    return std::string(reinterpret_cast<const char*>(d.data()), d.size());
   }
 
 private:
-  EVP_MD_CTX* ctx_;
+  support::Sha256 sha_;
 };
 
 /// A log's text as exported (its header line and event lines, each with its '\n'), measured.

@@ -6,9 +6,9 @@
 
 #include <boost/json/array.hpp>
 
-#include <openssl/rand.h>
 
 #include <array>
+#include <cstdlib>
 #include <mutex>
 #include <set>
 #include <stdexcept>
@@ -162,7 +162,7 @@ void note_unknown_event_type(std::string_view type, const std::string& path) {
 
 std::string random_uuid() {
   unsigned char b[16];
-  if (RAND_bytes(b, sizeof b) != 1) throw std::runtime_error("random bytes unavailable");
+  ::arc4random_buf(b, sizeof b);  // the kernel's CSPRNG (getrandom); never fails
   b[6] = (b[6] & 0x0F) | 0x40;  // version 4
   b[8] = (b[8] & 0x3F) | 0x80;  // RFC 4122 variant
   std::string hex = support::hex_encode(std::string_view(reinterpret_cast<const char*>(b), sizeof b));

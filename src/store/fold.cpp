@@ -1,10 +1,10 @@
 #include "store/fold.hpp"
 
 #include "support/json_text.hpp"
+#include "support/sha256.hpp"
 #include "store/errors.hpp"
 #include "store/records.hpp"
 
-#include <openssl/evp.h>
 
 #include <algorithm>
 #include <cstring>
@@ -131,11 +131,7 @@ std::array<unsigned char, 32> tool_result_digest(const json::object& event) {
 std::array<unsigned char, 32> json_digest(const json::value& v) {
   std::string text;
   canonical(v, text);
-  std::array<unsigned char, 32> digest{};
-  unsigned int len = 0;
-  if (EVP_Digest(text.data(), text.size(), digest.data(), &len, EVP_sha256(), nullptr) != 1 || len != digest.size())
-    throw StoreError("sha256 failed");
-  return digest;
+  return support::sha256(text);
 }
 
 FoldStep SurfaceFold::apply(const json::object& e) {

@@ -2,9 +2,9 @@
 
 #include "store/errors.hpp"
 #include "support/hex.hpp"
+#include "support/sha256.hpp"
 #include "support/utf8.hpp"
 
-#include <openssl/evp.h>
 
 #include <cstdint>
 #include <vector>
@@ -53,11 +53,8 @@ std::string encode_segment(std::string_view id) {
 }
 
 std::string sha256_hex(std::string_view bytes) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  if (EVP_Digest(bytes.data(), bytes.size(), digest, &len, EVP_sha256(), nullptr) != 1)
-    throw StoreError("sha256 failed");
-  return support::hex_encode(std::string_view(reinterpret_cast<const char*>(digest), len));
+  const support::Sha256::Digest digest = support::sha256(bytes);
+  return support::hex_encode(std::string_view(reinterpret_cast<const char*>(digest.data()), digest.size()));
 }
 
 std::string bucket_name(const std::optional<std::string>& cwd) {

@@ -18,16 +18,22 @@ namespace acp::support {
 void lower_thread_priority() noexcept;
 
 /// `count` threads (at lowered priority unless `lowered` is false) running what is posted to
-/// executor(), in order: at most `count` jobs run at once, the others queue. The destructor
-/// finishes the queued work and joins them.
+/// executor(), in order: at most `count` jobs run at once, the others queue. The threads start
+/// when the first work is posted, not before. With `block_signals` they block every signal, as
+/// Asio's thread_pool does (signals then go to other threads); without, they have the signal mask
+/// of the thread that constructed this (a lock wait is interrupted by a signal aimed at its
+/// thread, store/session_lock.cpp). The destructor (or join()) finishes the queued work and joins
+/// them.
 class BackgroundThreads {
 public:
-  explicit BackgroundThreads(std::size_t count, bool lowered = true);
+  explicit BackgroundThreads(std::size_t count, bool lowered = true, bool block_signals = false);
   ~BackgroundThreads();
   BackgroundThreads(const BackgroundThreads&) = delete;
   BackgroundThreads& operator=(const BackgroundThreads&) = delete;
 
   boost::asio::any_io_executor executor() const;
+  /// Runs what is queued, then joins the threads; nothing may be posted after it.
+  void join();
 
 private:
   struct Impl;

@@ -5,6 +5,7 @@
 #include "support/json_number.hpp"
 #include "support/log.hpp"
 #include "support/paths.hpp"
+#include "support/sha256.hpp"
 #include "support/utf8.hpp"
 
 #include <boost/asio/post.hpp>
@@ -12,7 +13,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <future>
@@ -20,6 +23,7 @@
 #include <sys/syscall.h>
 #include <cstdlib>
 #include <limits>
+#include <set>
 #include <string>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -228,6 +232,41 @@ BOOST_AUTO_TEST_CASE(make_dirs_creates_every_missing_level_with_the_mode) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
+BOOST_AUTO_TEST_SUITE(support_sha256)
+
+std::string hex_of(const Sha256::Digest& d) {
+  return hex_encode(std::string_view(reinterpret_cast<const char*>(d.data()), d.size()));
+}
+
+BOOST_AUTO_TEST_CASE(fips_180_examples) {
+  BOOST_TEST(hex_of(sha256("")) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  BOOST_TEST(hex_of(sha256("abc")) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  BOOST_TEST(hex_of(sha256("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq")) ==
+             "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  const std::string million(1'000'000, 'a');
+  BOOST_TEST(hex_of(sha256(million)) == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+  BOOST_TEST(hex_of(detail::sha256_portable(million)) == hex_of(sha256(million)));
+}
+
+BOOST_AUTO_TEST_CASE(any_split_and_both_implementations_agree) {
+  std::string text;
+  for (int i = 0; i < 300; ++i) text.push_back(char(i * 7 + 3));
+  for (std::size_t n = 0; n <= text.size(); n += 1 + n / 8) {  // lengths around every block boundary
+    const std::string_view whole = std::string_view(text).substr(0, n);
+    const Sha256::Digest once = sha256(whole);
+    BOOST_TEST(hex_of(detail::sha256_portable(whole)) == hex_of(once));
+    for (std::size_t cut = 0; cut <= n; cut += 1 + cut / 4) {
+      Sha256 running;
+      running.update(whole.substr(0, cut));
+      (void)running.digest();  // a digest along the way leaves the running state alone
+      running.update(whole.substr(cut));
+      BOOST_TEST(hex_of(running.digest()) == hex_of(once), "length " << n << ", cut at " << cut);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
 BOOST_AUTO_TEST_SUITE(support_background_threads)
 
 int thread_nice() { return ::getpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid))); }
@@ -242,6 +281,67 @@ BOOST_AUTO_TEST_CASE(work_runs_at_lowered_priority_and_the_caller_keeps_its_own)
   }  // the destructor ran the queued work and joined
   BOOST_TEST(nice.get() == std::min(mine + 10, 19));
   BOOST_TEST(thread_nice() == mine);
+}
+
+long this_thread_id() { return ::syscall(SYS_gettid); }
+
+/// The ids of this process's threads now.
+std::set<long> thread_ids() {
+  std::set<long> out;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task"))
+    out.insert(std::stol(entry.path().filename().string()));
+  return out;
+}
+
+BOOST_AUTO_TEST_CASE(threads_start_with_the_first_work_not_before) {
+  acp::support::BackgroundThreads threads(3);
+  const boost::asio::any_io_executor executor = threads.executor();
+  const std::set<long> before = thread_ids();  // constructed, executor handed out, nothing posted
+  std::promise<long> ran;
+  boost::asio::post(executor, [&] { ran.set_value(this_thread_id()); });
+  const long worker = ran.get_future().get();
+  BOOST_TEST(worker != this_thread_id());
+  BOOST_TEST(!before.contains(worker));
+}
+
+/// Whether SIGTERM is blocked on a thread of BackgroundThreads(1, false, block_signals).
+bool worker_blocks_sigterm(bool block_signals) {
+  std::promise<bool> blocked;
+  {
+    acp::support::BackgroundThreads threads(1, /*lowered=*/false, block_signals);
+    boost::asio::post(threads.executor(), [&] {
+      sigset_t now;
+      ::pthread_sigmask(SIG_SETMASK, nullptr, &now);
+      blocked.set_value(::sigismember(&now, SIGTERM) == 1);
+    });
+  }
+  return blocked.get_future().get();
+}
+
+BOOST_AUTO_TEST_CASE(workers_block_signals_when_asked_and_the_caller_keeps_its_mask) {
+  sigset_t mine;
+  ::pthread_sigmask(SIG_SETMASK, nullptr, &mine);
+  BOOST_REQUIRE(::sigismember(&mine, SIGTERM) == 0);
+  BOOST_TEST(worker_blocks_sigterm(true));
+  BOOST_TEST(!worker_blocks_sigterm(false));  // the constructor's mask: a lock wait's signal reaches it
+  // ... even when the first work comes from a thread that blocks every signal.
+  std::promise<bool> blocked;
+  {
+    acp::support::BackgroundThreads unblocked(1, /*lowered=*/false);
+    acp::support::BackgroundThreads blocking(1, /*lowered=*/false, /*block_signals=*/true);
+    boost::asio::post(blocking.executor(), [&] {
+      boost::asio::post(unblocked.executor(), [&] {
+        sigset_t now;
+        ::pthread_sigmask(SIG_SETMASK, nullptr, &now);
+        blocked.set_value(::sigismember(&now, SIGTERM) == 1);
+      });
+    });
+    blocking.join();
+  }
+  BOOST_TEST(!blocked.get_future().get());
+  sigset_t after;
+  ::pthread_sigmask(SIG_SETMASK, nullptr, &after);
+  BOOST_TEST(::sigismember(&after, SIGTERM) == 0);
 }
 
 BOOST_AUTO_TEST_CASE(queued_work_finishes_before_the_threads_are_joined) {

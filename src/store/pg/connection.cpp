@@ -1,5 +1,6 @@
 #include "store/pg/connection.hpp"
 
+#include "store/pg/libpq_loader.hpp"
 #include "store/pg/url.hpp"
 #include "support/log.hpp"
 
@@ -14,6 +15,10 @@
 
 namespace acp::store::pg {
 namespace {
+
+/// libpq's functions. Only a connection made below gets as far as a result or a PGconn, and
+/// connect() loads libpq first, so every call after it finds the table loaded.
+const Libpq& pq() { return libpq(); }
 
 /// libpq's messages end in '\n' and may run over several lines ("\n\tIs the server running...",
 /// one line per host tried): one line, lines joined by "; ", runs of blanks collapsed.
@@ -40,16 +45,16 @@ bool contains(std::string_view s, std::string_view part) { return s.find(part) !
 /// The SQLSTATE of a failed connection attempt. libpq hands over only the text of the server's
 /// startup error, so the cases the user must act on differently are recognised by that text.
 std::string connect_sqlstate(PGconn* conn, std::string_view message) {
-  if (PQconnectionNeedsPassword(conn) || contains(message, "authentication failed")) return "28P01";
+  if (pq().PQconnectionNeedsPassword(conn) || contains(message, "authentication failed")) return "28P01";
   if (contains(message, "database \"") && contains(message, "does not exist")) return "3D000";
   if (contains(message, "role \"") && contains(message, "does not exist")) return "28000";
   return "08001";
 }
 
 std::string connect_message(const std::string& name, PGconn* conn, const std::string& url) {
-  std::string why = scrub_passwords(one_line(conn ? PQerrorMessage(conn) : "out of memory"), url);
+  std::string why = scrub_passwords(one_line(conn ? pq().PQerrorMessage(conn) : "out of memory"), url);
   std::string message = name + ": cannot connect: " + why;
-  if (conn && PQconnectionNeedsPassword(conn))
+  if (conn && pq().PQconnectionNeedsPassword(conn))
     message += " (give the password through PGPASSFILE, a service file or PGPASSWORD)";
   return message;
 }
@@ -64,22 +69,22 @@ std::string timeout_option(std::string_view setting, std::chrono::milliseconds m
 
 PgResult& PgResult::operator=(PgResult&& o) noexcept {
   if (this != &o) {
-    if (r_) PQclear(r_);
+    if (r_) pq().PQclear(r_);
     r_ = std::exchange(o.r_, nullptr);
   }
   return *this;
 }
 
 PgResult::~PgResult() {
-  if (r_) PQclear(r_);
+  if (r_) pq().PQclear(r_);
 }
 
-int PgResult::rows() const noexcept { return r_ ? PQntuples(r_) : 0; }
-int PgResult::columns() const noexcept { return r_ ? PQnfields(r_) : 0; }
-bool PgResult::is_null(int row, int col) const noexcept { return PQgetisnull(r_, row, col) != 0; }
+int PgResult::rows() const noexcept { return r_ ? pq().PQntuples(r_) : 0; }
+int PgResult::columns() const noexcept { return r_ ? pq().PQnfields(r_) : 0; }
+bool PgResult::is_null(int row, int col) const noexcept { return pq().PQgetisnull(r_, row, col) != 0; }
 
 std::string_view PgResult::value(int row, int col) const noexcept {
-  return {PQgetvalue(r_, row, col), static_cast<std::size_t>(PQgetlength(r_, row, col))};
+  return {pq().PQgetvalue(r_, row, col), static_cast<std::size_t>(pq().PQgetlength(r_, row, col))};
 }
 
 std::optional<std::string_view> PgResult::get(int row, int col) const noexcept {
@@ -97,7 +102,7 @@ std::int64_t PgResult::int64(int row, int col) const {
 }
 
 std::int64_t PgResult::affected() const noexcept {
-  const char* n = r_ ? PQcmdTuples(r_) : "";
+  const char* n = r_ ? pq().PQcmdTuples(r_) : "";
   std::int64_t v = 0;
   std::from_chars(n, n + std::char_traits<char>::length(n), v);
   return v;
@@ -111,10 +116,10 @@ std::int64_t PgResult::affected() const noexcept {
 // libpq's own notices (no severity field from a server) are kept at warn: they tell of the protocol.
 static void log_notice(const std::string& name, const PGresult* r) noexcept {
   try {
-    const char* severity = PQresultErrorField(r, PG_DIAG_SEVERITY_NONLOCALIZED);
-    const char* text = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
+    const char* severity = pq().PQresultErrorField(r, PG_DIAG_SEVERITY_NONLOCALIZED);
+    const char* text = pq().PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
     const std::string line = name + ": " + (severity ? severity : "libpq") + ": " +
-                             one_line(text ? text : PQresultErrorMessage(r));
+                             one_line(text ? text : pq().PQresultErrorMessage(r));
     if (!severity || std::string_view(severity) == "WARNING") log::warn(line);
     else log::info(line);
   } catch (...) {
@@ -135,36 +140,36 @@ struct PgConnection::State {
 
   static void notice(void* self, const PGresult* r) noexcept {
     auto* s = static_cast<State*>(self);
-    const char* severity = PQresultErrorField(r, PG_DIAG_SEVERITY_NONLOCALIZED);
+    const char* severity = pq().PQresultErrorField(r, PG_DIAG_SEVERITY_NONLOCALIZED);
     if (severity && (std::string_view(severity) == "FATAL" || std::string_view(severity) == "PANIC"))
       s->ended_by_server = true;
     log_notice(s->name, r);
   }
 
   ~State() {
-    if (canceller) PQfreeCancel(canceller);
-    if (conn) PQfinish(conn);
+    if (canceller) pq().PQfreeCancel(canceller);
+    if (conn) pq().PQfinish(conn);
   }
 
   void refresh_canceller() {
     std::lock_guard lock(cancel_mutex);
-    if (canceller) PQfreeCancel(canceller);
-    canceller = PQgetCancel(conn);
+    if (canceller) pq().PQfreeCancel(canceller);
+    canceller = pq().PQgetCancel(conn);
   }
 
   /// The PgError of a failed call: PostgreSQL's SQLSTATE and primary message, or libpq's message.
   PgError error(const PGresult* r) const {
-    const char* state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : nullptr;
-    const char* primary = r ? PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY) : nullptr;
-    std::string sqlstate = state ? state : (PQstatus(conn) == CONNECTION_BAD ? "08006" : "");
-    std::string message = primary ? primary : one_line(PQerrorMessage(conn));
+    const char* state = r ? pq().PQresultErrorField(r, PG_DIAG_SQLSTATE) : nullptr;
+    const char* primary = r ? pq().PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY) : nullptr;
+    std::string sqlstate = state ? state : (pq().PQstatus(conn) == CONNECTION_BAD ? "08006" : "");
+    std::string message = primary ? primary : one_line(pq().PQerrorMessage(conn));
     if (message.empty()) message = "unknown libpq failure";
     return PgError(name + ": " + message, std::move(sqlstate));
   }
 
   PgResult check(PGresult* r) const {
     PgResult result(r);
-    switch (r ? PQresultStatus(r) : PGRES_FATAL_ERROR) {
+    switch (r ? pq().PQresultStatus(r) : PGRES_FATAL_ERROR) {
     case PGRES_COMMAND_OK:
     case PGRES_TUPLES_OK:
     case PGRES_EMPTY_QUERY:
@@ -187,13 +192,18 @@ PgConnection PgConnection::connect(const std::string& url, const ConnectOptions&
 PgConnection PgConnection::connect(const std::string& url, const ConnectOptions& options, const SocketWait& wait) {
   auto s = std::make_unique<State>();
   s->name = redact_url(url);
+  try {
+    libpq();
+  } catch (const StoreError& e) {
+    throw PgError(s->name + ": " + e.what(), "");
+  }
 
   // Parse first: a clear error for a malformed URL, and the URL's own options and connect_timeout.
   char* parse_error = nullptr;
-  PQconninfoOption* parsed = PQconninfoParse(url.c_str(), &parse_error);
+  PQconninfoOption* parsed = pq().PQconninfoParse(url.c_str(), &parse_error);
   if (!parsed) {
     std::string why = parse_error ? scrub_passwords(one_line(parse_error), url) : "out of memory";
-    PQfreemem(parse_error);
+    pq().PQfreemem(parse_error);
     throw PgError(s->name + ": invalid connection URL: " + why, "");
   }
   std::string url_options;
@@ -205,7 +215,7 @@ PgConnection PgConnection::connect(const std::string& url, const ConnectOptions&
     if (std::string_view(o->keyword) == "connect_timeout") timeout_s = std::atoi(o->val);
     url_keys.insert(o->keyword);
   }
-  PQconninfoFree(parsed);
+  pq().PQconninfoFree(parsed);
   const bool url_has_timeout = url_keys.contains("connect_timeout");
 
   // Our settings follow the URL's options so they apply; the URL's application_name wins over ours.
@@ -255,19 +265,19 @@ PgConnection PgConnection::connect(const std::string& url, const ConnectOptions&
       }
     }
   };
-  s->conn = PQconnectStartParams(keys.data(), values.data(), /*expand_dbname=*/1);
-  if (s->conn) PQsetNoticeReceiver(s->conn, &State::notice, s.get());
+  s->conn = pq().PQconnectStartParams(keys.data(), values.data(), /*expand_dbname=*/1);
+  if (s->conn) pq().PQsetNoticeReceiver(s->conn, &State::notice, s.get());
   PostgresPollingStatusType step = PGRES_POLLING_WRITING;
-  while (s->conn && PQstatus(s->conn) != CONNECTION_BAD && step != PGRES_POLLING_OK && step != PGRES_POLLING_FAILED) {
-    if (!(wait ? wait : until_deadline)(PQsocket(s->conn), step == PGRES_POLLING_WRITING)) {
+  while (s->conn && pq().PQstatus(s->conn) != CONNECTION_BAD && step != PGRES_POLLING_OK && step != PGRES_POLLING_FAILED) {
+    if (!(wait ? wait : until_deadline)(pq().PQsocket(s->conn), step == PGRES_POLLING_WRITING)) {
       if (timed_out) throw PgError(s->name + ": cannot connect: timeout expired", "08001");
       throw PgError(s->name + ": connecting stopped", "57014");
     }
-    step = PQconnectPoll(s->conn);
+    step = pq().PQconnectPoll(s->conn);
   }
-  if (!s->conn || PQstatus(s->conn) != CONNECTION_OK) {
+  if (!s->conn || pq().PQstatus(s->conn) != CONNECTION_OK) {
     std::string message = connect_message(s->name, s->conn, url);
-    throw PgError(message, s->conn ? connect_sqlstate(s->conn, PQerrorMessage(s->conn)) : "08001");
+    throw PgError(message, s->conn ? connect_sqlstate(s->conn, pq().PQerrorMessage(s->conn)) : "08001");
   }
   s->refresh_canceller();
   return PgConnection(std::move(s));
@@ -310,29 +320,29 @@ struct TextParams {
 PgResult PgConnection::exec(std::string_view sql, const std::vector<Param>& params) {
   const std::string text(sql);
   const TextParams p(params);
-  return s_->check(PQexecParams(s_->conn, text.c_str(), p.count(), nullptr, p.values.data(), nullptr, nullptr, 0));
+  return s_->check(pq().PQexecParams(s_->conn, text.c_str(), p.count(), nullptr, p.values.data(), nullptr, nullptr, 0));
 }
 
 void PgConnection::send(std::string_view sql) {
-  if (!PQsendQuery(s_->conn, std::string(sql).c_str())) throw s_->error(nullptr);
+  if (!pq().PQsendQuery(s_->conn, std::string(sql).c_str())) throw s_->error(nullptr);
 }
 
 void PgConnection::send(std::string_view sql, const std::vector<Param>& params) {
   const std::string text(sql);
   const TextParams p(params);
-  if (!PQsendQueryParams(s_->conn, text.c_str(), p.count(), nullptr, p.values.data(), nullptr, nullptr, 0))
+  if (!pq().PQsendQueryParams(s_->conn, text.c_str(), p.count(), nullptr, p.values.data(), nullptr, nullptr, 0))
     throw s_->error(nullptr);
 }
 
 bool PgConnection::result_ready() {
-  if (!PQconsumeInput(s_->conn)) throw s_->error(nullptr);
-  return !PQisBusy(s_->conn);
+  if (!pq().PQconsumeInput(s_->conn)) throw s_->error(nullptr);
+  return !pq().PQisBusy(s_->conn);
 }
 
 PgResult PgConnection::receive() {
-  PGresult* first = PQgetResult(s_->conn);
+  PGresult* first = pq().PQgetResult(s_->conn);
   // The statement's end: libpq hands out results until a null one, which must be taken too.
-  while (PGresult* more = PQgetResult(s_->conn)) PQclear(more);
+  while (PGresult* more = pq().PQgetResult(s_->conn)) pq().PQclear(more);
   return s_->check(first);
 }
 
@@ -340,7 +350,7 @@ PgResult PgConnection::exec_prepared(const std::string& name, std::string_view s
                                      const std::vector<Param>& binary_params) {
   if (!s_->prepared.contains(name)) {
     std::vector<Oid> oids(types.begin(), types.end());
-    s_->check(PQprepare(s_->conn, name.c_str(), std::string(sql).c_str(), static_cast<int>(oids.size()), oids.data()));
+    s_->check(pq().PQprepare(s_->conn, name.c_str(), std::string(sql).c_str(), static_cast<int>(oids.size()), oids.data()));
     s_->prepared.insert(name);
   }
   const int n = static_cast<int>(binary_params.size());
@@ -351,18 +361,18 @@ PgResult PgConnection::exec_prepared(const std::string& name, std::string_view s
     values[i] = binary_params[i]->data();
     lengths[i] = static_cast<int>(binary_params[i]->size());
   }
-  return s_->check(PQexecPrepared(s_->conn, name.c_str(), n, values.data(), lengths.data(), formats.data(), 0));
+  return s_->check(pq().PQexecPrepared(s_->conn, name.c_str(), n, values.data(), lengths.data(), formats.data(), 0));
 }
 
-void PgConnection::exec_script(std::string_view sql) { s_->check(PQexec(s_->conn, std::string(sql).c_str())); }
+void PgConnection::exec_script(std::string_view sql) { s_->check(pq().PQexec(s_->conn, std::string(sql).c_str())); }
 
-PgResult PgConnection::exec_last(std::string_view sql) { return s_->check(PQexec(s_->conn, std::string(sql).c_str())); }
+PgResult PgConnection::exec_last(std::string_view sql) { return s_->check(pq().PQexec(s_->conn, std::string(sql).c_str())); }
 
 std::string PgConnection::literal(std::string_view text) const {
-  char* quoted = PQescapeLiteral(s_->conn, text.data(), text.size());
+  char* quoted = pq().PQescapeLiteral(s_->conn, text.data(), text.size());
   if (!quoted) throw s_->error(nullptr);
   std::string out(quoted);
-  PQfreemem(quoted);
+  pq().PQfreemem(quoted);
   return out;
 }
 
@@ -373,41 +383,41 @@ bool PgConnection::untouched() const noexcept {
 }
 
 bool PgConnection::in_transaction() const noexcept {
-  return s_ && PQtransactionStatus(s_->conn) != PQTRANS_IDLE;
+  return s_ && pq().PQtransactionStatus(s_->conn) != PQTRANS_IDLE;
 }
 
-bool PgConnection::ok() const noexcept { return s_ && PQstatus(s_->conn) == CONNECTION_OK; }
+bool PgConnection::ok() const noexcept { return s_ && pq().PQstatus(s_->conn) == CONNECTION_OK; }
 
 void PgConnection::reset() {
   s_->prepared.clear();  // a new server session knows none
   s_->ended_by_server = false;
-  PQreset(s_->conn);
-  if (PQstatus(s_->conn) != CONNECTION_OK)
-    throw PgError(s_->name + ": cannot reconnect: " + one_line(PQerrorMessage(s_->conn)), "08001");
+  pq().PQreset(s_->conn);
+  if (pq().PQstatus(s_->conn) != CONNECTION_OK)
+    throw PgError(s_->name + ": cannot reconnect: " + one_line(pq().PQerrorMessage(s_->conn)), "08001");
   s_->refresh_canceller();
 }
 
-int PgConnection::socket() const noexcept { return s_ ? PQsocket(s_->conn) : -1; }
+int PgConnection::socket() const noexcept { return s_ ? pq().PQsocket(s_->conn) : -1; }
 
 void PgConnection::cancel() noexcept {
   if (!s_) return;
   std::lock_guard lock(s_->cancel_mutex);
   if (!s_->canceller) return;
   char why[256];
-  PQcancel(s_->canceller, why, sizeof why);  // best effort: the interrupted call reports the outcome
+  pq().PQcancel(s_->canceller, why, sizeof why);  // best effort: the interrupted call reports the outcome
 }
 
 std::vector<Notification> PgConnection::take_notifications() {
-  if (!PQconsumeInput(s_->conn)) throw s_->error(nullptr);
+  if (!pq().PQconsumeInput(s_->conn)) throw s_->error(nullptr);
   std::vector<Notification> out;
-  while (PGnotify* n = PQnotifies(s_->conn)) {
+  while (PGnotify* n = pq().PQnotifies(s_->conn)) {
     out.push_back({n->relname, n->extra, n->be_pid});
-    PQfreemem(n);
+    pq().PQfreemem(n);
   }
   return out;
 }
 
-std::string PgConnection::user() const { return PQuser(s_->conn); }
+std::string PgConnection::user() const { return pq().PQuser(s_->conn); }
 
 PGconn* PgConnection::native() const noexcept { return s_ ? s_->conn : nullptr; }
 
@@ -428,7 +438,7 @@ void Transaction::commit() {
   open_ = false;
   // COMMIT of a transaction that already failed succeeds with the tag ROLLBACK.
   PgResult r = c_.exec("COMMIT");
-  if (std::string_view(PQcmdStatus(r.native())) == "ROLLBACK")
+  if (std::string_view(pq().PQcmdStatus(r.native())) == "ROLLBACK")
     throw PgError(c_.name() + ": the transaction failed earlier and was rolled back", "25P02");
 }
 

@@ -1,6 +1,6 @@
 #include "store/pg/url.hpp"
 
-#include <libpq-fe.h>
+#include "store/pg/libpq_loader.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -56,16 +56,19 @@ std::string percent_decoded(std::string_view s) {
 }
 
 struct OptionsFree {
-  void operator()(PQconninfoOption* o) const { PQconninfoFree(o); }
+  void operator()(PQconninfoOption* o) const { libpq_if_loadable()->PQconninfoFree(o); }  // parsed: loaded
 };
 using Options = std::unique_ptr<PQconninfoOption, OptionsFree>;
 
 /// libpq's reading of `conninfo` (a URL or key=value string): only what it sets itself, no
-/// defaults from the environment. Null when libpq cannot parse it.
+/// defaults from the environment. Null when libpq cannot parse it, or cannot be loaded: then the
+/// text walk below is all there is (and opening the store fails with the loader's error).
 Options parse(std::string_view conninfo) {
+  const Libpq* pq = libpq_if_loadable();
+  if (!pq) return nullptr;
   char* error = nullptr;
-  Options o(PQconninfoParse(std::string(conninfo).c_str(), &error));
-  PQfreemem(error);  // its text may quote the secret: never shown from here
+  Options o(pq->PQconninfoParse(std::string(conninfo).c_str(), &error));
+  pq->PQfreemem(error);  // its text may quote the secret: never shown from here
   return o;
 }
 
