@@ -205,7 +205,7 @@ def check_https(binary, missing_libssl):
         sid = c.ok("session/new", {"cwd": home, "mcpServers": []})["sessionId"]
         if mapped_libssl(c.proc.pid):
             fail(f"libssl mapped before any HTTPS request: {mapped_libssl(c.proc.pid)}")
-        r = c.call("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "hello"}]}, timeout=60)
+        r = c.call("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "hello"}]})
         said = "".join(u.get("content", {}).get("text", "") for u in c.updates(sid, "agent_message_chunk"))
         if missing_libssl:
             shown = json.dumps(r) + said
