@@ -134,7 +134,7 @@ struct ChildPlan {
 // no locks, nothing a sanitizer intercepts), and exit_group instead of exit.
 #define DSH_CHILD_CODE __attribute__((no_sanitize("address", "thread", "undefined"), noinline))
 
-DSH_CHILD_CODE [[noreturn]] void child_fail(ChildPlan* plan, const char* step) {
+[[noreturn]] DSH_CHILD_CODE void child_fail(ChildPlan* plan, const char* step) {
   plan->error = errno;
   plan->failed_step = step;
   ::syscall(SYS_exit_group, 127);
