@@ -152,7 +152,7 @@ BOOST_AUTO_TEST_CASE(every_connection_speaks_utf8_whatever_the_url_or_environmen
   struct Unset {
     ~Unset() { ::unsetenv("PGCLIENTENCODING"); }
   } unset;
-  for (const std::string url : {db.url(), db.url() + " client_encoding='LATIN1'"}) {
+  for (const std::string& url : {db.url(), db.url() + " client_encoding='LATIN1'"}) {
     PgConnection c = PgConnection::connect(url);
     BOOST_TEST(c.exec("SELECT current_setting('client_encoding')").value(0, 0) == "UTF8");
     BOOST_TEST(c.exec("SELECT length($1::text)", {std::string("caf\xc3\xa9")}).value(0, 0) == "4");
