@@ -112,6 +112,7 @@ int main(int argc, char** argv) {
     o.root = path;
     o.cache_dir = config.cache_dir;
     o.read_only = read_only;
+    o.lock_timeout = std::chrono::milliseconds(config.lock_timeout_ms);
     if (config.store_compression == "zstd") o.encoding = store::Encoding::zstd;
     if (config.store_compression == "none") o.encoding = store::Encoding::none;
     o.generation = store::parse_generation(config.store_generation);
@@ -127,6 +128,7 @@ int main(int argc, char** argv) {
     // Opened as `dsh-acp store` opens one (open_backend.hpp); a directory waits for first use (above).
     store::OpenOptions o;
     o.generation = store::parse_generation(config.store_generation);
+    o.lock_timeout = std::chrono::milliseconds(config.lock_timeout_ms);
     try {
       specs.push_back({std::nullopt, store::open_backend(spec, o)});
     } catch (const store::StoreError& e) {

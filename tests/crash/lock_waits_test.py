@@ -2,12 +2,16 @@
 """Lock waits of the real binary against a second process that holds session locks (issue 18).
 
   isolation  another process holds the write locks of 12 sessions (more than the server's store
-             pool has threads); a prompt in each of them waits for its lock. A prompt in a 13th,
-             unrelated session is answered before any of the waiters gives up (SESSION_BUSY), and
-             every waiter does give up. Ordered by the frames, not by timing.
-  shutdown   the same 12 waits and a prompt that mentions a large stored session (its reference
-             is being read), then stdin EOF: the server exits (README promises within 2 s: the time
-             is printed, not asserted), the waits and the read cancelled, not awaited.
+             pool has threads); a prompt in each of them waits for its lock (--lock-timeout-ms of an
+             hour, so no wait ends by itself). A prompt in a 13th, unrelated session is answered while
+             all of them still wait; once the other process lets go, every waiter gets its lock and
+             completes. Ordered by the frames, not by timing.
+  busy       a server with --lock-timeout-ms 100: a prompt in a session whose lock another process
+             holds (and never lets go while the test runs) is answered SESSION_BUSY, and the session
+             is written normally once the lock is free.
+  shutdown   the same 12 hour-long waits and a prompt that mentions a large stored session (its
+             reference is being read), then stdin EOF: the server exits (README promises within 2 s:
+             the time is printed, not asserted), the waits and the read cancelled, not awaited.
 
 Usage: lock_waits_test.py DSH_ACP_BIN MODE. Figures are printed.
 """
@@ -61,8 +65,12 @@ def text(t):
     return [{"type": "text", "text": t}]
 
 
+# No lock wait of these tests ends by itself: only the holder letting go, or shutdown, ends one.
+HOUR_MS = "3600000"
+
+
 def setup(binary, home):
-    c = Client(binary, home, args=["--store-compression", "none"])
+    c = Client(binary, home, args=["--store-compression", "none", "--lock-timeout-ms", HOUR_MS])
     c.initialize()
     sessions = [c.ok("session/new", {"cwd": "/tmp", "mcpServers": []})["sessionId"] for _ in range(WAITERS + 1)]
     waiters, free = sessions[:WAITERS], sessions[WAITERS]
@@ -73,6 +81,7 @@ def setup(binary, home):
 
 def test_isolation(binary, home):
     c, holder, _waiters, waiting, free = setup(binary, home)
+    released = False
     try:
         wait_blocked(c, 4)
         began = time.monotonic()
@@ -82,22 +91,45 @@ def test_isolation(binary, home):
         if r.get("result", {}).get("stopReason") != "end_turn":
             fail(f"the unrelated prompt was answered {r}")
         answered_first = [w for w in waiting if w in c.responses]
+        print(f"unrelated prompt answered after {took * 1000:.0f} ms with {WAITERS} lock waits in flight")
+        if answered_first:
+            fail(f"{len(answered_first)} waiter(s) were answered while the other process held every lock: "
+                 f"{[c.responses[w] for w in answered_first]}")
+        holder.stdin.close()
+        holder.wait()
+        released = True
         for w in waiting:
-            c.wait(w)
-        order = {f.get("id"): i for i, f in enumerate(c.frames) if "method" not in f and "id" in f}
-        print(f"unrelated prompt answered after {took * 1000:.0f} ms with {WAITERS} lock waits in flight; "
-              f"{len(answered_first)} waiter(s) had answered before it")
-        if answered_first or any(order[w] < order[rid] for w in waiting):
-            fail("a waiter gave up before the unrelated prompt was answered: it queued behind the lock waits")
-        for w in waiting:
-            e = c.responses[w].get("error", {})
-            if e.get("code") != -32603 or e.get("data", {}).get("code") != "SESSION_BUSY":
-                fail(f"a waiter was answered {c.responses[w]}, not SESSION_BUSY")
+            r = c.wait(w)
+            if r.get("result", {}).get("stopReason") != "end_turn":
+                fail(f"a waiter was answered {r} after the locks were let go, not end_turn")
+    finally:
+        if not released:
+            holder.stdin.close()
+            holder.wait()
+    if c.close() != 0:
+        fail("non-zero exit")
+
+
+def test_busy(binary, home):
+    c = Client(binary, home, args=["--store-compression", "none", "--lock-timeout-ms", "100"])
+    c.initialize()
+    sid = c.ok("session/new", {"cwd": "/tmp", "mcpServers": []})["sessionId"]
+    holder = hold_locks([lock_path(home, sid)])
+    try:
+        r = c.wait(c.send("session/prompt", {"sessionId": sid, "prompt": text("blocked")}))
+        e = r.get("error", {})
+        if e.get("code") != -32603 or e.get("data", {}).get("code") != "SESSION_BUSY" \
+                or not e.get("message", "").startswith("Session busy"):
+            fail(f"a prompt whose lock another process holds was answered {r}, not SESSION_BUSY")
     finally:
         holder.stdin.close()
         holder.wait()
+    r = c.ok("session/prompt", {"sessionId": sid, "prompt": text("free")})
+    if r.get("stopReason") != "end_turn":
+        fail(f"the prompt after the lock was let go was answered {r}")
     if c.close() != 0:
         fail("non-zero exit")
+    print("a held lock answered SESSION_BUSY after --lock-timeout-ms 100; the session was written once it was free")
 
 
 def uri_of(sid):
@@ -143,6 +175,8 @@ def main():
     try:
         if mode == "isolation":
             test_isolation(binary, home)
+        elif mode == "busy":
+            test_busy(binary, home)
         elif mode == "shutdown":
             test_shutdown(binary, home)
         else:

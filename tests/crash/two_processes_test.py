@@ -36,8 +36,8 @@ class Store:
         self.files = os.path.join(home, "sessions")
         self.pg = pg_store.ScratchStore(binary) if pg_store.enabled() else None
 
-    def client(self):
-        return Client(self.binary, self.home, store=self.pg.url if self.pg else None)
+    def client(self, args=()):
+        return Client(self.binary, self.home, args=args, store=self.pg.url if self.pg else None)
 
     def turn_starts(self, sid):
         return self.pg.turn_starts(sid) if self.pg else turn_starts(self.files, sid)
@@ -180,9 +180,10 @@ def same_session(store, cwd):
 
 def killed_writer(store, cwd):
     """A is killed with SIGKILL in the middle of a turn while B waits for the same session: the
-    lock dies with A, B's prompt repairs the open turn ('interrupted') and continues."""
+    lock dies with A, B's prompt repairs the open turn ('interrupted') and continues. B waits up to
+    an hour for the lock, so however slowly the kill lands B's answer shows that the lock died with A."""
     a = store.client()
-    b = store.client()
+    b = store.client(["--lock-timeout-ms", "3600000"])
     try:
         a.initialize()
         b.initialize()

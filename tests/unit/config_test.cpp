@@ -152,6 +152,18 @@ BOOST_AUTO_TEST_CASE(mcp_call_timeout_from_every_source) {
   BOOST_TEST(usage_text().find("--mcp-call-timeout-ms") != std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(lock_timeout_from_every_source) {
+  TempDir t;
+  BOOST_TEST(load({}, {{"HOME", t.path}}).lock_timeout_ms == 2000);
+  BOOST_TEST(load({"--lock-timeout-ms", "50"}, {{"HOME", t.path}}).lock_timeout_ms == 50);
+  BOOST_TEST(load({}, {{"HOME", t.path}, {"DSH_ACP_LOCK_TIMEOUT_MS", "3600000"}}).lock_timeout_ms == 3600000);
+  std::string path = t.write("c.json", R"({"lockTimeoutMs": 700})");
+  BOOST_TEST(load({"--config", path}, {{"HOME", t.path}}).lock_timeout_ms == 700);
+  BOOST_CHECK_THROW(load({"--lock-timeout-ms", "0"}, {{"HOME", t.path}}), ConfigError);
+  BOOST_CHECK_THROW(load({"--lock-timeout-ms", "86400001"}, {{"HOME", t.path}}), ConfigError);
+  BOOST_TEST(usage_text().find("--lock-timeout-ms") != std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(compaction_settings_and_model_windows) {
   TempDir t;
   auto c = load({}, {{"HOME", t.path}, {"DSH_ACP_PROVIDER", "echo"}});
