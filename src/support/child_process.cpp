@@ -30,6 +30,12 @@
 
 extern char** environ;
 
+// glibc's clone under its other exported name. ThreadSanitizer intercepts `clone` and treats a child
+// without CLONE_THREAD as a fork: in a CLONE_VM child that bookkeeping runs in our own memory, marks
+// the server as "forked while multi-threaded" and makes its next thread start abort (and corrupts
+// its race detection). The child never runs instrumented code, so the interceptor has nothing to do.
+extern "C" int __clone(int (*fn)(void*), void* stack, int flags, void* arg, ...);
+
 #ifndef CLONE_PIDFD
 #define CLONE_PIDFD 0x00001000
 #endif
@@ -237,7 +243,7 @@ SpawnedProcess spawn_process(const SpawnSpec& spec) {
   {
     std::lock_guard lock(registry_mutex);
     ::pthread_sigmask(SIG_SETMASK, &all, &old);
-    pid = ::clone(child_main, child_stack + sizeof child_stack, CLONE_VM | CLONE_VFORK | CLONE_PIDFD | SIGCHLD,
+    pid = ::__clone(child_main, child_stack + sizeof child_stack, CLONE_VM | CLONE_VFORK | CLONE_PIDFD | SIGCHLD,
                   &plan, &pidfd);
     ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
     if (pid > 0 && !plan.error) started.push_back(pid);
