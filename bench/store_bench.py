@@ -413,12 +413,14 @@ def main():
         print(f"  fsync floor of this file system: {fsync_ms(base):.2f} ms per write+fsync of 200 bytes (median of 100); "
               "a turn costs one fsync, a session's first turn three more (file creation)")
         only = os.environ.get("STORE_BENCH_ONLY")  # "replay" or "list": a quick run of those figures alone
-        only_replay = only == "replay"
-        places = [(base, fs_type(base))] if not only else []
-        if os.path.isdir("/dev/shm") and not only:
+        # "quick" (./dev bench --check): the single-session round trips and two replays, no listing.
+        quick = only == "quick"
+        only_replay = only in ("replay", "quick")
+        places = [(base, fs_type(base))] if not only or quick else []
+        if os.path.isdir("/dev/shm") and (not only or quick):
             places.append((tempfile.mkdtemp(prefix="dsh-bench-store-", dir="/dev/shm"), "tmpfs, where fsync costs nothing: the server's own cost"))
         for where, kind in places:
-            for sessions in (1, 8):
+            for sessions in ((1,) if quick else (1, 8)):
                 home = os.path.join(where, f"rt-{sessions}")
                 os.makedirs(home)
                 rate, done, per, cpu_ms = round_trips(home, sessions, per_session=5)
@@ -433,7 +435,7 @@ def main():
             if where != base:
                 shutil.rmtree(where, ignore_errors=True)
         if only_replay:
-            return replay_section(base)
+            return replay_section(base, quick)
         if not only:
             home = os.path.join(base, "rt-long")
             os.makedirs(home)
@@ -454,7 +456,7 @@ def main():
         shutil.rmtree(base, ignore_errors=True)
 
 
-def replay_section(base):
+def replay_section(base, quick=False):
     print("replay = session/load of a log to this client (request -> response, every frame read and split, not "
           "parsed); server peak RSS = VmHWM after the load. The same conversation in both generations: 45fc "
           "(flat layout, 45fc shapes) and 0.1 (0.1 layout, 0.1.1 shapes; its zstd log packs each turn's 40 text "
@@ -471,6 +473,8 @@ def replay_section(base):
         runs.append((REPLAY_MB, 0, zstd, "45fc", False))
         runs.append((REPLAY_MB, 0, zstd, "0.1", True))
     only_gen = os.environ.get("STORE_BENCH_GENERATION")  # 45fc or 0.1: a quicker run of one generation
+    if quick:  # one raw and one zstd replay of the full size, one per generation
+        runs = [r for r in runs if r[0] == REPLAY_MB and not r[1] and (r[2] is None) == (r[3] == "45fc")]
     for mb, big, z, gen, packed in runs:
         if only_gen and gen != only_gen:
             continue

@@ -11,6 +11,7 @@ function(dsh_discover_boost_tests target prefix)
   if(NOT arg_TIMEOUT)
     set(arg_TIMEOUT 120)
   endif()
+  math(EXPR arg_TIMEOUT "${arg_TIMEOUT} * ${DSH_TEST_TIMEOUT_FACTOR}")  # cmake/TestTimeouts.cmake
   set(pg_env "")
   if(arg_REQUIRES_POSTGRES)
     if(NOT DSH_TEST_PG_ENV)

@@ -1,5 +1,6 @@
 #include "handlers/handlers.hpp"
 #include "handlers/provider_auth.hpp"
+#include "support/build_info.hpp"
 #include "support/sandbox.hpp"
 
 namespace acp::handlers {
@@ -26,7 +27,7 @@ boost::asio::awaitable<protocol::InitializeResponse> initialize(HandlerContext& 
   // Advertised whenever the provider needs a key, so a client can offer authenticate after -32000.
   if (ctx.auth) r.authMethods = ctx.auth->methods();
   r.agentInfo = protocol::Implementation{"dsh-acp", "dsh-acp (DeepSeek agent with cross-session references)",
-                                         DSH_ACP_VERSION};
+                                         support::build_version};
   co_return r;
 }
 

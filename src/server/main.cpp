@@ -16,6 +16,7 @@
 #include "store/pg/url.hpp"
 #include "store/session_store.hpp"
 #include "store/store_set.hpp"
+#include "support/build_info.hpp"
 #include "support/paths.hpp"
 #include "support/background_threads.hpp"
 #include "support/child_process.hpp"
@@ -79,7 +80,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (cli.action == support::CliAction::version) {
-    std::cout << "dsh-acp " << DSH_ACP_VERSION << "\n";
+    std::cout << "dsh-acp " << support::build_version << " (commit " << support::build_commit << ")\n";
     return 0;
   }
   const support::Config& config = cli.config;
@@ -172,7 +173,7 @@ int main(int argc, char** argv) {
     log::warn("cannot become a subreaper (PR_SET_CHILD_SUBREAPER): processes a command leaves behind may outlive it");
   if (!support::sandbox_missing_reason().empty())
     log::warn(std::string("commands run without a sandbox: ") + support::sandbox_missing_reason());
-  log::info(std::string("dsh-acp ") + DSH_ACP_VERSION + " starting; provider " + config.provider + ", stores " +
+  log::info(std::string("dsh-acp ") + support::build_version + " (commit " + support::build_commit + ") starting; provider " + config.provider + ", stores " +
             [&] {
               std::string list;
               for (const auto& s : specs)

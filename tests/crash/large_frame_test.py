@@ -27,6 +27,8 @@ import threading
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from acp_client import Client, wait_exit  # noqa: E402
 from memory_bounds import GROWTH_FACTOR, status  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+from chat_stub import StreamingChatHandler  # noqa: E402
 
 MB = 1 << 20
 FRAME_BYTES = 50 * MB
@@ -34,25 +36,12 @@ BOUND = (2 * FRAME_BYTES + 16 * MB) * GROWTH_FACTOR
 TURN_BOUND = (5 * FRAME_BYTES + 16 * MB) * GROWTH_FACTOR
 
 
-class ChatServer(http.server.BaseHTTPRequestHandler):
-    """POST /chat/completions: reads the request, answers one short streamed message."""
-    protocol_version = "HTTP/1.1"
-    received = []
+class ChatServer(StreamingChatHandler):
+    """Records the size of each request it answers."""
+    received_sizes = []
 
-    def do_POST(self):
-        body = self.rfile.read(int(self.headers["Content-Length"]))
-        ChatServer.received.append(len(body))
-        chunks = [{"choices": [{"index": 0, "delta": {"content": "short answer"}, "finish_reason": None}]},
-                  {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}]
-        data = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data.encode())
-
-    def log_message(self, *args):
-        pass
+    def received(self, body):
+        ChatServer.received_sizes.append(len(body))
 
 
 def frame_of(template, size):
@@ -115,7 +104,7 @@ def main():
                                                            "prompt": [{"type": "text", "text": "@@"}]}},
                                                FRAME_BYTES), "a turn with a 50 MB prompt", TURN_BOUND)
             assert answer.get("result", {}).get("stopReason") == "end_turn", answer
-            assert ChatServer.received and ChatServer.received[-1] > FRAME_BYTES - MB, "the model got the prompt"
+            assert ChatServer.received_sizes and ChatServer.received_sizes[-1] > FRAME_BYTES - MB, "the model got the prompt"
             turn.proc.stdin.close()
             assert wait_exit(turn.proc, "dsh-acp to exit") == 0
         finally:

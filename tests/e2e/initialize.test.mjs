@@ -5,6 +5,12 @@ import { execFileSync } from 'node:child_process';
 import { BIN, INIT_PARAMS, startSdkAgent, acp } from './lib/agent.mjs';
 
 const versionLine = execFileSync(BIN, ['--version'], { encoding: 'utf8' }).trim();
+// The commit the binary names: this checkout's HEAD (the build was made from it), "unknown" without git.
+let headCommit = 'unknown';
+try {
+  headCommit = execFileSync('git', ['-C', new URL('.', import.meta.url).pathname, 'rev-parse', '--short=12', 'HEAD'],
+    { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+} catch { /* no git: the build said "unknown" too */ }
 
 test('initialize answers protocol 1, identity and the implemented capabilities', async (t) => {
   const { agent, ctx } = startSdkAgent(t);
@@ -13,7 +19,8 @@ test('initialize answers protocol 1, identity and the implemented capabilities',
   assert.equal(r.protocolVersion, 1);
   assert.equal(r.agentInfo.name, 'dsh-acp');
   assert.match(r.agentInfo.version, /^\d+\.\d+\.\d+/);
-  assert.equal(versionLine, `dsh-acp ${r.agentInfo.version}`, '--version and agentInfo.version agree');
+  assert.equal(versionLine, `dsh-acp ${r.agentInfo.version} (commit ${headCommit})`,
+    '--version names agentInfo.version and the commit built');
   assert.equal(typeof r.agentInfo.title, 'string');
 
   const pc = r.agentCapabilities.promptCapabilities;

@@ -32,6 +32,8 @@ import threading
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "crash"))
 from acp_client import Client  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+from chat_stub import StreamingChatHandler  # noqa: E402
 
 INITIALIZE = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}}) + "\n"
 
@@ -143,24 +145,8 @@ def check_libpq_missing(binary):
         shutil.rmtree(home, ignore_errors=True)
 
 
-class ChatServer(http.server.BaseHTTPRequestHandler):
-    """POST .../chat/completions: one short streamed answer."""
-    protocol_version = "HTTP/1.1"
+class ChatServer(StreamingChatHandler):
     ANSWER = "answered over TLS"
-
-    def do_POST(self):
-        self.rfile.read(int(self.headers["Content-Length"]))
-        chunks = [{"choices": [{"index": 0, "delta": {"content": self.ANSWER}, "finish_reason": None}]},
-                  {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}]
-        data = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data.encode())
-
-    def log_message(self, *args):
-        pass
 
 
 def make_certificates(directory):

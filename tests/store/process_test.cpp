@@ -6,6 +6,7 @@
 #include "store/errors.hpp"
 #include "store/event_builders.hpp"
 #include "store/layout.hpp"
+#include "../common/proc_locks.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -85,20 +86,7 @@ BOOST_AUTO_TEST_CASE(held_lock_gives_session_busy_after_two_seconds) {
   BOOST_CHECK_NO_THROW(store->open("s"));
 }
 
-// Blocked flock() waiters of this process: the `->` lines of /proc/locks naming our pid.
-int blocked_flocks_here() {
-  std::ifstream locks("/proc/locks");
-  std::string line;
-  int n = 0;
-  const std::string pid = std::to_string(::getpid());
-  while (std::getline(locks, line)) {
-    std::istringstream in(line);
-    std::string index, arrow, kind, advisory, mode, owner;
-    in >> index >> arrow >> kind >> advisory >> mode >> owner;
-    if (arrow == "->" && kind == "FLOCK" && owner == pid) ++n;
-  }
-  return n;
-}
+using acp::test::blocked_flocks_here;
 
 BOOST_AUTO_TEST_CASE(a_stop_ends_a_lock_wait_at_once) {
   TempDir dir;

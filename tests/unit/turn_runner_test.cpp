@@ -6,6 +6,7 @@
 #include "engine_fixture.hpp"
 #include "engine/permission_log.hpp"
 #include "tools/catalog.hpp"
+#include "../common/proc_locks.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -56,20 +57,7 @@ std::string read_file(const fs::path& p) {
   return s.str();
 }
 
-// Blocked flock() waiters of this process: the `->` lines of /proc/locks naming our pid.
-int blocked_flocks_here() {
-  std::ifstream locks("/proc/locks");
-  std::string line;
-  int n = 0;
-  const std::string pid = std::to_string(::getpid());
-  while (std::getline(locks, line)) {
-    std::istringstream in(line);
-    std::string index, arrow, kind, advisory, mode, owner;
-    in >> index >> arrow >> kind >> advisory >> mode >> owner;
-    if (arrow == "->" && kind == "FLOCK" && owner == pid) ++n;
-  }
-  return n;
-}
+using acp::test::blocked_flocks_here;
 
 std::vector<const json::object*> all_of(const std::vector<json::object>& events, std::string_view type) {
   std::vector<const json::object*> out;

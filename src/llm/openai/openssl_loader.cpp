@@ -11,6 +11,7 @@
 // provider bench link OpenSSL itself, whose definitions these would clash with.
 // Every OpenSSL 3 release keeps the soname libssl.so.3 and these functions' ABI.
 #include "llm/provider.hpp"
+#include "support/shared_library.hpp"
 
 #include <openssl/bio.h>
 #include <openssl/err.h>
@@ -18,7 +19,6 @@
 #include <openssl/x509.h>
 #include <openssl/x509_vfy.h>
 
-#include <dlfcn.h>
 
 #include <cstdlib>
 #include <optional>
@@ -83,39 +83,20 @@ struct Loaded {
   std::string error;  ///< why table is empty
 };
 
-std::string dl_error(const char* fallback) {
-  const char* e = ::dlerror();
-  return e ? e : fallback;
-}
-
 Loaded load() {
   Loaded out;
   // DSH_ACP_LIBSSL: another file to open (a path, or a name the dynamic loader looks up).
   const char* named = std::getenv("DSH_ACP_LIBSSL");
   const char* file = named && *named ? named : "libssl.so.3";
-  // Never closed: OpenSSL keeps process-wide state until exit. RTLD_NOW: a missing dependency
-  // (libcrypto) fails here, once.
-  void* handle = ::dlopen(file, RTLD_NOW | RTLD_LOCAL);
-  if (!handle) {
-    out.error = dl_error(file);
-    return out;
-  }
+  // A missing dependency (libcrypto) fails here, once (support/shared_library.hpp).
+  void* handle = acp::support::open_shared_library(file, out.error);
+  if (!handle) return out;
   OpenSsl t;
-  std::string missing;
   // dlsym of the libssl handle also searches what it depends on: libcrypto's functions are found too.
-#define DSH_OPENSSL_RESOLVE(name) \
-  if (missing.empty()) { \
-    void* address = ::dlsym(handle, #name); \
-    if (address) t.name = reinterpret_cast<decltype(t.name)>(address); \
-    else missing = dl_error(#name); \
-  }
+#define DSH_OPENSSL_RESOLVE(name) acp::support::resolve_symbol(handle, #name, t.name, out.error);
   DSH_OPENSSL_FUNCTIONS(DSH_OPENSSL_RESOLVE)
 #undef DSH_OPENSSL_RESOLVE
-  if (!missing.empty()) {
-    out.error = missing;
-    return out;
-  }
-  out.table = t;
+  if (out.error.empty()) out.table = t;
   return out;
 }
 

@@ -1,12 +1,12 @@
 #include "store/pg/libpq_loader.hpp"
 
 #include "store/errors.hpp"
+#include "support/shared_library.hpp"
 
 #include <cstdlib>
 #include <optional>
 #include <string>
 
-#include <dlfcn.h>
 
 namespace acp::store::pg {
 namespace {
@@ -16,36 +16,17 @@ struct Loaded {
   std::string error;  ///< why table is empty
 };
 
-std::string dl_error(const char* fallback) {
-  const char* e = ::dlerror();
-  return e ? e : fallback;
-}
-
 Loaded load() {
   Loaded out;
-  const char* file = libpq_file();
-  // RTLD_NOW: a libpq that lacks a dependency fails here, once, not at some later call. Never
-  // closed: its functions are used until exit, and libpq keeps state (SSL, the notice hooks).
-  void* handle = ::dlopen(file, RTLD_NOW | RTLD_LOCAL);
-  if (!handle) {
-    out.error = dl_error(file);
-    return out;
-  }
+  // Opened once, with every dependency, and never closed: its functions are used until exit, and
+  // libpq keeps state (SSL, the notice hooks). support/shared_library.hpp.
+  void* handle = support::open_shared_library(libpq_file(), out.error);
+  if (!handle) return out;
   Libpq t;
-  std::string missing;
-#define DSH_LIBPQ_RESOLVE(name) \
-  if (missing.empty()) { \
-    void* address = ::dlsym(handle, #name); \
-    if (address) t.name = reinterpret_cast<decltype(t.name)>(address); \
-    else missing = dl_error(#name); \
-  }
+#define DSH_LIBPQ_RESOLVE(name) support::resolve_symbol(handle, #name, t.name, out.error);
   DSH_LIBPQ_FUNCTIONS(DSH_LIBPQ_RESOLVE)
 #undef DSH_LIBPQ_RESOLVE
-  if (!missing.empty()) {
-    out.error = missing;
-    return out;
-  }
-  out.table = t;
+  if (out.error.empty()) out.table = t;
   return out;
 }
 
