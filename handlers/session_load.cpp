@@ -152,7 +152,7 @@ boost::asio::awaitable<protocol::LoadSessionResponse> session_load(HandlerContex
   if (!attached) session->permissions = std::move(*rules);
   // A session already attached trades its servers for these (absent: it keeps its own).
   if (servers) co_await use_mcp_servers(ctx, session, *servers);
-  advertise_commands_now(ctx, session->id);
+  advertise_commands_now(ctx, *session);
   co_return protocol::LoadSessionResponse{session_modes(*session), session_config_options(ctx, *session), std::nullopt};
 }
 

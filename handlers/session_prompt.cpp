@@ -196,8 +196,9 @@ boost::asio::awaitable<protocol::PromptResponse> session_prompt(HandlerContext& 
     // No model request and no log write: the user mistyped a command.
     ctx.notify(protocol::SessionNotification{
         req.sessionId,
-        protocol::AgentMessageChunk{protocol::TextContent{describe_unknown_command(*unknown), std::nullopt, std::nullopt},
-                                    std::nullopt, std::nullopt},
+        protocol::AgentMessageChunk{
+            protocol::TextContent{describe_unknown_command(*unknown, offers_sharing(*session)), std::nullopt, std::nullopt},
+            std::nullopt, std::nullopt},
         std::nullopt});
     co_return protocol::PromptResponse{protocol::StopReason::end_turn, std::nullopt};
   }

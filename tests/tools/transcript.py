@@ -25,7 +25,8 @@ With DSH_ACP_TEST_STORE=pg (the `.pg` variants, tests/tools/pg_store.py) the ses
 PostgreSQL database instead: the server runs with `--store URL`, and the seeded store (NAME.store/,
 #fixture logs) is copied in with `dsh-acp store copy` first, keeping the logs' own 45fc shapes. The one
 difference in the output is what a store with people adds: every session's configOptions hold the
-`shared` option (off); the runner checks it is there and takes it out before comparing.
+`shared` option (off), and its available_commands_update lists /share and /unshare last; the runner
+checks they are there and takes them out before comparing.
 
 OUT.jsonl holds the expected frames, in order, one JSON value per line ('#' comments allowed).
 Structural comparison; key order is ignored. Placeholders (JSON strings):
@@ -122,12 +123,21 @@ SHARED_OPTION = {
                 {"value": "off", "name": "Private", "description": "Only you can see it"}]}
 
 
+SHARING_COMMANDS = ["share", "unshare"]
+
+
 def without_shared_option(value, pointer=""):
     """The frame without the `shared` config option of a PostgreSQL store, which every configOptions
-    list must hold exactly once (a transcript never switches it)."""
+    list must hold exactly once (a transcript never switches it), and without the /share and /unshare
+    commands every available_commands_update there ends with."""
     if isinstance(value, dict):
         out = {}
         for k, v in value.items():
+            if k == "availableCommands" and isinstance(v, list) and value.get("sessionUpdate") == "available_commands_update":
+                names = [c.get("name") for c in v if isinstance(c, dict)]
+                if names[-2:] != SHARING_COMMANDS:
+                    raise SystemExit(f"FAIL: {pointer}/availableCommands: expected /share and /unshare last, got {names!r}")
+                v = v[:-2]
             if k == "configOptions" and isinstance(v, list):
                 shared = [o for o in v if isinstance(o, dict) and o.get("id") == "shared"]
                 if shared != [SHARED_OPTION]:
