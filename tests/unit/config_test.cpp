@@ -274,6 +274,38 @@ BOOST_AUTO_TEST_CASE(store_roots_from_flags_environment_and_file) {
   BOOST_CHECK_THROW(load({"--store-generation", "1.0"}, {{"HOME", t.path}}), ConfigError);
 }
 
+// "~/x" names $HOME/x wherever it comes from (taken literally it made a ./~/x directory in whatever
+// directory the editor started us in); a relative path in the config file is taken from the file's
+// directory, one on the command line or in the environment from the cwd, as every program does.
+BOOST_AUTO_TEST_CASE(store_paths_expand_tilde_and_resolve_relative_to_the_config_file) {
+  TempDir t;
+  const Environment env{{"HOME", "/home/u"}};
+  std::string file = t.write("c.json", R"({"store": "~/x"})");
+  BOOST_TEST(load({"--config", file}, env).stores == (std::vector<std::string>{"/home/u/x"}));
+  file = t.write("c.json", R"({"stores": ["~/a", "~", "rel/b", "/abs", "postgresql://me@/db"]})");
+  BOOST_TEST(load({"--config", file}, env).stores ==
+             (std::vector<std::string>{"/home/u/a", "/home/u", t.path + "/rel/b", "/abs", "postgresql://me@/db"}));
+  file = t.write("c.json", R"({"store": "sessions", "logFile": "logs/acp.log", "systemPrompt": "~/prompt.md"})");
+  Config c = load({"--config", file}, env);
+  BOOST_TEST(c.store == t.path + "/sessions");
+  BOOST_TEST(c.log_file == t.path + "/logs/acp.log");
+  BOOST_TEST(c.system_prompt == "/home/u/prompt.md");
+  // A config file named relatively: its directory made absolute.
+  char cwd[4096];
+  BOOST_REQUIRE(::getcwd(cwd, sizeof cwd));
+  BOOST_REQUIRE(::chdir(t.path.c_str()) == 0);
+  c = load({"--config", "c.json"}, env);
+  BOOST_REQUIRE(::chdir(cwd) == 0);
+  BOOST_TEST(c.store == t.path + "/sessions");
+
+  BOOST_TEST(load({"--store=~/x"}, env).stores == (std::vector<std::string>{"/home/u/x"}));
+  BOOST_TEST(load({"--store", "~"}, env).stores == (std::vector<std::string>{"/home/u"}));
+  BOOST_TEST(load({}, {{"HOME", "/home/u/"}, {"DSH_ACP_STORE", "~/env"}}).stores == (std::vector<std::string>{"/home/u/env"}));
+  BOOST_TEST(load({"--store", "rel", "--store", "~x"}, env).stores == (std::vector<std::string>{"rel", "~x"}));
+  BOOST_TEST(load({}, {{"HOME", "/home/u"}, {"DSH_ACP_STORE", "rel"}}).stores == (std::vector<std::string>{"rel"}));
+  BOOST_CHECK_THROW(load({"--store", "~/x"}, {}), ConfigError);  // no $HOME to expand it with
+}
+
 BOOST_AUTO_TEST_CASE(help_and_version_are_actions) {
   BOOST_TEST((load_config({"--store", "/x", "--help"}, {}).action == CliAction::help));
   BOOST_TEST((load_config({"--version"}, {}).action == CliAction::version));
