@@ -5,14 +5,14 @@
 // code in a 0.1 root (ignorable: skipped, not refused) and by dsh-acp in either generation.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createRequire } from 'node:module';
 import Ajv2020 from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
-import { INIT_PARAMS, REPO_ROOT, startSdkAgent, acp, until } from './lib/agent.mjs';
+import { BIN, INIT_PARAMS, REPO_ROOT, startSdkAgent, acp, until } from './lib/agent.mjs';
 import { logPath, readRawLog } from './lib/store.mjs';
 
 const M = acp.methods.agent;
@@ -224,3 +224,32 @@ for (const generation of ['0.1', '45fc']) {
     await c.agent.finish();
   });
 }
+
+// Releases before wrote the rules into 45fc roots without the marker: such logs load, resume, copy and
+// verify without a warning about our own type (what is written now is marked: permission_log_test).
+test('45fc root: rules written without ignorable by an older release load, resume, copy and verify without a warning', async (t) => {
+  const { dir, cwd, store } = makeDir(t);
+  const args = ['--store', store, '--store-generation', '45fc', '--store-compression', 'none'];
+  const a = await start(t, args);
+  const { sessionId } = await a.ctx.request(M.session.new, { cwd, mcpServers: [] });
+  assert.equal((await a.ctx.request(M.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'hello' }] })).stopReason, 'end_turn');
+  await a.agent.finish();
+  const file = logPath(store, sessionId);
+  appendRules(file, [{ tool: 'bash', commandPrefix: 'npm test', decision: 'allow' }, { tool: 'edit', decision: 'reject' }],
+    { ignorable: false });
+
+  const b = await start(t, args);
+  assertModes(await b.ctx.request(M.session.load, { sessionId, cwd, mcpServers: [] }), 'ask');
+  await b.agent.finish();
+  assert.doesNotMatch(b.agent.log(), /unknown type|permission-rule/, b.agent.log());
+  const c = await start(t, args);
+  assertModes(await c.ctx.request(M.session.resume, { sessionId, cwd, mcpServers: [] }), 'ask');
+  await c.agent.finish();
+  assert.doesNotMatch(c.agent.log(), /unknown type|permission-rule/, c.agent.log());
+  for (const command of [['verify', store], ['copy', store, path.join(dir, 'copy')]]) {
+    const run = spawnSync(BIN, ['store', ...command], { encoding: 'utf8' });
+    assert.equal(run.status, 0, `store ${command[0]}: ${run.stdout}${run.stderr}`);
+    assert.doesNotMatch(run.stderr, /unknown type|permission-rule/, `store ${command[0]}: ${run.stderr}`);
+  }
+  assert.deepEqual(readFileSync(logPath(path.join(dir, 'copy'), sessionId)), readFileSync(file), 'copied as it is');
+});
