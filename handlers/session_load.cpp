@@ -112,6 +112,8 @@ private:
 
 boost::asio::awaitable<protocol::LoadSessionResponse> session_load(HandlerContext& ctx, protocol::LoadSessionRequest req) {
   require_provider_key(ctx);
+  // Before the first suspension: a prompt sent right behind this load waits for it (Engine::attached).
+  const engine::Engine::Attaching attaching(ctx.engine, req.sessionId);
   std::optional<std::vector<mcp::ServerSpec>> servers;
   if (req.mcpServers) servers = mcp_server_specs(*req.mcpServers, req.cwd, ctx.config);
   engine::StoredSession stored = co_await ctx.engine.find_stored(req.sessionId, req.cwd);

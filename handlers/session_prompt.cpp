@@ -178,7 +178,9 @@ boost::asio::awaitable<protocol::PromptResponse> session_prompt(HandlerContext& 
   std::shared_ptr<engine::Turn> turn = turn_in ? std::move(turn_in) : std::make_shared<engine::Turn>(ctx.executor);
   // Without a key nothing else matters: the client's answer to -32000 is authenticate.
   require_provider_key(ctx);
-  auto session = ctx.engine.require(req.sessionId);
+  // Behind a session/load or resume of this session still under way (a pipelining client).
+  auto attaching = ctx.engine.attached(req.sessionId);
+  const std::shared_ptr<engine::Session> session = co_await std::move(attaching);
   RenderedPrompt rendered = render_prompt(req.prompt);
   std::vector<protocol::ContentBlock>().swap(req.prompt);  // rendered: the blocks are not needed any more
   std::optional<SlashCommand> command = parse_slash_command(rendered.text);

@@ -9,6 +9,8 @@ namespace acp::handlers {
 
 boost::asio::awaitable<protocol::LoadSessionResponse> session_resume(HandlerContext& ctx,
                                                                      protocol::ResumeSessionRequest req) {
+  // Before the first suspension: a prompt sent right behind this resume waits for it (Engine::attached).
+  const engine::Engine::Attaching attaching(ctx.engine, req.sessionId);
   std::optional<std::vector<mcp::ServerSpec>> servers;
   if (req.mcpServers) servers = mcp_server_specs(*req.mcpServers, req.cwd, ctx.config);
   engine::StoredSession stored = co_await ctx.engine.find_stored(req.sessionId, req.cwd);

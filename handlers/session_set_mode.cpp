@@ -6,7 +6,8 @@ namespace acp::handlers {
 
 // Takes effect at the next tool call, also inside a running prompt: permission is decided per call.
 boost::asio::awaitable<protocol::EmptyResponse> session_set_mode(HandlerContext& ctx, protocol::SetSessionModeRequest req) {
-  auto session = ctx.engine.require(req.sessionId);
+  auto attaching = ctx.engine.attached(req.sessionId);  // behind a load or resume under way
+  const std::shared_ptr<engine::Session> session = co_await std::move(attaching);
   auto mode = engine::parse_mode(req.modeId);
   if (!mode) throw jsonrpc::invalid_params("/modeId", "unknown mode '" + req.modeId + "' (ask, read-only or auto)");
   switch_mode(ctx, *session, *mode, true);

@@ -154,6 +154,33 @@ std::shared_ptr<Session> Engine::require(const std::string& id) const {
   return s;
 }
 
+Engine::Attaching::Attaching(Engine& engine, std::string id) : engine_(engine), id_(std::move(id)) {
+  auto& wait = engine_.attaching_[id_];
+  if (!wait) wait = std::make_shared<AttachWait>(engine_.executor_);
+  ++wait->count;
+}
+
+Engine::Attaching::~Attaching() {
+  auto it = engine_.attaching_.find(id_);
+  if (it == engine_.attaching_.end() || --it->second->count > 0) return;
+  it->second->done.set();  // the waiters hold the event: erasing it here does not end their wait early
+  engine_.attaching_.erase(it);
+}
+
+asio::awaitable<std::shared_ptr<Session>> Engine::attached(const std::string& id_in) {
+  const std::string id = id_in;
+  // A client may send its prompt right behind session/load without waiting for the answer
+  // (pipelining): the prompt then queues behind the load rather than failing with "not found".
+  while (!find(id)) {
+    auto it = attaching_.find(id);
+    if (it == attaching_.end()) break;
+    std::shared_ptr<AttachWait> wait = it->second;
+    const bool woken = co_await wait->done.wait();  // in a local: GCC 12 miscompiles it in an `if`
+    if (!woken) break;
+  }
+  co_return require(id);
+}
+
 asio::awaitable<std::shared_ptr<Session>> Engine::create_session(const std::string& cwd_in,
                                                                  const std::vector<std::string>& directories_in) {
   std::string cwd = cwd_in;

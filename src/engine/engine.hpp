@@ -250,6 +250,23 @@ public:
   std::shared_ptr<Session> find(const std::string& id) const;
   std::shared_ptr<Session> require(const std::string& id) const;  ///< throws SessionNotFound
 
+  /// Held by a session/load or resume from its start (before its first suspension) to its end:
+  /// requests for that session that arrive meanwhile wait in attached() instead of finding no session.
+  class Attaching {
+  public:
+    Attaching(Engine& engine, std::string id);
+    Attaching(const Attaching&) = delete;
+    Attaching& operator=(const Attaching&) = delete;
+    ~Attaching();
+
+  private:
+    Engine& engine_;
+    std::string id_;
+  };
+  /// The attached session; while a load or resume of it is under way (Attaching), waits for its
+  /// end first. Throws SessionNotFound when there is none then. (`id` copied before suspending.)
+  boost::asio::awaitable<std::shared_ptr<Session>> attached(const std::string& id);
+
   /// Takes a place in the session's queue (work_queue.hpp) and returns once everything that arrived
   /// before it is over: then `turn` (a prompt's; null for a load) is the session's running turn
   /// until the slot is let go. `bytes`: the prompt text it holds while it waits. Throws
@@ -334,6 +351,13 @@ private:
   boost::asio::any_io_executor executor_;
   boost::asio::any_io_executor pool_;
   std::map<std::string, std::shared_ptr<Session>> sessions_;
+  /// Loads and resumes under way, by session id: how many, and the event set when the last ends.
+  struct AttachWait {
+    explicit AttachWait(const boost::asio::any_io_executor& ex) : done(ex) {}
+    std::size_t count = 0;
+    support::Event done;
+  };
+  std::map<std::string, std::shared_ptr<AttachWait>> attaching_;
   /// Whole-log reads (replays) running: each may hold megabytes of frames back, so they are few.
   std::size_t log_reads_ = 0;
   support::Event log_read_freed_;

@@ -12,8 +12,9 @@ response to request ID has arrived; "#turns NAME N" until the log of the session
 holds N turn/start events (its Nth prompt is running); "#sleep MS" pauses. Waits have no time limit
 (a transcript that never gets what it waits for ends at its CTest timeout; a note on stderr every 10 s
 names what it waits for). "#args ..." adds server arguments. "#raw TEXT" sends TEXT
-as is (for malformed frames); "#rawhex HEX" sends those bytes. The server runs with a fresh temporary
-DSH_ACP_HOME; a folder NAME.store/ beside the transcript is copied in as its session store, and
+as is (for malformed frames); "#rawhex HEX" sends those bytes. Frames between "#batch" and "#end" go
+in one write, so the server reads them together (a client that pipelines requests). The server runs
+with a fresh temporary DSH_ACP_HOME; a folder NAME.store/ beside the transcript is copied in as its session store, and
 "#fixture PATH" (relative to tests/data) places a raw session log into that store where the harness
 layout puts it (bucket cwd-<sha256(cwd)[:12]>, segment-encoded file name). Those logs are the 45fc
 harness's own files, so a transcript with a seeded store runs with --store-generation 45fc (unless its
@@ -227,7 +228,7 @@ def main():
         i = argv.index("--")
         argv, extra = argv[:i], argv[i + 1:]
     server, in_path, out_path = argv
-    directives = ("#wait", "#await", "#turns", "#capture", "#sleep", "#raw")
+    directives = ("#wait", "#await", "#turns", "#capture", "#sleep", "#raw", "#batch", "#end")
     lines = read_lines(in_path)
     for l in lines:
         if l.startswith("#args "):
@@ -309,7 +310,16 @@ def main():
         except (ValueError, subprocess.CalledProcessError):
             return 0  # a line being written
 
+    batch = None  # frames held for one write between #batch and #end
     for line in inputs:
+        if line == "#batch":
+            batch = b""
+            continue
+        if line == "#end":
+            proc.stdin.write(batch)
+            proc.stdin.flush()
+            batch = None
+            continue
         if line.startswith("#capture"):
             _, name, rid, pointer = line.split()
             wanted.setdefault(json.dumps(json.loads(rid)), []).append((name, pointer))
@@ -349,6 +359,9 @@ def main():
         while any(n not in captures for n in names):
             if wait_for(f"value(s) {names}") is None:
                 raise SystemExit(f"FAIL: value(s) {names} never captured; output so far: {actual}")
+        if batch is not None:
+            batch += (substitute(line, captures) + "\n").encode()
+            continue
         proc.stdin.write((substitute(line, captures) + "\n").encode())
         proc.stdin.flush()
         while pump(0):
