@@ -134,11 +134,11 @@ boost::asio::awaitable<protocol::LoadSessionResponse> session_load(HandlerContex
   // stream after all of them: every update of a load, the commands included, comes before its
   // response (https://agentclientprotocol.com/protocol/session-setup#loading-sessions).
   auto sink = std::make_shared<ReplaySink>(ctx, req.sessionId, ReplayPlaces{header.cwd.value_or(""), ctx.config.harness_home});
-  // The "always" choices are folded on the reading thread as the events pass; the session takes
-  // them once the read is over (an already attached session has them in memory already).
-  auto rules = std::make_shared<engine::Permissions>();
-  engine::EventSink replay = [sink, rules](boost::json::object&& e) {
-    engine::restore_permission_rule(e, *rules);
+  // The "always" choices and the mode are folded on the reading thread as the events pass; the
+  // session takes them once the read is over (an already attached session has them in memory already).
+  auto choices = std::make_shared<engine::LoggedChoices>();
+  engine::EventSink replay = [sink, choices](boost::json::object&& e) {
+    choices->observe(e);
     (*sink)(std::move(e));
   };
   // On the pool, before and after the log: a replay queued behind others may start after the
@@ -151,7 +151,10 @@ boost::asio::awaitable<protocol::LoadSessionResponse> session_load(HandlerContex
   auto [provider, model] = co_await std::move(read);
   const bool attached = ctx.engine.find(req.sessionId) != nullptr;
   auto session = ctx.engine.attach(stored, req.additionalDirectories, provider, model);
-  if (!attached) session->permissions = std::move(*rules);
+  if (!attached) {
+    session->permissions = std::move(choices->permissions);
+    if (choices->mode) session->mode = *choices->mode;
+  }
   // A session already attached trades its servers for these (absent: it keeps its own).
   if (servers) co_await use_mcp_servers(ctx, session, *servers);
   advertise_commands_now(ctx, *session);

@@ -40,6 +40,7 @@ boost::asio::awaitable<protocol::SetSessionConfigOptionResponse> session_set_con
       throw jsonrpc::invalid_params("/value", "unknown mode '" + std::string(req.value.get_string()) +
                                                   "' (ask, read-only or auto)");
     switch_mode(ctx, *session, *mode, false);
+    co_await ctx.engine.log_mode(session);
   }
   co_return protocol::SetSessionConfigOptionResponse{session_config_options(ctx, *session), std::nullopt};
 }

@@ -287,6 +287,16 @@ public:
   boost::asio::awaitable<CompactResult> compact(QueueSlot& slot, const std::string& focus, TurnObserver& observer);
   /// enqueue() with a turn of its own, then the compaction.
   boost::asio::awaitable<CompactResult> compact(const std::string& id, const std::string& focus, TurnObserver& observer);
+
+  /// The mode of a new session, and of an attached one whose log holds no choice (--default-mode).
+  SessionMode default_mode() const;
+  /// Logs the session's mode (a `dsh-acp/mode` event, permission_log.hpp) when it was chosen since the
+  /// log last said, so load and resume in another process restore it. Holding `slot`, nothing else of
+  /// this process writes the session. Failures are logged, never thrown: the choice still holds here.
+  boost::asio::awaitable<void> log_mode(QueueSlot& slot);
+  /// As above for session/set_mode: at once when nothing runs in the session (after a load in line);
+  /// while a prompt or command runs, it logs the mode when it is over (the handler's log_mode(slot)).
+  boost::asio::awaitable<void> log_mode(const std::shared_ptr<Session>& session);
   /// The context window (tokens) of `model`: configured, else published (DeepSeek), else none.
   std::optional<std::int64_t> context_window(const std::string& model) const;
   /// Cancels the session's running turn and every prompt waiting in line (session/cancel); prompts

@@ -106,6 +106,8 @@ const std::vector<Option>& options() {
       {"lock-timeout-ms", Kind::integer,
        "wait for another process's session lock before answering Session busy (2000)",
        int_setter(&Config::lock_timeout_ms), 1, 86400000},
+      {"default-mode", Kind::choice, "mode of a new session, and of one whose log holds no mode choice (ask)",
+       str_setter(&Config::default_mode), 0, 0, {"ask", "read-only", "auto"}},
       {"log-file", Kind::path, "log file (mode 0600, appended)", str_setter(&Config::log_file)},
       {"log-level", Kind::choice, "log verbosity", str_setter(&Config::log_level), 0, 0,
        {"error", "warn", "info", "debug"}},

@@ -107,16 +107,52 @@ test('modes: in every session answer, switched by set_mode and by the mode optio
   assert.equal(modeFrames.length, 2, 'no update for an error');
   await a.agent.finish();
 
-  // A new connection starts in ask, the safe default (the mode is not logged).
+  // The choice is logged: a new connection (another process) comes back in it, on load and on resume.
   const b = await start(t, args);
   const loaded = await b.ctx.request(M.session.load, { sessionId, cwd, mcpServers: [] });
   checkSchema('LoadSessionResponse', loaded);
-  assertModes(loaded, 'ask');
+  assertModes(loaded, 'auto');
   await b.agent.finish();
   const c = await start(t, args);
   const resumed = await c.ctx.request(M.session.resume, { sessionId, cwd, mcpServers: [] });
   checkSchema('ResumeSessionResponse', resumed);
-  assertModes(resumed, 'ask');
+  assertModes(resumed, 'auto');
+  await c.agent.finish();
+  const modeLines = readRawLog(logPath(store, sessionId)).filter((l) => l.type === 'dsh-acp/mode');
+  assert.deepEqual(modeLines.map((l) => [l.data, l.ignorable]), [[{ mode: 'read-only' }, true], [{ mode: 'auto' }, true]]);
+  for (const line of modeLines) assert.ok(validateLine(line), logAjv.errorsText(validateLine.errors));
+});
+
+// As acpx uses it: every command a new process that resumes the session. A mode chosen while a prompt runs
+// is answered at once and logged when the prompt is over; --default-mode is the mode of sessions that never
+// chose one.
+test('modes across processes: chosen during a prompt, restored by resume; --default-mode for the rest', async (t) => {
+  const { cwd, store } = makeDir(t);
+  const a = await start(t, ['--store', store]);
+  const { sessionId } = await a.ctx.request(M.session.new, { cwd, mcpServers: [] });
+  const { sessionId: untouched } = await a.ctx.request(M.session.new, { cwd, mcpServers: [] });
+  await a.agent.finish();
+
+  const b = await start(t, ['--store', store]);
+  assertModes(await b.ctx.request(M.session.resume, { sessionId, cwd, mcpServers: [] }), 'ask');
+  let settled = false;
+  const running = b.ctx.request(M.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'nap [[echo:sleep=60000]]' }] });
+  running.finally(() => { settled = true; }).catch(() => {});
+  await b.agent.turnStarted(sessionId);
+  assert.deepEqual(await b.ctx.request(M.session.setMode, { sessionId, modeId: 'auto' }), {});
+  assert.equal(settled, false, 'set_mode is answered while the prompt still runs (it sleeps a minute)');
+  await b.ctx.notify(M.session.cancel, { sessionId });
+  assert.equal((await running).stopReason, 'cancelled');
+  await b.agent.finish();
+  const lines = readRawLog(logPath(store, sessionId));
+  const modeAt = lines.findIndex((l) => l.type === 'dsh-acp/mode');
+  assert.ok(modeAt > lines.findIndex((l) => l.type === 'turn/end'), 'logged after the turn it ran in');
+  assert.deepEqual(lines[modeAt].data, { mode: 'auto' });
+
+  const c = await start(t, ['--store', store, '--default-mode', 'read-only']);
+  assertModes(await c.ctx.request(M.session.resume, { sessionId, cwd, mcpServers: [] }), 'auto');
+  assertModes(await c.ctx.request(M.session.load, { sessionId: untouched, cwd, mcpServers: [] }), 'read-only');
+  assertModes(await c.ctx.request(M.session.new, { cwd, mcpServers: [] }), 'read-only');
   await c.agent.finish();
 });
 

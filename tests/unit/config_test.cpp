@@ -164,6 +164,20 @@ BOOST_AUTO_TEST_CASE(lock_timeout_from_every_source) {
   BOOST_TEST(usage_text().find("--lock-timeout-ms") != std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(default_mode_from_every_source) {
+  TempDir t;
+  BOOST_TEST(load({}, {{"HOME", t.path}}).default_mode == "ask");
+  BOOST_TEST(load({"--default-mode", "auto"}, {{"HOME", t.path}}).default_mode == "auto");
+  BOOST_TEST(load({}, {{"HOME", t.path}, {"DSH_ACP_DEFAULT_MODE", "read-only"}}).default_mode == "read-only");
+  std::string path = t.write("c.json", R"({"defaultMode": "auto"})");
+  BOOST_TEST(load({"--config", path}, {{"HOME", t.path}}).default_mode == "auto");
+  BOOST_TEST(load({"--config", path, "--default-mode=ask"}, {{"HOME", t.path}}).default_mode == "ask");
+  BOOST_CHECK_THROW(load({"--default-mode", "yolo"}, {{"HOME", t.path}}), ConfigError);
+  BOOST_CHECK_THROW(load({"--config", t.write("bad.json", R"({"defaultMode": "auto_approve"})")}, {{"HOME", t.path}}),
+                    ConfigError);
+  BOOST_TEST(usage_text().find("--default-mode ask|read-only|auto") != std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(compaction_settings_and_model_windows) {
   TempDir t;
   auto c = load({}, {{"HOME", t.path}, {"DSH_ACP_PROVIDER", "echo"}});
