@@ -464,6 +464,14 @@ std::string usage_text() {
     else left += "  ";
     out += left + opt.help + "\n";
   }
+  out += "\nWhere things are (--config, --store and --log-file name other places):\n"
+         "  DSH_ACP_HOME               when set, holds everything of ours: config.json, sessions/ (the store),\n"
+         "                             dsh-acp.log and cache/ (the listing index)\n"
+         "  otherwise                  $XDG_CONFIG_HOME/dsh-acp/config.json, $XDG_DATA_HOME/dsh-acp/sessions,\n"
+         "                             $XDG_STATE_HOME/dsh-acp/dsh-acp.log, $XDG_CACHE_HOME/dsh-acp (XDG defaults:\n"
+         "                             ~/.config, ~/.local/share, ~/.local/state, ~/.cache)\n"
+         "  DSH_HOME                   the deepseek-harness home (default ~/.dsh): with no store named, its own\n"
+         "                             root $DSH_HOME/sessions is listed too, read-only (name it with --store to write it)\n";
   out += "\nPATH values: a leading ~ is $HOME. A relative PATH in the config file is taken from the config file's\n"
          "directory; on the command line and in the environment, from the current directory.\n";
   out += "\nKeys: DEEPSEEK_API_KEY (deepseek), OPENAI_API_KEY (openai, optional for loopback), or the config-file\n"

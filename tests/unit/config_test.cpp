@@ -326,6 +326,15 @@ BOOST_AUTO_TEST_CASE(help_and_version_are_actions) {
   BOOST_TEST(usage_text().find("--max-frame-bytes") != std::string::npos);
 }
 
+// A user reading --help learns where everything is: both homes and every default path.
+BOOST_AUTO_TEST_CASE(help_names_the_homes_and_the_default_paths) {
+  const std::string help = usage_text();
+  for (const char* text : {"DSH_ACP_HOME", "DSH_HOME", "~/.dsh", "$DSH_HOME/sessions", "$XDG_CONFIG_HOME/dsh-acp/config.json",
+                           "$XDG_DATA_HOME/dsh-acp/sessions", "$XDG_STATE_HOME/dsh-acp/dsh-acp.log",
+                           "$XDG_CACHE_HOME/dsh-acp", "~/.local/share", "config.json, sessions/"})
+    BOOST_TEST_CONTEXT(text) { BOOST_TEST(help.find(text) != std::string::npos); }
+}
+
 BOOST_AUTO_TEST_CASE(provider_defaults) {
   Config c = load({"--provider", "deepseek"}, {{"HOME", "/tmp"}, {"DEEPSEEK_API_KEY", "k"}});
   BOOST_TEST(c.model == "deepseek-flash");
