@@ -79,6 +79,9 @@ boost::asio::awaitable<protocol::ListSessionsResponse> session_list(HandlerConte
       info._meta->emplace("dsh-acp/owner", *row.owner);
       info._meta->emplace("dsh-acp/shared", row.shared);
     }
+    // A prompt there would be refused (a read-only root, someone else's session): the client can
+    // say so before the user types one.
+    if (row.read_only) info._meta->emplace("dsh-acp/readOnly", true);
     std::size_t bytes = json::serialize(wire::encode(info)).size() + 1;  // and its comma
     if (!response.sessions.empty() && items_bytes + bytes > kMaxItemsBytes) {
       full = true;

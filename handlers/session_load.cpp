@@ -112,6 +112,8 @@ private:
 
 boost::asio::awaitable<protocol::LoadSessionResponse> session_load(HandlerContext& ctx, protocol::LoadSessionRequest req) {
   require_provider_key(ctx);
+  // Before the first suspension: a prompt sent right behind this load waits for it (Engine::attached).
+  const engine::Engine::Attaching attaching(ctx.engine, req.sessionId);
   std::optional<std::vector<mcp::ServerSpec>> servers;
   if (req.mcpServers) servers = mcp_server_specs(*req.mcpServers, req.cwd, ctx.config);
   engine::StoredSession stored = co_await ctx.engine.find_stored(req.sessionId, req.cwd);
@@ -132,11 +134,11 @@ boost::asio::awaitable<protocol::LoadSessionResponse> session_load(HandlerContex
   // stream after all of them: every update of a load, the commands included, comes before its
   // response (https://agentclientprotocol.com/protocol/session-setup#loading-sessions).
   auto sink = std::make_shared<ReplaySink>(ctx, req.sessionId, ReplayPlaces{header.cwd.value_or(""), ctx.config.harness_home});
-  // The "always" choices are folded on the reading thread as the events pass; the session takes
-  // them once the read is over (an already attached session has them in memory already).
-  auto rules = std::make_shared<engine::Permissions>();
-  engine::EventSink replay = [sink, rules](boost::json::object&& e) {
-    engine::restore_permission_rule(e, *rules);
+  // The "always" choices and the mode are folded on the reading thread as the events pass; the
+  // session takes them once the read is over (an already attached session has them in memory already).
+  auto choices = std::make_shared<engine::LoggedChoices>();
+  engine::EventSink replay = [sink, choices](boost::json::object&& e) {
+    choices->observe(e);
     (*sink)(std::move(e));
   };
   // On the pool, before and after the log: a replay queued behind others may start after the
@@ -149,10 +151,13 @@ boost::asio::awaitable<protocol::LoadSessionResponse> session_load(HandlerContex
   auto [provider, model] = co_await std::move(read);
   const bool attached = ctx.engine.find(req.sessionId) != nullptr;
   auto session = ctx.engine.attach(stored, req.additionalDirectories, provider, model);
-  if (!attached) session->permissions = std::move(*rules);
+  if (!attached) {
+    session->permissions = std::move(choices->permissions);
+    if (choices->mode) session->mode = *choices->mode;
+  }
   // A session already attached trades its servers for these (absent: it keeps its own).
   if (servers) co_await use_mcp_servers(ctx, session, *servers);
-  advertise_commands_now(ctx, session->id);
+  advertise_commands_now(ctx, *session);
   co_return protocol::LoadSessionResponse{session_modes(*session), session_config_options(ctx, *session), std::nullopt};
 }
 

@@ -62,6 +62,7 @@ std::vector<protocol::SessionConfigOption> session_config_options(const HandlerC
 void switch_mode(HandlerContext& ctx, engine::Session& session, engine::SessionMode mode, bool announce_options) {
   if (session.mode == mode) return;
   session.mode = mode;
+  session.mode_unlogged = true;
   ctx.notify(protocol::SessionNotification{
       session.id, protocol::CurrentModeUpdate{std::string(engine::mode_id(mode)), {}}, std::nullopt});
   if (announce_options)

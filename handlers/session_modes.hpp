@@ -1,7 +1,8 @@
 // The session's mode on the wire (https://agentclientprotocol.com/protocol/session-modes): `modes` in the session/new, load and
 // resume answers, session/set_mode, and the same choice as the `mode` config option (category
-// "mode") for clients that show only config options. The mode lives in engine::Session, per
-// attached session and in memory: a session loaded or resumed anew starts in `ask`.
+// "mode") for clients that show only config options. The mode lives in engine::Session; a choice is
+// logged (`dsh-acp/mode`, engine/permission_log.hpp), so a session loaded or resumed anew, in any
+// process, comes back in it. A session whose log holds no choice starts in --default-mode (ask).
 #pragma once
 
 #include "handlers/handler_context.hpp"
@@ -25,7 +26,8 @@ std::vector<protocol::SessionConfigOption> session_config_options(const HandlerC
 
 /// Switches the mode and tells the client (`current_mode_update`; `config_option_update` too when
 /// `announce_options`: the change did not come through session/set_config_option, whose answer
-/// already carries the options). Setting the current mode again changes and sends nothing.
+/// already carries the options). Setting the current mode again changes and sends nothing. The caller
+/// logs the choice (engine::Engine::log_mode).
 void switch_mode(HandlerContext& ctx, engine::Session& session, engine::SessionMode mode, bool announce_options);
 
 } // namespace acp::handlers

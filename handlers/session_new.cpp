@@ -14,7 +14,7 @@ boost::asio::awaitable<protocol::NewSessionResponse> session_new(HandlerContext&
   auto session = co_await ctx.engine.create_session(req.cwd, directories);
   // The answer waits for them: the first prompt already has their tools.
   co_await use_mcp_servers(ctx, session, servers);
-  advertise_commands_after(ctx, session->id);
+  advertise_commands_after(ctx, *session);
   co_return protocol::NewSessionResponse{session->id, session_modes(*session), session_config_options(ctx, *session),
                                         std::nullopt};
 }

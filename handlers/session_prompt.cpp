@@ -166,6 +166,35 @@ private:
   Replayer cards_;          ///< the tool records' cards, as session/load shows them
 };
 
+// The prompt's work once it is first in line. (References: the caller's locals, alive while it waits.)
+boost::asio::awaitable<protocol::PromptResponse> run_in_slot(HandlerContext& ctx, engine::QueueSlot& slot,
+                                                             const engine::Turn& turn, RenderedPrompt& rendered,
+                                                             const std::optional<SlashCommand>& command,
+                                                             const std::optional<std::string>& unknown) {
+  const std::shared_ptr<engine::Session> session = slot.session();
+  // A command cancelled while it waited does nothing; a prompt still logs its message (below).
+  if (turn.cancel_requested && (command || unknown))
+    co_return protocol::PromptResponse{protocol::StopReason::cancelled, std::nullopt};
+  if (command) co_return co_await run_slash_command(ctx, slot, *command);
+  if (unknown) {
+    // No model request and no log write: the user mistyped a command.
+    ctx.notify(protocol::SessionNotification{
+        session->id,
+        protocol::AgentMessageChunk{
+            protocol::TextContent{describe_unknown_command(*unknown, offers_sharing(*session)), std::nullopt, std::nullopt},
+            std::nullopt, std::nullopt},
+        std::nullopt});
+    co_return protocol::PromptResponse{protocol::StopReason::end_turn, std::nullopt};
+  }
+  UpdateSender updates(ctx, session->id, session->cwd());
+  engine::PromptInput input{std::move(rendered.text), std::move(rendered.references)};
+  // The awaitable in a local: the moved-in input must not be a temporary across the co_await (GCC 12).
+  // Failures reach the client through to_rpc_error (handlers/errors.cpp), like every handler's.
+  auto running = ctx.engine.prompt(slot, std::move(input), updates);
+  const llm::StopKind stop = co_await std::move(running);
+  co_return protocol::PromptResponse{to_stop_reason(stop), std::nullopt};
+}
+
 } // namespace
 
 // A prompt sent while the session is busy waits in its queue and runs after the work that came
@@ -178,7 +207,9 @@ boost::asio::awaitable<protocol::PromptResponse> session_prompt(HandlerContext& 
   std::shared_ptr<engine::Turn> turn = turn_in ? std::move(turn_in) : std::make_shared<engine::Turn>(ctx.executor);
   // Without a key nothing else matters: the client's answer to -32000 is authenticate.
   require_provider_key(ctx);
-  auto session = ctx.engine.require(req.sessionId);
+  // Behind a session/load or resume of this session still under way (a pipelining client).
+  auto attaching = ctx.engine.attached(req.sessionId);
+  const std::shared_ptr<engine::Session> session = co_await std::move(attaching);
   RenderedPrompt rendered = render_prompt(req.prompt);
   std::vector<protocol::ContentBlock>().swap(req.prompt);  // rendered: the blocks are not needed any more
   std::optional<SlashCommand> command = parse_slash_command(rendered.text);
@@ -188,26 +219,18 @@ boost::asio::awaitable<protocol::PromptResponse> session_prompt(HandlerContext& 
   if (!unknown && (!command || command->name != "ref")) engine::require_writable(*session);
   auto waiting = ctx.engine.enqueue(req.sessionId, turn, rendered.text.size());
   engine::QueueSlot slot = co_await std::move(waiting);
-  // A command cancelled while it waited does nothing; a prompt still logs its message (below).
-  if (turn->cancel_requested && (command || unknown))
-    co_return protocol::PromptResponse{protocol::StopReason::cancelled, std::nullopt};
-  if (command) co_return co_await run_slash_command(ctx, slot, *command);
-  if (unknown) {
-    // No model request and no log write: the user mistyped a command.
-    ctx.notify(protocol::SessionNotification{
-        req.sessionId,
-        protocol::AgentMessageChunk{protocol::TextContent{describe_unknown_command(*unknown), std::nullopt, std::nullopt},
-                                    std::nullopt, std::nullopt},
-        std::nullopt});
-    co_return protocol::PromptResponse{protocol::StopReason::end_turn, std::nullopt};
+  std::exception_ptr failure;
+  protocol::PromptResponse response;
+  try {
+    auto work = run_in_slot(ctx, slot, *turn, rendered, command, unknown);
+    response = co_await std::move(work);
+  } catch (...) {
+    failure = std::current_exception();
   }
-  UpdateSender updates(ctx, req.sessionId, session->cwd());
-  engine::PromptInput input{std::move(rendered.text), std::move(rendered.references)};
-  // The awaitable in a local: the moved-in input must not be a temporary across the co_await (GCC 12).
-  // Failures reach the client through to_rpc_error (handlers/errors.cpp), like every handler's.
-  auto running = ctx.engine.prompt(slot, std::move(input), updates);
-  const llm::StopKind stop = co_await std::move(running);
-  co_return protocol::PromptResponse{to_stop_reason(stop), std::nullopt};
+  // A mode chosen while this ran was left to it (engine::Engine::log_mode), also when it failed.
+  co_await ctx.engine.log_mode(slot);
+  if (failure) std::rethrow_exception(failure);
+  co_return response;
 }
 
 } // namespace acp::handlers

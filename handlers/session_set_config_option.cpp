@@ -10,7 +10,8 @@ namespace acp::handlers {
 // the next tool call.
 boost::asio::awaitable<protocol::SetSessionConfigOptionResponse> session_set_config_option(
     HandlerContext& ctx, protocol::SetSessionConfigOptionRequest req) {
-  auto session = ctx.engine.require(req.sessionId);
+  auto attaching = ctx.engine.attached(req.sessionId);  // behind a load or resume under way
+  const std::shared_ptr<engine::Session> session = co_await std::move(attaching);
   // Sharing is the store's: done before the answer. Someone else's session refuses it (-32602).
   if (req.configId == kSharedOptionId && session->ownership.can_share) {
     const bool boolean = req.type && *req.type == "boolean";
@@ -39,6 +40,7 @@ boost::asio::awaitable<protocol::SetSessionConfigOptionResponse> session_set_con
       throw jsonrpc::invalid_params("/value", "unknown mode '" + std::string(req.value.get_string()) +
                                                   "' (ask, read-only or auto)");
     switch_mode(ctx, *session, *mode, false);
+    co_await ctx.engine.log_mode(session);
   }
   co_return protocol::SetSessionConfigOptionResponse{session_config_options(ctx, *session), std::nullopt};
 }

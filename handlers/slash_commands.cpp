@@ -67,13 +67,16 @@ private:
 
 } // namespace
 
-std::string describe_unknown_command(const std::string& word) {
-  return "Unknown command /" + word +
-         ". Commands:\n- /compact [focus] \u2014 condense the conversation so far into a summary now\n"
-         "- /ref [query] \u2014 list other sessions you can reference\n"
-         "- /share \u2014 let people with access to this store see and reference this session\n"
-         "- /unshare \u2014 stop sharing this session\n"
-         "To send text that starts with a slash to the model, start it with // or \"/ \".";
+bool offers_sharing(const engine::Session& session) { return session.ownership.can_share && session.ownership.mine; }
+
+std::string describe_unknown_command(const std::string& word, bool sharing) {
+  std::string out = "Unknown command /" + word +
+                    ". Commands:\n- /compact [focus] \u2014 condense the conversation so far into a summary now\n"
+                    "- /ref [query] \u2014 list other sessions you can reference\n";
+  if (sharing)
+    out += "- /share \u2014 let people with access to this store see and reference this session\n"
+           "- /unshare \u2014 stop sharing this session\n";
+  return out + "To send text that starts with a slash to the model, start it with // or \"/ \".";
 }
 
 std::string describe_sharing(bool shared, const std::optional<std::string>& refused) {
@@ -130,7 +133,9 @@ boost::asio::awaitable<protocol::PromptResponse> run_slash_command(HandlerContex
 
 namespace {
 
-protocol::SessionNotification commands_update(const std::string& session_id) {
+// /share and /unshare only where they can work (a store with people, the user's own session): a
+// client shows every advertised command, and one that can only answer "cannot" is noise.
+protocol::SessionNotification commands_update(const engine::Session& session) {
   protocol::AvailableCommandsUpdate update;
   update.availableCommands.push_back(protocol::AvailableCommand{
       "compact", "Condense the conversation so far into a summary now (frees context)",
@@ -138,19 +143,21 @@ protocol::SessionNotification commands_update(const std::string& session_id) {
   update.availableCommands.push_back(protocol::AvailableCommand{
       "ref", "List other sessions you can reference, with ready-to-paste @mentions",
       protocol::AvailableCommandInput{"optional filter: part of a session id, working directory or title"}});
-  update.availableCommands.push_back(protocol::AvailableCommand{
-      "share", "Let people with access to this store see and reference this session", std::nullopt});
-  update.availableCommands.push_back(protocol::AvailableCommand{"unshare", "Stop sharing this session", std::nullopt});
-  return protocol::SessionNotification{session_id, std::move(update), std::nullopt};
+  if (offers_sharing(session)) {
+    update.availableCommands.push_back(protocol::AvailableCommand{
+        "share", "Let people with access to this store see and reference this session", std::nullopt});
+    update.availableCommands.push_back(protocol::AvailableCommand{"unshare", "Stop sharing this session", std::nullopt});
+  }
+  return protocol::SessionNotification{session.id, std::move(update), std::nullopt};
 }
 
 } // namespace
 
-void advertise_commands_now(HandlerContext& ctx, const std::string& session_id) { ctx.notify(commands_update(session_id)); }
+void advertise_commands_now(HandlerContext& ctx, const engine::Session& session) { ctx.notify(commands_update(session)); }
 
-void advertise_commands_after(HandlerContext& ctx, const std::string& session_id) {
+void advertise_commands_after(HandlerContext& ctx, const engine::Session& session) {
   // Posted: the session/new answer is queued first, and the client learns the id from it.
-  boost::asio::post(ctx.executor, [&ctx, note = commands_update(session_id)] { ctx.notify(note); });
+  boost::asio::post(ctx.executor, [&ctx, note = commands_update(session)] { ctx.notify(note); });
 }
 
 } // namespace acp::handlers

@@ -4,7 +4,7 @@
 // without a model request and without writing to the session log. `/compact [focus]` condenses the
 // conversation now (a turn of its own in the log) and answers with what it condensed. `/share` and
 // `/unshare` mark the session shared or not in its store (no log record; a store without people
-// answers why it cannot). Writing commands in someone else's session are refused (-32602). Any other
+// answers why it cannot, and they are advertised only where they can work). Writing commands in someone else's session are refused (-32602). Any other
 // `/word` answers with the list of commands (no model request, no log write). Commands are advertised
 // (available_commands_update, https://agentclientprotocol.com/protocol/slash-commands) before the
 // answer to session/load and resume, whose client knows the id already, so nothing of a load
@@ -28,8 +28,11 @@ namespace acp::handlers {
 boost::asio::awaitable<protocol::PromptResponse> run_slash_command(HandlerContext& ctx, engine::QueueSlot& slot,
                                                                    const SlashCommand& command);
 
-/// The answer to an unknown `/word`.
-std::string describe_unknown_command(const std::string& word);
+/// Whether /share and /unshare can work in the session: its store has people and it is the user's.
+bool offers_sharing(const engine::Session& session);
+
+/// The answer to an unknown `/word`; /share and /unshare listed when `sharing`.
+std::string describe_unknown_command(const std::string& word, bool sharing);
 
 /// The answer to `/share` (`shared`) or `/unshare`: done, or why the store cannot (`refused`).
 std::string describe_sharing(bool shared, const std::optional<std::string>& refused);
@@ -38,9 +41,9 @@ std::string describe_sharing(bool shared, const std::optional<std::string>& refu
 std::string describe_compaction(const engine::CompactResult& result);
 
 /// Queues available_commands_update for the session now (before the current answer).
-void advertise_commands_now(HandlerContext& ctx, const std::string& session_id);
+void advertise_commands_now(HandlerContext& ctx, const engine::Session& session);
 /// Queues available_commands_update for the session after the current answer (session/new).
-void advertise_commands_after(HandlerContext& ctx, const std::string& session_id);
+void advertise_commands_after(HandlerContext& ctx, const engine::Session& session);
 
 /// The candidates answer as text (exposed for tests).
 std::string describe_candidates(const std::vector<refs::Candidate>& candidates, std::string_view query);

@@ -3,6 +3,7 @@
 #include "engine/compaction.hpp"
 #include "engine/mcp_tools.hpp"
 #include "engine/offload.hpp"
+#include "engine/permission_log.hpp"
 #include "engine/turn_log.hpp"
 #include "engine/turn_runner.hpp"
 #include "llm/token_estimate.hpp"
@@ -154,6 +155,33 @@ std::shared_ptr<Session> Engine::require(const std::string& id) const {
   return s;
 }
 
+Engine::Attaching::Attaching(Engine& engine, std::string id) : engine_(engine), id_(std::move(id)) {
+  auto& wait = engine_.attaching_[id_];
+  if (!wait) wait = std::make_shared<AttachWait>(engine_.executor_);
+  ++wait->count;
+}
+
+Engine::Attaching::~Attaching() {
+  auto it = engine_.attaching_.find(id_);
+  if (it == engine_.attaching_.end() || --it->second->count > 0) return;
+  it->second->done.set();  // the waiters hold the event: erasing it here does not end their wait early
+  engine_.attaching_.erase(it);
+}
+
+asio::awaitable<std::shared_ptr<Session>> Engine::attached(const std::string& id_in) {
+  const std::string id = id_in;
+  // A client may send its prompt right behind session/load without waiting for the answer
+  // (pipelining): the prompt then queues behind the load rather than failing with "not found".
+  while (!find(id)) {
+    auto it = attaching_.find(id);
+    if (it == attaching_.end()) break;
+    std::shared_ptr<AttachWait> wait = it->second;
+    const bool woken = co_await wait->done.wait();  // in a local: GCC 12 miscompiles it in an `if`
+    if (!woken) break;
+  }
+  co_return require(id);
+}
+
 asio::awaitable<std::shared_ptr<Session>> Engine::create_session(const std::string& cwd_in,
                                                                  const std::vector<std::string>& directories_in) {
   std::string cwd = cwd_in;
@@ -167,6 +195,7 @@ asio::awaitable<std::shared_ptr<Session>> Engine::create_session(const std::stri
   header.createdAt =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   auto session = std::make_shared<Session>(header.id, header, executor_, asio::make_strand(pool_));
+  session->mode = default_mode();
   // The header alone, atomically and fsynced: the session exists for every later process.
   auto create = [this, header] {
     note_missing_cwd(*header.cwd);
@@ -275,6 +304,7 @@ std::shared_ptr<Session> Engine::attach(const store::SessionHeader& header,
     return existing;
   }
   auto session = std::make_shared<Session>(header.id, header, executor_, asio::make_strand(pool_));
+  session->mode = default_mode();  // load and resume put the log's choice in its place, when it holds one
   if (additional_directories) session->additional_directories = *additional_directories;
   session->logged_provider = logged_provider;
   session->logged_model = logged_model;
@@ -332,6 +362,58 @@ asio::awaitable<QueueSlot> Engine::enqueue(const std::string& id, const std::sha
   co_await slot.entry()->go.wait();
   if (turn) session->turn = turn;
   co_return std::move(slot);
+}
+
+SessionMode Engine::default_mode() const {
+  return parse_mode(services_.config.default_mode).value_or(SessionMode::ask);
+}
+
+asio::awaitable<void> Engine::log_mode(QueueSlot& slot) {
+  const std::shared_ptr<Session> session = slot.session();
+  // Again after each write: the user may have chosen another mode while it was written.
+  while (session->mode_unlogged && !session->closed) {
+    session->mode_unlogged = false;
+    // Someone else's session takes no writes: the choice holds in this process only.
+    if (!session->ownership.mine) co_return;
+    const SessionMode mode = session->mode;
+    const std::function<std::vector<json::object>(const store::LockWait&)> append =
+        [this, header = session->header, mode](const store::LockWait& wait) {
+          store::SessionWriter writer = services_.store.get().open_or_create(header, wait);
+          return writer.append({mode_event(mode)}, /*sync=*/true);
+        };
+    const asio::any_io_executor home = session->strand;
+    const asio::any_io_executor waits = lock_waits_.executor();
+    const std::stop_token stop = stopping_.get_token();
+    std::vector<json::object> records;
+    try {
+      records = co_await with_lock(home, waits, append, stop);
+    } catch (const std::exception& e) {
+      acp::log::warn("session " + session->id + ": the mode " + std::string(mode_id(mode)) +
+                     " holds here but could not be logged: " + e.what());
+      co_return;
+    }
+    // The conversation follows the log by count: an event it did not see would mean a re-read.
+    if (session->conversation_known && !records.empty()) {
+      const json::value* seq = records.front().if_contains("seq");
+      if (seq && seq->is_int64() && seq->get_int64() == session->conversation.next_seq())
+        for (const auto& r : records) session->conversation.observe(r);
+    }
+  }
+}
+
+asio::awaitable<void> Engine::log_mode(const std::shared_ptr<Session>& session_in) {
+  const std::shared_ptr<Session> session = session_in;
+  if (!session->mode_unlogged || session->turn) co_return;  // a running prompt logs it when it is over
+  const std::shared_ptr<Turn> no_turn;  // named: the awaitable takes it by reference
+  std::optional<QueueSlot> slot;
+  try {
+    auto waiting = enqueue(session->id, no_turn, 0);
+    slot.emplace(co_await std::move(waiting));
+  } catch (const std::exception& e) {
+    acp::log::warn("session " + session->id + ": the mode could not be logged: " + e.what());
+    co_return;
+  }
+  co_await log_mode(*slot);
 }
 
 asio::awaitable<llm::StopKind> Engine::prompt(QueueSlot& slot, PromptInput input, TurnObserver& observer) {

@@ -250,6 +250,23 @@ public:
   std::shared_ptr<Session> find(const std::string& id) const;
   std::shared_ptr<Session> require(const std::string& id) const;  ///< throws SessionNotFound
 
+  /// Held by a session/load or resume from its start (before its first suspension) to its end:
+  /// requests for that session that arrive meanwhile wait in attached() instead of finding no session.
+  class Attaching {
+  public:
+    Attaching(Engine& engine, std::string id);
+    Attaching(const Attaching&) = delete;
+    Attaching& operator=(const Attaching&) = delete;
+    ~Attaching();
+
+  private:
+    Engine& engine_;
+    std::string id_;
+  };
+  /// The attached session; while a load or resume of it is under way (Attaching), waits for its
+  /// end first. Throws SessionNotFound when there is none then. (`id` copied before suspending.)
+  boost::asio::awaitable<std::shared_ptr<Session>> attached(const std::string& id);
+
   /// Takes a place in the session's queue (work_queue.hpp) and returns once everything that arrived
   /// before it is over: then `turn` (a prompt's; null for a load) is the session's running turn
   /// until the slot is let go. `bytes`: the prompt text it holds while it waits. Throws
@@ -270,6 +287,16 @@ public:
   boost::asio::awaitable<CompactResult> compact(QueueSlot& slot, const std::string& focus, TurnObserver& observer);
   /// enqueue() with a turn of its own, then the compaction.
   boost::asio::awaitable<CompactResult> compact(const std::string& id, const std::string& focus, TurnObserver& observer);
+
+  /// The mode of a new session, and of an attached one whose log holds no choice (--default-mode).
+  SessionMode default_mode() const;
+  /// Logs the session's mode (a `dsh-acp/mode` event, permission_log.hpp) when it was chosen since the
+  /// log last said, so load and resume in another process restore it. Holding `slot`, nothing else of
+  /// this process writes the session. Failures are logged, never thrown: the choice still holds here.
+  boost::asio::awaitable<void> log_mode(QueueSlot& slot);
+  /// As above for session/set_mode: at once when nothing runs in the session (after a load in line);
+  /// while a prompt or command runs, it logs the mode when it is over (the handler's log_mode(slot)).
+  boost::asio::awaitable<void> log_mode(const std::shared_ptr<Session>& session);
   /// The context window (tokens) of `model`: configured, else published (DeepSeek), else none.
   std::optional<std::int64_t> context_window(const std::string& model) const;
   /// Cancels the session's running turn and every prompt waiting in line (session/cancel); prompts
@@ -334,6 +361,13 @@ private:
   boost::asio::any_io_executor executor_;
   boost::asio::any_io_executor pool_;
   std::map<std::string, std::shared_ptr<Session>> sessions_;
+  /// Loads and resumes under way, by session id: how many, and the event set when the last ends.
+  struct AttachWait {
+    explicit AttachWait(const boost::asio::any_io_executor& ex) : done(ex) {}
+    std::size_t count = 0;
+    support::Event done;
+  };
+  std::map<std::string, std::shared_ptr<AttachWait>> attaching_;
   /// Whole-log reads (replays) running: each may hold megabytes of frames back, so they are few.
   std::size_t log_reads_ = 0;
   support::Event log_read_freed_;

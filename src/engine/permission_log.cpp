@@ -18,6 +18,27 @@ store::NewEvent permission_rule_event(const PermissionRule& rule) {
   return e;
 }
 
+store::NewEvent mode_event(SessionMode mode) {
+  store::NewEvent e;
+  e.type = std::string(kModeEvent);
+  e.data.emplace("mode", mode_id(mode));
+  e.ignorable = true;
+  return e;
+}
+
+bool restore_mode(const json::object& event, std::optional<SessionMode>& mode) {
+  const json::value* type = event.if_contains("type");
+  if (!type || !type->is_string() || type->get_string() != kModeEvent) return false;
+  const json::value* d = event.if_contains("data");
+  const json::object* data = d ? d->if_object() : nullptr;
+  const json::value* id = data ? data->if_contains("mode") : nullptr;
+  if (!id || !id->is_string()) return false;
+  std::optional<SessionMode> parsed = parse_mode(id->get_string());
+  if (!parsed) return false;
+  mode = parsed;
+  return true;
+}
+
 namespace {
 
 // A bash rule as the log states it, read under today's rules. An exact rule must be one that

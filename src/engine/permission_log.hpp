@@ -6,6 +6,9 @@
 // schemas/permission-rule.schema.json.
 //   {"type":"dsh-acp/permission-rule","seq":N,"time":T,"data":{"tool":"bash","commandPrefix":"npm test","decision":"allow"},"ignorable":true}
 //   {"type":"dsh-acp/permission-rule","seq":N,"time":T,"data":{"tool":"bash","command":"rm old.log","decision":"allow"},"ignorable":true}
+// The session's mode is logged the same way whenever the user changes it (the harness has no mode
+// of ours: its `mode/set` is a legacy type it refuses), so it too survives load and resume:
+//   {"type":"dsh-acp/mode","seq":N,"time":T,"data":{"mode":"auto"},"ignorable":true}
 #pragma once
 
 #include "engine/permissions.hpp"
@@ -13,11 +16,13 @@
 
 #include <boost/json/object.hpp>
 
+#include <optional>
 #include <string_view>
 
 namespace acp::engine {
 
 inline constexpr std::string_view kPermissionRuleEvent = "dsh-acp/permission-rule";
+inline constexpr std::string_view kModeEvent = "dsh-acp/mode";
 
 /// The event to append for `rule` (bash: its commandPrefix or its exact command).
 store::NewEvent permission_rule_event(const PermissionRule& rule);
@@ -28,5 +33,21 @@ store::NewEvent permission_rule_event(const PermissionRule& rule);
 /// `bash`, ...) is read as an exact rule when it allows. Returns false (nothing changed) for any
 /// other event and for a malformed rule.
 bool restore_permission_rule(const boost::json::object& event, Permissions& permissions);
+
+/// The event to append when the user chose `mode`.
+store::NewEvent mode_event(SessionMode mode);
+
+/// Applies one logged event when it is a mode choice (the latest wins). Returns false for any other
+/// event and for an unknown mode (a newer release's: the session keeps what it had).
+bool restore_mode(const boost::json::object& event, std::optional<SessionMode>& mode);
+
+/// What a load or resume folds from the log as it passes: the "always" rules and the mode.
+struct LoggedChoices {
+  Permissions permissions;
+  std::optional<SessionMode> mode;  ///< the latest mode logged, none when the user never chose one
+  void observe(const boost::json::object& event) {
+    if (!restore_permission_rule(event, permissions)) restore_mode(event, mode);
+  }
+};
 
 } // namespace acp::engine

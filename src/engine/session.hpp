@@ -69,6 +69,7 @@ struct Session {
   std::string logged_model;
   bool closed = false;          ///< session/close or delete: a running prompt no longer updates it
   SessionMode mode = SessionMode::ask;  ///< what tool calls need (session/set_mode, the `mode` option)
+  bool mode_unlogged = false;           ///< chosen since the log last said: Engine::log_mode writes it
   Permissions permissions;              ///< the user's "always" choices (restored from the log)
   std::shared_ptr<McpTools> mcp;        ///< the client's MCP servers; null = none
   Ownership ownership;                  ///< as the store said when the session was created or attached

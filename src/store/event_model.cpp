@@ -122,8 +122,14 @@ std::string_view renamed_compaction(std::string_view type) {
 
 } // namespace
 
+// Types of our own (`dsh-acp/…`, written marked ignorable): known here even where an older release
+// wrote them without the marker (45fc logs before it was written there too).
+constexpr std::array<std::string_view, 2> kOwnTypes = {"dsh-acp/permission-rule", "dsh-acp/mode"};
+
 bool is_known_event_type(std::string_view type) {
   for (auto t : kKnownTypes)
+    if (t == type) return true;
+  for (auto t : kOwnTypes)
     if (t == type) return true;
   return false;
 }

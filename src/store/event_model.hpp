@@ -32,7 +32,8 @@ namespace acp::store {
 bool normalise_event(boost::json::object& event);
 
 /// Types the 0.1.1 harness knows (docs/store-format.md#release-011-shapes), the 45fc ones it
-/// migrates, and the 45fc types we read and write ourselves (compact/*, prompt/blocked).
+/// migrates, the 45fc types we read and write ourselves (compact/*, prompt/blocked), and our own
+/// `dsh-acp/…` types (marked ignorable when written; older 45fc logs hold them unmarked).
 bool is_known_event_type(std::string_view type);
 
 /// Logs the first occurrence of an unknown, non-ignorable event type in this process (warn).

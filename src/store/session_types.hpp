@@ -40,6 +40,8 @@ struct SessionListing {
   /// A PostgreSQL store: the role that owns the session, and whether its owner shared it.
   std::optional<std::string> owner;
   bool shared = false;
+  /// Set by StoreSet: this process cannot write it (its root is read-only, or it is someone else's).
+  bool read_only = false;
 };
 
 } // namespace acp::store

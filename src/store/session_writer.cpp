@@ -43,10 +43,9 @@ std::vector<json::object> SessionWriter::append(std::vector<NewEvent> batch, boo
     if (surface && !e.surfaceOp) throw InvalidBatch("surface event type " + e.type + " requires surfaceOp");
     records.push_back(event_record(e.type, seq++, e.time.value_or(now_ms()), std::move(e.data), e.surfaceOp,
                                    e.sourceEventSeqs));
-    // Last, where 0.1.1 reads it (docs/store-format.md#normalised-events); a 45fc root's reader allows no key
-    // beyond the six it writes (docs/store-format.md#event-envelope) and skips no type, so the marker would only
-    // make it refuse the line.
-    if (e.ignorable && v01) records.back().emplace("ignorable", true);
+    // Last, where 0.1.1 reads it (docs/store-format.md#normalised-events), in both generations: a 45fc log
+    // may be continued by a harness that knows the marker and not our type, and our readers need no guess.
+    if (e.ignorable) records.back().emplace("ignorable", true);
     // 0.1 messages and compactions carry ids; the returned (normalised) records carry them too.
     if (v01) assign_v01_ids(records.back(), compaction_id_);
   }

@@ -36,14 +36,32 @@ StreamResult StoreSet::read_events(const std::string& id, const EventSink& sink,
   return holder_or_throw(id).read_events(id, sink, std::move(stop), lifetime);
 }
 
+namespace {
+
+// What a prompt in the session would meet: a read-only root, or a session of someone else's.
+void mark_read_only(const Backend& root, std::vector<SessionListing>& rows) {
+  const bool root_read_only = root.read_only();
+  const std::optional<std::string> me = rows.empty() ? std::nullopt : root.person();
+  for (auto& row : rows) row.read_only = root_read_only || (row.owner && me && *row.owner != *me);
+}
+
+} // namespace
+
 std::vector<SessionListing> StoreSet::list_sessions(const ListQuery& query) {
-  if (roots_.size() == 1) return roots_.front()->list_sessions(query);
+  if (roots_.size() == 1) {
+    std::vector<SessionListing> rows = roots_.front()->list_sessions(query);
+    mark_read_only(*roots_.front(), rows);
+    return rows;
+  }
   // Each root's page is already in order and at most `limit` long: merge them and cut.
   std::vector<SessionListing> rows;
   std::unordered_set<std::string> seen;
-  for (auto& r : roots_)
-    for (auto& row : r->list_sessions(query))
+  for (auto& r : roots_) {
+    std::vector<SessionListing> page = r->list_sessions(query);
+    mark_read_only(*r, page);
+    for (auto& row : page)
       if (seen.insert(row.header.id).second) rows.push_back(std::move(row));
+  }
   std::stable_sort(rows.begin(), rows.end(), [](const SessionListing& a, const SessionListing& b) {
     if (a.header.createdAt != b.header.createdAt) return a.header.createdAt > b.header.createdAt;
     return compare_ids_en_us(a.header.id, b.header.id) < 0;

@@ -106,6 +106,8 @@ const std::vector<Option>& options() {
       {"lock-timeout-ms", Kind::integer,
        "wait for another process's session lock before answering Session busy (2000)",
        int_setter(&Config::lock_timeout_ms), 1, 86400000},
+      {"default-mode", Kind::choice, "mode of a new session, and of one whose log holds no mode choice (ask)",
+       str_setter(&Config::default_mode), 0, 0, {"ask", "read-only", "auto"}},
       {"log-file", Kind::path, "log file (mode 0600, appended)", str_setter(&Config::log_file)},
       {"log-level", Kind::choice, "log verbosity", str_setter(&Config::log_level), 0, 0,
        {"error", "warn", "info", "debug"}},
@@ -202,6 +204,32 @@ std::string harness_home_dir(const Environment& env) {
   return out;
 }
 
+// A path setting as given: `~` and `~/…` name $HOME (a shell expands them on the command line, but
+// not in `--store=~/x`, the environment or a JSON file: taken literally they would make a `./~`
+// directory wherever the editor started us); `base`, when not empty, is the directory a relative
+// path is taken from (the config file's). URLs (a `postgresql://` store) are left alone.
+std::string resolve_path(const std::string& text, const Environment& env, const std::string& base,
+                         const std::string& origin) {
+  if (text.find("://") != std::string::npos) return text;
+  if (text == "~" || text.rfind("~/", 0) == 0) {
+    std::string home = env_or(env, "HOME", "");
+    if (!is_absolute_path(home))
+      throw ConfigError(origin + ": '" + text + "' starts with ~, but $HOME is not set to an absolute path");
+    while (home.size() > 1 && home.back() == '/') home.pop_back();
+    return home + text.substr(1);
+  }
+  if (base.empty() || is_absolute_path(text)) return text;
+  return base + "/" + text;
+}
+
+// The directory relative paths in the config file at `path` are taken from.
+std::string directory_of(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::path absolute = std::filesystem::absolute(path, ec);
+  if (ec) absolute = path;
+  return absolute.lexically_normal().parent_path().string();
+}
+
 std::string read_file(const std::string& path, bool& exists) {
   std::ifstream in(path, std::ios::binary);
   exists = static_cast<bool>(in);
@@ -212,7 +240,8 @@ std::string read_file(const std::string& path, bool& exists) {
 }
 
 // Reads the config file into option-name → text form, validating keys and value types.
-std::map<std::string, std::string> read_config_file(const std::string& path, Config& config, bool required) {
+std::map<std::string, std::string> read_config_file(const std::string& path, Config& config, bool required,
+                                                    const Environment& env) {
   bool exists = false;
   std::string text = read_file(path, exists);
   std::map<std::string, std::string> values;
@@ -221,6 +250,7 @@ std::map<std::string, std::string> read_config_file(const std::string& path, Con
     return values;
   }
   config.config_file = path;
+  const std::string base = directory_of(path);
   boost::system::error_code ec;
   json::value doc = support::parse_json(text, ec);
   if (ec) throw ConfigError("config file " + path + ": invalid JSON: " + ec.message());
@@ -234,7 +264,7 @@ std::map<std::string, std::string> read_config_file(const std::string& path, Con
       config.stores.clear();
       for (const auto& root : kv.value().get_array()) {
         if (!root.is_string() || root.get_string().empty()) throw ConfigError(origin + " entries must be non-empty strings");
-        config.stores.emplace_back(root.get_string());
+        config.stores.push_back(resolve_path(std::string(root.get_string()), env, base, origin));
       }
       continue;
     }
@@ -289,6 +319,7 @@ std::map<std::string, std::string> read_config_file(const std::string& path, Con
       raw = std::string(v.get_string());
     }
     values[opt->flag] = validate(*opt, raw, origin);
+    if (opt->kind == Kind::path) values[opt->flag] = resolve_path(values[opt->flag], env, base, origin);
   }
   return values;
 }
@@ -340,7 +371,7 @@ CliResult load_config(const std::vector<std::string>& args, const Environment& e
         if (i + 1 >= args.size()) throw ConfigError("--config needs a value");
         value = args[++i];
       }
-      config_path = *value;
+      config_path = resolve_path(*value, env, "", "command line: --config");
       continue;
     }
     const Option* opt = find_flag(name);
@@ -351,19 +382,26 @@ CliResult load_config(const std::vector<std::string>& args, const Environment& e
       else value = args[++i];
     }
     from_flags[opt->flag] = validate(*opt, *value, "command line");
+    if (opt->kind == Kind::path) from_flags[opt->flag] = resolve_path(from_flags[opt->flag], env, "", "command line: --" + name);
     if (name == "store") flag_stores.push_back(from_flags[opt->flag]);
   }
 
   Config& config = result.config;
   std::string home = env_or(env, "DSH_ACP_HOME", "");
   bool explicit_config = config_path.has_value() || !env_or(env, "DSH_ACP_CONFIG", "").empty();
+  if (!config_path && !env_or(env, "DSH_ACP_CONFIG", "").empty())
+    config_path = resolve_path(env_or(env, "DSH_ACP_CONFIG", ""), env, "", "environment DSH_ACP_CONFIG");
   std::string path = config_path.value_or(env_or(env, "DSH_ACP_CONFIG", home.empty() ? xdg_dir(env, "XDG_CONFIG_HOME", ".config") + "/config.json" : home + "/config.json"));
-  auto from_file = read_config_file(path, config, explicit_config);
+  auto from_file = read_config_file(path, config, explicit_config, env);
 
   for (const auto& opt : options()) {
     std::string env_value = env_or(env, env_name(opt.flag), "");
     if (auto it = from_flags.find(opt.flag); it != from_flags.end()) opt.set(config, it->second);
-    else if (!env_value.empty()) opt.set(config, validate(opt, env_value, "environment " + env_name(opt.flag)));
+    else if (!env_value.empty()) {
+      const std::string origin = "environment " + env_name(opt.flag);
+      std::string value = validate(opt, env_value, origin);
+      opt.set(config, opt.kind == Kind::path ? resolve_path(value, env, "", origin) : value);
+    }
     else if (auto f = from_file.find(opt.flag); f != from_file.end()) opt.set(config, f->second);
   }
 
@@ -426,6 +464,16 @@ std::string usage_text() {
     else left += "  ";
     out += left + opt.help + "\n";
   }
+  out += "\nWhere things are (--config, --store and --log-file name other places):\n"
+         "  DSH_ACP_HOME               when set, holds everything of ours: config.json, sessions/ (the store),\n"
+         "                             dsh-acp.log and cache/ (the listing index)\n"
+         "  otherwise                  $XDG_CONFIG_HOME/dsh-acp/config.json, $XDG_DATA_HOME/dsh-acp/sessions,\n"
+         "                             $XDG_STATE_HOME/dsh-acp/dsh-acp.log, $XDG_CACHE_HOME/dsh-acp (XDG defaults:\n"
+         "                             ~/.config, ~/.local/share, ~/.local/state, ~/.cache)\n"
+         "  DSH_HOME                   the deepseek-harness home (default ~/.dsh): with no store named, its own\n"
+         "                             root $DSH_HOME/sessions is listed too, read-only (name it with --store to write it)\n";
+  out += "\nPATH values: a leading ~ is $HOME. A relative PATH in the config file is taken from the config file's\n"
+         "directory; on the command line and in the environment, from the current directory.\n";
   out += "\nKeys: DEEPSEEK_API_KEY (deepseek), OPENAI_API_KEY (openai, optional for loopback), or the config-file\n"
          "keys deepseekApiKey / openaiApiKey. Exit codes: 0 after stdin EOF or SIGTERM/SIGINT/SIGHUP, 2 for usage\n"
          "or configuration errors, 1 for fatal runtime errors. Logs go to the log file, never to stdout.\n";

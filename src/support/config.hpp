@@ -56,6 +56,7 @@ struct Config {
   std::int64_t max_tool_result_bytes = 65536;  ///< a tool result longer than this is cut (head and tail kept)
   std::int64_t mcp_call_timeout_ms = 300000;   ///< an MCP tools/call not answered by then is cancelled
   std::int64_t lock_timeout_ms = 2000;         ///< another process's session lock waited for, then SESSION_BUSY
+  std::string default_mode = "ask";            ///< the mode of a session whose log holds no choice: ask|read-only|auto
   std::string deepseek_api_key;     ///< DEEPSEEK_API_KEY, else config-file key deepseekApiKey
   std::string openai_api_key;       ///< OPENAI_API_KEY, else config-file key openaiApiKey
 };

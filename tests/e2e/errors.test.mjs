@@ -193,8 +193,9 @@ test('a valid request nested 64 levels deep (in _meta) is answered under its id'
   assert.equal(answers[0].result?.protocolVersion, 1);
 });
 
-// We send no requests, so every response frame matches none of ours: it is logged, never answered
-// (even with a wrong version or id type), and the next request is served as usual.
+// No request of ours is waiting here (no prompt runs: no permission, fs/* or terminal/* request was sent),
+// so every response frame matches none of ours: it is logged, never answered (even with a wrong version
+// or id type), and the next request is served as usual.
 test('response frames are logged and never answered', async (t) => {
   const agent = startAgent(t);
   await agent.initialize();

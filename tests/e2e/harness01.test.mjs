@@ -196,6 +196,8 @@ test('a discovered harness root is listed read-only; a newer format version is r
   const a = { agent, ctx };
   const { sessions } = await ctx.request(M.session.list, {});
   assert.ok(sessions.some((x) => x.sessionId === '01-tools'), 'the harness root is listed');
+  // ... marked read-only, so a client knows before a prompt fails.
+  for (const x of sessions) assert.equal(x._meta['dsh-acp/readOnly'], true, JSON.stringify(x));
   await replay(a, '01-tools', s.cwd);
   const file = path.join(s.dshHome, 'sessions', readdirSync(path.join(s.dshHome, 'sessions'))[0], '01-tools', 'session.jsonl.zstd');
   const bytes = readFileSync(file);
@@ -206,6 +208,10 @@ test('a discovered harness root is listed read-only; a newer format version is r
   const { sessionId } = await ctx.request(M.session.new, { cwd: s.cwd, mcpServers: [] });
   await prompt(a, sessionId, 'hi');
   assert.ok(logFile(path.join(home, 'sessions')).some((f) => f.includes(sessionId)));
+  const listed = (await ctx.request(M.session.list, {})).sessions;
+  const own = listed.find((x) => x.sessionId === sessionId);
+  assert.ok(own && !('dsh-acp/readOnly' in own._meta), JSON.stringify(own));
+  assert.equal(listed.find((x) => x.sessionId === '01-tools')._meta['dsh-acp/readOnly'], true);
 
   // A log of a newer format version: a clear error naming the version, the file untouched.
   const raw = s.root('v01-raw');

@@ -5,14 +5,14 @@
 // code in a 0.1 root (ignorable: skipped, not refused) and by dsh-acp in either generation.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createRequire } from 'node:module';
 import Ajv2020 from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
-import { INIT_PARAMS, REPO_ROOT, startSdkAgent, acp, until } from './lib/agent.mjs';
+import { BIN, INIT_PARAMS, REPO_ROOT, startSdkAgent, acp, until } from './lib/agent.mjs';
 import { logPath, readRawLog } from './lib/store.mjs';
 
 const M = acp.methods.agent;
@@ -107,16 +107,52 @@ test('modes: in every session answer, switched by set_mode and by the mode optio
   assert.equal(modeFrames.length, 2, 'no update for an error');
   await a.agent.finish();
 
-  // A new connection starts in ask, the safe default (the mode is not logged).
+  // The choice is logged: a new connection (another process) comes back in it, on load and on resume.
   const b = await start(t, args);
   const loaded = await b.ctx.request(M.session.load, { sessionId, cwd, mcpServers: [] });
   checkSchema('LoadSessionResponse', loaded);
-  assertModes(loaded, 'ask');
+  assertModes(loaded, 'auto');
   await b.agent.finish();
   const c = await start(t, args);
   const resumed = await c.ctx.request(M.session.resume, { sessionId, cwd, mcpServers: [] });
   checkSchema('ResumeSessionResponse', resumed);
-  assertModes(resumed, 'ask');
+  assertModes(resumed, 'auto');
+  await c.agent.finish();
+  const modeLines = readRawLog(logPath(store, sessionId)).filter((l) => l.type === 'dsh-acp/mode');
+  assert.deepEqual(modeLines.map((l) => [l.data, l.ignorable]), [[{ mode: 'read-only' }, true], [{ mode: 'auto' }, true]]);
+  for (const line of modeLines) assert.ok(validateLine(line), logAjv.errorsText(validateLine.errors));
+});
+
+// As acpx uses it: every command a new process that resumes the session. A mode chosen while a prompt runs
+// is answered at once and logged when the prompt is over; --default-mode is the mode of sessions that never
+// chose one.
+test('modes across processes: chosen during a prompt, restored by resume; --default-mode for the rest', async (t) => {
+  const { cwd, store } = makeDir(t);
+  const a = await start(t, ['--store', store]);
+  const { sessionId } = await a.ctx.request(M.session.new, { cwd, mcpServers: [] });
+  const { sessionId: untouched } = await a.ctx.request(M.session.new, { cwd, mcpServers: [] });
+  await a.agent.finish();
+
+  const b = await start(t, ['--store', store]);
+  assertModes(await b.ctx.request(M.session.resume, { sessionId, cwd, mcpServers: [] }), 'ask');
+  let settled = false;
+  const running = b.ctx.request(M.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'nap [[echo:sleep=60000]]' }] });
+  running.finally(() => { settled = true; }).catch(() => {});
+  await b.agent.turnStarted(sessionId);
+  assert.deepEqual(await b.ctx.request(M.session.setMode, { sessionId, modeId: 'auto' }), {});
+  assert.equal(settled, false, 'set_mode is answered while the prompt still runs (it sleeps a minute)');
+  await b.ctx.notify(M.session.cancel, { sessionId });
+  assert.equal((await running).stopReason, 'cancelled');
+  await b.agent.finish();
+  const lines = readRawLog(logPath(store, sessionId));
+  const modeAt = lines.findIndex((l) => l.type === 'dsh-acp/mode');
+  assert.ok(modeAt > lines.findIndex((l) => l.type === 'turn/end'), 'logged after the turn it ran in');
+  assert.deepEqual(lines[modeAt].data, { mode: 'auto' });
+
+  const c = await start(t, ['--store', store, '--default-mode', 'read-only']);
+  assertModes(await c.ctx.request(M.session.resume, { sessionId, cwd, mcpServers: [] }), 'auto');
+  assertModes(await c.ctx.request(M.session.load, { sessionId: untouched, cwd, mcpServers: [] }), 'read-only');
+  assertModes(await c.ctx.request(M.session.new, { cwd, mcpServers: [] }), 'read-only');
   await c.agent.finish();
 });
 
@@ -224,3 +260,32 @@ for (const generation of ['0.1', '45fc']) {
     await c.agent.finish();
   });
 }
+
+// Releases before wrote the rules into 45fc roots without the marker: such logs load, resume, copy and
+// verify without a warning about our own type (what is written now is marked: permission_log_test).
+test('45fc root: rules written without ignorable by an older release load, resume, copy and verify without a warning', async (t) => {
+  const { dir, cwd, store } = makeDir(t);
+  const args = ['--store', store, '--store-generation', '45fc', '--store-compression', 'none'];
+  const a = await start(t, args);
+  const { sessionId } = await a.ctx.request(M.session.new, { cwd, mcpServers: [] });
+  assert.equal((await a.ctx.request(M.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'hello' }] })).stopReason, 'end_turn');
+  await a.agent.finish();
+  const file = logPath(store, sessionId);
+  appendRules(file, [{ tool: 'bash', commandPrefix: 'npm test', decision: 'allow' }, { tool: 'edit', decision: 'reject' }],
+    { ignorable: false });
+
+  const b = await start(t, args);
+  assertModes(await b.ctx.request(M.session.load, { sessionId, cwd, mcpServers: [] }), 'ask');
+  await b.agent.finish();
+  assert.doesNotMatch(b.agent.log(), /unknown type|permission-rule/, b.agent.log());
+  const c = await start(t, args);
+  assertModes(await c.ctx.request(M.session.resume, { sessionId, cwd, mcpServers: [] }), 'ask');
+  await c.agent.finish();
+  assert.doesNotMatch(c.agent.log(), /unknown type|permission-rule/, c.agent.log());
+  for (const command of [['verify', store], ['copy', store, path.join(dir, 'copy')]]) {
+    const run = spawnSync(BIN, ['store', ...command], { encoding: 'utf8' });
+    assert.equal(run.status, 0, `store ${command[0]}: ${run.stdout}${run.stderr}`);
+    assert.doesNotMatch(run.stderr, /unknown type|permission-rule/, `store ${command[0]}: ${run.stderr}`);
+  }
+  assert.deepEqual(readFileSync(logPath(path.join(dir, 'copy'), sessionId)), readFileSync(file), 'copied as it is');
+});

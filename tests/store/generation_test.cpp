@@ -157,6 +157,9 @@ BOOST_AUTO_TEST_CASE(unknown_types_are_flagged_unless_ignorable) {
   BOOST_TEST(normalise_event(unknown));
   json::object ignorable = obj(R"({"type":"future/thing","seq":1,"time":2,"data":{},"ignorable":true})");
   BOOST_TEST(!normalise_event(ignorable));
+  // Our own type, as releases before wrote it into 45fc roots (unmarked): known, not flagged.
+  json::object own = obj(R"({"type":"dsh-acp/permission-rule","seq":1,"time":2,"data":{"tool":"edit","decision":"allow"}})");
+  BOOST_TEST(!normalise_event(own));
 }
 
 BOOST_AUTO_TEST_CASE(ids_are_minted_once_per_message_and_compaction) {

@@ -12,8 +12,9 @@ response to request ID has arrived; "#turns NAME N" until the log of the session
 holds N turn/start events (its Nth prompt is running); "#sleep MS" pauses. Waits have no time limit
 (a transcript that never gets what it waits for ends at its CTest timeout; a note on stderr every 10 s
 names what it waits for). "#args ..." adds server arguments. "#raw TEXT" sends TEXT
-as is (for malformed frames); "#rawhex HEX" sends those bytes. The server runs with a fresh temporary
-DSH_ACP_HOME; a folder NAME.store/ beside the transcript is copied in as its session store, and
+as is (for malformed frames); "#rawhex HEX" sends those bytes. Frames between "#batch" and "#end" go
+in one write, so the server reads them together (a client that pipelines requests). The server runs
+with a fresh temporary DSH_ACP_HOME; a folder NAME.store/ beside the transcript is copied in as its session store, and
 "#fixture PATH" (relative to tests/data) places a raw session log into that store where the harness
 layout puts it (bucket cwd-<sha256(cwd)[:12]>, segment-encoded file name). Those logs are the 45fc
 harness's own files, so a transcript with a seeded store runs with --store-generation 45fc (unless its
@@ -25,7 +26,8 @@ With DSH_ACP_TEST_STORE=pg (the `.pg` variants, tests/tools/pg_store.py) the ses
 PostgreSQL database instead: the server runs with `--store URL`, and the seeded store (NAME.store/,
 #fixture logs) is copied in with `dsh-acp store copy` first, keeping the logs' own 45fc shapes. The one
 difference in the output is what a store with people adds: every session's configOptions hold the
-`shared` option (off); the runner checks it is there and takes it out before comparing.
+`shared` option (off), and its available_commands_update lists /share and /unshare last; the runner
+checks they are there and takes them out before comparing.
 
 OUT.jsonl holds the expected frames, in order, one JSON value per line ('#' comments allowed).
 Structural comparison; key order is ignored. Placeholders (JSON strings):
@@ -122,12 +124,21 @@ SHARED_OPTION = {
                 {"value": "off", "name": "Private", "description": "Only you can see it"}]}
 
 
+SHARING_COMMANDS = ["share", "unshare"]
+
+
 def without_shared_option(value, pointer=""):
     """The frame without the `shared` config option of a PostgreSQL store, which every configOptions
-    list must hold exactly once (a transcript never switches it)."""
+    list must hold exactly once (a transcript never switches it), and without the /share and /unshare
+    commands every available_commands_update there ends with."""
     if isinstance(value, dict):
         out = {}
         for k, v in value.items():
+            if k == "availableCommands" and isinstance(v, list) and value.get("sessionUpdate") == "available_commands_update":
+                names = [c.get("name") for c in v if isinstance(c, dict)]
+                if names[-2:] != SHARING_COMMANDS:
+                    raise SystemExit(f"FAIL: {pointer}/availableCommands: expected /share and /unshare last, got {names!r}")
+                v = v[:-2]
             if k == "configOptions" and isinstance(v, list):
                 shared = [o for o in v if isinstance(o, dict) and o.get("id") == "shared"]
                 if shared != [SHARED_OPTION]:
@@ -217,7 +228,7 @@ def main():
         i = argv.index("--")
         argv, extra = argv[:i], argv[i + 1:]
     server, in_path, out_path = argv
-    directives = ("#wait", "#await", "#turns", "#capture", "#sleep", "#raw")
+    directives = ("#wait", "#await", "#turns", "#capture", "#sleep", "#raw", "#batch", "#end")
     lines = read_lines(in_path)
     for l in lines:
         if l.startswith("#args "):
@@ -299,7 +310,16 @@ def main():
         except (ValueError, subprocess.CalledProcessError):
             return 0  # a line being written
 
+    batch = None  # frames held for one write between #batch and #end
     for line in inputs:
+        if line == "#batch":
+            batch = b""
+            continue
+        if line == "#end":
+            proc.stdin.write(batch)
+            proc.stdin.flush()
+            batch = None
+            continue
         if line.startswith("#capture"):
             _, name, rid, pointer = line.split()
             wanted.setdefault(json.dumps(json.loads(rid)), []).append((name, pointer))
@@ -339,6 +359,9 @@ def main():
         while any(n not in captures for n in names):
             if wait_for(f"value(s) {names}") is None:
                 raise SystemExit(f"FAIL: value(s) {names} never captured; output so far: {actual}")
+        if batch is not None:
+            batch += (substitute(line, captures) + "\n").encode()
+            continue
         proc.stdin.write((substitute(line, captures) + "\n").encode())
         proc.stdin.flush()
         while pump(0):

@@ -164,6 +164,20 @@ BOOST_AUTO_TEST_CASE(lock_timeout_from_every_source) {
   BOOST_TEST(usage_text().find("--lock-timeout-ms") != std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(default_mode_from_every_source) {
+  TempDir t;
+  BOOST_TEST(load({}, {{"HOME", t.path}}).default_mode == "ask");
+  BOOST_TEST(load({"--default-mode", "auto"}, {{"HOME", t.path}}).default_mode == "auto");
+  BOOST_TEST(load({}, {{"HOME", t.path}, {"DSH_ACP_DEFAULT_MODE", "read-only"}}).default_mode == "read-only");
+  std::string path = t.write("c.json", R"({"defaultMode": "auto"})");
+  BOOST_TEST(load({"--config", path}, {{"HOME", t.path}}).default_mode == "auto");
+  BOOST_TEST(load({"--config", path, "--default-mode=ask"}, {{"HOME", t.path}}).default_mode == "ask");
+  BOOST_CHECK_THROW(load({"--default-mode", "yolo"}, {{"HOME", t.path}}), ConfigError);
+  BOOST_CHECK_THROW(load({"--config", t.write("bad.json", R"({"defaultMode": "auto_approve"})")}, {{"HOME", t.path}}),
+                    ConfigError);
+  BOOST_TEST(usage_text().find("--default-mode ask|read-only|auto") != std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(compaction_settings_and_model_windows) {
   TempDir t;
   auto c = load({}, {{"HOME", t.path}, {"DSH_ACP_PROVIDER", "echo"}});
@@ -274,10 +288,51 @@ BOOST_AUTO_TEST_CASE(store_roots_from_flags_environment_and_file) {
   BOOST_CHECK_THROW(load({"--store-generation", "1.0"}, {{"HOME", t.path}}), ConfigError);
 }
 
+// "~/x" names $HOME/x wherever it comes from (taken literally it made a ./~/x directory in whatever
+// directory the editor started us in); a relative path in the config file is taken from the file's
+// directory, one on the command line or in the environment from the cwd, as every program does.
+BOOST_AUTO_TEST_CASE(store_paths_expand_tilde_and_resolve_relative_to_the_config_file) {
+  TempDir t;
+  const Environment env{{"HOME", "/home/u"}};
+  std::string file = t.write("c.json", R"({"store": "~/x"})");
+  BOOST_TEST(load({"--config", file}, env).stores == (std::vector<std::string>{"/home/u/x"}));
+  file = t.write("c.json", R"({"stores": ["~/a", "~", "rel/b", "/abs", "postgresql://me@/db"]})");
+  BOOST_TEST(load({"--config", file}, env).stores ==
+             (std::vector<std::string>{"/home/u/a", "/home/u", t.path + "/rel/b", "/abs", "postgresql://me@/db"}));
+  file = t.write("c.json", R"({"store": "sessions", "logFile": "logs/acp.log", "systemPrompt": "~/prompt.md"})");
+  Config c = load({"--config", file}, env);
+  BOOST_TEST(c.store == t.path + "/sessions");
+  BOOST_TEST(c.log_file == t.path + "/logs/acp.log");
+  BOOST_TEST(c.system_prompt == "/home/u/prompt.md");
+  // A config file named relatively: its directory made absolute.
+  char cwd[4096];
+  BOOST_REQUIRE(::getcwd(cwd, sizeof cwd));
+  BOOST_REQUIRE(::chdir(t.path.c_str()) == 0);
+  c = load({"--config", "c.json"}, env);
+  BOOST_REQUIRE(::chdir(cwd) == 0);
+  BOOST_TEST(c.store == t.path + "/sessions");
+
+  BOOST_TEST(load({"--store=~/x"}, env).stores == (std::vector<std::string>{"/home/u/x"}));
+  BOOST_TEST(load({"--store", "~"}, env).stores == (std::vector<std::string>{"/home/u"}));
+  BOOST_TEST(load({}, {{"HOME", "/home/u/"}, {"DSH_ACP_STORE", "~/env"}}).stores == (std::vector<std::string>{"/home/u/env"}));
+  BOOST_TEST(load({"--store", "rel", "--store", "~x"}, env).stores == (std::vector<std::string>{"rel", "~x"}));
+  BOOST_TEST(load({}, {{"HOME", "/home/u"}, {"DSH_ACP_STORE", "rel"}}).stores == (std::vector<std::string>{"rel"}));
+  BOOST_CHECK_THROW(load({"--store", "~/x"}, {}), ConfigError);  // no $HOME to expand it with
+}
+
 BOOST_AUTO_TEST_CASE(help_and_version_are_actions) {
   BOOST_TEST((load_config({"--store", "/x", "--help"}, {}).action == CliAction::help));
   BOOST_TEST((load_config({"--version"}, {}).action == CliAction::version));
   BOOST_TEST(usage_text().find("--max-frame-bytes") != std::string::npos);
+}
+
+// A user reading --help learns where everything is: both homes and every default path.
+BOOST_AUTO_TEST_CASE(help_names_the_homes_and_the_default_paths) {
+  const std::string help = usage_text();
+  for (const char* text : {"DSH_ACP_HOME", "DSH_HOME", "~/.dsh", "$DSH_HOME/sessions", "$XDG_CONFIG_HOME/dsh-acp/config.json",
+                           "$XDG_DATA_HOME/dsh-acp/sessions", "$XDG_STATE_HOME/dsh-acp/dsh-acp.log",
+                           "$XDG_CACHE_HOME/dsh-acp", "~/.local/share", "config.json, sessions/"})
+    BOOST_TEST_CONTEXT(text) { BOOST_TEST(help.find(text) != std::string::npos); }
 }
 
 BOOST_AUTO_TEST_CASE(provider_defaults) {

@@ -1,6 +1,6 @@
 // Session modes and "always" rules through the handlers: modes in the load/resume answers, the
-// `mode` config option, session/set_mode and its errors, current_mode_update, and the rules of the
-// log restored into the attached session by session/load and session/resume.
+// `mode` config option, session/set_mode and its errors, current_mode_update, and the rules and the
+// mode of the log restored into the attached session by session/load and session/resume.
 #include "engine_fixture.hpp"
 
 #include "engine/permission_log.hpp"
@@ -62,7 +62,7 @@ protocol::LoadSessionRequest load_request(const std::string& id, const std::stri
 
 BOOST_AUTO_TEST_SUITE(session_modes)
 
-BOOST_FIXTURE_TEST_CASE(always_rules_in_the_log_survive_load_and_resume_the_mode_does_not, Fixture) {
+BOOST_FIXTURE_TEST_CASE(always_rules_in_the_log_survive_load_and_resume, Fixture) {
   auto a = process();
   const std::string cwd = root;
   const std::string id = run(a->engine.create_session(cwd, {}))->id;
@@ -103,7 +103,8 @@ BOOST_FIXTURE_TEST_CASE(always_rules_in_the_log_survive_load_and_resume_the_mode
   BOOST_TEST(again.modes->currentModeId == "auto");
   BOOST_TEST(session->permissions.rules().size() == 5u);
 
-  // Another process resumes it (no replay): the rules are back, the mode starts at ask.
+  // Another process resumes it (no replay): the rules are back; the mode set above in memory only
+  // (never chosen through set_mode, so never logged) starts at the default.
   auto c = process();
   Wire wc(*c, *this);
   auto resumed = run(handlers::session_resume(wc.ctx, load_request(id, cwd)));
@@ -155,6 +156,55 @@ BOOST_FIXTURE_TEST_CASE(set_mode_and_the_mode_option_switch_and_announce_it, Fix
                         [](const jsonrpc::RpcError& e) { return rpc_error_at(e, "/configId"); });
   BOOST_TEST((session->mode == engine::SessionMode::auto_approve));
   BOOST_TEST(w.sent.size() == 3u);
+}
+
+// acpx resumes from a new process for every command: a mode chosen in one process must come back in the next.
+BOOST_FIXTURE_TEST_CASE(a_chosen_mode_is_logged_and_comes_back_in_other_processes, Fixture) {
+  auto a = process();
+  Wire wa(*a, *this);
+  const std::string id =
+      run(handlers::session_new(wa.ctx, protocol::NewSessionRequest{root, json::array{}, std::nullopt, {}})).sessionId;
+  BOOST_TEST(events(*a, id).empty(), "the default is not logged");
+  run(handlers::session_set_mode(wa.ctx, protocol::SetSessionModeRequest{id, "auto", {}}));
+  auto logged = events(*a, id);
+  BOOST_REQUIRE_EQUAL(logged.size(), 1u);
+  BOOST_TEST(json::serialize(logged[0].at("type")) == R"("dsh-acp/mode")");
+  BOOST_TEST(json::serialize(logged[0].at("data")) == R"({"mode":"auto"})");
+  BOOST_TEST(logged[0].at("ignorable") == json::value(true));
+  run(handlers::session_set_mode(wa.ctx, protocol::SetSessionModeRequest{id, "auto", {}}));
+  BOOST_TEST(events(*a, id).size() == 1u, "the same mode again writes nothing");
+  // A prompt after it: the mode event is no part of the conversation.
+  Recorder r;
+  BOOST_TEST((run(a->engine.prompt(id, {"hi", {}}, r)) == llm::StopKind::end_turn));
+  BOOST_REQUIRE_EQUAL(provider.requests.size(), 1u);
+  BOOST_TEST(provider.requests[0].messages.size() == 2u);  // the system prompt and "hi"
+
+  // Another process loads it in the logged mode, whatever its own default.
+  config.default_mode = "read-only";
+  auto b = process();
+  Wire wb(*b, *this);
+  auto loaded = run(handlers::session_load(wb.ctx, load_request(id, root)));
+  BOOST_TEST(loaded.modes->currentModeId == "auto");
+  BOOST_TEST(option_value(*loaded.configOptions, "mode") == "auto");
+  BOOST_TEST((b->engine.require(id)->mode == engine::SessionMode::auto_approve));
+  // Chosen there through the mode option, it comes back on resume in a third.
+  protocol::SetSessionConfigOptionRequest set{id, "mode", json::value("ask"), std::nullopt, {}};
+  run(handlers::session_set_config_option(wb.ctx, set));
+  auto c = process();
+  Wire wc(*c, *this);
+  auto resumed = run(handlers::session_resume(wc.ctx, load_request(id, root)));
+  BOOST_TEST(resumed.modes->currentModeId == "ask");
+  BOOST_TEST((c->engine.require(id)->mode == engine::SessionMode::ask));
+
+  // A session that never chose a mode starts in the default: new, loaded and resumed.
+  const std::string plain = run(a->engine.create_session(root, {}))->id;
+  auto d = process();
+  Wire wd(*d, *this);
+  BOOST_TEST(run(handlers::session_resume(wd.ctx, load_request(plain, root))).modes->currentModeId == "read-only");
+  BOOST_TEST(run(handlers::session_load(wc.ctx, load_request(plain, root))).modes->currentModeId == "read-only");
+  auto fresh = run(handlers::session_new(wd.ctx, protocol::NewSessionRequest{root, json::array{}, std::nullopt, {}}));
+  BOOST_TEST(fresh.modes->currentModeId == "read-only");
+  BOOST_TEST(events(*d, plain).empty());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -144,9 +144,8 @@ BOOST_AUTO_TEST_CASE(rules_round_trip_through_a_root_of_each_generation) {
                true);
       path = w.path();
     }
-    // A 0.1 root's rule lines carry ignorable:true, last, after data (docs/store-format.md#normalised-events); a
-    // 45fc root's have the six keys its reader allows (docs/store-format.md#event-envelope).
-    const bool marked = gen == store::Generation::project_dirs;
+    // The rule lines carry ignorable:true, last, after data (docs/store-format.md#normalised-events), in
+    // both generations.
     std::istringstream lines(slurp(path));
     std::string line;
     int rule_lines = 0;
@@ -154,13 +153,9 @@ BOOST_AUTO_TEST_CASE(rules_round_trip_through_a_root_of_each_generation) {
       if (line.find("dsh-acp/permission-rule") == std::string::npos) continue;
       ++rule_lines;
       json::object o = parse_object(line);
-      BOOST_TEST(o.size() == (marked ? 5u : 4u), line);
-      if (marked) {
-        BOOST_TEST((o.end() - 1)->key() == "ignorable", line);
-        BOOST_TEST(o.at("ignorable") == json::value(true), line);
-      } else {
-        BOOST_TEST(!o.contains("ignorable"), line);
-      }
+      BOOST_TEST(o.size() == 5u, line);
+      BOOST_TEST((o.end() - 1)->key() == "ignorable", line);
+      BOOST_TEST(o.at("ignorable") == json::value(true), line);
     }
     BOOST_TEST(rule_lines == 3);
 

@@ -433,7 +433,11 @@ BOOST_AUTO_TEST_CASE(unknown_slash_words_and_text_for_the_model) {
   BOOST_TEST(unknown("/usr/bin/env is broken") == "<model>");
   BOOST_TEST(unknown("/") == "<model>");
   BOOST_TEST(unknown("say /help") == "<model>");
-  BOOST_TEST(handlers::describe_unknown_command("help").rfind("Unknown command /help. Commands:\n- /compact", 0) == 0u);
+  BOOST_TEST(handlers::describe_unknown_command("help", false).rfind("Unknown command /help. Commands:\n- /compact", 0) == 0u);
+  // /share and /unshare are listed only where the session's store can share.
+  BOOST_TEST(handlers::describe_unknown_command("help", false).find("/share") == std::string::npos);
+  BOOST_TEST(handlers::describe_unknown_command("help", true).find("- /share \u2014") != std::string::npos);
+  BOOST_TEST(handlers::describe_unknown_command("help", true).find("- /unshare \u2014") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(describe_candidates_without_candidates) {

@@ -276,6 +276,8 @@ BOOST_FIXTURE_TEST_CASE(share_on_a_file_store_says_it_cannot_and_the_turn_ends_n
   auto created = run(handlers::session_new(w.ctx, protocol::NewSessionRequest{root, json::array{}, std::nullopt, {}}));
   const std::string id = created.sessionId;
   BOOST_TEST(option_value(*created.configOptions, "shared") == "(none)", "no shared option where the store cannot share");
+  // Nor the commands: a client shows what is advertised, and these could only answer "cannot".
+  BOOST_TEST(w.commands() == (std::vector<std::string>{"compact", "ref"}));
 
   auto answer = run(handlers::session_prompt(w.ctx, prompt(id, "/share")));
   BOOST_TEST((answer.stopReason == protocol::StopReason::end_turn));
@@ -299,6 +301,7 @@ BOOST_FIXTURE_TEST_CASE(share_on_a_file_store_says_it_cannot_and_the_turn_ends_n
   BOOST_REQUIRE_EQUAL(listed.sessions.size(), 1u);
   BOOST_TEST(!listed.sessions[0]._meta->contains("dsh-acp/owner"));
   BOOST_TEST(!listed.sessions[0]._meta->contains("dsh-acp/shared"));
+  BOOST_TEST(!listed.sessions[0]._meta->contains("dsh-acp/readOnly"), "the user's own root takes writes");
 }
 
 BOOST_FIXTURE_TEST_CASE(list_rows_say_whose_a_session_is_and_hide_what_the_person_cannot_see, Fixture) {
@@ -321,6 +324,9 @@ BOOST_FIXTURE_TEST_CASE(list_rows_say_whose_a_session_is_and_hide_what_the_perso
   BOOST_TEST(meta[shared].at("dsh-acp/owner") == json::value("bob"));
   BOOST_TEST(meta[shared].at("dsh-acp/shared") == json::value(true));
   BOOST_TEST(meta[shared].contains("deepseek-harness/sessionReference"));
+  // Someone else's session takes no prompt here: the listing says so before one fails.
+  BOOST_TEST(meta[shared].at("dsh-acp/readOnly") == json::value(true));
+  BOOST_TEST(!meta[mine].contains("dsh-acp/readOnly"));
 }
 
 BOOST_FIXTURE_TEST_CASE(someone_elses_shared_session_loads_read_only_and_prompts_answer_invalid_params, Fixture) {
@@ -339,6 +345,7 @@ BOOST_FIXTURE_TEST_CASE(someone_elses_shared_session_loads_read_only_and_prompts
   auto loaded = run(handlers::session_load(w.ctx, load_request(id, root)));
   BOOST_TEST(w.frames.find("bob's question") != std::string::npos, "the history is replayed");
   BOOST_TEST(option_value(*loaded.configOptions, "shared") == "(none)", "not hers to share");
+  BOOST_TEST(w.commands() == (std::vector<std::string>{"compact", "ref"}), "nor /share and /unshare");
 
   const std::string refusal = "Invalid params: /sessionId: session " + id + " belongs to bob and is read-only here";
   for (const char* text : {"a question of alice's", "/compact", "/share", "/unshare"}) {

@@ -18,6 +18,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -425,6 +426,30 @@ BOOST_AUTO_TEST_CASE(the_catalog_names_the_harness_tools) {
   BOOST_TEST(find_builtin("nope") == nullptr);
   auto req = request_tools({find_builtin("read")});
   BOOST_TEST(req.at(0).at("function").at("parameters").at("required").as_array().at(0).as_string() == "file_path");
+}
+
+// Users write [[echo:tool=NAME {JSON}]] and read the model's calls: README states every tool's parameters
+// as `name {param, optional?, …}` in the catalog's order, so the two cannot drift apart.
+BOOST_AUTO_TEST_CASE(the_readme_states_every_tools_parameters) {
+  std::ifstream in(std::string(DSH_SCHEMA_DIR) + "/../README.md");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string readme = ss.str();
+  BOOST_REQUIRE(!readme.empty());
+  BOOST_TEST(readme.find("[[echo:tool=NAME {JSON arguments}]]") != std::string::npos);
+  for (const auto& t : builtin_tools()) {
+    const auto& props = t.parameters.at("properties").as_object();
+    const auto& required = t.parameters.at("required").as_array();
+    std::string signature = "`" + t.name + " {";
+    bool first = true;
+    for (const auto& p : props) {
+      signature += (first ? "" : ", ") + std::string(p.key());
+      first = false;
+      if (std::find(required.begin(), required.end(), boost::json::value(p.key())) == required.end()) signature += "?";
+    }
+    signature += "}`";
+    BOOST_TEST_CONTEXT(signature) { BOOST_TEST(readme.find(signature) != std::string::npos); }
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()
