@@ -13,6 +13,8 @@
 #include "protocol/wire.hpp"
 #include "support/log.hpp"
 
+#include <algorithm>
+
 namespace acp::handlers {
 
 namespace {
@@ -148,6 +150,21 @@ public:
     } while (!rest.empty());
   }
 
+  // The context gauge after each model call; the tokens summed for the prompt's answer.
+  void model_call(const engine::ModelCallUsage& call) override {
+    protocol::TurnUsage& total = usage_ ? *usage_ : usage_.emplace();
+    total.inputTokens += call.usage.input_tokens;
+    total.outputTokens += call.usage.output_tokens;
+    total.totalTokens = total.inputTokens + total.outputTokens;
+    if (call.usage.reasoning_tokens) total.thoughtTokens = total.thoughtTokens.value_or(0) + *call.usage.reasoning_tokens;
+    if (call.usage.cached_input_tokens)
+      total.cachedReadTokens = total.cachedReadTokens.value_or(0) + *call.usage.cached_input_tokens;
+    // The gauge needs the window's size: a model whose window nobody configured shows none.
+    if (call.context_window && *call.context_window > 0)
+      send(protocol::UsageUpdate{std::max<std::int64_t>(call.context_used, 0), *call.context_window, std::nullopt});
+  }
+  const std::optional<protocol::TurnUsage>& usage() const noexcept { return usage_; }
+
   boost::asio::awaitable<void> room() override {
     if (ctx_.room) co_await ctx_.room(id_);
   }
@@ -164,6 +181,7 @@ private:
   std::string cwd_;
   TextChunkFrames frames_;  ///< most of a turn's frames are text deltas: written without JSON trees
   Replayer cards_;          ///< the tool records' cards, as session/load shows them
+  std::optional<protocol::TurnUsage> usage_;  ///< none until a model call answered
 };
 
 } // namespace
@@ -207,7 +225,7 @@ boost::asio::awaitable<protocol::PromptResponse> session_prompt(HandlerContext& 
   // Failures reach the client through to_rpc_error (handlers/errors.cpp), like every handler's.
   auto running = ctx.engine.prompt(slot, std::move(input), updates);
   const llm::StopKind stop = co_await std::move(running);
-  co_return protocol::PromptResponse{to_stop_reason(stop), std::nullopt};
+  co_return protocol::PromptResponse{to_stop_reason(stop), std::nullopt, updates.usage()};
 }
 
 } // namespace acp::handlers

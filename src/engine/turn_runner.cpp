@@ -489,6 +489,25 @@ asio::awaitable<void> TurnRunner::stream(Step& step) {
     *ending_ = TurnEnding{TurnEnding::Kind::error, message, std::string("PROVIDER_BAD_REQUEST")};
     break;
   }
+  if (step.failure || cancelled() || step.completion.stop == llm::StopKind::cancelled || session_->closed) co_return;
+  // The answer as the next request carries it (text and calls), and its reasoning, which it does not.
+  std::int64_t answer_bytes = 0, thought_bytes = 0, calls = 0;
+  for (const auto& block : step.buffer.blocks()) {
+    if (block.kind == llm::DeltaKind::reasoning) {
+      thought_bytes += static_cast<std::int64_t>(block.text.size());
+      continue;
+    }
+    answer_bytes += static_cast<std::int64_t>(block.text.size());
+    if (block.kind == llm::DeltaKind::tool_call) {
+      answer_bytes += static_cast<std::int64_t>(block.call_id.size() + block.call_name.size());
+      ++calls;
+    }
+  }
+  auto tokens = [](std::int64_t bytes) { return (bytes + llm::kBytesPerToken - 1) / llm::kBytesPerToken; };
+  const std::int64_t answer_tokens =
+      tokens(answer_bytes) + llm::kMessageOverheadTokens + llm::kToolCallOverheadTokens * calls;
+  observer_.model_call(model_call_usage(request, step.completion.usage, answer_tokens, tokens(thought_bytes),
+                                        engine_.context_window(model_)));
 }
 
 std::vector<llm::ToolDefinition> TurnRunner::tool_definitions() const {
