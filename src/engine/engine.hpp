@@ -164,6 +164,15 @@ struct ModelCallUsage {
   std::optional<std::int64_t> context_window;  ///< the model's (Engine::context_window), when known
 };
 
+/// Where a streamed delta sits in the log: its step and its block (the `index` of its
+/// assistant/chunk events; -1 before a block opened). A replay reads the same place from those
+/// events: what a client is told about a message can be the same live and on session/load.
+struct DeltaPlace {
+  std::int64_t turn = 0;
+  std::int64_t step = 0;
+  std::int64_t block = -1;
+};
+
 /// What a running turn reports, in order, on the connection thread.
 class TurnObserver {
 public:
@@ -176,6 +185,8 @@ public:
   virtual void references(std::int64_t snapshot_seq, const boost::json::object& source) = 0;
   virtual void title(const std::string& title) = 0;
   virtual void delta(const llm::Delta& delta) = 0;
+  /// A text or reasoning delta with its place; the default forgets the place.
+  virtual void placed_delta(const llm::Delta& delta, const DeltaPlace&) { this->delta(delta); }
   /// Awaited before the model produces more: returns once the client can take more updates (or at
   /// once on cancellation). Back-pressure from the client to the provider; the default never waits.
   virtual boost::asio::awaitable<void> room() { co_return; }

@@ -417,7 +417,8 @@ asio::awaitable<void> TurnRunner::stream(Step& step) {
     // Cancellation is racy: a delta arriving after cancel is dropped, never sent after the reply.
     if (cancelled() || writes->failed) return;
     if (buffer.add(delta)) write_chunks();
-    if (!session_->closed && delta.kind != llm::DeltaKind::tool_call) observer_.delta(delta);
+    if (!session_->closed && delta.kind != llm::DeltaKind::tool_call)
+      observer_.placed_delta(delta, DeltaPlace{log_->turn(), log_->step(), buffer.current_block()});
   };
   // Back-pressure: the model produces no more while chunk batches wait for the disk or the client
   // for its updates. A cancel ends every wait (the model stream observes it next); a failed batch
@@ -450,7 +451,8 @@ asio::awaitable<void> TurnRunner::stream(Step& step) {
         step.failure = std::make_exception_ptr(ProviderFailed(provider_name_, e));
         *ending_ = TurnEnding{TurnEnding::Kind::error, e.what(), e.code()};
         if (e.output_started() && !cancelled() && !session_->closed)
-          observer_.delta({llm::DeltaKind::text, "\n\n[The answer was cut off: " + std::string(e.what()) + "]"});
+          observer_.placed_delta({llm::DeltaKind::text, "\n\n[The answer was cut off: " + std::string(e.what()) + "]"},
+                                 DeltaPlace{log_->turn(), log_->step(), step.buffer.current_block()});
       }
     } catch (const std::exception& e) {
       step.failure = std::current_exception();
