@@ -54,14 +54,17 @@ struct Implementation {
 };
 BOOST_DESCRIBE_STRUCT(Implementation, (), (name, title, version))
 
+/// `type` "agent" (the client calls authenticate) or "terminal" (the client runs the agent's own
+/// command with `args` appended in a terminal, and reconnects once it exited 0).
 struct AuthMethod {
   std::string id;
   std::string name;
   std::optional<std::string> description;
   std::optional<std::string> type;
+  std::optional<std::vector<std::string>> args = {};  ///< terminal only
   Meta _meta;
 };
-BOOST_DESCRIBE_STRUCT(AuthMethod, (), (id, name, description, type, _meta))
+BOOST_DESCRIBE_STRUCT(AuthMethod, (), (id, name, description, type, args, _meta))
 
 struct InitializeResponse {
   std::int64_t protocolVersion = kProtocolVersion;

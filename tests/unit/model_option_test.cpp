@@ -1,4 +1,4 @@
-// The provider set-up's key rules (server/provider_setup.hpp); the model choice is tested with the engine.
+// The provider set-up's key rules (server/provider_setup.hpp) and the auth methods; the model choice is tested with the engine.
 #include "handlers/provider_auth.hpp"
 #include "server/provider_setup.hpp"
 
@@ -31,10 +31,20 @@ BOOST_AUTO_TEST_CASE(auth_methods_and_refresh) {
   std::string next;
   handlers::ProviderAuth auth("deepseek", true, "", [&] { return next; }, [&](const std::string&) { ++installs; });
   BOOST_TEST(!auth.ready());
-  auto methods = auth.methods();
-  BOOST_REQUIRE_EQUAL(methods.size(), 1u);
+  auto methods = auth.methods(true);
+  BOOST_REQUIRE_EQUAL(methods.size(), 1u);  // no set-up offered: no terminal method
   BOOST_TEST(methods[0].id == "dsh-acp-api-key");
+  BOOST_TEST(methods[0].type.value_or("") == "agent");
   BOOST_TEST(methods[0].description->find("DEEPSEEK_API_KEY") != std::string::npos);
+  // The terminal method only to a client that runs one (the schema's rule), the agent one always.
+  auth.offer_setup("/cfg/deepseek-api-key");
+  BOOST_REQUIRE_EQUAL(auth.methods(false).size(), 1u);
+  methods = auth.methods(true);
+  BOOST_REQUIRE_EQUAL(methods.size(), 2u);
+  BOOST_TEST(methods[1].id == "dsh-acp-setup");
+  BOOST_TEST(methods[1].type.value_or("") == "terminal");
+  BOOST_TEST((methods[1].args.value_or(std::vector<std::string>{}) == std::vector<std::string>{"--setup"}));
+  BOOST_TEST(methods[1].description->find("/cfg/deepseek-api-key") != std::string::npos);
   BOOST_TEST(!auth.refresh());
   next = "k1";
   BOOST_TEST(auth.refresh());
@@ -44,7 +54,9 @@ BOOST_AUTO_TEST_CASE(auth_methods_and_refresh) {
   BOOST_TEST(installs == 1);
   handlers::ProviderAuth echo("echo", false, "", nullptr, nullptr);
   BOOST_TEST(echo.ready());
-  BOOST_TEST(echo.methods().empty());
+  // A provider without keys still names one agent method (the ACP registry lists only agents with one).
+  BOOST_REQUIRE_EQUAL(echo.methods(true).size(), 1u);
+  BOOST_TEST(echo.methods(true)[0].type.value_or("") == "agent");
 }
 
 BOOST_AUTO_TEST_CASE(bad_base_url_is_a_configuration_error) {
