@@ -2,6 +2,7 @@
 
 #include "handlers/handler_context.hpp"
 #include "protocol/jsonrpc.hpp"
+#include "support/key_file.hpp"
 #include "support/log.hpp"
 
 namespace acp::handlers {
@@ -31,6 +32,20 @@ bool ProviderAuth::refresh() {
   if (install_) install_(found);
   log::info("authenticate: a key for provider " + provider_ + " is now in use");
   return true;
+}
+
+void ProviderAuth::logout() {
+  // The file first: a key that cannot be removed is not reported forgotten.
+  const bool removed = !key_file_.empty() && support::remove_key_file(key_file_);
+  bool had = false;
+  {
+    std::lock_guard lock(mutex_);
+    had = !key_.empty();
+    key_.clear();
+  }
+  if (had && install_) install_("");
+  log::info(std::string("logout: provider ") + provider_ + (had ? " forgot its key" : " had no key") +
+            (removed ? "; the stored key file was removed" : ""));
 }
 
 std::vector<protocol::AuthMethod> ProviderAuth::methods(bool client_runs_terminal) const {

@@ -39,7 +39,12 @@ public:
   void require() const;
   /// Re-reads the key; installs it in the provider when it changed. Returns ready(). Blocking.
   bool refresh();
-  /// Offers the terminal method; `key_file` is where it stores the key.
+  /// `logout`: forgets the key in use, whichever source it came from (requests answer -32000 until
+  /// authenticate finds one again: the environment's and the config file's are found again, as
+  /// they are not ours to change), and removes the key file --setup wrote. Blocking (the file);
+  /// throws std::system_error when the file cannot be removed.
+  void logout();
+  /// Offers the terminal method; `key_file` is where it stores the key (and what logout removes).
   void offer_setup(std::string key_file) { key_file_ = std::move(key_file); }
   /// What initialize advertises: the agent method, and the terminal method to a client that runs
   /// one (the schema allows it only then) when set-up is offered.

@@ -1,7 +1,8 @@
-// Signing in (issue 28): `dsh-acp --setup` stores the DeepSeek key (mode 0600, config directory) and
-// the server uses it when DEEPSEEK_API_KEY is not set; initialize always names an auth method of type
-// agent or terminal, as the ACP registry's check requires, the terminal one (`args: ["--setup"]`) to
-// clients that run it; the stored key is never logged and never reaches a command we start.
+// Signing in and out (issue 28): `dsh-acp --setup` stores the DeepSeek key (mode 0600, config
+// directory) and the server uses it when DEEPSEEK_API_KEY is not set; initialize always names an auth
+// method of type agent or terminal, as the ACP registry's check requires, the terminal one
+// (`args: ["--setup"]`) to clients that run it; the stored key is never logged and never reaches a
+// command we start; `logout` (advertised as auth.logout) forgets the key and removes the stored one.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
@@ -150,3 +151,42 @@ test('the stored key is used without DEEPSEEK_API_KEY, never logged, and hidden 
   await agent.finish();
 });
 
+test('logout forgets the key: the stored file goes, sessions answer -32000 until authenticate finds one', async (t) => {
+  const home = tempHome(t);
+  assert.equal((await runSetup({ DSH_ACP_HOME: home }, 'sk-stored-key\n')).code, 0);
+  const server = await startFakeProvider(t);
+  const { agent, ctx } = startSdkAgent(t, { args: deepseekArgs(server.url), env: { ...NO_KEYS, DSH_ACP_HOME: home } });
+  const init = await ctx.request(M.initialize, INIT_PARAMS);
+  assert.deepEqual(init.agentCapabilities.auth, { logout: {} });
+  const { sessionId } = await ctx.request(M.session.new, { cwd: home, mcpServers: [] });
+  assert.deepEqual(await ctx.request(M.logout, {}), {});
+  assert.ok(!existsSync(path.join(home, 'deepseek-api-key')), 'the stored key is removed');
+  const authRequired = (e) => e.code === -32000;
+  await assert.rejects(ctx.request(M.session.new, { cwd: home, mcpServers: [] }), authRequired);
+  await assert.rejects(ctx.request(M.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'x' }] }), authRequired);
+  await assert.rejects(ctx.request(M.authenticate, { methodId: 'dsh-acp-api-key' }), authRequired, 'no key is left anywhere');
+  assert.deepEqual(await ctx.request(M.logout, {}), {}, 'a second logout is fine');
+  // A new key (set up again) is found by authenticate, and used.
+  assert.equal((await runSetup({ DSH_ACP_HOME: home }, 'sk-second-key\n')).code, 0);
+  assert.deepEqual(await ctx.request(M.authenticate, { methodId: 'dsh-acp-api-key' }), {});
+  server.queue(answer({ content: ['back'] }));
+  const r = await ctx.request(M.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'again' }] });
+  assert.equal(r.stopReason, 'end_turn');
+  assert.equal(server.requests.at(-1).headers.authorization, 'Bearer sk-second-key');
+  const log = readFileSync(agent.logFile, 'utf8');
+  assert.ok(!log.includes('sk-stored-key') && !log.includes('sk-second-key'), 'no key in the log');
+  assert.match(log, /logout: provider deepseek forgot its key; the stored key file was removed/);
+  await agent.finish();
+});
+
+test('logout with the key in the environment: forgotten until authenticate, which finds it again', async (t) => {
+  const server = await startFakeProvider(t);
+  const { agent, ctx } = startSdkAgent(t, { args: deepseekArgs(server.url), env: { ...NO_KEYS, DEEPSEEK_API_KEY: 'sk-env' } });
+  await ctx.request(M.initialize, INIT_PARAMS);
+  await ctx.request(M.session.new, { cwd: agent.home, mcpServers: [] });
+  await ctx.request(M.logout, {});
+  await assert.rejects(ctx.request(M.session.new, { cwd: agent.home, mcpServers: [] }), (e) => e.code === -32000);
+  assert.deepEqual(await ctx.request(M.authenticate, { methodId: 'dsh-acp-api-key' }), {});
+  await ctx.request(M.session.new, { cwd: agent.home, mcpServers: [] });
+  await agent.finish();
+});
