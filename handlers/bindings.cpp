@@ -9,6 +9,7 @@ void bind_all(Router& router) {
   router.bind(methods::dsh_session_reference_candidates, &dsh_session_reference_candidates);
   router.bind(methods::initialize,                  &initialize);
   router.bind(methods::authenticate,                &authenticate);
+  router.bind(methods::logout,                      &logout);
   router.bind_notification(methods::session_cancel, &session_cancel);
   router.bind(methods::session_cancel,              &session_cancel_request);  // clients that send it with an id
   router.bind(methods::session_close,               &session_close);

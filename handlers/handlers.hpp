@@ -12,6 +12,7 @@ namespace acp::handlers {
 
 boost::asio::awaitable<protocol::InitializeResponse> initialize(HandlerContext&, protocol::InitializeRequest);
 boost::asio::awaitable<protocol::EmptyResponse> authenticate(HandlerContext&, protocol::AuthenticateRequest);
+boost::asio::awaitable<protocol::EmptyResponse> logout(HandlerContext&, protocol::LogoutRequest);
 boost::asio::awaitable<protocol::SetSessionConfigOptionResponse> session_set_config_option(
     HandlerContext&, protocol::SetSessionConfigOptionRequest);
 boost::asio::awaitable<protocol::EmptyResponse> session_set_mode(HandlerContext&, protocol::SetSessionModeRequest);

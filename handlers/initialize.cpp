@@ -24,8 +24,14 @@ boost::asio::awaitable<protocol::InitializeResponse> initialize(HandlerContext& 
   r.agentCapabilities._meta = boost::json::object{{"dsh-acp/sessionReferences", {{"version", 1}}},
                                                   {"dsh-acp/sandbox", std::move(sandbox)}};
   r.agentCapabilities.promptCapabilities.embeddedContext = true;
-  // Advertised whenever the provider needs a key, so a client can offer authenticate after -32000.
-  if (ctx.auth) r.authMethods = ctx.auth->methods();
+  if (ctx.auth) r.agentCapabilities.auth = protocol::AgentAuthCapabilities{boost::json::object{}};
+  // Always at least the agent method (with a key, without, or none needed); the terminal one only
+  // to a client that runs it (clientCapabilities.auth.terminal).
+  if (ctx.auth) {
+    const auto* auth = ctx.client_capabilities.if_contains("auth");
+    const auto* terminal = auth && auth->is_object() ? auth->get_object().if_contains("terminal") : nullptr;
+    r.authMethods = ctx.auth->methods(terminal && terminal->is_bool() && terminal->get_bool());
+  }
   r.agentInfo = protocol::Implementation{"dsh-acp", "dsh-acp (DeepSeek agent with cross-session references)",
                                          support::build_version};
   co_return r;

@@ -2,6 +2,7 @@
 
 #include "handlers/handler_context.hpp"
 #include "protocol/jsonrpc.hpp"
+#include "support/key_file.hpp"
 #include "support/log.hpp"
 
 namespace acp::handlers {
@@ -33,17 +34,50 @@ bool ProviderAuth::refresh() {
   return true;
 }
 
-std::vector<protocol::AuthMethod> ProviderAuth::methods() const {
-  if (!key_required_) return {};
-  std::string var = provider_ == "deepseek" ? "DEEPSEEK_API_KEY" : "OPENAI_API_KEY";
-  std::string file_key = provider_ == "deepseek" ? "deepseekApiKey" : "openaiApiKey";
+void ProviderAuth::logout() {
+  // The file first: a key that cannot be removed is not reported forgotten.
+  const bool removed = !key_file_.empty() && support::remove_key_file(key_file_);
+  bool had = false;
+  {
+    std::lock_guard lock(mutex_);
+    had = !key_.empty();
+    key_.clear();
+  }
+  if (had && install_) install_("");
+  log::info(std::string("logout: provider ") + provider_ + (had ? " forgot its key" : " had no key") +
+            (removed ? "; the stored key file was removed" : ""));
+}
+
+std::vector<protocol::AuthMethod> ProviderAuth::methods(bool client_runs_terminal) const {
   protocol::AuthMethod m;
   m.id = kMethodId;
-  m.name = provider_ == "deepseek" ? "DeepSeek API key" : "API key";
+  m.type = "agent";
+  if (!key_required_) {
+    m.name = "No sign-in needed";
+    m.description = "The " + provider_ + " model needs no API key: authenticate succeeds at once.";
+    return {m};
+  }
+  const bool deepseek = provider_ == "deepseek";
+  std::string var = deepseek ? "DEEPSEEK_API_KEY" : "OPENAI_API_KEY";
+  std::string file_key = deepseek ? "deepseekApiKey" : "openaiApiKey";
+  m.name = deepseek ? "DeepSeek API key" : "API key";
   m.description = "Set " + var + " in the environment of this agent server in your editor's agent configuration "
-                  "(then restart the agent), or put \"" + file_key + "\": \"...\" in the dsh-acp config file "
-                  "($DSH_ACP_HOME/config.json, else ~/.config/dsh-acp/config.json) and authenticate again.";
-  return {m};
+                  "(then restart the agent), " +
+                  (deepseek ? std::string("store one with `dsh-acp --setup`, ") : std::string()) + "or put \"" +
+                  file_key + "\": \"...\" in the dsh-acp config file ($DSH_ACP_HOME/config.json, else "
+                  "~/.config/dsh-acp/config.json); then authenticate again: the agent looks for the key anew.";
+  std::vector<protocol::AuthMethod> out{m};
+  if (client_runs_terminal && !key_file_.empty()) {
+    protocol::AuthMethod setup;
+    setup.id = kSetupMethodId;
+    setup.type = "terminal";
+    setup.name = "Enter a DeepSeek API key";
+    setup.description = "Asks for the key in a terminal (input hidden) and stores it in " + key_file_ +
+                        " (mode 0600); used when DEEPSEEK_API_KEY is not set.";
+    setup.args = std::vector<std::string>{"--setup"};
+    out.push_back(std::move(setup));
+  }
+  return out;
 }
 
 void require_provider_key(const HandlerContext& ctx) {

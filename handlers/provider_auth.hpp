@@ -19,8 +19,13 @@ namespace acp::handlers {
 
 class ProviderAuth {
 public:
-  /// The one auth method we advertise (type agent, the ACP default: the client calls authenticate).
+  /// The method every client gets (type agent: the client calls authenticate, which looks for a
+  /// key again), with a key or without, whatever the provider: the ACP registry lists only agents
+  /// that advertise one, and a client that got -32000 learns from it where a key goes.
   static constexpr const char* kMethodId = "dsh-acp-api-key";
+  /// The terminal method (`dsh-acp --setup` asks for the key and stores it), for clients that said
+  /// they run one (clientCapabilities.auth.terminal) when the provider is DeepSeek.
+  static constexpr const char* kSetupMethodId = "dsh-acp-setup";
 
   /// `reload` returns the key found now ("" = none); `install` gives a new key to the provider.
   ProviderAuth(std::string provider, bool key_required, std::string key, std::function<std::string()> reload,
@@ -34,8 +39,16 @@ public:
   void require() const;
   /// Re-reads the key; installs it in the provider when it changed. Returns ready(). Blocking.
   bool refresh();
-  /// What initialize advertises: one method when a key is needed, none otherwise.
-  std::vector<protocol::AuthMethod> methods() const;
+  /// `logout`: forgets the key in use, whichever source it came from (requests answer -32000 until
+  /// authenticate finds one again: the environment's and the config file's are found again, as
+  /// they are not ours to change), and removes the key file --setup wrote. Blocking (the file);
+  /// throws std::system_error when the file cannot be removed.
+  void logout();
+  /// Offers the terminal method; `key_file` is where it stores the key (and what logout removes).
+  void offer_setup(std::string key_file) { key_file_ = std::move(key_file); }
+  /// What initialize advertises: the agent method, and the terminal method to a client that runs
+  /// one (the schema allows it only then) when set-up is offered.
+  std::vector<protocol::AuthMethod> methods(bool client_runs_terminal) const;
 
 private:
   std::string provider_;
@@ -44,6 +57,7 @@ private:
   std::string key_;
   std::function<std::string()> reload_;
   std::function<void(const std::string&)> install_;
+  std::string key_file_;  ///< "" = no terminal method
 };
 
 } // namespace acp::handlers

@@ -3,6 +3,7 @@
 #include "engine/conversation.hpp"
 #include "handlers/card_text.hpp"
 #include "handlers/compaction_card.hpp"
+#include "handlers/message_id.hpp"
 #include "handlers/reference_card.hpp"
 #include "handlers/tool_card.hpp"
 #include "store/records.hpp"
@@ -30,7 +31,9 @@ std::int64_t num(const json::object& o, std::string_view key) {
 
 TextContent text_block(std::string text) { return TextContent{std::move(text), std::nullopt, std::nullopt}; }
 
-SessionUpdate agent_text(std::string text) { return AgentMessageChunk{text_block(std::move(text)), {}, {}}; }
+SessionUpdate agent_text(std::string text, std::string id) {
+  return AgentMessageChunk{text_block(std::move(text)), std::move(id), {}};
+}
 
 // `sha256:<64 lowercase hex>` → the hex; "" for anything else, so a log never names a path of its own.
 std::string_view attachment_hex(std::string_view id) {
@@ -78,6 +81,19 @@ PlanEntryStatus plan_status(std::string_view s) {
 }
 
 } // namespace
+
+const std::string& Replayer::block_id(std::string_view kind, std::int64_t turn, std::int64_t step, std::int64_t block) {
+  std::string place = block_place(kind, turn, step, block);
+  if (place != block_place_) {
+    block_id_ = message_id(places_.session_id, place);
+    block_place_ = std::move(place);
+  }
+  return block_id_;
+}
+
+std::string Replayer::seq_id(std::string_view kind, std::int64_t seq) const {
+  return message_id(places_.session_id, std::string(kind) + "/" + std::to_string(seq));
+}
 
 std::string Replayer::display_text(const json::value& content) const {
   return engine::join_content(content, "\n",
@@ -146,7 +162,7 @@ std::int64_t num_member(const json::object& o, std::size_t hint, std::string_vie
 
 } // namespace
 
-std::size_t Replayer::plain_chunk(const json::object& event, std::string_view& text) {
+std::size_t Replayer::plain_chunk(const json::object& event, std::string_view& text, std::string_view& message_id) {
   // The same decisions as on_event's assistant/chunk branch, in the same order. Positions as
   // written: {type, seq, time, data{turn, step, chunk{type, index, text}}}.
   if (string_member(event, 0, "type") != "assistant/chunk") return 0;
@@ -166,6 +182,7 @@ std::size_t Replayer::plain_chunk(const json::object& event, std::string_view& t
     last_step_with_chunks_ = step;
   }
   text = t;
+  message_id = block_id(index == 1 ? "text" : "reasoning", step.first, step.second, num_member(*chunk, 1, "index"));
   return index;
 }
 
@@ -195,7 +212,7 @@ void Replayer::on_event(const json::object& event, std::vector<SessionUpdate>& o
     if (string_at(*source, "kind") != "user") return;  // injected context is never shown as user text
     if (const auto* content = data->if_contains("content")) {
       std::string text = display_text(*content);
-      if (!text.empty()) out.push_back(UserMessageChunk{text_block(std::move(text)), {}, {}});
+      if (!text.empty()) out.push_back(UserMessageChunk{text_block(std::move(text)), seq_id("user", num(event, "seq")), {}});
     }
     if (pending_card_) {
       out.push_back(reference_card(pending_card_->first, pending_card_->second));
@@ -208,29 +225,37 @@ void Replayer::on_event(const json::object& event, std::vector<SessionUpdate>& o
     std::string_view kind = string_at(*chunk, "type");
     std::string text(string_at(*chunk, "text"));
     if (text.empty()) return;
-    if (kind == "text-delta") out.push_back(agent_text(std::move(text)));
-    else if (kind == "reasoning-delta") out.push_back(AgentThoughtChunk{text_block(std::move(text)), {}, {}});
-    else return;
     const std::pair<std::int64_t, std::int64_t> step{num(*data, "turn"), num(*data, "step")};
+    const std::int64_t block = num(*chunk, "index");
+    if (kind == "text-delta") out.push_back(agent_text(std::move(text), block_id("text", step.first, step.second, block)));
+    else if (kind == "reasoning-delta")
+      out.push_back(AgentThoughtChunk{text_block(std::move(text)), block_id("reasoning", step.first, step.second, block), {}});
+    else return;
     if (last_step_with_chunks_ != step) {
       steps_with_chunks_.insert(step);
       last_step_with_chunks_ = step;
     }
   } else if (type == "assistant/message") {
-    bool streamed = steps_with_chunks_.count({num(*data, "turn"), num(*data, "step")}) > 0;
+    const std::int64_t turn = num(*data, "turn"), step = num(*data, "step");
+    bool streamed = steps_with_chunks_.count({turn, step}) > 0;
     const auto* content = data->if_contains("content");
     if (!content || !content->is_array()) return;
+    // A block's place is its position, the index its chunks carried when it streamed.
+    std::int64_t position = -1;
     for (const auto& b : content->get_array()) {
+      ++position;
       const auto* block = b.if_object();
       if (!block) continue;
       std::string_view kind = string_at(*block, "type");
       if (kind == "text" && !streamed && !string_at(*block, "text").empty()) {
-        out.push_back(agent_text(std::string(string_at(*block, "text"))));
+        out.push_back(agent_text(std::string(string_at(*block, "text")), block_id("text", turn, step, position)));
       } else if (kind == "reasoning" && !streamed && !string_at(*block, "text").empty()) {
-        out.push_back(AgentThoughtChunk{text_block(std::string(string_at(*block, "text"))), {}, {}});
+        out.push_back(AgentThoughtChunk{text_block(std::string(string_at(*block, "text"))),
+                                        block_id("reasoning", turn, step, position), {}});
       } else if (kind == "image") {
         // Chunks never carry images: shown whether or not the step streamed.
-        out.push_back(agent_text("\n" + image_placeholder(*block, places_.harness_home) + "\n"));
+        out.push_back(agent_text("\n" + image_placeholder(*block, places_.harness_home) + "\n",
+                                 block_id("image", turn, step, position)));
       } else if (kind == "tool-call") {
         show_call(std::string(string_at(*block, "id")), string_at(*block, "name"), block->if_contains("arguments"), out);
       }
@@ -273,9 +298,10 @@ void Replayer::on_event(const json::object& event, std::vector<SessionUpdate>& o
       if (message.empty()) {
         if (const json::object* failure = object_at(*reason, "failure")) message = std::string(string_at(*failure, "message"));
       }
-      out.push_back(agent_text("\n\n[The turn failed" + (message.empty() ? std::string(".]") : ": " + message + "]")));
+      out.push_back(agent_text("\n\n[The turn failed" + (message.empty() ? std::string(".]") : ": " + message + "]"),
+                               seq_id("note", num(event, "seq"))));
     } else if (kind == "interrupted") {
-      out.push_back(agent_text("\n\n[The turn was interrupted before it finished.]"));
+      out.push_back(agent_text("\n\n[The turn was interrupted before it finished.]", seq_id("note", num(event, "seq"))));
     }
     // Calls and steps never span turns (repair closes a turn's calls before its turn/end).
     steps_with_chunks_.clear();

@@ -30,6 +30,7 @@ namespace acp::handlers {
 struct ReplayPlaces {
   std::string cwd;           ///< the session's working directory: relative tool paths are joined to it
   std::string harness_home;  ///< image attachments live under it; "" = not checked
+  std::string session_id = {};  ///< what message ids derive from (message_id.hpp)
 };
 
 class Replayer {
@@ -42,15 +43,20 @@ public:
 
   /// A text or reasoning delta is most of a replay. For an `assistant/chunk` event whose only
   /// update would be one agent (1) or thought (2) chunk of plain text, does what on_event would and
-  /// returns the update's kind (its SessionUpdate variant index) and the text, a view into `event`;
-  /// returns 0 and changes nothing for every other event, which then goes through on_event.
-  std::size_t plain_chunk(const boost::json::object& event, std::string_view& text);
+  /// returns the update's kind (its SessionUpdate variant index), the text, a view into `event`, and
+  /// its message id (valid until the next call); returns 0 and changes nothing for every other
+  /// event, which then goes through on_event.
+  std::size_t plain_chunk(const boost::json::object& event, std::string_view& text, std::string_view& message_id);
 
 private:
   void show_call(std::string id, std::string_view name, const boost::json::value* arguments,
                  std::vector<protocol::SessionUpdate>& out);
   protocol::ToolCallUpdate result_update(const boost::json::object& data, std::string id);
   std::string display_text(const boost::json::value& content) const;
+  /// The id of the assistant block at (turn, step, block) of `kind`; the last one is kept, as a
+  /// block's chunks come in a run.
+  const std::string& block_id(std::string_view kind, std::int64_t turn, std::int64_t step, std::int64_t block);
+  std::string seq_id(std::string_view kind, std::int64_t seq) const;
 
   ReplayPlaces places_;
   // Per turn (cleared at turn/end, so a long log costs no more than its largest turn):
@@ -67,6 +73,8 @@ private:
   bool after_direct_message_ = false;
   /// Seqs of compact/start and compact/summary events (not messages a checkpoint replaced).
   std::set<std::int64_t> compact_events_;
+  std::string block_place_;  ///< block_id()'s last place and its id
+  std::string block_id_;
 };
 
 } // namespace acp::handlers

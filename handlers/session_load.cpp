@@ -37,23 +37,22 @@ public:
     // Text and reasoning deltas (most of a replay) are framed straight from the event's text, in
     // pieces when one frame cannot hold it: no update, no copy of the text. Each frame is the one
     // the general path below would write.
-    std::string_view text;
-    if (std::size_t kind = replayer_.plain_chunk(event_in, text)) {
+    std::string_view text, id;
+    if (std::size_t kind = replayer_.plain_chunk(event_in, text, id)) {
       const std::size_t budget = text_frames_.text_budget();
       std::string_view piece = first_json_piece(text, budget);
-      if (auto frame = text_frames_.frame_text(kind, piece)) {
+      if (auto frame = text_frames_.frame_text(kind, piece, id)) {
         add(std::move(*frame));
         for (text.remove_prefix(piece.size()); !text.empty(); text.remove_prefix(piece.size())) {
           piece = first_json_piece(text, budget);
-          add(std::move(*text_frames_.frame_text(kind, piece)));
+          add(std::move(*text_frames_.frame_text(kind, piece, id)));
         }
         return;
       }
       // No template (never for these kinds): the general path, as if on_event had made the update.
-      translated_.push_back(kind == 1 ? protocol::SessionUpdate(protocol::AgentMessageChunk{
-                                            protocol::TextContent{std::string(text), std::nullopt, std::nullopt}, {}, {}})
-                                      : protocol::SessionUpdate(protocol::AgentThoughtChunk{
-                                            protocol::TextContent{std::string(text), std::nullopt, std::nullopt}, {}, {}}));
+      protocol::TextContent block{std::string(text), std::nullopt, std::nullopt};
+      translated_.push_back(kind == 1 ? protocol::SessionUpdate(protocol::AgentMessageChunk{std::move(block), std::string(id), {}})
+                                      : protocol::SessionUpdate(protocol::AgentThoughtChunk{std::move(block), std::string(id), {}}));
       event_in = boost::json::object();
     } else {
       // The event dies once translated, before its frames are made: a big message is held twice
@@ -133,7 +132,7 @@ boost::asio::awaitable<protocol::LoadSessionResponse> session_load(HandlerContex
   // Frames are queued on the session's stream in order, and the answer below goes to the same
   // stream after all of them: every update of a load, the commands included, comes before its
   // response (https://agentclientprotocol.com/protocol/session-setup#loading-sessions).
-  auto sink = std::make_shared<ReplaySink>(ctx, req.sessionId, ReplayPlaces{header.cwd.value_or(""), ctx.config.harness_home});
+  auto sink = std::make_shared<ReplaySink>(ctx, req.sessionId, ReplayPlaces{header.cwd.value_or(""), ctx.config.harness_home, req.sessionId});
   // The "always" choices and the mode are folded on the reading thread as the events pass; the
   // session takes them once the read is over (an already attached session has them in memory already).
   auto choices = std::make_shared<engine::LoggedChoices>();

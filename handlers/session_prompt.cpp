@@ -1,4 +1,5 @@
 #include "handlers/compaction_card.hpp"
+#include "handlers/message_id.hpp"
 #include "handlers/handlers.hpp"
 #include "handlers/prompt_text.hpp"
 #include "handlers/provider_auth.hpp"
@@ -11,7 +12,11 @@
 #include "protocol/client_call.hpp"
 #include "protocol/jsonrpc.hpp"
 #include "protocol/wire.hpp"
+#include "store/event_model.hpp"
 #include "support/log.hpp"
+
+#include <algorithm>
+#include <tuple>
 
 namespace acp::handlers {
 
@@ -68,7 +73,7 @@ boost::asio::awaitable<engine::PermissionAnswer> request_permission(HandlerConte
 class UpdateSender final : public engine::TurnObserver {
 public:
   UpdateSender(HandlerContext& ctx, std::string session_id, std::string cwd)
-      : ctx_(ctx), id_(session_id), cwd_(cwd), frames_(std::move(session_id)), cards_(ReplayPlaces{std::move(cwd), {}}) {}
+      : ctx_(ctx), id_(session_id), cwd_(cwd), frames_(session_id), cards_(ReplayPlaces{std::move(cwd), {}, session_id}) {}
 
   // Tool cards come from the records the turn logs, through the replay's own translation: what the
   // client sees live is what session/load shows later. Live adds the states between.
@@ -136,23 +141,50 @@ public:
   void compacted(const engine::CompactionReport& report) override {
     send(compaction_card(report.checkpoint_seq, report.messages, report.summary));
   }
-  void delta(const llm::Delta& delta) override {
-    std::string_view rest = delta.text;
-    const std::size_t budget = frames_.text_budget();
-    do {  // an empty delta is still one (empty) chunk
-      const std::string_view piece = first_json_piece(rest, budget);
-      rest.remove_prefix(piece.size());
-      protocol::TextContent text{std::string(piece), std::nullopt, std::nullopt};
-      if (delta.kind == llm::DeltaKind::text) send(protocol::AgentMessageChunk{std::move(text), std::nullopt, std::nullopt});
-      else send(protocol::AgentThoughtChunk{std::move(text), std::nullopt, std::nullopt});
-    } while (!rest.empty());
+  void delta(const llm::Delta& delta) override { send_delta(delta, store::random_uuid()); }
+  // The message id comes from the delta's place in the log, as replay derives it (message_id.hpp).
+  void placed_delta(const llm::Delta& delta, const engine::DeltaPlace& place) override {
+    const std::tuple<llm::DeltaKind, std::int64_t, std::int64_t, std::int64_t> at{delta.kind, place.turn, place.step,
+                                                                                 place.block};
+    if (!message_id_ || at != message_place_) {
+      message_place_ = at;
+      message_id_ = message_id(id_, block_place(delta.kind == llm::DeltaKind::text ? "text" : "reasoning", place.turn,
+                                                place.step, place.block));
+    }
+    send_delta(delta, *message_id_);
   }
+
+  // The context gauge after each model call; the tokens summed for the prompt's answer.
+  void model_call(const engine::ModelCallUsage& call) override {
+    protocol::TurnUsage& total = usage_ ? *usage_ : usage_.emplace();
+    total.inputTokens += call.usage.input_tokens;
+    total.outputTokens += call.usage.output_tokens;
+    total.totalTokens = total.inputTokens + total.outputTokens;
+    if (call.usage.reasoning_tokens) total.thoughtTokens = total.thoughtTokens.value_or(0) + *call.usage.reasoning_tokens;
+    if (call.usage.cached_input_tokens)
+      total.cachedReadTokens = total.cachedReadTokens.value_or(0) + *call.usage.cached_input_tokens;
+    // The gauge needs the window's size: a model whose window nobody configured shows none.
+    if (call.context_window && *call.context_window > 0)
+      send(protocol::UsageUpdate{std::max<std::int64_t>(call.context_used, 0), *call.context_window, std::nullopt});
+  }
+  const std::optional<protocol::TurnUsage>& usage() const noexcept { return usage_; }
 
   boost::asio::awaitable<void> room() override {
     if (ctx_.room) co_await ctx_.room(id_);
   }
 
 private:
+  void send_delta(const llm::Delta& delta, const std::string& id) {
+    std::string_view rest = delta.text;
+    const std::size_t budget = frames_.text_budget();
+    do {  // an empty delta is still one (empty) chunk
+      const std::string_view piece = first_json_piece(rest, budget);
+      rest.remove_prefix(piece.size());
+      protocol::TextContent text{std::string(piece), std::nullopt, std::nullopt};
+      if (delta.kind == llm::DeltaKind::text) send(protocol::AgentMessageChunk{std::move(text), id, std::nullopt});
+      else send(protocol::AgentThoughtChunk{std::move(text), id, std::nullopt});
+    } while (!rest.empty());
+  }
   void send(protocol::SessionUpdate update) {
     if (ctx_.notify_frame) {
       if (auto frame = frames_.frame(update)) return ctx_.notify_frame(id_, std::move(*frame));
@@ -164,6 +196,9 @@ private:
   std::string cwd_;
   TextChunkFrames frames_;  ///< most of a turn's frames are text deltas: written without JSON trees
   Replayer cards_;          ///< the tool records' cards, as session/load shows them
+  std::optional<protocol::TurnUsage> usage_;  ///< none until a model call answered
+  std::tuple<llm::DeltaKind, std::int64_t, std::int64_t, std::int64_t> message_place_{};
+  std::optional<std::string> message_id_;  ///< of message_place_
 };
 
 // The prompt's work once it is first in line. (References: the caller's locals, alive while it waits.)
@@ -182,7 +217,7 @@ boost::asio::awaitable<protocol::PromptResponse> run_in_slot(HandlerContext& ctx
         session->id,
         protocol::AgentMessageChunk{
             protocol::TextContent{describe_unknown_command(*unknown, offers_sharing(*session)), std::nullopt, std::nullopt},
-            std::nullopt, std::nullopt},
+            store::random_uuid(), std::nullopt},
         std::nullopt});
     co_return protocol::PromptResponse{protocol::StopReason::end_turn, std::nullopt};
   }
@@ -192,7 +227,7 @@ boost::asio::awaitable<protocol::PromptResponse> run_in_slot(HandlerContext& ctx
   // Failures reach the client through to_rpc_error (handlers/errors.cpp), like every handler's.
   auto running = ctx.engine.prompt(slot, std::move(input), updates);
   const llm::StopKind stop = co_await std::move(running);
-  co_return protocol::PromptResponse{to_stop_reason(stop), std::nullopt};
+  co_return protocol::PromptResponse{to_stop_reason(stop), std::nullopt, updates.usage()};
 }
 
 } // namespace

@@ -4,6 +4,7 @@
 #include "protocol/methods.hpp"
 #include "protocol/wire.hpp"
 #include "refs/json_string.hpp"
+#include "store/event_model.hpp"
 #include "support/utf8.hpp"
 
 #include <algorithm>
@@ -54,9 +55,17 @@ template <class Chunk> bool split_chunk(protocol::SessionUpdate& update, std::si
   return true;
 }
 
+// A message that has no place in the log (a command's answer) is a message of its own.
+template <class Chunk> void give_message_id(protocol::SessionUpdate& update) {
+  if (auto* chunk = std::get_if<Chunk>(&update); chunk && !chunk->messageId) chunk->messageId = store::random_uuid();
+}
+
 } // namespace
 
 void for_each_split(protocol::SessionUpdate update, std::size_t budget, const Visit& fn) {
+  give_message_id<protocol::UserMessageChunk>(update);
+  give_message_id<protocol::AgentMessageChunk>(update);
+  give_message_id<protocol::AgentThoughtChunk>(update);
   if (split_chunk<protocol::UserMessageChunk>(update, budget, fn) ||
       split_chunk<protocol::AgentMessageChunk>(update, budget, fn) ||
       split_chunk<protocol::AgentThoughtChunk>(update, budget, fn))

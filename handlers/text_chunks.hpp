@@ -27,7 +27,8 @@ std::string_view first_utf8_piece(std::string_view text, std::size_t max);
 std::string_view first_json_piece(std::string_view text, std::size_t budget);
 
 /// Calls `fn` with `update`, or, for a user, agent or thought chunk whose text's escaping takes more
-/// than `budget` bytes (TextChunkFrames::text_budget), with pieces of it in order. Each piece is made
+/// than `budget` bytes (TextChunkFrames::text_budget), with pieces of it in order. A chunk without a
+/// messageId gets a fresh one first, so its pieces are one message. Each piece is made
 /// when `fn` is about to get it, so a long text is never held twice (replay memory stays within
 /// twice the largest event).
 void for_each_split(protocol::SessionUpdate update, std::size_t budget,

@@ -23,17 +23,22 @@ constexpr std::string_view kPlaceholder = "dsh-text-placeholder-7f3a";
 
 template <class Chunk>
 const TextContent* plain_text(const Chunk& c) {
-  if (c.messageId || c._meta) return nullptr;
+  if (c._meta) return nullptr;
   const auto* t = std::get_if<TextContent>(&c.content);
   return t && !t->annotations && !t->_meta ? t : nullptr;
 }
 
-SessionUpdate with_text(std::size_t kind, std::string text) {
+// The budget is measured with an id of the length ours have (message_id.hpp).
+constexpr std::string_view kBudgetMessageId = "00000000-0000-8000-8000-000000000000";
+
+SessionUpdate with_text(std::size_t kind, std::string text, std::string_view message_id) {
   TextContent block{std::move(text), std::nullopt, std::nullopt};
+  std::optional<std::string> id;
+  if (!message_id.empty()) id = std::string(message_id);
   switch (kind) {
-    case 0: return UserMessageChunk{std::move(block), {}, {}};
-    case 1: return AgentMessageChunk{std::move(block), {}, {}};
-    default: return AgentThoughtChunk{std::move(block), {}, {}};
+    case 0: return UserMessageChunk{std::move(block), std::move(id), {}};
+    case 1: return AgentMessageChunk{std::move(block), std::move(id), {}};
+    default: return AgentThoughtChunk{std::move(block), std::move(id), {}};
   }
 }
 
@@ -47,10 +52,13 @@ std::optional<std::pair<std::string, std::string>> split_at_placeholder(std::str
   return std::pair{std::string(frame.substr(0, at)), std::string(frame.substr(at + quoted.size()))};
 }
 
-const TextChunkFrames::Template& TextChunkFrames::template_for(std::size_t kind) {
+const TextChunkFrames::Template& TextChunkFrames::template_for(std::size_t kind, std::string_view message_id) {
   Template& t = templates_[kind];
-  if (t.ready) return t;
-  SessionNotification note{session_id_, with_text(kind, std::string(kPlaceholder)), std::nullopt};
+  // Made again when the message changes: once per message, not per chunk.
+  if (t.ready && t.message_id == message_id) return t;
+  t = Template{};
+  t.message_id = std::string(message_id);
+  SessionNotification note{session_id_, with_text(kind, std::string(kPlaceholder), message_id), std::nullopt};
   if (auto parts = split_at_placeholder(
           jsonrpc::serialize_notification(methods::session_update, wire::encode(note)), kPlaceholder)) {
     std::tie(t.prefix, t.suffix) = std::move(*parts);
@@ -64,7 +72,7 @@ std::size_t TextChunkFrames::text_budget() {
   if (text_budget_) return text_budget_;
   std::size_t envelope = 0;
   for (std::size_t kind = 0; kind < templates_.size(); ++kind) {
-    const Template& t = template_for(kind);
+    const Template& t = template_for(kind, kBudgetMessageId);
     // Without a template the general path writes the frame: the same envelope, estimated generously.
     const std::size_t bytes = t.usable ? t.prefix.size() + t.suffix.size()
                                        : 256 + refs::json_string_size(session_id_);
@@ -81,15 +89,21 @@ std::optional<std::string> TextChunkFrames::frame(const SessionUpdate& update) {
                 std::is_same_v<std::variant_alternative_t<1, SessionUpdate>, AgentMessageChunk> &&
                 std::is_same_v<std::variant_alternative_t<2, SessionUpdate>, AgentThoughtChunk>);
   const TextContent* text = nullptr;
-  if (const auto* u = std::get_if<UserMessageChunk>(&update)) text = plain_text(*u);
-  else if (const auto* a = std::get_if<AgentMessageChunk>(&update)) text = plain_text(*a);
-  else if (const auto* r = std::get_if<AgentThoughtChunk>(&update)) text = plain_text(*r);
+  const std::optional<std::string>* id = nullptr;
+  auto take = [&](const auto& chunk) {
+    text = plain_text(chunk);
+    id = &chunk.messageId;
+  };
+  if (const auto* u = std::get_if<UserMessageChunk>(&update)) take(*u);
+  else if (const auto* a = std::get_if<AgentMessageChunk>(&update)) take(*a);
+  else if (const auto* r = std::get_if<AgentThoughtChunk>(&update)) take(*r);
   if (!text) return std::nullopt;
-  return frame_text(update.index(), text->text);
+  return frame_text(update.index(), text->text, id->has_value() ? std::string_view(**id) : std::string_view());
 }
 
-std::optional<std::string> TextChunkFrames::frame_text(std::size_t kind, std::string_view text) {
-  const Template& t = template_for(kind);
+std::optional<std::string> TextChunkFrames::frame_text(std::size_t kind, std::string_view text,
+                                                       std::string_view message_id) {
+  const Template& t = template_for(kind, message_id);
   if (!t.usable) return std::nullopt;  // the caller takes the general path
 
   // One allocation for a frame of ordinary text: room for the text, its quotes and some escapes,

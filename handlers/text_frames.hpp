@@ -30,24 +30,26 @@ public:
   explicit TextChunkFrames(std::string session_id) : session_id_(std::move(session_id)) {}
 
   /// The frame jsonrpc::serialize_notification(session/update, wire::encode(note)) would give, when
-  /// `update` is a user, agent or thought chunk of plain text (no annotations, _meta or messageId);
-  /// nullopt for anything else.
+  /// `update` is a user, agent or thought chunk of plain text (no annotations or _meta; a messageId
+  /// or none); nullopt for anything else.
   std::optional<std::string> frame(const protocol::SessionUpdate& update);
   /// The same for a chunk of plain `text` of the kind `kind` (variant index: 0 user, 1 agent,
-  /// 2 thought), without building the update.
-  std::optional<std::string> frame_text(std::size_t kind, std::string_view text);
+  /// 2 thought) with `message_id` ("" = none), without building the update.
+  std::optional<std::string> frame_text(std::size_t kind, std::string_view text, std::string_view message_id = {});
 
   /// How many bytes the escaped text of one plain chunk of any kind may take (quotes not counted)
-  /// for its frame to stay within kMaxNotificationBytes: the split budget (for_each_split).
+  /// for its frame to stay within kMaxNotificationBytes, with a messageId of ours (36 bytes): the
+  /// split budget (for_each_split).
   std::size_t text_budget();
 
 private:
   struct Template {
     std::string prefix, suffix;
-    bool ready = false;   ///< built (once per kind)
+    std::string message_id;  ///< the id it was built for
+    bool ready = false;   ///< built (once per kind and message)
     bool usable = false;  ///< the placeholder was found: frame_text can write this kind
   };
-  const Template& template_for(std::size_t kind);
+  const Template& template_for(std::size_t kind, std::string_view message_id);
 
   std::string session_id_;
   std::array<Template, 3> templates_;  ///< by variant index: user, agent, thought chunk

@@ -6,6 +6,7 @@
 namespace acp::methods {
 inline constexpr std::string_view initialize = "initialize";
 inline constexpr std::string_view authenticate = "authenticate";
+inline constexpr std::string_view logout = "logout";
 inline constexpr std::string_view session_new = "session/new";
 inline constexpr std::string_view session_load = "session/load";
 inline constexpr std::string_view session_list = "session/list";

@@ -38,14 +38,21 @@ struct SessionCapabilities {
 };
 BOOST_DESCRIBE_STRUCT(SessionCapabilities, (), (list, resume, close, delete_, additionalDirectories))
 
+/// `logout` present ({}) = the logout method is supported.
+struct AgentAuthCapabilities {
+  std::optional<boost::json::object> logout;
+};
+BOOST_DESCRIBE_STRUCT(AgentAuthCapabilities, (), (logout))
+
 struct AgentCapabilities {
   bool loadSession = false;
   PromptCapabilities promptCapabilities;
   McpCapabilities mcpCapabilities;
   SessionCapabilities sessionCapabilities;
+  std::optional<AgentAuthCapabilities> auth = {};
   Meta _meta;
 };
-BOOST_DESCRIBE_STRUCT(AgentCapabilities, (), (loadSession, promptCapabilities, mcpCapabilities, sessionCapabilities, _meta))
+BOOST_DESCRIBE_STRUCT(AgentCapabilities, (), (loadSession, promptCapabilities, mcpCapabilities, sessionCapabilities, auth, _meta))
 
 struct Implementation {
   std::string name;
@@ -54,14 +61,17 @@ struct Implementation {
 };
 BOOST_DESCRIBE_STRUCT(Implementation, (), (name, title, version))
 
+/// `type` "agent" (the client calls authenticate) or "terminal" (the client runs the agent's own
+/// command with `args` appended in a terminal, and reconnects once it exited 0).
 struct AuthMethod {
   std::string id;
   std::string name;
   std::optional<std::string> description;
   std::optional<std::string> type;
+  std::optional<std::vector<std::string>> args = {};  ///< terminal only
   Meta _meta;
 };
-BOOST_DESCRIBE_STRUCT(AuthMethod, (), (id, name, description, type, _meta))
+BOOST_DESCRIBE_STRUCT(AuthMethod, (), (id, name, description, type, args, _meta))
 
 struct InitializeResponse {
   std::int64_t protocolVersion = kProtocolVersion;
@@ -77,6 +87,12 @@ struct AuthenticateRequest {
   Meta _meta;
 };
 BOOST_DESCRIBE_STRUCT(AuthenticateRequest, (), (methodId, _meta))
+
+/// logout takes nothing (https://agentclientprotocol.com/protocol/initialization: auth.logout).
+struct LogoutRequest {
+  Meta _meta;
+};
+BOOST_DESCRIBE_STRUCT(LogoutRequest, (), (_meta))
 
 struct EmptyResponse {
   Meta _meta;

@@ -146,11 +146,24 @@ BOOST_DESCRIBE_STRUCT(PromptRequest, (), (sessionId, prompt, _meta))
 enum class StopReason { end_turn, max_tokens, max_turn_requests, refusal, cancelled };
 BOOST_DESCRIBE_ENUM(StopReason, end_turn, max_tokens, max_turn_requests, refusal, cancelled)
 
+/// What a turn's model calls took, summed (PromptResponse `usage`, the schema's Usage: an unstable
+/// field of ACP v1's draft, sent because clients that know it show it and others ignore it).
+struct TurnUsage {
+  std::int64_t totalTokens = 0;
+  std::int64_t inputTokens = 0;
+  std::int64_t outputTokens = 0;
+  std::optional<std::int64_t> thoughtTokens;
+  std::optional<std::int64_t> cachedReadTokens;
+  Meta _meta;
+};
+BOOST_DESCRIBE_STRUCT(TurnUsage, (), (totalTokens, inputTokens, outputTokens, thoughtTokens, cachedReadTokens, _meta))
+
 struct PromptResponse {
   StopReason stopReason = StopReason::end_turn;
   Meta _meta;
+  std::optional<TurnUsage> usage = {};  ///< last, so `{stop, nullopt}` initialisers keep meaning stop and _meta
 };
-BOOST_DESCRIBE_STRUCT(PromptResponse, (), (stopReason, _meta))
+BOOST_DESCRIBE_STRUCT(PromptResponse, (), (stopReason, _meta, usage))
 
 struct CancelNotification {
   std::string sessionId;

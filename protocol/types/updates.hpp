@@ -159,9 +159,18 @@ struct ConfigOptionUpdate {
 };
 BOOST_DESCRIBE_STRUCT(ConfigOptionUpdate, (), (configOptions, _meta))
 
+/// How full the session's context window is (tokens), after a model call.
+struct UsageUpdate {
+  static constexpr std::string_view kTagKey = "sessionUpdate", kTag = "usage_update";
+  std::int64_t used = 0;
+  std::int64_t size = 0;
+  Meta _meta;
+};
+BOOST_DESCRIBE_STRUCT(UsageUpdate, (), (used, size, _meta))
+
 using SessionUpdate = std::variant<UserMessageChunk, AgentMessageChunk, AgentThoughtChunk, ToolCall, ToolCallUpdate,
                                    Plan, AvailableCommandsUpdate, SessionInfoUpdate, CurrentModeUpdate,
-                                   ConfigOptionUpdate>;
+                                   ConfigOptionUpdate, UsageUpdate>;
 
 struct SessionNotification {
   std::string sessionId;

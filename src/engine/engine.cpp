@@ -447,6 +447,26 @@ std::int64_t Engine::estimate_request(const Session& session) const {
   return total;
 }
 
+ModelCallUsage model_call_usage(const llm::Request& request, const std::optional<llm::Usage>& reported,
+                                std::int64_t answer_tokens, std::int64_t thought_tokens,
+                                std::optional<std::int64_t> window) {
+  ModelCallUsage out;
+  out.context_window = window;
+  if (reported && !reported->stand_in) {
+    out.usage = *reported;
+    // Reasoning is part of the answer's count but not of what the next request sends back.
+    const std::int64_t thought = std::clamp<std::int64_t>(reported->reasoning_tokens.value_or(0), 0, reported->output_tokens);
+    out.context_used = reported->input_tokens + reported->output_tokens - thought;
+    return out;
+  }
+  out.estimated = true;
+  out.usage.input_tokens = llm::estimate_request_tokens(request.messages) + llm::estimate_tools_tokens(request.tools);
+  out.usage.output_tokens = answer_tokens + thought_tokens;
+  if (thought_tokens > 0) out.usage.reasoning_tokens = thought_tokens;
+  out.context_used = out.usage.input_tokens + answer_tokens;
+  return out;
+}
+
 std::optional<std::int64_t> Engine::context_window(const std::string& model) const {
   if (auto it = services_.config.context_windows.find(model); it != services_.config.context_windows.end())
     return it->second;
@@ -528,7 +548,13 @@ asio::awaitable<CompactResult> Engine::run_compaction(const std::shared_ptr<Sess
   acp::log::info("session " + session->id + ": compacted " + std::to_string(result.report.messages) + " messages (" +
             std::to_string(result.report.bytes) + " bytes), about " + std::to_string(result.report.tokens_before) +
             " -> " + std::to_string(result.report.tokens_after) + " tokens");
-  if (!session->closed) observer.compacted(result.report);
+  if (!session->closed) {
+    observer.compacted(result.report);
+    ModelCallUsage usage = model_call_usage(request, completion.usage, llm::estimate_text_tokens(result.report.summary),
+                                            0, window);
+    usage.context_used = result.report.tokens_after;  // what the next request starts from
+    observer.model_call(usage);
+  }
   co_return result;
 }
 

@@ -153,16 +153,40 @@ struct PermissionQuestion {
   std::optional<PermissionRule> always;
 };
 
+/// One model call that answered (not failed, not cancelled): what it took, and how full the
+/// session's context is after it.
+struct ModelCallUsage {
+  llm::Usage usage;   ///< the provider's count, else our estimate (llm/token_estimate.hpp)
+  bool estimated = false;
+  /// What the next request starts from: the request and the answer, without the reasoning
+  /// (which is not sent back); a compaction's summary call reports the context it left.
+  std::int64_t context_used = 0;
+  std::optional<std::int64_t> context_window;  ///< the model's (Engine::context_window), when known
+};
+
+/// Where a streamed delta sits in the log: its step and its block (the `index` of its
+/// assistant/chunk events; -1 before a block opened). A replay reads the same place from those
+/// events: what a client is told about a message can be the same live and on session/load.
+struct DeltaPlace {
+  std::int64_t turn = 0;
+  std::int64_t step = 0;
+  std::int64_t block = -1;
+};
+
 /// What a running turn reports, in order, on the connection thread.
 class TurnObserver {
 public:
   virtual ~TurnObserver() = default;
   /// A compaction was written (live card) before the model's answer.
   virtual void compacted(const CompactionReport&) {}
+  /// A model call answered: after each step's answer and each compaction's summary.
+  virtual void model_call(const ModelCallUsage&) {}
   /// The reference card: the snapshot's seq and its durable source record.
   virtual void references(std::int64_t snapshot_seq, const boost::json::object& source) = 0;
   virtual void title(const std::string& title) = 0;
   virtual void delta(const llm::Delta& delta) = 0;
+  /// A text or reasoning delta with its place; the default forgets the place.
+  virtual void placed_delta(const llm::Delta& delta, const DeltaPlace&) { this->delta(delta); }
   /// Awaited before the model produces more: returns once the client can take more updates (or at
   /// once on cancellation). Back-pressure from the client to the provider; the default never waits.
   virtual boost::asio::awaitable<void> room() { co_return; }
@@ -381,6 +405,14 @@ private:
   /// Replays (one thread per concurrent read, lowered priority).
   support::BackgroundThreads log_readers_;
 };
+
+/// A model call's usage: the provider's count when it gave one (`reported`, unless a stand-in),
+/// else our estimate of `request` and of the answer (`answer_tokens` as the next request carries
+/// it, `thought_tokens` of reasoning, which it does not). `context_used` is the request and the
+/// answer without its reasoning.
+ModelCallUsage model_call_usage(const llm::Request& request, const std::optional<llm::Usage>& reported,
+                                std::int64_t answer_tokens, std::int64_t thought_tokens,
+                                std::optional<std::int64_t> window);
 
 /// Throws ReadOnlySession for someone else's shared session (it takes no writes here).
 void require_writable(const Session& session);

@@ -72,6 +72,8 @@ public:
   /// The answer's tool calls, in order, from their blocks (arguments whole).
   std::vector<llm::ToolCall> tool_calls() const;
   const std::vector<TextBlock>& blocks() const noexcept { return blocks_; }
+  /// The index of the block the last delta went to (its chunks' `index`); -1 before the first.
+  std::int64_t current_block() const noexcept { return static_cast<std::int64_t>(blocks_.size()) - 1; }
   bool empty() const noexcept { return blocks_.empty(); }
   /// The pending batch: events and bytes of delta text (the bound the tests hold it to).
   std::size_t pending_events() const noexcept { return pending_.size(); }

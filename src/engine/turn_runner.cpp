@@ -417,7 +417,8 @@ asio::awaitable<void> TurnRunner::stream(Step& step) {
     // Cancellation is racy: a delta arriving after cancel is dropped, never sent after the reply.
     if (cancelled() || writes->failed) return;
     if (buffer.add(delta)) write_chunks();
-    if (!session_->closed && delta.kind != llm::DeltaKind::tool_call) observer_.delta(delta);
+    if (!session_->closed && delta.kind != llm::DeltaKind::tool_call)
+      observer_.placed_delta(delta, DeltaPlace{log_->turn(), log_->step(), buffer.current_block()});
   };
   // Back-pressure: the model produces no more while chunk batches wait for the disk or the client
   // for its updates. A cancel ends every wait (the model stream observes it next); a failed batch
@@ -450,7 +451,8 @@ asio::awaitable<void> TurnRunner::stream(Step& step) {
         step.failure = std::make_exception_ptr(ProviderFailed(provider_name_, e));
         *ending_ = TurnEnding{TurnEnding::Kind::error, e.what(), e.code()};
         if (e.output_started() && !cancelled() && !session_->closed)
-          observer_.delta({llm::DeltaKind::text, "\n\n[The answer was cut off: " + std::string(e.what()) + "]"});
+          observer_.placed_delta({llm::DeltaKind::text, "\n\n[The answer was cut off: " + std::string(e.what()) + "]"},
+                                 DeltaPlace{log_->turn(), log_->step(), step.buffer.current_block()});
       }
     } catch (const std::exception& e) {
       step.failure = std::current_exception();
@@ -489,6 +491,25 @@ asio::awaitable<void> TurnRunner::stream(Step& step) {
     *ending_ = TurnEnding{TurnEnding::Kind::error, message, std::string("PROVIDER_BAD_REQUEST")};
     break;
   }
+  if (step.failure || cancelled() || step.completion.stop == llm::StopKind::cancelled || session_->closed) co_return;
+  // The answer as the next request carries it (text and calls), and its reasoning, which it does not.
+  std::int64_t answer_bytes = 0, thought_bytes = 0, calls = 0;
+  for (const auto& block : step.buffer.blocks()) {
+    if (block.kind == llm::DeltaKind::reasoning) {
+      thought_bytes += static_cast<std::int64_t>(block.text.size());
+      continue;
+    }
+    answer_bytes += static_cast<std::int64_t>(block.text.size());
+    if (block.kind == llm::DeltaKind::tool_call) {
+      answer_bytes += static_cast<std::int64_t>(block.call_id.size() + block.call_name.size());
+      ++calls;
+    }
+  }
+  auto tokens = [](std::int64_t bytes) { return (bytes + llm::kBytesPerToken - 1) / llm::kBytesPerToken; };
+  const std::int64_t answer_tokens =
+      tokens(answer_bytes) + llm::kMessageOverheadTokens + llm::kToolCallOverheadTokens * calls;
+  observer_.model_call(model_call_usage(request, step.completion.usage, answer_tokens, tokens(thought_bytes),
+                                        engine_.context_window(model_)));
 }
 
 std::vector<llm::ToolDefinition> TurnRunner::tool_definitions() const {

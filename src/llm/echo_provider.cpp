@@ -164,7 +164,7 @@ public:
     std::int64_t input_bytes = 0;
     for (const auto& m : request.messages) input_bytes += static_cast<std::int64_t>(message_bytes(m));
     // Echo has no tokenizer: bytes stand in for tokens so usage is still recorded.
-    done.usage = Usage{input_bytes, static_cast<std::int64_t>(answer.size()), std::nullopt, std::nullopt};
+    done.usage = Usage{input_bytes, static_cast<std::int64_t>(answer.size()), std::nullopt, std::nullopt, true};
     done.stop = directives.stop;
     co_return done;
   }

@@ -84,9 +84,12 @@ struct Delta {
 
 struct Usage {
   std::int64_t input_tokens = 0;
-  std::int64_t output_tokens = 0;
+  std::int64_t output_tokens = 0;  ///< reasoning tokens included (OpenAI's completion_tokens)
   std::optional<std::int64_t> cached_input_tokens;
   std::optional<std::int64_t> reasoning_tokens;
+  /// Not a count of the model's tokens (the echo model logs bytes): whoever reports usage to a
+  /// client estimates it instead (llm/token_estimate.hpp).
+  bool stand_in = false;
 };
 
 /// Why the model stopped; maps onto ACP's StopReason. `max_turn_requests` is the turn's (its step

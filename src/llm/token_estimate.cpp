@@ -29,6 +29,15 @@ std::int64_t estimate_request_tokens(const std::vector<Message>& messages) {
   return total;
 }
 
+std::int64_t estimate_tools_tokens(const std::vector<ToolDefinition>& tools) {
+  std::int64_t total = 0;
+  for (const auto& t : tools) {
+    const auto bytes = static_cast<std::int64_t>(t.name.size() + t.description.size() + t.parameters.size());
+    total += (bytes + kBytesPerToken - 1) / kBytesPerToken + kToolCallOverheadTokens;
+  }
+  return total;
+}
+
 std::int64_t answer_reserve(std::int64_t window) { return std::min(window / 8, kMaxAnswerReserve); }
 
 std::optional<std::int64_t> compaction_threshold(std::optional<std::int64_t> window, double compact_at) {

@@ -36,6 +36,9 @@ std::size_t message_bytes(const Message& message);
 std::int64_t estimate_message_tokens(const Message& message);
 /// A whole request: every message plus kRequestOverheadTokens.
 std::int64_t estimate_request_tokens(const std::vector<Message>& messages);
+/// The tool definitions a request offers: each one's name, description and schema bytes, plus
+/// kToolCallOverheadTokens for its wrapping.
+std::int64_t estimate_tools_tokens(const std::vector<ToolDefinition>& tools);
 /// Tokens kept free for the answer: min(window / 8, kMaxAnswerReserve).
 std::int64_t answer_reserve(std::int64_t window);
 /// The estimate above which a request is compacted first; nullopt = never (no window, or

@@ -10,6 +10,7 @@
 #include "server/connection.hpp"
 #include "server/provider_setup.hpp"
 #include "server/server_config.hpp"
+#include "server/setup_command.hpp"
 #include "server/store_command.hpp"
 #include "store/errors.hpp"
 #include "store/open_backend.hpp"
@@ -83,6 +84,9 @@ int main(int argc, char** argv) {
     std::cout << "dsh-acp " << support::build_version << " (commit " << support::build_commit << ")\n";
     return 0;
   }
+  // The terminal authentication method: before the log or anything else opens (nothing of the
+  // key is ever logged).
+  if (cli.action == support::CliAction::setup) return server::run_setup(cli.config);
   const support::Config& config = cli.config;
 
   std::string system_prompt = engine::default_system_prompt();

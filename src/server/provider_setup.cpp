@@ -101,6 +101,7 @@ ProviderSetup make_provider(const support::Config& config, std::vector<std::stri
   setup.auth = std::make_unique<handlers::ProviderAuth>(config.provider, provider_needs_key(config), oc.api_key,
                                                         std::move(reload),
                                                         [keyed](const std::string& key) { keyed->set_key(key); });
+  if (config.provider == "deepseek") setup.auth->offer_setup(config.key_file);
   setup.provider = std::move(provider);
   return setup;
 }

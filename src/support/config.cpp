@@ -2,6 +2,7 @@
 
 #include "support/json_number.hpp"
 #include "support/json_text.hpp"
+#include "support/key_file.hpp"
 #include "support/paths.hpp"
 #include "support/provider_defaults.hpp"
 
@@ -352,6 +353,11 @@ CliResult load_config(const std::vector<std::string>& args, const Environment& e
       result.action = CliAction::version;
       return result;
     }
+    if (arg == "--setup") {
+      // Read with the rest: the key goes to the config directory the same flags and variables name.
+      result.action = CliAction::setup;
+      continue;
+    }
     if (arg.rfind("--", 0) != 0) {
       // A stray argument may be a store URL or a key pasted in the wrong place: one that could carry a
       // secret is named by its position only, so the error never prints it.
@@ -429,6 +435,9 @@ CliResult load_config(const std::vector<std::string>& args, const Environment& e
   if (config.provider == "openai" && config.model.empty())
     throw ConfigError("--provider openai needs --model");
   if (config.context_window) config.context_windows[config.model] = *config.context_window;
+  config.key_file = (home.empty() ? xdg_dir(env, "XDG_CONFIG_HOME", ".config") : home) + "/" + kKeyFileName;
+  // The key --setup stored stands in for the environment's, before the config file's.
+  if (std::string stored = read_key_file(config.key_file); !stored.empty()) config.deepseek_api_key = stored;
   config.deepseek_api_key = env_or(env, "DEEPSEEK_API_KEY", config.deepseek_api_key);
   config.openai_api_key = env_or(env, "OPENAI_API_KEY", config.openai_api_key);
   return result;
@@ -443,6 +452,9 @@ std::string usage_text() {
       "precedence: flag > environment > config file > default):\n"
       "  --help                     print this help and exit\n"
       "  --version                  print the version and exit\n"
+      "  --setup                    ask for the DeepSeek API key on the terminal and store it (mode 0600) in\n"
+      "                             $DSH_ACP_HOME/deepseek-api-key, else $XDG_CONFIG_HOME/dsh-acp/deepseek-api-key;\n"
+      "                             used when DEEPSEEK_API_KEY is not set\n"
       "  --config FILE              JSON config file (default $DSH_ACP_HOME/config.json, else\n"
       "                             $XDG_CONFIG_HOME/dsh-acp/config.json)\n";
   for (const auto& opt : options()) {
@@ -474,9 +486,10 @@ std::string usage_text() {
          "                             root $DSH_HOME/sessions is listed too, read-only (name it with --store to write it)\n";
   out += "\nPATH values: a leading ~ is $HOME. A relative PATH in the config file is taken from the config file's\n"
          "directory; on the command line and in the environment, from the current directory.\n";
-  out += "\nKeys: DEEPSEEK_API_KEY (deepseek), OPENAI_API_KEY (openai, optional for loopback), or the config-file\n"
-         "keys deepseekApiKey / openaiApiKey. Exit codes: 0 after stdin EOF or SIGTERM/SIGINT/SIGHUP, 2 for usage\n"
-         "or configuration errors, 1 for fatal runtime errors. Logs go to the log file, never to stdout.\n";
+  out += "\nKeys: DEEPSEEK_API_KEY (deepseek; else the key file --setup stores), OPENAI_API_KEY (openai, optional for\n"
+         "loopback), or the config-file keys deepseekApiKey / openaiApiKey. Exit codes: 0 after stdin EOF or\n"
+         "SIGTERM/SIGINT/SIGHUP, 2 for usage or configuration errors, 1 for fatal runtime errors. Logs go to the log\n"
+         "file, never to stdout.\n";
   return out;
 }
 

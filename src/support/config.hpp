@@ -57,7 +57,10 @@ struct Config {
   std::int64_t mcp_call_timeout_ms = 300000;   ///< an MCP tools/call not answered by then is cancelled
   std::int64_t lock_timeout_ms = 2000;         ///< another process's session lock waited for, then SESSION_BUSY
   std::string default_mode = "ask";            ///< the mode of a session whose log holds no choice: ask|read-only|auto
-  std::string deepseek_api_key;     ///< DEEPSEEK_API_KEY, else config-file key deepseekApiKey
+  std::string deepseek_api_key;     ///< DEEPSEEK_API_KEY, else the key file, else config-file key deepseekApiKey
+  /// Where `--setup` stores the DeepSeek key (support/key_file.hpp): $DSH_ACP_HOME/deepseek-api-key,
+  /// else $XDG_CONFIG_HOME/dsh-acp/deepseek-api-key.
+  std::string key_file;
   std::string openai_api_key;       ///< OPENAI_API_KEY, else config-file key openaiApiKey
 };
 
@@ -67,7 +70,8 @@ public:
   using std::runtime_error::runtime_error;
 };
 
-enum class CliAction { run, help, version };
+/// setup: `--setup`, ask for the DeepSeek key on the terminal and store it (server/setup_command.hpp).
+enum class CliAction { run, help, version, setup };
 
 struct CliResult {
   CliAction action = CliAction::run;

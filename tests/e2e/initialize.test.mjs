@@ -27,7 +27,8 @@ test('initialize answers protocol 1, identity and the implemented capabilities',
   assert.equal(pc.embeddedContext, true);
   assert.equal(pc.image, false);
   assert.equal(pc.audio, false);
-  assert.deepEqual(r.authMethods, []);
+  // The echo model needs no key, and still names one agent method (auth.test.mjs).
+  assert.deepEqual(r.authMethods.map((m) => m.type), ['agent']);
   // How commands the server runs are confined: Landlock, or none with the reason (README "Sandbox").
   const sandbox = r.agentCapabilities._meta['dsh-acp/sandbox'];
   assert.ok(sandbox.commands === 'landlock' || (sandbox.commands === 'none' && typeof sandbox.reason === 'string'),

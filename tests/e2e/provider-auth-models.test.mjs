@@ -72,7 +72,7 @@ test('deepseek without a key: auth method advertised, sessions gated, authentica
   await agent.finish();
 });
 
-test('a key in the environment: authenticated from the start; echo and loopback openai advertise no method', async (t) => {
+test('a key in the environment: authenticated from the start; echo and loopback openai advertise a method needing nothing', async (t) => {
   const server = await startFakeProvider(t);
   const keyed = startSdkAgent(t, { args: deepseekArgs(server.url), env: { ...NO_KEYS, DEEPSEEK_API_KEY: 'sk-env' } });
   assert.equal((await keyed.ctx.request(M.initialize, INIT_PARAMS)).authMethods.length, 1);
@@ -82,13 +82,16 @@ test('a key in the environment: authenticated from the start; echo and loopback 
   await keyed.agent.finish();
 
   const echo = startSdkAgent(t, { env: NO_KEYS });
-  assert.deepEqual((await echo.ctx.request(M.initialize, INIT_PARAMS)).authMethods, []);
+  // The ACP registry lists only agents naming an auth method: one that needs no key still names one.
+  const noKey = (methods) => assert.deepEqual(methods.map((m) => [m.id, m.type, m.name]), [['dsh-acp-api-key', 'agent', 'No sign-in needed']]);
+  noKey((await echo.ctx.request(M.initialize, INIT_PARAMS)).authMethods);
+  assert.deepEqual(await echo.ctx.request(M.authenticate, { methodId: 'dsh-acp-api-key' }), {});
   const created = await echo.ctx.request(M.session.new, { cwd: echo.agent.home, mcpServers: [] });
   assert.deepEqual(created.configOptions.map((o) => o.id), ['mode'], 'echo offers no model option (only the mode)');
   await echo.agent.finish();
 
   const local = startSdkAgent(t, { args: providerArgs(server.url), env: NO_KEYS });
-  assert.deepEqual((await local.ctx.request(M.initialize, INIT_PARAMS)).authMethods, []);
+  noKey((await local.ctx.request(M.initialize, INIT_PARAMS)).authMethods);
   await local.ctx.request(M.session.new, { cwd: local.agent.home, mcpServers: [] });
   await local.agent.finish();
 });

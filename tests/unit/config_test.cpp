@@ -1,5 +1,6 @@
 #include "server/server_config.hpp"
 #include "support/config.hpp"
+#include "support/key_file.hpp"
 
 #include <boost/json.hpp>
 #include <boost/test/unit_test.hpp>
@@ -224,7 +225,7 @@ BOOST_AUTO_TEST_CASE(the_config_schema_matches_the_options) {
   std::size_t flags = 0;
   for (std::size_t at = 0; (at = help.find("\n  --", at)) != std::string::npos; ++at) {
     std::string flag = help.substr(at + 5, help.find_first_of(" \n", at + 5) - (at + 5));
-    if (flag == "help" || flag == "version" || flag == "config") continue;
+    if (flag == "help" || flag == "version" || flag == "config" || flag == "setup") continue;
     std::string key;
     for (std::size_t i = 0; i < flag.size(); ++i)
       key += flag[i] == '-' ? static_cast<char>(std::toupper(flag[++i])) : flag[i];
@@ -358,6 +359,28 @@ BOOST_AUTO_TEST_CASE(api_keys_from_environment_or_config_file) {
   BOOST_CHECK_THROW(load({"--config", t.path + "/config.json"}, {{"HOME", t.path}}), ConfigError);
   // No flag for keys: they would be visible to every user in `ps`.
   BOOST_CHECK_THROW(load({"--deepseek-api-key", "k"}, {{"HOME", t.path}}), ConfigError);
+}
+
+// The key `--setup` stores lives in the config directory and stands in for DEEPSEEK_API_KEY, ahead
+// of the config file's key (issue 28).
+BOOST_AUTO_TEST_CASE(the_setup_key_file_comes_after_the_environment_before_the_config_file) {
+  TempDir t;
+  BOOST_TEST(load({}, {{"HOME", t.path}}).key_file == t.path + "/.config/dsh-acp/deepseek-api-key");
+  BOOST_TEST(load({}, {{"HOME", t.path}, {"XDG_CONFIG_HOME", t.path + "/x"}}).key_file ==
+             t.path + "/x/dsh-acp/deepseek-api-key");
+  const Environment env{{"HOME", t.path}, {"DSH_ACP_HOME", t.path}};
+  BOOST_TEST(load({}, env).key_file == t.path + "/deepseek-api-key");
+  t.write("config.json", R"({"deepseekApiKey": "file-ds"})");
+  BOOST_TEST(load({}, env).deepseek_api_key == "file-ds");
+  acp::support::write_key_file(t.path + "/deepseek-api-key", "sk-stored");
+  BOOST_TEST(load({}, env).deepseek_api_key == "sk-stored");
+  Environment with_key = env;
+  with_key["DEEPSEEK_API_KEY"] = "sk-env";
+  BOOST_TEST(load({}, with_key).deepseek_api_key == "sk-env");
+  // --setup is read with the other flags (they name the config directory).
+  CliResult setup = load_config({"--setup", "--provider", "deepseek"}, env);
+  BOOST_TEST((setup.action == CliAction::setup));
+  BOOST_TEST(setup.config.key_file == t.path + "/deepseek-api-key");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -79,6 +79,7 @@ public:
       c.tool_calls = std::move(calls);
       co_return c;
     }
+    if (!thought.empty()) sink(llm::Delta{llm::DeltaKind::reasoning, thought});
     for (const auto& d : answer) {
       if (paced) {
         // As the real providers do: wait for room, stop when cancelled.
@@ -93,6 +94,7 @@ public:
       sink(llm::Delta{llm::DeltaKind::text, d});
     }
     c.stop = stop;
+    c.usage = usage;
     co_return c;
   }
   /// Scripted steps of tool calls: a turn's first request takes the next (later steps answer with
@@ -108,6 +110,8 @@ public:
   bool hang_summary = false;    ///< summary requests wait until cancelled
   int too_long = 0;             ///< the next N answer requests fail "maximum context length" (400)
   std::vector<std::string> answer{"hello ", "there"};
+  std::string thought;              ///< reasoning streamed before the answer, when not empty
+  std::optional<llm::Usage> usage;  ///< what an answer reports (none: no usage chunk)
   llm::StopKind stop = llm::StopKind::end_turn;
   bool hang = false;
   int waiting = 0;
@@ -127,6 +131,11 @@ struct Recorder final : engine::TurnObserver {
     compactions.push_back(r);
     order.push_back("compacted");
   }
+  void model_call(const engine::ModelCallUsage& u) override {
+    calls.push_back(u);
+    order.push_back("model_call");
+  }
+  std::vector<engine::ModelCallUsage> calls;
   std::vector<engine::CompactionReport> compactions;
   std::vector<std::string> order;  ///< "compacted" / "delta", as reported
   std::vector<std::int64_t> cards;

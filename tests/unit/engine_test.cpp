@@ -4,6 +4,7 @@
 #include "engine_fixture.hpp"
 #include "engine/engine.hpp"
 #include "handlers/store_source.hpp"
+#include "llm/token_estimate.hpp"
 #include "refs/service.hpp"
 #include "store/records.hpp"
 #include "store/session_store.hpp"
@@ -220,6 +221,62 @@ BOOST_FIXTURE_TEST_CASE(model_choice_is_logged_once_and_restored, Fixture) {
   auto c = std::make_unique<Process>(root, config, deepseek, io, pool, generation);
   auto other = c->engine.attach(header, std::nullopt, "openai", "gpt-x");
   BOOST_TEST(c->engine.session_model(*other) == "m1");
+}
+
+// usage_update's numbers (issue 28): each answered model call reports what it took and how full the
+// context is after it — the provider's count when it gave one (the reasoning left out of the
+// context: the next request does not carry it back), our estimate when it gave none.
+BOOST_FIXTURE_TEST_CASE(each_model_call_reports_usage_and_the_context_it_leaves, Fixture) {
+  config.context_windows["m1"] = 50000;
+  auto a = process();
+  auto session = run(a->engine.create_session("/w", {}));
+  provider.thought = "let me think";
+  provider.usage = llm::Usage{1200, 300, 1000, 120};
+  Recorder counted;
+  run(a->engine.prompt(session->id, {"first", {}}, counted));
+  BOOST_REQUIRE_EQUAL(counted.calls.size(), 1u);
+  const engine::ModelCallUsage& c = counted.calls[0];
+  BOOST_TEST(!c.estimated);
+  BOOST_TEST(c.usage.input_tokens == 1200);
+  BOOST_TEST(c.usage.output_tokens == 300);
+  BOOST_TEST(c.usage.cached_input_tokens.value_or(-1) == 1000);
+  BOOST_TEST(c.context_used == 1200 + 300 - 120);
+  BOOST_TEST(c.context_window.value_or(0) == 50000);
+
+  // A provider without a count, or with a stand-in (the echo model's bytes): our estimate of the
+  // request the provider got and of the answer ("hello there": 11 bytes, 4 tokens, plus 4 for the
+  // message; the 12 bytes of reasoning: 4 more output tokens, not in the context).
+  for (const std::optional<llm::Usage>& reported :
+       {std::optional<llm::Usage>(), std::optional<llm::Usage>(llm::Usage{999, 999, std::nullopt, std::nullopt, true})}) {
+    provider.usage = reported;
+    Recorder estimated;
+    run(a->engine.prompt(session->id, {"again", {}}, estimated));
+    BOOST_REQUIRE_EQUAL(estimated.calls.size(), 1u);
+    const engine::ModelCallUsage& e = estimated.calls[0];
+    const llm::Request& sent = provider.requests.back();
+    const std::int64_t input = llm::estimate_request_tokens(sent.messages) + llm::estimate_tools_tokens(sent.tools);
+    BOOST_TEST(e.estimated);
+    BOOST_TEST(e.usage.input_tokens == input);
+    BOOST_TEST(e.usage.output_tokens == 4 + 4 + 4);
+    BOOST_TEST(e.usage.reasoning_tokens.value_or(-1) == 4);
+    BOOST_TEST(e.context_used == input + 8);
+    BOOST_TEST(e.context_window.value_or(0) == 50000);
+  }
+
+  // A model without a known window reports none; a cancelled call reports nothing.
+  config.context_windows.clear();
+  Recorder unknown;
+  run(a->engine.prompt(session->id, {"three", {}}, unknown));
+  BOOST_REQUIRE_EQUAL(unknown.calls.size(), 1u);
+  BOOST_TEST(!unknown.calls[0].context_window);
+  provider.hang = true;
+  Recorder cancelled;
+  asio::co_spawn(io, [&]() -> asio::awaitable<void> {
+    while (provider.waiting == 0) co_await asio::post(io, asio::use_awaitable);
+    a->engine.cancel(session->id);
+  }, asio::detached);
+  BOOST_TEST((run(a->engine.prompt(session->id, {"four", {}}, cancelled)) == llm::StopKind::cancelled));
+  BOOST_TEST(cancelled.calls.empty());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,10 +1,16 @@
-// The provider set-up's key rules (server/provider_setup.hpp); the model choice is tested with the engine.
+// The provider set-up's key rules (server/provider_setup.hpp) and the auth methods, authenticate and
+// logout over them; the model choice is tested with the engine.
 #include "handlers/provider_auth.hpp"
 #include "server/provider_setup.hpp"
+#include "support/key_file.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/json.hpp>
 #include <boost/test/unit_test.hpp>
+
+#include <filesystem>
+
+#include <unistd.h>
 
 using namespace acp;
 namespace json = boost::json;
@@ -31,10 +37,20 @@ BOOST_AUTO_TEST_CASE(auth_methods_and_refresh) {
   std::string next;
   handlers::ProviderAuth auth("deepseek", true, "", [&] { return next; }, [&](const std::string&) { ++installs; });
   BOOST_TEST(!auth.ready());
-  auto methods = auth.methods();
-  BOOST_REQUIRE_EQUAL(methods.size(), 1u);
+  auto methods = auth.methods(true);
+  BOOST_REQUIRE_EQUAL(methods.size(), 1u);  // no set-up offered: no terminal method
   BOOST_TEST(methods[0].id == "dsh-acp-api-key");
+  BOOST_TEST(methods[0].type.value_or("") == "agent");
   BOOST_TEST(methods[0].description->find("DEEPSEEK_API_KEY") != std::string::npos);
+  // The terminal method only to a client that runs one (the schema's rule), the agent one always.
+  auth.offer_setup("/cfg/deepseek-api-key");
+  BOOST_REQUIRE_EQUAL(auth.methods(false).size(), 1u);
+  methods = auth.methods(true);
+  BOOST_REQUIRE_EQUAL(methods.size(), 2u);
+  BOOST_TEST(methods[1].id == "dsh-acp-setup");
+  BOOST_TEST(methods[1].type.value_or("") == "terminal");
+  BOOST_TEST((methods[1].args.value_or(std::vector<std::string>{}) == std::vector<std::string>{"--setup"}));
+  BOOST_TEST(methods[1].description->find("/cfg/deepseek-api-key") != std::string::npos);
   BOOST_TEST(!auth.refresh());
   next = "k1";
   BOOST_TEST(auth.refresh());
@@ -44,7 +60,38 @@ BOOST_AUTO_TEST_CASE(auth_methods_and_refresh) {
   BOOST_TEST(installs == 1);
   handlers::ProviderAuth echo("echo", false, "", nullptr, nullptr);
   BOOST_TEST(echo.ready());
-  BOOST_TEST(echo.methods().empty());
+  // A provider without keys still names one agent method (the ACP registry lists only agents with one).
+  BOOST_REQUIRE_EQUAL(echo.methods(true).size(), 1u);
+  BOOST_TEST(echo.methods(true)[0].type.value_or("") == "agent");
+}
+
+// logout (issue 28): the key in use is forgotten (the provider gets none), the key file --setup
+// wrote is removed, and authenticate finds a key again where one is left.
+BOOST_AUTO_TEST_CASE(logout_forgets_the_key_and_removes_the_stored_one) {
+  const std::string dir = std::filesystem::temp_directory_path() / ("dsh-logout-" + std::to_string(::getpid()));
+  const std::string file = dir + "/deepseek-api-key";
+  support::write_key_file(file, "sk-stored");
+  std::vector<std::string> installed;
+  std::string next;
+  handlers::ProviderAuth auth("deepseek", true, "sk-stored", [&] { return next; },
+                              [&](const std::string& key) { installed.push_back(key); });
+  auth.offer_setup(file);
+  BOOST_TEST(auth.ready());
+  auth.logout();
+  BOOST_TEST(!auth.ready());
+  BOOST_TEST((installed == std::vector<std::string>{""}));
+  BOOST_TEST(!std::filesystem::exists(file));
+  BOOST_TEST(!auth.refresh());
+  auth.logout();  // nothing left to forget: still fine
+  BOOST_TEST(installed.size() == 1u);
+  next = "sk-env";
+  BOOST_TEST(auth.refresh());
+  BOOST_TEST(installed.back() == "sk-env");
+  std::filesystem::remove_all(dir);
+  // A provider without keys stays usable.
+  handlers::ProviderAuth echo("echo", false, "", nullptr, nullptr);
+  echo.logout();
+  BOOST_TEST(echo.ready());
 }
 
 BOOST_AUTO_TEST_CASE(bad_base_url_is_a_configuration_error) {

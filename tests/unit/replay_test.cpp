@@ -3,6 +3,7 @@
 // missing attachment; 0.1.1 compactions and prunes; a 0.1.1 recall after its direct message. Fed
 // events in the normalised shape (docs/store-format.md#normalised-events) that the store's readers give for either
 // store generation. Reference and compaction cards themselves are tested in references_test.cpp.
+#include "handlers/message_id.hpp"
 #include "handlers/replay.hpp"
 #include "protocol/wire.hpp"
 
@@ -416,6 +417,57 @@ BOOST_AUTO_TEST_CASE(a_snapshot_before_its_direct_message_still_waits_for_it) {
   BOOST_TEST_REQUIRE(held.size() == 3u);
   BOOST_TEST(held[1].at("content").at("text").as_string() == "b");
   BOOST_TEST(held[2].at("toolCallId").as_string() == "dsh-ref-1");
+}
+
+// messageId (issue 28): derived from the session id and the message's place in the log — the seq
+// of a user message or of the turn/end a note replays from, the (turn, step, block) of assistant
+// text and reasoning, whether the step streamed chunks or only has its assistant/message — so a
+// load shows the ids the live turn sent; the fast path (plain_chunk) gives the same ids as on_event.
+BOOST_AUTO_TEST_CASE(message_ids_come_from_the_place_in_the_log) {
+  const std::string sid = "session-1";
+  auto chunk = [](std::int64_t seq, int step, std::string_view type, int index, std::string_view text) {
+    return event(seq, "assistant/chunk",
+                 {{"turn", 1}, {"step", step}, {"chunk", {{"type", type}, {"index", index}, {"text", text}}}});
+  };
+  std::vector<json::object> events{
+      text_message(3, "question", {{"kind", "user"}}),
+      chunk(4, 1, "reasoning-delta", 0, "hmm "),
+      chunk(5, 1, "reasoning-delta", 0, "yes"),
+      chunk(6, 1, "text-delta", 1, "an "),
+      chunk(7, 1, "text-delta", 1, "answer"),
+      surface(8, "assistant/message",
+              {{"turn", 1}, {"step", 2}, {"content", json::array{json::object{{"type", "reasoning"}, {"text", "more"}},
+                                                                  json::object{{"type", "text"}, {"text", "folded"}}}}}),
+      event(9, "turn/end", {{"turn", 1}, {"reason", {{"kind", "interrupted"}}}}),
+  };
+  auto updates = replay(events, {std::string(kCwd), "", sid});
+  std::vector<std::pair<std::string, std::string>> got;
+  for (const auto& u : updates) got.emplace_back(tag(u), std::string(u.at("messageId").as_string()));
+  using handlers::message_id;
+  const std::vector<std::pair<std::string, std::string>> expected{
+      {"user_message_chunk", message_id(sid, "user/3")},
+      {"agent_thought_chunk", message_id(sid, "reasoning/1/1/0")},
+      {"agent_thought_chunk", message_id(sid, "reasoning/1/1/0")},
+      {"agent_message_chunk", message_id(sid, "text/1/1/1")},
+      {"agent_message_chunk", message_id(sid, "text/1/1/1")},
+      {"agent_thought_chunk", message_id(sid, "reasoning/1/2/0")},
+      {"agent_message_chunk", message_id(sid, "text/1/2/1")},
+      {"agent_message_chunk", message_id(sid, "note/9")},
+  };
+  BOOST_TEST((got == expected));
+  // Ids are opaque and UUID-shaped, different per session and per place.
+  BOOST_TEST(message_id(sid, "user/3").size() == 36u);
+  BOOST_TEST(message_id(sid, "user/3") != message_id("session-2", "user/3"));
+  BOOST_TEST(message_id(sid, "user/3") != message_id(sid, "user/4"));
+
+  // The fast path of a replay gives the on_event ids.
+  handlers::Replayer fast({std::string(kCwd), "", sid});
+  std::string_view text, id;
+  BOOST_TEST(fast.plain_chunk(events[1], text, id) == 2u);
+  BOOST_TEST(id == message_id(sid, "reasoning/1/1/0"));
+  BOOST_TEST(fast.plain_chunk(events[3], text, id) == 1u);
+  BOOST_TEST(id == message_id(sid, "text/1/1/1"));
+  BOOST_TEST(text == "an ");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -4,6 +4,7 @@
 #include "engine_fixture.hpp"
 
 #include "handlers/handlers.hpp"
+#include "handlers/message_id.hpp"
 #include "handlers/text_chunks.hpp"
 #include "handlers/text_frames.hpp"
 #include "protocol/jsonrpc.hpp"
@@ -13,6 +14,8 @@
 #include "support/utf8.hpp"
 
 #include <boost/test/unit_test.hpp>
+
+#include <set>
 
 using namespace engine_fixture;
 using acp::handlers::kMaxNotificationBytes;
@@ -118,8 +121,10 @@ BOOST_AUTO_TEST_CASE(split_updates_fit_a_frame_and_join_to_the_text) {
   const std::string id = "session \"with\" \\ quotes \x1b";
   handlers::TextChunkFrames frames(id);
   const std::size_t budget = frames.text_budget();
-  // The budget is exactly what a frame holds: a text of that escaped size fills a frame to the byte.
-  BOOST_TEST(frames.frame_text(1, repeat("a", budget))->size() == kMaxNotificationBytes);
+  // The budget is exactly what a frame holds: a text of that escaped size, with a message id of ours
+  // (36 bytes), fills a frame to the byte.
+  BOOST_TEST(frames.frame_text(1, repeat("a", budget), handlers::message_id(id, "text/1/1/0"))->size() ==
+             kMaxNotificationBytes);
   for (const auto& [name, text] : hostile_texts()) {
     const protocol::TextContent block{text, {}, {}};
     std::vector<protocol::SessionUpdate> updates{protocol::UserMessageChunk{block, {}, {}},
@@ -266,6 +271,34 @@ BOOST_AUTO_TEST_CASE(cards_plans_and_titles_are_cut_to_fit_a_frame) {
 
 // The template split the direct frames rest on; a frame without the placeholder has none (the
 // writer then takes the general path instead of writing a broken frame).
+// The fast frames of text chunks are the general path's, messageId included, message after message
+// (a template is made again when the id changes); a chunk without an id gets a fresh one when
+// split, the same for all its pieces.
+BOOST_AUTO_TEST_CASE(fast_text_frames_carry_the_message_id) {
+  const std::string session = "s-\"1\"";
+  handlers::TextChunkFrames frames(session);
+  for (const std::string place : {"text/1/1/0", "text/1/1/0", "reasoning/1/1/1", "user/7"}) {
+    const std::string id = handlers::message_id(session, place);
+    const protocol::TextContent block{"some \x1b text", {}, {}};
+    for (protocol::SessionUpdate update : {protocol::SessionUpdate(protocol::UserMessageChunk{block, id, {}}),
+                                           protocol::SessionUpdate(protocol::AgentMessageChunk{block, id, {}}),
+                                           protocol::SessionUpdate(protocol::AgentThoughtChunk{block, id, {}})}) {
+      const std::string general =
+          handlers::notification_frame(protocol::SessionNotification{session, update, std::nullopt});
+      BOOST_TEST(*frames.frame(update) == general);
+      BOOST_TEST(json::parse(general).at("params").at("update").at("messageId").as_string() == id);
+    }
+  }
+  std::set<std::string> ids;
+  handlers::for_each_split(protocol::AgentMessageChunk{protocol::TextContent{repeat("x", 100000), {}, {}}, {}, {}},
+                           frames.text_budget(),
+                           [&](protocol::SessionUpdate&& piece) {
+                             ids.insert(*std::get<protocol::AgentMessageChunk>(piece).messageId);
+                           });
+  BOOST_TEST(ids.size() == 1u);
+  BOOST_TEST(ids.begin()->size() == 36u);
+}
+
 BOOST_AUTO_TEST_CASE(a_template_without_its_placeholder_is_none) {
   BOOST_TEST(!handlers::split_at_placeholder(R"({"text":"other"})", "ph"));
   BOOST_TEST(!handlers::split_at_placeholder(R"({"text":ph})", "ph"));  // not a JSON string

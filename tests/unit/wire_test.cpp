@@ -240,7 +240,10 @@ BOOST_AUTO_TEST_CASE(other_updates_take_the_general_path) {
   using namespace acp::protocol;
   acp::handlers::TextChunkFrames frames("s");
   BOOST_TEST(!frames.frame(SessionUpdate{Plan{}}));
-  BOOST_TEST(!frames.frame(SessionUpdate{AgentMessageChunk{TextContent{"t", std::nullopt, std::nullopt}, std::string("m1"), {}}}));
+  // A messageId is written by the fast path too (every chunk has one), as the general path writes it.
+  const SessionUpdate with_id{AgentMessageChunk{TextContent{"t", std::nullopt, std::nullopt}, std::string("m1"), {}}};
+  BOOST_TEST(*frames.frame(with_id) == acp::jsonrpc::serialize_notification(
+                                           methods::session_update, acp::wire::encode(SessionNotification{"s", with_id, std::nullopt})));
   BOOST_TEST(!frames.frame(SessionUpdate{AgentMessageChunk{TextContent{"t", std::nullopt, boost::json::object{{"k", 1}}}, {}, {}}}));
   BOOST_TEST(!frames.frame(SessionUpdate{SessionInfoUpdate{}}));
 }
