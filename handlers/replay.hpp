@@ -46,6 +46,11 @@ public:
   /// returns 0 and changes nothing for every other event, which then goes through on_event.
   std::size_t plain_chunk(const boost::json::object& event, std::string_view& text);
 
+  /// Live only (a log holds no terminal: it is gone once released): the call `id` ran in the
+  /// editor's terminal `terminal_id`, so its result card keeps the terminal, which the client goes
+  /// on showing after release, with a line saying how the command ended in place of the output.
+  void attach_terminal(std::string id, std::string terminal_id);
+
 private:
   void show_call(std::string id, std::string_view name, const boost::json::value* arguments,
                  std::vector<protocol::SessionUpdate>& out);
@@ -60,6 +65,8 @@ private:
   /// write/edit calls waiting for their result, with the change their arguments ask for; erased
   /// when the result arrives (the only arguments kept).
   std::map<std::string, std::optional<protocol::ToolDiff>, std::less<>> pending_changes_;
+  /// Calls running in the editor's terminal (attach_terminal), until their result.
+  std::map<std::string, std::string, std::less<>> terminals_;
   // Across turns:
   /// An injected reference snapshot waiting for its direct message: (seq, source record).
   std::optional<std::pair<std::int64_t, boost::json::object>> pending_card_;

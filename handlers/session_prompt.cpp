@@ -84,7 +84,10 @@ public:
     protocol::ToolCallUpdate update;
     update.toolCallId = call_id;
     update.status = protocol::ToolCallStatus::in_progress;
-    if (terminal_id) update.content = std::vector<protocol::ToolCallContent>{protocol::ToolTerminal{*terminal_id}};
+    if (terminal_id) {
+      update.content = std::vector<protocol::ToolCallContent>{protocol::ToolTerminal{*terminal_id}};
+      cards_.attach_terminal(call_id, *terminal_id);  // the result card keeps it
+    }
     send(std::move(update));
   }
   boost::asio::awaitable<engine::PermissionAnswer> ask_permission(const engine::PermissionQuestion& q) override {

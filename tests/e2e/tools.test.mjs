@@ -316,22 +316,36 @@ test('editor terminal: bash runs in terminal/create\'s process, the card embeds 
   assert.deepEqual(terms.calls.map((c) => c.method), ['create', 'wait_for_exit', 'output', 'release']);
   assert.ok(terms.calls.every((c) => c.terminalId === 'term-1'));
 
-  // pending, in_progress (dispatched), in_progress with the terminal once it exists, completed.
+  // pending, in_progress (dispatched), in_progress with the terminal once it exists, then failed
+  // (it exited 3) with the terminal still there and a line saying how the command ended.
   const card = toolCards(agent.sdkUpdatesFor(sessionId)).get('echo_0_0');
-  assert.deepEqual(card.statuses, ['pending', 'in_progress', 'in_progress', 'completed']);
+  assert.deepEqual(card.statuses, ['pending', 'in_progress', 'in_progress', 'failed']);
   assert.equal(card.card.kind, 'execute');
   const embedding = card.updates.filter((u) => u.content?.some((b) => b.type === 'terminal'));
-  assert.equal(embedding.length, 1, `one card update embeds the terminal: ${JSON.stringify(card.updates)}`);
+  assert.equal(embedding.length, 2, `the terminal is embedded from its creation to the end: ${JSON.stringify(card.updates)}`);
   assert.equal(embedding[0].status, 'in_progress');
   assert.deepEqual(embedding[0].content, [{ type: 'terminal', terminalId: 'term-1' }]);
-  const text = cardText(card.card);
-  assert.match(text, /out-42/);
-  assert.ok(text.includes(cwd), 'ran in the session\'s cwd');
-  assert.match(text, /err/);
-  assert.match(text, /\[exit code: 3\]/);
+  assert.equal(embedding[1], card.updates.at(-1));
+  assert.deepEqual(card.card.content, [{ type: 'terminal', terminalId: 'term-1' },
+    { type: 'content', content: { type: 'text', text: 'Exited with code 3.' } }]);
+  assert.deepEqual(card.card._meta, { 'dsh-acp/exitStatus': { exitCode: 3, signal: null } });
 
   const result = resultOf(events(agent.storeDir, sessionId), 'echo_0_0');
-  assert.match(resultText(result), /out-42[\s\S]*\[exit code: 3\]/);
+  const text = resultText(result);
+  assert.match(text, /out-42[\s\S]*\[exit code: 3\]/);
+  assert.ok(text.includes(cwd), 'ran in the session\'s cwd');
+  assert.match(text, /err/);
+  assert.deepEqual(result.data.meta, { exitStatus: { exitCode: 3, signal: null } });
+
+  // A reload has no terminal to show (released; the client may be another): the output as the
+  // model read it, with the same status and _meta.
+  const from = agent.sdkUpdatesFor(sessionId).length;
+  await ctx.request(M.session.load, { sessionId, cwd, mcpServers: [] });
+  const replayed = toolCards(agent.sdkUpdatesFor(sessionId).slice(from)).get('echo_0_0');
+  assert.equal(replayed.card.status, 'failed');
+  assert.deepEqual(replayed.card._meta, card.card._meta);
+  assert.equal(cardText(replayed.card), text);
+  assert.ok(!replayed.card.content.some((b) => b.type === 'terminal'));
   await agent.finish();
 });
 
@@ -502,12 +516,19 @@ test('session/load in a new process replays the tool cards as they were seen liv
     tool('bash', { command: 'echo ran', description: 'say' }),
     tool('glob', { pattern: '*.txt' }),
     tool('todo_write', { todos }),
+    tool('bash', { command: 'echo bad; exit 3', description: 'fail' }),
   ].join(' '));
   assert.equal(r.stopReason, 'end_turn');
   const liveUpdates = live.agent.sdkUpdatesFor(live.sessionId);
   const liveCards = toolCards(liveUpdates);
-  assert.equal(liveCards.size, 7);
+  assert.equal(liveCards.size, 8);
   assert.equal(liveCards.get('echo_0_1').card.status, 'failed');
+  // A command in the server: its card shows what the model read, a non-zero exit fails it.
+  assert.equal(liveCards.get('echo_0_4').card.status, 'completed');
+  assert.deepEqual(liveCards.get('echo_0_4').card._meta, { 'dsh-acp/exitStatus': { exitCode: 0, signal: null } });
+  assert.equal(liveCards.get('echo_0_7').card.status, 'failed');
+  assert.equal(cardText(liveCards.get('echo_0_7').card), 'bad\n[exit code: 3]');
+  assert.deepEqual(liveCards.get('echo_0_7').card._meta, { 'dsh-acp/exitStatus': { exitCode: 3, signal: null } });
   const livePlans = liveUpdates.filter((u) => u.params.update.sessionUpdate === 'plan').map((u) => u.params.update);
   assert.equal(livePlans.length, 1);
   assert.deepEqual(livePlans[0].entries.map((e) => [e.content, e.status]), todos.map((d) => [d.content, d.status]));

@@ -257,6 +257,100 @@ BOOST_AUTO_TEST_CASE(a_pruned_tool_result_shows_nothing_new) {
   BOOST_TEST(content_item(updates[1], 0).at("content").at("text").as_string() == "lots of output");
 }
 
+// A command's result records how it ended (meta.exitStatus, ACP's terminal exit status): a
+// non-zero exit, a signal or a timeout fails the card, and the card's _meta says how it ended.
+BOOST_AUTO_TEST_CASE(a_command_that_exits_non_zero_fails_its_card_and_says_how_it_ended) {
+  auto with_meta = [](json::object result, std::string_view meta) {
+    result["data"].as_object()["meta"] = json::parse(meta);
+    return result;
+  };
+  auto updates = replay({
+      tool_call(1, "b1", "bash", {{"command", "false"}}),
+      with_meta(tool_result(2, "b1", "oops\n[exit code: 3]"), R"({"exitStatus":{"exitCode":3,"signal":null}})"),
+      tool_call(3, "b2", "bash", {{"command", "true"}}),
+      with_meta(tool_result(4, "b2", "(no output)"), R"({"exitStatus":{"exitCode":0,"signal":null}})"),
+      tool_call(5, "b3", "bash", {{"command", "kill -TERM $$"}}),
+      with_meta(tool_result(6, "b3", "[killed by signal 15]"), R"({"exitStatus":{"exitCode":null,"signal":"SIGTERM"}})"),
+      tool_call(7, "b4", "bash", {{"command", "sleep 9"}}),
+      with_meta(tool_result(8, "b4", "[timed out after 5 s: the command was killed]", true),
+                R"({"exitStatus":{"exitCode":null,"signal":"SIGKILL"},"timedOutMs":5000})"),
+      // Not in that shape (another writer's meta): the result's own isError decides.
+      tool_call(9, "b5", "bash", {{"command", "x"}}),
+      with_meta(tool_result(10, "b5", "x"), R"({"exitStatus":{"exitCode":"3"}})"),
+  });
+  BOOST_TEST_REQUIRE(updates.size() == 10u);
+  BOOST_TEST(updates[1].at("status").as_string() == "failed");
+  BOOST_TEST(updates[1].at("_meta") == json::parse(R"({"dsh-acp/exitStatus":{"exitCode":3,"signal":null}})"));
+  // Without a terminal the card shows what the model read: the output and its note.
+  BOOST_TEST(updates[1].at("content") ==
+             json::parse(R"([{"type":"content","content":{"type":"text","text":"oops\n[exit code: 3]"}}])"));
+  BOOST_TEST(updates[3].at("status").as_string() == "completed");
+  BOOST_TEST(updates[3].at("_meta") == json::parse(R"({"dsh-acp/exitStatus":{"exitCode":0,"signal":null}})"));
+  BOOST_TEST(updates[5].at("status").as_string() == "failed");
+  BOOST_TEST(updates[7].at("status").as_string() == "failed");
+  BOOST_TEST(updates[7].at("_meta") ==
+             json::parse(R"({"dsh-acp/exitStatus":{"exitCode":null,"signal":"SIGKILL","timedOutMs":5000}})"));
+  BOOST_TEST(updates[9].at("status").as_string() == "completed");
+  BOOST_TEST(!updates[9].as_object().contains("_meta"));
+}
+
+// Live, a command in the editor's terminal keeps the terminal in its final card (the client goes on
+// showing its output after release), with a line saying how it ended beside it.
+BOOST_AUTO_TEST_CASE(a_command_in_the_editors_terminal_keeps_it_in_its_final_card) {
+  handlers::Replayer live(handlers::ReplayPlaces{std::string(kCwd), ""});
+  std::vector<protocol::SessionUpdate> out;
+  auto feed = [&](const json::object& e) { live.on_event(e, out); };
+  auto with = [](json::object result, std::string_view meta, std::string_view error = {}) {
+    result["data"].as_object()["meta"] = json::parse(meta);
+    if (!error.empty()) result["data"].as_object()["error"] = json::object{{"name", "AbortError"}, {"code", error}};
+    return result;
+  };
+  feed(tool_call(1, "b1", "bash", {{"command", "make"}}));
+  live.attach_terminal("b1", "term-1");
+  feed(with(tool_result(2, "b1", "built\n[exit code: 2]"), R"({"exitStatus":{"exitCode":2,"signal":null}})"));
+  feed(tool_call(3, "b2", "bash", {{"command", "true"}}));
+  live.attach_terminal("b2", "term-2");
+  feed(with(tool_result(4, "b2", "(no output)"), R"({"exitStatus":{"exitCode":0,"signal":null}})"));
+  feed(tool_call(5, "b3", "bash", {{"command", "sleep 9"}}));
+  live.attach_terminal("b3", "term-3");
+  feed(with(tool_result(6, "b3", "[cancelled: the command was killed]", true),
+            R"({"exitStatus":{"exitCode":null,"signal":"SIGKILL"}})", "TOOL_ABORTED"));
+  feed(tool_call(7, "b4", "bash", {{"command", "sleep 9"}}));
+  live.attach_terminal("b4", "term-4");
+  feed(with(tool_result(8, "b4", "started\n[timed out after 300 ms: the command was killed]", true),
+            R"({"exitStatus":{"exitCode":null,"signal":null},"timedOutMs":300})"));
+  // The editor failed the call after creating the terminal: its error is the line.
+  feed(tool_call(9, "b5", "bash", {{"command", "x"}}));
+  live.attach_terminal("b5", "term-5");
+  feed(tool_result(10, "b5", "Error: the editor refused: gone", true));
+  std::vector<json::value> updates;
+  for (const auto& u : out) updates.push_back(wire::encode(u));
+  BOOST_TEST_REQUIRE(updates.size() == 10u);
+  auto card = [](std::string_view terminal, std::string_view line) {
+    return json::array{json::object{{"type", "terminal"}, {"terminalId", terminal}},
+                       json::object{{"type", "content"}, {"content", {{"type", "text"}, {"text", line}}}}};
+  };
+  BOOST_TEST(updates[1].at("status").as_string() == "failed");
+  BOOST_TEST(updates[1].at("content") == card("term-1", "Exited with code 2."));
+  BOOST_TEST(updates[1].at("_meta") == json::parse(R"({"dsh-acp/exitStatus":{"exitCode":2,"signal":null}})"));
+  BOOST_TEST(updates[3].at("status").as_string() == "completed");
+  BOOST_TEST(updates[3].at("content") == card("term-2", "Exited with code 0."));
+  BOOST_TEST(updates[5].at("status").as_string() == "failed");
+  BOOST_TEST(updates[5].at("content") == card("term-3", "Cancelled: the command was killed."));
+  BOOST_TEST(updates[7].at("content") == card("term-4", "Timed out after 300 ms: the command was killed."));
+  BOOST_TEST(updates[9].at("status").as_string() == "failed");
+  BOOST_TEST(updates[9].at("content") == card("term-5", "Error: the editor refused: gone"));
+  // A terminal belongs to its call only: the same id in a later turn has none.
+  feed(turn_end(11, 1));
+  live.attach_terminal("b6", "term-6");
+  feed(turn_end(12, 2));
+  out.clear();
+  feed(tool_call(13, "b6", "bash", {{"command", "true"}}));
+  feed(with(tool_result(14, "b6", "(no output)"), R"({"exitStatus":{"exitCode":0,"signal":null}})"));
+  BOOST_TEST_REQUIRE(out.size() == 2u);
+  BOOST_TEST(wire::encode(out[1]).at("content").at(0).at("type").as_string() == "content");
+}
+
 // todo_write's 0.1.1 shape {todos:[{content, status}]} (statuses pending, in_progress, completed).
 BOOST_AUTO_TEST_CASE(todo_write_becomes_a_plan_with_its_statuses) {
   auto updates = replay({event(1, "todo/write",
