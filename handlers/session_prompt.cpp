@@ -105,9 +105,7 @@ public:
     asked.status = protocol::ToolCallStatus::pending;
     asked.locations = card.locations;
     asked.rawInput = card.rawInput;
-    // The change or the command the user is asked about, on the question itself.
-    if (auto diff = argument_diff(q.tool, arguments, cwd_))
-      asked.content = std::vector<protocol::ToolCallContent>{std::move(*diff)};
+    asked.content = card.content;  // the change the user is asked about, on the question itself
     // "Always" is offered only where it can be remembered, named after what it covers.
     boost::json::array options = engine::permission_options(q.always ? &*q.always : nullptr);
     boost::json::value call = wire::encode(asked);

@@ -106,6 +106,10 @@ protocol::ToolCall tool_call_card(std::string id, std::string_view name, json::v
       call.locations = std::vector<protocol::ToolCallLocation>{
           {std::move(path), tool->name == "read" ? line_at(*args, "offset") : std::nullopt}};
   }
+  // The change a write or edit asks for shows from the first update on (the permission question
+  // and the running card alike); the result replaces it with the change made, or with its error.
+  if (auto diff = argument_diff(name, arguments, cwd))
+    call.content = std::vector<protocol::ToolCallContent>{std::move(*diff)};
   if (!arguments.is_null()) call.rawInput = std::move(arguments);
   return call;
 }

@@ -24,7 +24,8 @@ namespace acp::handlers {
 boost::json::value parse_arguments(const boost::json::value* arguments);
 
 /// The card (in progress) of a call of `name` with parsed `arguments`; `rawInput` takes them
-/// unless they are null.
+/// unless they are null. A write or edit's card shows the change its arguments ask for
+/// (argument_diff) as its content.
 protocol::ToolCall tool_call_card(std::string id, std::string_view name, boost::json::value arguments,
                                   std::string_view cwd);
 

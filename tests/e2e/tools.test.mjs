@@ -270,6 +270,11 @@ test('editor fs: read goes to fs/read_text_file, edit asks (allow_once) then goe
   assert.deepEqual(read.statuses, ['pending', 'in_progress', 'completed']);
   assert.deepEqual(edit.statuses, ['pending', 'in_progress', 'completed']);
   assert.ok(edit.at[0] < asked[0].at && asked[0].at < edit.at[1], 'the card is pending while the user is asked');
+  // The change is on the card from its first tool_call, as on the question.
+  assert.equal(edit.updates[0].sessionUpdate, 'tool_call');
+  assert.deepEqual(edit.updates[0].content, [{ type: 'diff', path: notes, oldText: 'two', newText: 'TWO' }]);
+  assert.deepEqual(q.toolCall.content, edit.updates[0].content);
+  assert.equal(read.updates[0].content, undefined, 'a read has nothing to show before it runs');
   assert.equal(read.card.kind, 'read');
   assert.match(cardText(read.card), /1: ghost line/);
   const diff = edit.card.content.find((b) => b.type === 'diff');

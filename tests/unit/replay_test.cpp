@@ -183,6 +183,24 @@ BOOST_AUTO_TEST_CASE(a_successful_edit_or_write_shows_a_diff_built_from_its_argu
   BOOST_TEST(content_item(updates[3], 0) == json::parse(R"({"type":"diff","path":"/abs/new.txt","newText":"hello\n"})"));
 }
 
+// The change a write or edit asks for is on its card from the first update, before it runs (and
+// before the user is asked about it); other tools' first cards have no content.
+BOOST_AUTO_TEST_CASE(a_write_or_edits_first_card_shows_the_change_it_asks_for) {
+  auto updates = replay({
+      tool_call(1, "e1", "edit", {{"file_path", "src/a.cpp"}, {"old_string", "int x = 1;"}, {"new_string", "int x = 2;"}}),
+      tool_call(2, "w1", "write", {{"file_path", "/abs/new.txt"}, {"content", "hello\n"}}),
+      tool_call(3, "b1", "bash", {{"command", "ls"}}),
+      tool_call(4, "e2", "edit", {{"old_string", "a"}, {"new_string", "b"}}),
+  });
+  BOOST_TEST_REQUIRE(updates.size() == 4u);
+  BOOST_TEST(tag(updates[0]) == "tool_call");
+  BOOST_TEST(updates[0].at("content") ==
+             json::parse(R"([{"type":"diff","path":"/work/proj/src/a.cpp","oldText":"int x = 1;","newText":"int x = 2;"}])"));
+  BOOST_TEST(updates[1].at("content") == json::parse(R"([{"type":"diff","path":"/abs/new.txt","newText":"hello\n"}])"));
+  BOOST_TEST(!updates[2].as_object().contains("content"));
+  BOOST_TEST(!updates[3].as_object().contains("content"));  // no file named: no change to show
+}
+
 // The harness records the applied hunks (with context lines) in the result's meta.diffs: they win.
 BOOST_AUTO_TEST_CASE(the_hunks_a_result_records_win_over_the_arguments) {
   json::object result = tool_result(2, "e1", "updated");

@@ -9,6 +9,7 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <fstream>
 #include <map>
 
 using namespace engine_fixture;
@@ -164,6 +165,39 @@ BOOST_AUTO_TEST_CASE(a_command_that_exits_zero_completes_with_its_terminal) {
   BOOST_TEST(last.at("status").as_string() == "completed");
   BOOST_TEST(last.at("content") == (json::array{json::object{{"type", "terminal"}, {"terminalId", "term-1"}},
                                                 text_item("Exited with code 0.")}));
+}
+
+// An edit's first tool_call already shows the change it asks for, the permission question the
+// same; the result shows the change made. A reload shows the same first card.
+BOOST_AUTO_TEST_CASE(an_edit_card_carries_its_diff_from_the_first_tool_call) {
+  Fixture f;
+  Client client;
+  Session s;
+  std::map<std::string, Card> live;
+  {
+    auto p = f.process();
+    Frames out(*p, f, &client);
+    s = new_session(f, out);
+    std::ofstream(s.cwd + "/a.txt") << "one\ntwo\n";
+    prompt(f, out, s, {llm::ToolCall{"e1", "edit", R"({"file_path":"a.txt","old_string":"two","new_string":"TWO"})"}});
+    live = cards_of(out.all);
+  }
+  const json::value diff = json::parse(R"({"type":"diff","path":")" + s.cwd + R"(/a.txt","oldText":"two","newText":"TWO"})");
+  const Card& card = live["e1"];
+  BOOST_REQUIRE(!card.updates.empty());
+  const json::object& first = card.updates.front();
+  BOOST_TEST(first.at("sessionUpdate").as_string() == "tool_call");
+  BOOST_TEST(first.at("status").as_string() == "pending");
+  BOOST_TEST(first.at("content") == json::array{diff});
+  BOOST_REQUIRE_EQUAL(client.questions.size(), 1u);
+  BOOST_TEST(client.questions[0].at("toolCall").at("content") == json::array{diff});
+  const json::object& last = card.updates.back();
+  BOOST_TEST(last.at("status").as_string() == "completed");
+  BOOST_TEST(last.at("content").at(0).at("type").as_string() == "diff");
+
+  auto replayed = cards_of(reload(f, s));
+  BOOST_TEST(replayed["e1"].updates.front().at("content") == first.at("content"));
+  BOOST_TEST(replayed["e1"].merged.at("content") == card.merged.at("content"));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
