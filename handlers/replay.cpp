@@ -4,6 +4,7 @@
 #include "handlers/card_text.hpp"
 #include "handlers/compaction_card.hpp"
 #include "handlers/reference_card.hpp"
+#include "handlers/text_chunks.hpp"
 #include "handlers/tool_card.hpp"
 #include "store/records.hpp"
 #include "support/json_number.hpp"
@@ -118,6 +119,13 @@ ToolCallUpdate Replayer::result_update(const json::object& data, std::string id)
   }
   std::string text;
   if (const auto* result = data.if_contains("content")) text = display_text(*result);
+  // What the tool returned, for clients that read it rather than the content: the text the model
+  // read (cut to kMaxRawOutputBytes), whether it was an error, and a command's end.
+  json::object raw;
+  raw["output"] = bounded_text(text, kMaxRawOutputBytes);
+  raw["isError"] = is_error && is_error->is_bool() && is_error->get_bool();
+  if (end) raw["exitStatus"] = command_end_json(*end);
+  update.rawOutput = std::move(raw);
   if (auto terminal = terminals_.find(id); terminal != terminals_.end()) {
     // The terminal shows the output; the line beside it how the command ended, or else why it failed.
     content.emplace_back(ToolTerminal{std::move(terminal->second)});

@@ -4,7 +4,8 @@
 // what a client would have seen live: direct user messages as user_message_chunk; assistant text and
 // reasoning as agent_message_chunk / agent_thought_chunk (from chunks, or from assistant/message for
 // steps that have none); images as a text placeholder naming the attachment; tool calls and results
-// as tool_call / tool_call_update cards (handlers/tool_card.hpp: kinds, titles, locations, diffs);
+// as tool_call / tool_call_update cards (handlers/tool_card.hpp: kinds, titles, locations, diffs;
+// each result with rawOutput {output, isError, exitStatus?});
 // todo/write as plan; titles as session_info_update; a failed or interrupted turn as a short agent
 // message saying so. Injected context (any user/message whose source is not the user) shows no user
 // text; a reference snapshot shows as its card right after its direct message's user chunk (the
@@ -26,6 +27,9 @@
 #include <vector>
 
 namespace acp::handlers {
+
+/// The most of a tool's output a card's rawOutput holds (its `output`, cut with a note beyond).
+inline constexpr std::size_t kMaxRawOutputBytes = 32 * 1024;
 
 struct ReplayPlaces {
   std::string cwd;           ///< the session's working directory: relative tool paths are joined to it

@@ -337,6 +337,8 @@ test('editor terminal: bash runs in terminal/create\'s process, the card embeds 
 
   const result = resultOf(events(agent.storeDir, sessionId), 'echo_0_0');
   const text = resultText(result);
+  // The output itself is in rawOutput, as the model read it.
+  assert.deepEqual(card.updates.at(-1).rawOutput, { output: text, isError: false, exitStatus: { exitCode: 3, signal: null } });
   assert.match(text, /out-42[\s\S]*\[exit code: 3\]/);
   assert.ok(text.includes(cwd), 'ran in the session\'s cwd');
   assert.match(text, /err/);
@@ -351,6 +353,43 @@ test('editor terminal: bash runs in terminal/create\'s process, the card embeds 
   assert.deepEqual(replayed.card._meta, card.card._meta);
   assert.equal(cardText(replayed.card), text);
   assert.ok(!replayed.card.content.some((b) => b.type === 'terminal'));
+  await agent.finish();
+});
+
+// rawOutput on every result's final update: the text the model read, whether it was an error, a
+// command's end; at most 32 KiB of output, cut on a code point with a note, in a frame within 32 KiB.
+test('rawOutput: every final card update carries the output, bounded, valid UTF-8', async (t) => {
+  const { agent, ctx, sessionId } = await toolSession(t, { client: { requestPermission: () => selected('allow_once') } });
+  const r = await promptText(ctx, sessionId, [
+    tool('bash', { command: "head -c 40000 /dev/zero | tr '\\0' x; printf '\\342\\202\\254\\377 end'", description: 'big' }),
+    tool('read', { file_path: 'missing.txt' }),
+    tool('glob', { pattern: '*.none' }),
+  ].join(' '));
+  assert.equal(r.stopReason, 'end_turn');
+  const cards = toolCards(agent.sdkUpdatesFor(sessionId));
+  const evs = events(agent.storeDir, sessionId);
+  for (const [id, c] of cards) {
+    const last = c.updates.at(-1);
+    assert.ok(last.rawOutput, `${id} has rawOutput`);
+    assert.ok(c.updates.slice(0, -1).every((u) => u.rawOutput === undefined), `${id}: only on the final update`);
+    assert.equal(last.rawOutput.isError, resultOf(evs, id).data.isError);
+  }
+  const big = cards.get('echo_0_0').updates.at(-1).rawOutput;
+  assert.deepEqual(big.exitStatus, { exitCode: 0, signal: null });
+  assert.ok(Buffer.byteLength(big.output) <= 32 * 1024);
+  assert.match(big.output, /^x{4096}/);
+  const note = big.output.match(/\n\u2026 \((\d+) more bytes not shown\)$/);
+  assert.ok(note, `the cut is noted: ${big.output.slice(-80)}`);
+  const whole = resultText(resultOf(evs, 'echo_0_0'));
+  assert.ok(whole.endsWith('x\u20ac\ufffd end'), 'the model read the bad byte as U+FFFD');
+  const kept = big.output.slice(0, note.index);
+  assert.ok(whole.startsWith(kept));
+  assert.equal(Buffer.byteLength(kept) + Number(note[1]), Buffer.byteLength(whole), 'the note counts the bytes left out');
+  assert.equal(cards.get('echo_0_1').updates.at(-1).rawOutput.isError, true);
+  assert.match(cards.get('echo_0_1').updates.at(-1).rawOutput.output, /^Error: /);
+  for (const { line } of agent.frames.filter((f) => f.frame.method === 'session/update'))
+    assert.ok(Buffer.byteLength(line) <= 32 * 1024);
+  assert.deepEqual(agent.violations, []);
   await agent.finish();
 });
 

@@ -369,6 +369,37 @@ BOOST_AUTO_TEST_CASE(a_command_in_the_editors_terminal_keeps_it_in_its_final_car
   BOOST_TEST(wire::encode(out[1]).at("content").at(0).at("type").as_string() == "content");
 }
 
+// Every result's card carries rawOutput: the text the model read (at most 32 KiB, cut on a code
+// point with a note of what is not shown), whether it was an error, and a command's end.
+BOOST_AUTO_TEST_CASE(every_result_carries_a_bounded_raw_output) {
+  json::object bash = tool_result(4, "b1", "oops\n[exit code: 3]");
+  bash["data"].as_object()["meta"] = json::parse(R"({"exitStatus":{"exitCode":3,"signal":null}})");
+  std::string big;
+  for (int i = 0; i < 20000; ++i) big += "\xF0\x9F\x98\x80";  // 80,000 bytes of 4-byte characters
+  auto updates = replay({
+      tool_call(1, "r1", "read", {{"file_path", "a.txt"}}),
+      tool_result(2, "r1", "Error: no such file", true),
+      tool_call(3, "b1", "bash", {{"command", "false"}}),
+      bash,
+      tool_call(5, "m1", "mcp__srv__dump", {}),
+      tool_result(6, "m1", big),
+  });
+  BOOST_TEST_REQUIRE(updates.size() == 6u);
+  BOOST_TEST(updates[1].at("rawOutput") == json::parse(R"({"output":"Error: no such file","isError":true})"));
+  BOOST_TEST(updates[3].at("rawOutput") ==
+             json::parse(R"({"output":"oops\n[exit code: 3]","isError":false,"exitStatus":{"exitCode":3,"signal":null}})"));
+  const std::string output(updates[5].at("rawOutput").at("output").as_string());
+  BOOST_TEST(output.size() <= handlers::kMaxRawOutputBytes);
+  BOOST_TEST(output.size() > handlers::kMaxRawOutputBytes - 128);
+  const std::size_t kept = output.find("\n\u2026 (");
+  BOOST_REQUIRE(kept != std::string::npos);
+  BOOST_TEST(kept % 4 == 0u);  // whole characters only
+  BOOST_TEST(big.compare(0, kept, output, 0, kept) == 0);
+  BOOST_TEST(output.substr(kept) == "\n\u2026 (" + std::to_string(big.size() - kept) + " more bytes not shown)");
+  // The first card has none: nothing has run yet.
+  BOOST_TEST(!updates[0].as_object().contains("rawOutput"));
+}
+
 // todo_write's 0.1.1 shape {todos:[{content, status}]} (statuses pending, in_progress, completed).
 BOOST_AUTO_TEST_CASE(todo_write_becomes_a_plan_with_its_statuses) {
   auto updates = replay({event(1, "todo/write",

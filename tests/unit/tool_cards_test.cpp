@@ -152,6 +152,33 @@ BOOST_AUTO_TEST_CASE(the_bash_card_keeps_its_terminal_and_fails_on_a_non_zero_ex
   BOOST_TEST(again.at("content") == json::array{text_item("boom\n[exit code: 3]")});
 }
 
+// Every result's final update carries rawOutput (the output the model read, whether it was an
+// error, a command's end), live and replayed alike.
+BOOST_AUTO_TEST_CASE(every_final_update_carries_raw_output_live_and_replayed) {
+  Fixture f;
+  Client client;
+  Session s;
+  std::map<std::string, Card> live;
+  {
+    auto p = f.process();
+    Frames out(*p, f, &client);
+    s = new_session(f, out);
+    prompt(f, out, s, {llm::ToolCall{"b1", "bash", R"({"command":"make"})"},
+                       llm::ToolCall{"r1", "read", R"({"file_path":"missing.txt"})"}});
+    live = cards_of(out.all);
+  }
+  BOOST_TEST(live["b1"].updates.back().at("rawOutput") ==
+             json::parse(R"({"output":"boom\n[exit code: 3]","isError":false,"exitStatus":{"exitCode":3,"signal":null}})"));
+  const json::value& read = live["r1"].updates.back().at("rawOutput");
+  BOOST_TEST(read.at("isError") == json::value(true));
+  BOOST_TEST(read.at("output").as_string().starts_with("Error: "));
+  for (const auto& [id, card] : live)
+    for (std::size_t i = 0; i + 1 < card.updates.size(); ++i) BOOST_TEST(!card.updates[i].contains("rawOutput"), id);
+  auto replayed = cards_of(reload(f, s));
+  for (const char* id : {"b1", "r1"})
+    BOOST_TEST(replayed[id].updates.back().at("rawOutput") == live[id].updates.back().at("rawOutput"), id);
+}
+
 // A command that exits 0 completes; its terminal stays with the line that says so.
 BOOST_AUTO_TEST_CASE(a_command_that_exits_zero_completes_with_its_terminal) {
   Fixture f;
