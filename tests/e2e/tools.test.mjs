@@ -588,7 +588,16 @@ test('session/load in a new process replays the tool cards as they were seen liv
     const replayed = replayCards.get(id);
     assert.ok(['completed', 'failed'].includes(c.card.status));
     assert.deepEqual(replayed.card, c.card, `card ${id}: replayed ${JSON.stringify(replayed.updates)} live ${JSON.stringify(c.updates)}`);
+    // The first card as live (diff included) but for its status (live asks `pending` before it
+    // runs), the final update exactly (status, content, rawOutput, _meta).
+    const { status: liveStatus, ...liveFirst } = c.updates[0];
+    const { status: replayStatus, ...replayFirst } = replayed.updates[0];
+    assert.equal(liveStatus, 'pending');
+    assert.deepEqual(replayFirst, liveFirst, `card ${id}'s first update`);
+    assert.deepEqual(replayed.updates.at(-1), c.updates.at(-1), `card ${id}'s final update`);
+    assert.ok(c.updates.at(-1).rawOutput, `card ${id} has rawOutput`);
   }
+  assert.equal(liveCards.get('echo_0_2').updates[0].content[0].type, 'diff', 'the edit\'s first card shows its change');
   const replayPlans = replayUpdates.filter((u) => u.params.update.sessionUpdate === 'plan').map((u) => u.params.update);
   assert.deepEqual(replayPlans, livePlans);
   await agent.finish();

@@ -45,7 +45,7 @@ asio::awaitable<bool> keep(std::vector<std::string>* all, std::vector<std::strin
 // A handler context over a fixture process that records every frame written; `client` (if any)
 // answers our requests, with the terminal capability.
 struct Frames {
-  Frames(Process& p, Fixture& f, Client* client = nullptr)
+  Frames(Process& p, Fixture& f, Client* client = nullptr, bool terminal = true)
       : ctx{p.engine, f.config, f.io.get_executor(),
             [this](const protocol::SessionNotification& note) { all.push_back(handlers::notification_frame(note)); },
             [this](std::string, std::vector<std::string> frames) { return keep(&all, std::move(frames)); }, nullptr,
@@ -54,7 +54,7 @@ struct Frames {
     ctx.call_client = [client](std::string, std::string method, json::value params) {
       return client->call(std::move(method), std::move(params));
     };
-    ctx.client_capabilities = json::object{{"terminal", true}};
+    ctx.client_capabilities = json::object{{"terminal", terminal}};
   }
   std::vector<std::string> all;
   handlers::HandlerContext ctx;
@@ -225,6 +225,52 @@ BOOST_AUTO_TEST_CASE(an_edit_card_carries_its_diff_from_the_first_tool_call) {
   auto replayed = cards_of(reload(f, s));
   BOOST_TEST(replayed["e1"].updates.front().at("content") == first.at("content"));
   BOOST_TEST(replayed["e1"].merged.at("content") == card.merged.at("content"));
+}
+
+// Where the log holds everything a card shows (the tools run in the server), a reload shows the
+// same cards: each first update as live but for its status (live asks `pending` before it runs),
+// and each final update exactly (status, content, diffs, rawOutput, _meta).
+BOOST_AUTO_TEST_CASE(a_reload_shows_the_cards_seen_live) {
+  Fixture f;
+  Client client;
+  Session s;
+  std::map<std::string, Card> live;
+  {
+    auto p = f.process();
+    Frames out(*p, f, &client, false);
+    s = new_session(f, out);
+    std::ofstream(s.cwd + "/a.txt") << "alpha\nbeta\n";
+    prompt(f, out, s,
+           {llm::ToolCall{"r1", "read", R"({"file_path":"a.txt"})"},
+            llm::ToolCall{"r2", "read", R"({"file_path":"missing.txt"})"},
+            llm::ToolCall{"e1", "edit", R"({"file_path":"a.txt","old_string":"beta","new_string":"gamma"})"},
+            llm::ToolCall{"e2", "edit", R"({"file_path":"a.txt","old_string":"nowhere","new_string":"x"})"},
+            llm::ToolCall{"w1", "write", R"({"file_path":"b.txt","content":"new\n"})"},
+            llm::ToolCall{"b1", "bash", R"({"command":"echo ran"})"},
+            llm::ToolCall{"b2", "bash", R"({"command":"echo bad; exit 3"})"},
+            llm::ToolCall{"g1", "glob", R"({"pattern":"*.txt"})"},
+            llm::ToolCall{"x1", "no_such_tool", "{}"}});
+    live = cards_of(out.all);
+  }
+  BOOST_TEST(live.size() == 9u);
+  auto replayed = cards_of(reload(f, s));
+  BOOST_TEST(replayed.size() == live.size());
+  for (auto& [id, card] : live) {
+    BOOST_TEST_CONTEXT(id) {
+      Card& again = replayed[id];
+      BOOST_REQUIRE(!again.updates.empty());
+      json::object first = card.updates.front(), replayed_first = again.updates.front();
+      BOOST_TEST(first.at("status").as_string() == "pending");
+      first.erase("status");
+      replayed_first.erase("status");
+      BOOST_TEST(replayed_first == first);
+      BOOST_TEST(again.updates.back() == card.updates.back());
+      BOOST_TEST(card.updates.back().contains("rawOutput"));
+    }
+  }
+  BOOST_TEST(live["b2"].merged.at("status").as_string() == "failed");
+  BOOST_TEST(live["e2"].merged.at("status").as_string() == "failed");
+  BOOST_TEST(live["e1"].updates.front().at("content").at(0).at("type").as_string() == "diff");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
