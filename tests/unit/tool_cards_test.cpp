@@ -188,7 +188,8 @@ BOOST_AUTO_TEST_CASE(a_command_that_exits_zero_completes_with_its_terminal) {
   Frames out(*p, f, &client);
   Session s = new_session(f, out);
   prompt(f, out, s, {llm::ToolCall{"b1", "bash", R"({"command":"true"})"}});
-  const json::object& last = cards_of(out.all)["b1"].updates.back();
+  auto cards = cards_of(out.all);
+  const json::object& last = cards["b1"].updates.back();
   BOOST_TEST(last.at("status").as_string() == "completed");
   BOOST_TEST(last.at("content") == (json::array{json::object{{"type", "terminal"}, {"terminalId", "term-1"}},
                                                 text_item("Exited with code 0.")}));
