@@ -5,6 +5,7 @@
 #include "handlers/compaction_card.hpp"
 #include "handlers/message_id.hpp"
 #include "handlers/reference_card.hpp"
+#include "handlers/text_chunks.hpp"
 #include "handlers/tool_card.hpp"
 #include "store/records.hpp"
 #include "support/json_number.hpp"
@@ -108,11 +109,19 @@ void Replayer::show_call(std::string id, std::string_view name, const json::valu
   out.push_back(tool_call_card(std::move(id), name, std::move(args), places_.cwd));
 }
 
+void Replayer::attach_terminal(std::string id, std::string terminal_id) {
+  terminals_.insert_or_assign(std::move(id), std::move(terminal_id));
+}
+
 ToolCallUpdate Replayer::result_update(const json::object& data, std::string id) {
   ToolCallUpdate update;
   const auto* is_error = data.if_contains("isError");
-  const bool failed = is_error && is_error->is_bool() && is_error->get_bool();
+  const std::optional<CommandEnd> end = result_command_end(data);
+  // A command that exited non-zero fails its card, as the peers' do (the model still reads its
+  // output as a result, not an error).
+  const bool failed = (is_error && is_error->is_bool() && is_error->get_bool()) || (end && failed_end(*end));
   update.status = failed ? ToolCallStatus::failed : ToolCallStatus::completed;
+  if (end) update._meta = json::object{{"dsh-acp/exitStatus", command_end_json(*end)}};
   std::vector<ToolCallContent> content;
   if (auto pending = pending_changes_.find(id); pending != pending_changes_.end()) {
     // A change shows as a diff only once it happened: the hunks the result records, else the
@@ -124,9 +133,25 @@ ToolCallUpdate Replayer::result_update(const json::object& data, std::string id)
     }
     pending_changes_.erase(pending);
   }
-  if (const auto* result = data.if_contains("content")) {
-    std::string text = display_text(*result);
-    if (!text.empty()) content.emplace_back(ToolContent{text_block(std::move(text))});
+  std::string text;
+  if (const auto* result = data.if_contains("content")) text = display_text(*result);
+  // What the tool returned, for clients that read it rather than the content: the text the model
+  // read (cut to kMaxRawOutputBytes), whether it was an error, and a command's end.
+  json::object raw;
+  raw["output"] = bounded_text(text, kMaxRawOutputBytes);
+  raw["isError"] = is_error && is_error->is_bool() && is_error->get_bool();
+  if (end) raw["exitStatus"] = command_end_json(*end);
+  update.rawOutput = std::move(raw);
+  if (auto terminal = terminals_.find(id); terminal != terminals_.end()) {
+    // The terminal shows the output; the line beside it how the command ended, or else why it failed.
+    content.emplace_back(ToolTerminal{std::move(terminal->second)});
+    terminals_.erase(terminal);
+    const json::object* error = object_at(data, "error");
+    std::string line = end ? command_end_text(*end, error && string_at(*error, "code") == "TOOL_ABORTED") : std::string();
+    if (line.empty() && failed) line = std::move(text);
+    if (!line.empty()) content.emplace_back(ToolContent{text_block(std::move(line))});
+  } else if (!text.empty()) {
+    content.emplace_back(ToolContent{text_block(std::move(text))});
   }
   if (!content.empty()) update.content = std::move(content);
   update.toolCallId = std::move(id);
@@ -308,6 +333,7 @@ void Replayer::on_event(const json::object& event, std::vector<SessionUpdate>& o
     last_step_with_chunks_.reset();
     tool_calls_shown_.clear();
     pending_changes_.clear();
+    terminals_.clear();
   }
 }
 

@@ -4,7 +4,8 @@
 // what a client would have seen live: direct user messages as user_message_chunk; assistant text and
 // reasoning as agent_message_chunk / agent_thought_chunk (from chunks, or from assistant/message for
 // steps that have none); images as a text placeholder naming the attachment; tool calls and results
-// as tool_call / tool_call_update cards (handlers/tool_card.hpp: kinds, titles, locations, diffs);
+// as tool_call / tool_call_update cards (handlers/tool_card.hpp: kinds, titles, locations, diffs;
+// each result with rawOutput {output, isError, exitStatus?});
 // todo/write as plan; titles as session_info_update; a failed or interrupted turn as a short agent
 // message saying so. Injected context (any user/message whose source is not the user) shows no user
 // text; a reference snapshot shows as its card right after its direct message's user chunk (the
@@ -27,6 +28,9 @@
 
 namespace acp::handlers {
 
+/// The most of a tool's output a card's rawOutput holds (its `output`, cut with a note beyond).
+inline constexpr std::size_t kMaxRawOutputBytes = 32 * 1024;
+
 struct ReplayPlaces {
   std::string cwd;           ///< the session's working directory: relative tool paths are joined to it
   std::string harness_home;  ///< image attachments live under it; "" = not checked
@@ -48,6 +52,11 @@ public:
   /// event, which then goes through on_event.
   std::size_t plain_chunk(const boost::json::object& event, std::string_view& text, std::string_view& message_id);
 
+  /// Live only (a log holds no terminal: it is gone once released): the call `id` ran in the
+  /// editor's terminal `terminal_id`, so its result card keeps the terminal, which the client goes
+  /// on showing after release, with a line saying how the command ended in place of the output.
+  void attach_terminal(std::string id, std::string terminal_id);
+
 private:
   void show_call(std::string id, std::string_view name, const boost::json::value* arguments,
                  std::vector<protocol::SessionUpdate>& out);
@@ -66,6 +75,8 @@ private:
   /// write/edit calls waiting for their result, with the change their arguments ask for; erased
   /// when the result arrives (the only arguments kept).
   std::map<std::string, std::optional<protocol::ToolDiff>, std::less<>> pending_changes_;
+  /// Calls running in the editor's terminal (attach_terminal), until their result.
+  std::map<std::string, std::string, std::less<>> terminals_;
   // Across turns:
   /// An injected reference snapshot waiting for its direct message: (seq, source record).
   std::optional<std::pair<std::int64_t, boost::json::object>> pending_card_;

@@ -89,7 +89,10 @@ public:
     protocol::ToolCallUpdate update;
     update.toolCallId = call_id;
     update.status = protocol::ToolCallStatus::in_progress;
-    if (terminal_id) update.content = std::vector<protocol::ToolCallContent>{protocol::ToolTerminal{*terminal_id}};
+    if (terminal_id) {
+      update.content = std::vector<protocol::ToolCallContent>{protocol::ToolTerminal{*terminal_id}};
+      cards_.attach_terminal(call_id, *terminal_id);  // the result card keeps it
+    }
     send(std::move(update));
   }
   boost::asio::awaitable<engine::PermissionAnswer> ask_permission(const engine::PermissionQuestion& q) override {
@@ -107,9 +110,7 @@ public:
     asked.status = protocol::ToolCallStatus::pending;
     asked.locations = card.locations;
     asked.rawInput = card.rawInput;
-    // The change or the command the user is asked about, on the question itself.
-    if (auto diff = argument_diff(q.tool, arguments, cwd_))
-      asked.content = std::vector<protocol::ToolCallContent>{std::move(*diff)};
+    asked.content = card.content;  // the change the user is asked about, on the question itself
     // "Always" is offered only where it can be remembered, named after what it covers.
     boost::json::array options = engine::permission_options(q.always ? &*q.always : nullptr);
     boost::json::value call = wire::encode(asked);

@@ -34,10 +34,16 @@ std::string_view first_json_piece(std::string_view text, std::size_t budget);
 void for_each_split(protocol::SessionUpdate update, std::size_t budget,
                     const std::function<void(protocol::SessionUpdate&&)>& fn);
 
+/// `text` if it takes at most `max_bytes`, else its longest prefix that ends on a code-point
+/// boundary followed by `\n… (N more bytes not shown)`, the whole at most `max_bytes` (at least 64).
+std::string bounded_text(std::string_view text, std::size_t max_bytes);
+
 /// The session/update frame of `note`. One over kMaxNotificationBytes (a message chunk that was
-/// not split aside) is made to fit: a card's rawInput/rawOutput are left out, then its largest
-/// texts are cut with a note of the bytes not shown (a diff too large is replaced by such a note),
-/// as are a plan's entries and a title.
+/// not split aside) is made to fit: a card's rawInput is left out, then its largest texts —
+/// content texts and rawOutput's `output` (a rawOutput of another shape is left out) — are cut
+/// with a note of the bytes not shown, the largest first and towards equal sizes, so the content
+/// keeps its share (a diff too large is replaced by such a note), as are a plan's entries and a
+/// title.
 std::string notification_frame(const protocol::SessionNotification& note);
 
 } // namespace acp::handlers

@@ -106,6 +106,10 @@ protocol::ToolCall tool_call_card(std::string id, std::string_view name, json::v
       call.locations = std::vector<protocol::ToolCallLocation>{
           {std::move(path), tool->name == "read" ? line_at(*args, "offset") : std::nullopt}};
   }
+  // The change a write or edit asks for shows from the first update on (the permission question
+  // and the running card alike); the result replaces it with the change made, or with its error.
+  if (auto diff = argument_diff(name, arguments, cwd))
+    call.content = std::vector<protocol::ToolCallContent>{std::move(*diff)};
   if (!arguments.is_null()) call.rawInput = std::move(arguments);
   return call;
 }
@@ -146,6 +150,47 @@ std::vector<protocol::ToolDiff> result_diffs(const json::object& data, std::stri
     diffs.push_back(std::move(out));
   }
   return diffs;
+}
+
+std::optional<CommandEnd> result_command_end(const json::object& data) {
+  const json::object* meta = store::object_at(data, "meta");
+  const json::object* status = meta ? store::object_at(*meta, "exitStatus") : nullptr;
+  if (!status) return std::nullopt;
+  CommandEnd end;
+  const json::value* code = status->if_contains("exitCode");
+  const json::value* signal = status->if_contains("signal");
+  if (code && !code->is_null() && !(end.exit_code = store::safe_int(*code))) return std::nullopt;
+  if (signal && !signal->is_null()) {
+    if (!signal->is_string()) return std::nullopt;
+    end.signal = std::string(signal->get_string());
+  }
+  const json::value* timeout = meta->if_contains("timedOutMs");
+  if (auto ms = timeout ? store::safe_int(*timeout) : std::nullopt; ms && *ms > 0) end.timed_out_ms = *ms;
+  return end;
+}
+
+bool failed_end(const CommandEnd& end) {
+  return (end.exit_code && *end.exit_code != 0) || end.signal || end.timed_out_ms;
+}
+
+std::string command_end_text(const CommandEnd& end, bool cancelled) {
+  if (cancelled) return "Cancelled: the command was killed.";
+  if (end.timed_out_ms) {
+    const std::int64_t ms = *end.timed_out_ms;
+    const std::string after = ms % 1000 == 0 ? std::to_string(ms / 1000) + " s" : std::to_string(ms) + " ms";
+    return "Timed out after " + after + ": the command was killed.";
+  }
+  if (end.exit_code) return "Exited with code " + std::to_string(*end.exit_code) + ".";
+  if (end.signal) return "Killed by signal " + title_part(*end.signal) + ".";
+  return {};
+}
+
+json::object command_end_json(const CommandEnd& end) {
+  json::object out;
+  out["exitCode"] = end.exit_code ? json::value(*end.exit_code) : json::value(nullptr);
+  out["signal"] = end.signal ? json::value(*end.signal) : json::value(nullptr);
+  if (end.timed_out_ms) out["timedOutMs"] = *end.timed_out_ms;
+  return out;
 }
 
 } // namespace acp::handlers

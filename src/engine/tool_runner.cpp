@@ -337,21 +337,28 @@ asio::awaitable<ToolOutcome> ToolRunner::bash(const json::object& args,
     co_await asio::this_coro::reset_cancellation_state();
     co_await asio::this_coro::throw_if_cancelled(false);
     std::string text;
+    CommandExit exit;
+    if (timed_out) exit.timed_out = timeout;
     try {
       if (timed_out || cancelled) co_await editor_.call("terminal/kill", ref);
       json::value output = co_await editor_.call("terminal/output", ref);
       if (const json::object* oo = output.if_object()) {
         if (const auto* t = oo->if_contains("output"); t && t->is_string()) text = std::string(t->get_string());
         const json::object* status = oo->contains("exitStatus") ? oo->at("exitStatus").if_object() : nullptr;
+        if (status) {
+          // Kept after a kill too: the card says how the command ended, the model's note why.
+          exit.exit_code = status->contains("exitCode") ? support::json_integer(status->at("exitCode")) : std::nullopt;
+          if (const json::value* sig = status->if_contains("signal"); sig && sig->is_string())
+            exit.signal = std::string(sig->get_string());
+        }
         if (status && !timed_out && !cancelled) {
-          auto code = status->contains("exitCode") ? support::json_integer(status->at("exitCode")) : std::nullopt;
-          const json::value* sig = status->if_contains("signal");
-          if (code && *code != 0) text += (text.empty() || text.back() == '\n' ? "" : "\n") + std::string("[exit code: ") + std::to_string(*code) + "]";
-          else if (sig && sig->is_string()) text += (text.empty() || text.back() == '\n' ? "" : "\n") + std::string("[killed by signal ") + std::string(sig->get_string()) + "]";
+          if (exit.exit_code && *exit.exit_code != 0) text += (text.empty() || text.back() == '\n' ? "" : "\n") + std::string("[exit code: ") + std::to_string(*exit.exit_code) + "]";
+          else if (exit.signal) text += (text.empty() || text.back() == '\n' ? "" : "\n") + std::string("[killed by signal ") + *exit.signal + "]";
         }
       }
     } catch (const EditorCallError&) {
     }
+    out.command_exit = std::move(exit);
     try {
       co_await editor_.call("terminal/release", ref);
     } catch (const EditorCallError&) {
@@ -373,6 +380,9 @@ asio::awaitable<ToolOutcome> ToolRunner::bash(const json::object& args,
   tools::CommandRequest request{command, workdir, timeout, limits_.max_result_bytes, hidden_env_, roots_.dirs()};
   tools::CommandOutcome result = co_await tools::run_command(std::move(request));
   out.text = tools::describe_outcome(result, timeout);
+  out.command_exit = CommandExit{result.exit_code, std::nullopt, std::nullopt};
+  if (result.signal) out.command_exit->signal = tools::signal_name(*result.signal);
+  if (result.timed_out) out.command_exit->timed_out = timeout;
   out.cancelled = result.cancelled;
   out.is_error = result.cancelled || result.timed_out;
   co_return out;

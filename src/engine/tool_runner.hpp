@@ -54,6 +54,13 @@ struct FileEdit {
   std::string new_text;
 };
 
+/// How a command ended, in the terms of ACP's terminal exit status (its card's status and text).
+struct CommandExit {
+  std::optional<std::int64_t> exit_code;  ///< it exited
+  std::optional<std::string> signal;      ///< it was killed by this signal ("SIGKILL")
+  std::optional<std::chrono::milliseconds> timed_out;  ///< killed at this timeout
+};
+
 struct ToolOutcome {
   std::string text;  ///< what the model reads
   bool is_error = false;
@@ -61,6 +68,7 @@ struct ToolOutcome {
   std::optional<FileEdit> edit;            ///< write / edit: the change made (a diff card)
   std::optional<std::string> terminal_id;  ///< bash in the editor's terminal
   std::optional<boost::json::array> todos; ///< todo_write: the list (a plan)
+  std::optional<CommandExit> command_exit; ///< bash: how the command ended
 };
 
 /// Makes what a tool produced text before it reaches the log, a frame or the model: a file's bytes,

@@ -113,9 +113,20 @@ std::string capped(std::string text, std::size_t max) {
   return cap.text();
 }
 
-// tool/result meta {diffs:[{path, oldText|null, newText}]}: the change as replay shows it (the
+// tool/result meta. A change's: {diffs:[{path, oldText|null, newText}]}, as replay shows it (the
 // harness's shape), the changed lines with some context rather than whole files.
+// A command's: {exitStatus:{exitCode, signal}, timedOutMs?}, ACP's terminal exit status, so its
+// card (live and replayed) says how it ended.
 std::optional<json::object> result_meta(const ToolOutcome& outcome) {
+  if (outcome.command_exit) {
+    const CommandExit& exit = *outcome.command_exit;
+    json::object status;
+    status["exitCode"] = exit.exit_code ? json::value(*exit.exit_code) : json::value(nullptr);
+    status["signal"] = exit.signal ? json::value(*exit.signal) : json::value(nullptr);
+    json::object meta{{"exitStatus", std::move(status)}};
+    if (exit.timed_out) meta["timedOutMs"] = exit.timed_out->count();
+    return meta;
+  }
   if (!outcome.edit || outcome.is_error) return std::nullopt;
   json::object diff;
   diff["path"] = outcome.edit->path;

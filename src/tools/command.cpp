@@ -173,4 +173,9 @@ std::string describe_outcome(const CommandOutcome& outcome, std::chrono::millise
   return text;
 }
 
+std::string signal_name(int signal) {
+  const char* abbrev = ::sigabbrev_np(signal);
+  return abbrev ? "SIG" + std::string(abbrev) : std::to_string(signal);
+}
+
 } // namespace acp::tools

@@ -50,4 +50,7 @@ boost::asio::awaitable<CommandOutcome> run_command(CommandRequest request);
 std::string timeout_note(std::chrono::milliseconds timeout);
 std::string describe_outcome(const CommandOutcome& outcome, std::chrono::milliseconds timeout);
 
+/// A signal's name as ACP's terminal exit status gives it ("SIGKILL"); the number for one without.
+std::string signal_name(int signal);
+
 } // namespace acp::tools

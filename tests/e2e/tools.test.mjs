@@ -270,6 +270,11 @@ test('editor fs: read goes to fs/read_text_file, edit asks (allow_once) then goe
   assert.deepEqual(read.statuses, ['pending', 'in_progress', 'completed']);
   assert.deepEqual(edit.statuses, ['pending', 'in_progress', 'completed']);
   assert.ok(edit.at[0] < asked[0].at && asked[0].at < edit.at[1], 'the card is pending while the user is asked');
+  // The change is on the card from its first tool_call, as on the question.
+  assert.equal(edit.updates[0].sessionUpdate, 'tool_call');
+  assert.deepEqual(edit.updates[0].content, [{ type: 'diff', path: notes, oldText: 'two', newText: 'TWO' }]);
+  assert.deepEqual(q.toolCall.content, edit.updates[0].content);
+  assert.equal(read.updates[0].content, undefined, 'a read has nothing to show before it runs');
   assert.equal(read.card.kind, 'read');
   assert.match(cardText(read.card), /1: ghost line/);
   const diff = edit.card.content.find((b) => b.type === 'diff');
@@ -316,22 +321,75 @@ test('editor terminal: bash runs in terminal/create\'s process, the card embeds 
   assert.deepEqual(terms.calls.map((c) => c.method), ['create', 'wait_for_exit', 'output', 'release']);
   assert.ok(terms.calls.every((c) => c.terminalId === 'term-1'));
 
-  // pending, in_progress (dispatched), in_progress with the terminal once it exists, completed.
+  // pending, in_progress (dispatched), in_progress with the terminal once it exists, then failed
+  // (it exited 3) with the terminal still there and a line saying how the command ended.
   const card = toolCards(agent.sdkUpdatesFor(sessionId)).get('echo_0_0');
-  assert.deepEqual(card.statuses, ['pending', 'in_progress', 'in_progress', 'completed']);
+  assert.deepEqual(card.statuses, ['pending', 'in_progress', 'in_progress', 'failed']);
   assert.equal(card.card.kind, 'execute');
   const embedding = card.updates.filter((u) => u.content?.some((b) => b.type === 'terminal'));
-  assert.equal(embedding.length, 1, `one card update embeds the terminal: ${JSON.stringify(card.updates)}`);
+  assert.equal(embedding.length, 2, `the terminal is embedded from its creation to the end: ${JSON.stringify(card.updates)}`);
   assert.equal(embedding[0].status, 'in_progress');
   assert.deepEqual(embedding[0].content, [{ type: 'terminal', terminalId: 'term-1' }]);
-  const text = cardText(card.card);
-  assert.match(text, /out-42/);
-  assert.ok(text.includes(cwd), 'ran in the session\'s cwd');
-  assert.match(text, /err/);
-  assert.match(text, /\[exit code: 3\]/);
+  assert.equal(embedding[1], card.updates.at(-1));
+  assert.deepEqual(card.card.content, [{ type: 'terminal', terminalId: 'term-1' },
+    { type: 'content', content: { type: 'text', text: 'Exited with code 3.' } }]);
+  assert.deepEqual(card.card._meta, { 'dsh-acp/exitStatus': { exitCode: 3, signal: null } });
 
   const result = resultOf(events(agent.storeDir, sessionId), 'echo_0_0');
-  assert.match(resultText(result), /out-42[\s\S]*\[exit code: 3\]/);
+  const text = resultText(result);
+  // The output itself is in rawOutput, as the model read it.
+  assert.deepEqual(card.updates.at(-1).rawOutput, { output: text, isError: false, exitStatus: { exitCode: 3, signal: null } });
+  assert.match(text, /out-42[\s\S]*\[exit code: 3\]/);
+  assert.ok(text.includes(cwd), 'ran in the session\'s cwd');
+  assert.match(text, /err/);
+  assert.deepEqual(result.data.meta, { exitStatus: { exitCode: 3, signal: null } });
+
+  // A reload has no terminal to show (released; the client may be another): the output as the
+  // model read it, with the same status and _meta.
+  const from = agent.sdkUpdatesFor(sessionId).length;
+  await ctx.request(M.session.load, { sessionId, cwd, mcpServers: [] });
+  const replayed = toolCards(agent.sdkUpdatesFor(sessionId).slice(from)).get('echo_0_0');
+  assert.equal(replayed.card.status, 'failed');
+  assert.deepEqual(replayed.card._meta, card.card._meta);
+  assert.equal(cardText(replayed.card), text);
+  assert.ok(!replayed.card.content.some((b) => b.type === 'terminal'));
+  await agent.finish();
+});
+
+// rawOutput on every result's final update: the text the model read, whether it was an error, a
+// command's end; at most 32 KiB of output, cut on a code point with a note, in a frame within 32 KiB.
+test('rawOutput: every final card update carries the output, bounded, valid UTF-8', async (t) => {
+  const { agent, ctx, sessionId } = await toolSession(t, { client: { requestPermission: () => selected('allow_once') } });
+  const r = await promptText(ctx, sessionId, [
+    tool('bash', { command: "head -c 40000 /dev/zero | tr '\\0' x; printf '\\342\\202\\254\\377 end'", description: 'big' }),
+    tool('read', { file_path: 'missing.txt' }),
+    tool('glob', { pattern: '*.none' }),
+  ].join(' '));
+  assert.equal(r.stopReason, 'end_turn');
+  const cards = toolCards(agent.sdkUpdatesFor(sessionId));
+  const evs = events(agent.storeDir, sessionId);
+  for (const [id, c] of cards) {
+    const last = c.updates.at(-1);
+    assert.ok(last.rawOutput, `${id} has rawOutput`);
+    assert.ok(c.updates.slice(0, -1).every((u) => u.rawOutput === undefined), `${id}: only on the final update`);
+    assert.equal(last.rawOutput.isError, resultOf(evs, id).data.isError);
+  }
+  const big = cards.get('echo_0_0').updates.at(-1).rawOutput;
+  assert.deepEqual(big.exitStatus, { exitCode: 0, signal: null });
+  assert.ok(Buffer.byteLength(big.output) <= 32 * 1024);
+  assert.match(big.output, /^x{4096}/);
+  const note = big.output.match(/\n\u2026 \((\d+) more bytes not shown\)$/);
+  assert.ok(note, `the cut is noted: ${big.output.slice(-80)}`);
+  const whole = resultText(resultOf(evs, 'echo_0_0'));
+  assert.ok(whole.endsWith('x\u20ac\ufffd end'), 'the model read the bad byte as U+FFFD');
+  const kept = big.output.slice(0, note.index);
+  assert.ok(whole.startsWith(kept));
+  assert.equal(Buffer.byteLength(kept) + Number(note[1]), Buffer.byteLength(whole), 'the note counts the bytes left out');
+  assert.equal(cards.get('echo_0_1').updates.at(-1).rawOutput.isError, true);
+  assert.match(cards.get('echo_0_1').updates.at(-1).rawOutput.output, /^Error: /);
+  for (const { line } of agent.frames.filter((f) => f.frame.method === 'session/update'))
+    assert.ok(Buffer.byteLength(line) <= 32 * 1024);
+  assert.deepEqual(agent.violations, []);
   await agent.finish();
 });
 
@@ -502,12 +560,19 @@ test('session/load in a new process replays the tool cards as they were seen liv
     tool('bash', { command: 'echo ran', description: 'say' }),
     tool('glob', { pattern: '*.txt' }),
     tool('todo_write', { todos }),
+    tool('bash', { command: 'echo bad; exit 3', description: 'fail' }),
   ].join(' '));
   assert.equal(r.stopReason, 'end_turn');
   const liveUpdates = live.agent.sdkUpdatesFor(live.sessionId);
   const liveCards = toolCards(liveUpdates);
-  assert.equal(liveCards.size, 7);
+  assert.equal(liveCards.size, 8);
   assert.equal(liveCards.get('echo_0_1').card.status, 'failed');
+  // A command in the server: its card shows what the model read, a non-zero exit fails it.
+  assert.equal(liveCards.get('echo_0_4').card.status, 'completed');
+  assert.deepEqual(liveCards.get('echo_0_4').card._meta, { 'dsh-acp/exitStatus': { exitCode: 0, signal: null } });
+  assert.equal(liveCards.get('echo_0_7').card.status, 'failed');
+  assert.equal(cardText(liveCards.get('echo_0_7').card), 'bad\n[exit code: 3]');
+  assert.deepEqual(liveCards.get('echo_0_7').card._meta, { 'dsh-acp/exitStatus': { exitCode: 3, signal: null } });
   const livePlans = liveUpdates.filter((u) => u.params.update.sessionUpdate === 'plan').map((u) => u.params.update);
   assert.equal(livePlans.length, 1);
   assert.deepEqual(livePlans[0].entries.map((e) => [e.content, e.status]), todos.map((d) => [d.content, d.status]));
@@ -523,7 +588,16 @@ test('session/load in a new process replays the tool cards as they were seen liv
     const replayed = replayCards.get(id);
     assert.ok(['completed', 'failed'].includes(c.card.status));
     assert.deepEqual(replayed.card, c.card, `card ${id}: replayed ${JSON.stringify(replayed.updates)} live ${JSON.stringify(c.updates)}`);
+    // The first card as live (diff included) but for its status (live asks `pending` before it
+    // runs), the final update exactly (status, content, rawOutput, _meta).
+    const { status: liveStatus, ...liveFirst } = c.updates[0];
+    const { status: replayStatus, ...replayFirst } = replayed.updates[0];
+    assert.equal(liveStatus, 'pending');
+    assert.deepEqual(replayFirst, liveFirst, `card ${id}'s first update`);
+    assert.deepEqual(replayed.updates.at(-1), c.updates.at(-1), `card ${id}'s final update`);
+    assert.ok(c.updates.at(-1).rawOutput, `card ${id} has rawOutput`);
   }
+  assert.equal(liveCards.get('echo_0_2').updates[0].content[0].type, 'diff', 'the edit\'s first card shows its change');
   const replayPlans = replayUpdates.filter((u) => u.params.update.sessionUpdate === 'plan').map((u) => u.params.update);
   assert.deepEqual(replayPlans, livePlans);
   await agent.finish();

@@ -184,6 +184,24 @@ BOOST_AUTO_TEST_CASE(a_successful_edit_or_write_shows_a_diff_built_from_its_argu
   BOOST_TEST(content_item(updates[3], 0) == json::parse(R"({"type":"diff","path":"/abs/new.txt","newText":"hello\n"})"));
 }
 
+// The change a write or edit asks for is on its card from the first update, before it runs (and
+// before the user is asked about it); other tools' first cards have no content.
+BOOST_AUTO_TEST_CASE(a_write_or_edits_first_card_shows_the_change_it_asks_for) {
+  auto updates = replay({
+      tool_call(1, "e1", "edit", {{"file_path", "src/a.cpp"}, {"old_string", "int x = 1;"}, {"new_string", "int x = 2;"}}),
+      tool_call(2, "w1", "write", {{"file_path", "/abs/new.txt"}, {"content", "hello\n"}}),
+      tool_call(3, "b1", "bash", {{"command", "ls"}}),
+      tool_call(4, "e2", "edit", {{"old_string", "a"}, {"new_string", "b"}}),
+  });
+  BOOST_TEST_REQUIRE(updates.size() == 4u);
+  BOOST_TEST(tag(updates[0]) == "tool_call");
+  BOOST_TEST(updates[0].at("content") ==
+             json::parse(R"([{"type":"diff","path":"/work/proj/src/a.cpp","oldText":"int x = 1;","newText":"int x = 2;"}])"));
+  BOOST_TEST(updates[1].at("content") == json::parse(R"([{"type":"diff","path":"/abs/new.txt","newText":"hello\n"}])"));
+  BOOST_TEST(!updates[2].as_object().contains("content"));
+  BOOST_TEST(!updates[3].as_object().contains("content"));  // no file named: no change to show
+}
+
 // The harness records the applied hunks (with context lines) in the result's meta.diffs: they win.
 BOOST_AUTO_TEST_CASE(the_hunks_a_result_records_win_over_the_arguments) {
   json::object result = tool_result(2, "e1", "updated");
@@ -256,6 +274,131 @@ BOOST_AUTO_TEST_CASE(a_pruned_tool_result_shows_nothing_new) {
   });
   BOOST_TEST_REQUIRE(updates.size() == 2u);
   BOOST_TEST(content_item(updates[1], 0).at("content").at("text").as_string() == "lots of output");
+}
+
+// A command's result records how it ended (meta.exitStatus, ACP's terminal exit status): a
+// non-zero exit, a signal or a timeout fails the card, and the card's _meta says how it ended.
+BOOST_AUTO_TEST_CASE(a_command_that_exits_non_zero_fails_its_card_and_says_how_it_ended) {
+  auto with_meta = [](json::object result, std::string_view meta) {
+    result["data"].as_object()["meta"] = json::parse(meta);
+    return result;
+  };
+  auto updates = replay({
+      tool_call(1, "b1", "bash", {{"command", "false"}}),
+      with_meta(tool_result(2, "b1", "oops\n[exit code: 3]"), R"({"exitStatus":{"exitCode":3,"signal":null}})"),
+      tool_call(3, "b2", "bash", {{"command", "true"}}),
+      with_meta(tool_result(4, "b2", "(no output)"), R"({"exitStatus":{"exitCode":0,"signal":null}})"),
+      tool_call(5, "b3", "bash", {{"command", "kill -TERM $$"}}),
+      with_meta(tool_result(6, "b3", "[killed by signal 15]"), R"({"exitStatus":{"exitCode":null,"signal":"SIGTERM"}})"),
+      tool_call(7, "b4", "bash", {{"command", "sleep 9"}}),
+      with_meta(tool_result(8, "b4", "[timed out after 5 s: the command was killed]", true),
+                R"({"exitStatus":{"exitCode":null,"signal":"SIGKILL"},"timedOutMs":5000})"),
+      // Not in that shape (another writer's meta): the result's own isError decides.
+      tool_call(9, "b5", "bash", {{"command", "x"}}),
+      with_meta(tool_result(10, "b5", "x"), R"({"exitStatus":{"exitCode":"3"}})"),
+  });
+  BOOST_TEST_REQUIRE(updates.size() == 10u);
+  BOOST_TEST(updates[1].at("status").as_string() == "failed");
+  BOOST_TEST(updates[1].at("_meta") == json::parse(R"({"dsh-acp/exitStatus":{"exitCode":3,"signal":null}})"));
+  // Without a terminal the card shows what the model read: the output and its note.
+  BOOST_TEST(updates[1].at("content") ==
+             json::parse(R"([{"type":"content","content":{"type":"text","text":"oops\n[exit code: 3]"}}])"));
+  BOOST_TEST(updates[3].at("status").as_string() == "completed");
+  BOOST_TEST(updates[3].at("_meta") == json::parse(R"({"dsh-acp/exitStatus":{"exitCode":0,"signal":null}})"));
+  BOOST_TEST(updates[5].at("status").as_string() == "failed");
+  BOOST_TEST(updates[7].at("status").as_string() == "failed");
+  BOOST_TEST(updates[7].at("_meta") ==
+             json::parse(R"({"dsh-acp/exitStatus":{"exitCode":null,"signal":"SIGKILL","timedOutMs":5000}})"));
+  BOOST_TEST(updates[9].at("status").as_string() == "completed");
+  BOOST_TEST(!updates[9].as_object().contains("_meta"));
+}
+
+// Live, a command in the editor's terminal keeps the terminal in its final card (the client goes on
+// showing its output after release), with a line saying how it ended beside it.
+BOOST_AUTO_TEST_CASE(a_command_in_the_editors_terminal_keeps_it_in_its_final_card) {
+  handlers::Replayer live(handlers::ReplayPlaces{std::string(kCwd), ""});
+  std::vector<protocol::SessionUpdate> out;
+  auto feed = [&](const json::object& e) { live.on_event(e, out); };
+  auto with = [](json::object result, std::string_view meta, std::string_view error = {}) {
+    result["data"].as_object()["meta"] = json::parse(meta);
+    if (!error.empty()) result["data"].as_object()["error"] = json::object{{"name", "AbortError"}, {"code", error}};
+    return result;
+  };
+  feed(tool_call(1, "b1", "bash", {{"command", "make"}}));
+  live.attach_terminal("b1", "term-1");
+  feed(with(tool_result(2, "b1", "built\n[exit code: 2]"), R"({"exitStatus":{"exitCode":2,"signal":null}})"));
+  feed(tool_call(3, "b2", "bash", {{"command", "true"}}));
+  live.attach_terminal("b2", "term-2");
+  feed(with(tool_result(4, "b2", "(no output)"), R"({"exitStatus":{"exitCode":0,"signal":null}})"));
+  feed(tool_call(5, "b3", "bash", {{"command", "sleep 9"}}));
+  live.attach_terminal("b3", "term-3");
+  feed(with(tool_result(6, "b3", "[cancelled: the command was killed]", true),
+            R"({"exitStatus":{"exitCode":null,"signal":"SIGKILL"}})", "TOOL_ABORTED"));
+  feed(tool_call(7, "b4", "bash", {{"command", "sleep 9"}}));
+  live.attach_terminal("b4", "term-4");
+  feed(with(tool_result(8, "b4", "started\n[timed out after 300 ms: the command was killed]", true),
+            R"({"exitStatus":{"exitCode":null,"signal":null},"timedOutMs":300})"));
+  // The editor failed the call after creating the terminal: its error is the line.
+  feed(tool_call(9, "b5", "bash", {{"command", "x"}}));
+  live.attach_terminal("b5", "term-5");
+  feed(tool_result(10, "b5", "Error: the editor refused: gone", true));
+  std::vector<json::value> updates;
+  for (const auto& u : out) updates.push_back(wire::encode(u));
+  BOOST_TEST_REQUIRE(updates.size() == 10u);
+  auto card = [](std::string_view terminal, std::string_view line) {
+    return json::array{json::object{{"type", "terminal"}, {"terminalId", terminal}},
+                       json::object{{"type", "content"}, {"content", {{"type", "text"}, {"text", line}}}}};
+  };
+  BOOST_TEST(updates[1].at("status").as_string() == "failed");
+  BOOST_TEST(updates[1].at("content") == card("term-1", "Exited with code 2."));
+  BOOST_TEST(updates[1].at("_meta") == json::parse(R"({"dsh-acp/exitStatus":{"exitCode":2,"signal":null}})"));
+  BOOST_TEST(updates[3].at("status").as_string() == "completed");
+  BOOST_TEST(updates[3].at("content") == card("term-2", "Exited with code 0."));
+  BOOST_TEST(updates[5].at("status").as_string() == "failed");
+  BOOST_TEST(updates[5].at("content") == card("term-3", "Cancelled: the command was killed."));
+  BOOST_TEST(updates[7].at("content") == card("term-4", "Timed out after 300 ms: the command was killed."));
+  BOOST_TEST(updates[9].at("status").as_string() == "failed");
+  BOOST_TEST(updates[9].at("content") == card("term-5", "Error: the editor refused: gone"));
+  // A terminal belongs to its call only: the same id in a later turn has none.
+  feed(turn_end(11, 1));
+  live.attach_terminal("b6", "term-6");
+  feed(turn_end(12, 2));
+  out.clear();
+  feed(tool_call(13, "b6", "bash", {{"command", "true"}}));
+  feed(with(tool_result(14, "b6", "(no output)"), R"({"exitStatus":{"exitCode":0,"signal":null}})"));
+  BOOST_TEST_REQUIRE(out.size() == 2u);
+  BOOST_TEST(wire::encode(out[1]).at("content").at(0).at("type").as_string() == "content");
+}
+
+// Every result's card carries rawOutput: the text the model read (at most 32 KiB, cut on a code
+// point with a note of what is not shown), whether it was an error, and a command's end.
+BOOST_AUTO_TEST_CASE(every_result_carries_a_bounded_raw_output) {
+  json::object bash = tool_result(4, "b1", "oops\n[exit code: 3]");
+  bash["data"].as_object()["meta"] = json::parse(R"({"exitStatus":{"exitCode":3,"signal":null}})");
+  std::string big;
+  for (int i = 0; i < 20000; ++i) big += "\xF0\x9F\x98\x80";  // 80,000 bytes of 4-byte characters
+  auto updates = replay({
+      tool_call(1, "r1", "read", {{"file_path", "a.txt"}}),
+      tool_result(2, "r1", "Error: no such file", true),
+      tool_call(3, "b1", "bash", {{"command", "false"}}),
+      bash,
+      tool_call(5, "m1", "mcp__srv__dump", {}),
+      tool_result(6, "m1", big),
+  });
+  BOOST_TEST_REQUIRE(updates.size() == 6u);
+  BOOST_TEST(updates[1].at("rawOutput") == json::parse(R"({"output":"Error: no such file","isError":true})"));
+  BOOST_TEST(updates[3].at("rawOutput") ==
+             json::parse(R"({"output":"oops\n[exit code: 3]","isError":false,"exitStatus":{"exitCode":3,"signal":null}})"));
+  const std::string output(updates[5].at("rawOutput").at("output").as_string());
+  BOOST_TEST(output.size() <= handlers::kMaxRawOutputBytes);
+  BOOST_TEST(output.size() > handlers::kMaxRawOutputBytes - 128);
+  const std::size_t kept = output.find("\n\u2026 (");
+  BOOST_REQUIRE(kept != std::string::npos);
+  BOOST_TEST(kept % 4 == 0u);  // whole characters only
+  BOOST_TEST(big.compare(0, kept, output, 0, kept) == 0);
+  BOOST_TEST(output.substr(kept) == "\n\u2026 (" + std::to_string(big.size() - kept) + " more bytes not shown)");
+  // The first card has none: nothing has run yet.
+  BOOST_TEST(!updates[0].as_object().contains("rawOutput"));
 }
 
 // todo_write's 0.1.1 shape {todos:[{content, status}]} (statuses pending, in_progress, completed).

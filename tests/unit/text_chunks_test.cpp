@@ -221,24 +221,42 @@ BOOST_AUTO_TEST_CASE(cards_plans_and_titles_are_cut_to_fit_a_frame) {
   BOOST_TEST(frame_of(small) == jsonrpc::serialize_notification(acp::methods::session_update,
                                                                 wire::encode(SessionNotification{id, small, {}})));
 
-  // A result with a large output: rawOutput left out, the output cut on a code point, with a note.
-  ToolCallUpdate result;
-  result.toolCallId = "t2";
-  result.content = std::vector<ToolCallContent>{ToolContent{TextContent{"short", {}, {}}}, ToolContent{TextContent{output, {}, {}}}};
-  result.rawOutput = json::value(output);
-  std::string frame = frame_of(result);
-  BOOST_TEST(frame.size() <= kMaxNotificationBytes);
-  BOOST_TEST(frame.size() > kMaxNotificationBytes - 512);  // cut no more than needed
-  auto update = update_of(frame);
-  BOOST_TEST(!update.contains("rawOutput"));
-  const auto& content = update.at("content").as_array();
-  BOOST_TEST(content.at(0).at("content").at("text").as_string() == "short");
-  const std::string shown(content.at(1).at("content").at("text").as_string());
-  const std::size_t kept = shown.find("\n\u2026 (");
-  BOOST_REQUIRE(kept != std::string::npos);
-  BOOST_TEST(output.compare(0, kept, shown, 0, kept) == 0);
-  BOOST_TEST(support::valid_utf8(shown));
-  BOOST_TEST(shown.substr(kept) == "\n\u2026 (" + std::to_string(output.size() - kept) + " more bytes not shown)");
+  // A result with a large output, in its content and its rawOutput: both cut on a code point, with
+  // a note, each keeping a share of the frame (the rawOutput is sent on every result).
+  auto check_cut = [&](const std::string& shown, const std::string& whole) {
+    const std::size_t kept = shown.find("\n\u2026 (");
+    BOOST_REQUIRE(kept != std::string::npos);
+    BOOST_TEST(kept > 4096u);
+    BOOST_TEST(whole.compare(0, kept, shown, 0, kept) == 0);
+    BOOST_TEST(support::valid_utf8(shown));
+    BOOST_TEST(shown.substr(kept) == "\n\u2026 (" + std::to_string(whole.size() - kept) + " more bytes not shown)");
+  };
+  for (bool ours : {false, true}) {
+    ToolCallUpdate result;
+    result.toolCallId = "t2";
+    result.content = std::vector<ToolCallContent>{ToolContent{TextContent{"short", {}, {}}}, ToolContent{TextContent{output, {}, {}}}};
+    // Ours comes bounded already: cut again, its note still counts every byte of the whole left out.
+    result.rawOutput = ours ? json::value(json::object{{"output", handlers::bounded_text(output, 32 * 1024)}, {"isError", false}})
+                            : json::value(output);
+    std::string frame = frame_of(result);
+    BOOST_TEST(frame.size() <= kMaxNotificationBytes);
+    BOOST_TEST(frame.size() > kMaxNotificationBytes - 512);  // cut no more than needed
+    auto update = update_of(frame);
+    const auto& content = update.at("content").as_array();
+    BOOST_TEST(content.at(0).at("content").at("text").as_string() == "short");
+    check_cut(std::string(content.at(1).at("content").at("text").as_string()), output);
+    BOOST_REQUIRE(update.contains("rawOutput"));
+    const json::value& raw = update.at("rawOutput");
+    check_cut(std::string(ours ? raw.at("output").as_string() : raw.as_string()), output);
+    if (ours) BOOST_TEST(raw.at("isError") == json::value(false));
+  }
+  // A rawOutput of another shape cannot be cut: it is left out.
+  ToolCallUpdate other;
+  other.toolCallId = "t5";
+  other.rawOutput = json::value(json::array{json::value(output)});
+  BOOST_TEST(frame_of(other).size() <= kMaxNotificationBytes);
+  BOOST_TEST(!update_of(frame_of(other)).contains("rawOutput"));
+  std::string frame;
 
   // A call whose arguments are a large file: they are left out, the card stays.
   ToolCall call;
@@ -267,6 +285,21 @@ BOOST_AUTO_TEST_CASE(cards_plans_and_titles_are_cut_to_fit_a_frame) {
   SessionInfoUpdate info;
   info.title = output;
   BOOST_TEST(frame_of(info).size() <= kMaxNotificationBytes);
+}
+
+// rawOutput's bound: whole when it fits, else cut on a code point with a note, within the bound.
+BOOST_AUTO_TEST_CASE(bounded_text_cuts_on_a_code_point_with_a_note) {
+  BOOST_TEST(handlers::bounded_text("short", 100) == "short");
+  const std::string euros = repeat("\xE2\x82\xAC", 1000);  // 3,000 bytes
+  BOOST_TEST(handlers::bounded_text(euros, 3000) == euros);
+  const std::string cut = handlers::bounded_text(euros, 1000);
+  BOOST_TEST(cut.size() <= 1000u);
+  BOOST_TEST(support::valid_utf8(cut));
+  const std::size_t kept = cut.find("\n\u2026 (");
+  BOOST_REQUIRE(kept != std::string::npos);
+  BOOST_TEST(kept % 3 == 0u);
+  BOOST_TEST(kept >= 1000u - 64u - 2u);
+  BOOST_TEST(cut.substr(kept) == "\n\u2026 (" + std::to_string(euros.size() - kept) + " more bytes not shown)");
 }
 
 // The template split the direct frames rest on; a frame without the placeholder has none (the

@@ -142,6 +142,33 @@ BOOST_AUTO_TEST_CASE(server_side_tools_work_on_real_files) {
   BOOST_TEST(todo.todos->size() == 3u);
 }
 
+// How a command in the server ended, for its card: ACP's terminal exit status (an exit code, or a
+// signal by name) and the timeout that killed it.
+BOOST_AUTO_TEST_CASE(server_side_commands_say_how_they_ended) {
+  Dir d;
+  Rig rig;
+  engine::ToolRunner runner("s1", tools::Roots(d.root.string()), {}, rig.pool.get_executor());
+  auto failed = rig.run(runner, "bash", R"({"command":"exit 4"})");
+  BOOST_REQUIRE(failed.command_exit.has_value());
+  BOOST_TEST(failed.command_exit->exit_code.value_or(-1) == 4);
+  BOOST_TEST(!failed.is_error);  // the model reads "[exit code: 4]" as a result, as before
+  auto ok = rig.run(runner, "bash", R"({"command":"true"})");
+  BOOST_REQUIRE(ok.command_exit.has_value());
+  BOOST_TEST(ok.command_exit->exit_code.value_or(-1) == 0);
+  auto killed = rig.run(runner, "bash", R"({"command":"kill -TERM $$"})");
+  BOOST_REQUIRE(killed.command_exit.has_value());
+  BOOST_TEST(!killed.command_exit->exit_code.has_value());
+  BOOST_TEST(killed.command_exit->signal.value_or("") == "SIGTERM");
+  BOOST_TEST(killed.text == "[killed by signal 15]");
+  auto late = rig.run(runner, "bash", R"({"command":"sleep 1000","timeoutMs":50})");
+  BOOST_REQUIRE(late.command_exit.has_value());
+  BOOST_TEST((late.command_exit->timed_out == std::chrono::milliseconds(50)));
+  BOOST_TEST(late.is_error);
+  // A call that never ran a command has no end to tell.
+  BOOST_TEST(!rig.run(runner, "bash", R"({"command":5})").command_exit.has_value());
+  BOOST_TEST(!rig.run(runner, "read", R"({"file_path":"nothing"})").command_exit.has_value());
+}
+
 BOOST_AUTO_TEST_CASE(bad_calls_are_error_results_for_the_model) {
   Dir d;
   Rig rig;
@@ -231,6 +258,10 @@ BOOST_AUTO_TEST_CASE(commands_run_in_the_editors_terminal_and_are_always_release
   auto r = rig.run(runner, "bash", R"({"command":"make","description":"build"})");
   BOOST_TEST(r.terminal_id.value_or("") == "term-1");
   BOOST_TEST(r.text == "built\n[exit code: 2]");
+  BOOST_REQUIRE(r.command_exit.has_value());  // for the card: it exited 2
+  BOOST_TEST(r.command_exit->exit_code.value_or(-1) == 2);
+  BOOST_TEST(!r.command_exit->signal.has_value());
+  BOOST_TEST(!r.command_exit->timed_out.has_value());
   BOOST_TEST(editor.methods == (std::vector<std::string>{"terminal/create", "terminal/wait_for_exit", "terminal/output",
                                                          "terminal/release"}),
              boost::test_tools::per_element());
@@ -240,6 +271,8 @@ BOOST_AUTO_TEST_CASE(commands_run_in_the_editors_terminal_and_are_always_release
   auto late = rig.run(runner, "bash", R"({"command":"sleep 1000","description":"wait","timeoutMs":100})");
   BOOST_TEST(late.text.find("[timed out after 100 ms: the command was killed]") != std::string::npos, late.text);
   BOOST_TEST(late.is_error);  // it did not finish: the card fails
+  BOOST_REQUIRE(late.command_exit.has_value());
+  BOOST_TEST((late.command_exit->timed_out == std::chrono::milliseconds(100)));
   BOOST_TEST(editor.methods == (std::vector<std::string>{"terminal/create", "terminal/wait_for_exit", "terminal/kill",
                                                          "terminal/output", "terminal/release"}),
              boost::test_tools::per_element());
