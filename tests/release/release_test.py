@@ -126,6 +126,15 @@ def test_archive(build, tmp):
     r = initialize_through(binary, os.path.join(tmp, "home"))
     if r["agentInfo"]["version"] != version:
         fail(f"initialize from the archive's binary: {r['agentInfo']}")
+    # The registry starts the agent (its default provider, DeepSeek) and requires an auth method of type agent or terminal, with a key
+    # present or not (the DeepSeek provider, the default).
+    for label, env in (("without a key", {"DEEPSEEK_API_KEY": ""}), ("with a key", {"DEEPSEEK_API_KEY": "sk-test"})):
+        p = subprocess.run([binary], input=b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}\n',
+                           capture_output=True, env=dict(os.environ, DSH_ACP_HOME=os.path.join(tmp, "home-" + label.replace(" ", "-")), **env))
+        answer = json.loads(p.stdout.splitlines()[0])
+        types = [m.get("type") for m in answer["result"].get("authMethods", [])]
+        if not {"agent", "terminal"} & set(types):
+            fail(f"initialize {label} offers auth methods of types {types}: the registry needs agent or terminal")
     print(f"archive {os.path.getsize(archive):,} bytes (built binary {os.path.getsize(os.path.join(build, 'dsh-acp')):,}, "
           f"stripped {os.path.getsize(binary):,}), debug archive {os.path.getsize(debug):,} bytes")
 
