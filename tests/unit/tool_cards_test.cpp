@@ -104,6 +104,24 @@ void prompt(Fixture& f, Frames& out, const Session& s, std::vector<llm::ToolCall
   BOOST_TEST((r.stopReason == protocol::StopReason::end_turn));
 }
 
+struct LiveTurn {
+  Session session;
+  std::map<std::string, Card> cards;
+};
+
+// One prompt whose model calls `calls`, in a new session of a process of its own; `files` are
+// written into the session's cwd first. `terminal`: whether the client offers terminals.
+LiveTurn live_turn(Fixture& f, Client& client, std::vector<llm::ToolCall> calls,
+                   const std::vector<std::pair<std::string, std::string>>& files = {}, bool terminal = true) {
+  auto p = f.process();
+  Frames out(*p, f, &client, terminal);
+  LiveTurn t{new_session(f, out), {}};
+  for (const auto& [name, text] : files) std::ofstream(t.session.cwd + "/" + name) << text;
+  prompt(f, out, t.session, std::move(calls));
+  t.cards = cards_of(out.all);
+  return t;
+}
+
 std::vector<std::string> reload(Fixture& f, const Session& s) {
   auto p = f.process();
   Frames out(*p, f);
@@ -122,15 +140,7 @@ BOOST_AUTO_TEST_SUITE(tool_cards)
 BOOST_AUTO_TEST_CASE(the_bash_card_keeps_its_terminal_and_fails_on_a_non_zero_exit) {
   Fixture f;
   Client client;
-  Session s;
-  std::map<std::string, Card> live;
-  {
-    auto p = f.process();
-    Frames out(*p, f, &client);
-    s = new_session(f, out);
-    prompt(f, out, s, {llm::ToolCall{"b1", "bash", R"({"command":"make"})"}});
-    live = cards_of(out.all);
-  }
+  auto [s, live] = live_turn(f, client, {llm::ToolCall{"b1", "bash", R"({"command":"make"})"}});
   BOOST_TEST(client.methods == (std::vector<std::string>{"session/request_permission", "terminal/create",
                                                          "terminal/wait_for_exit", "terminal/output", "terminal/release"}),
              boost::test_tools::per_element());
@@ -157,16 +167,8 @@ BOOST_AUTO_TEST_CASE(the_bash_card_keeps_its_terminal_and_fails_on_a_non_zero_ex
 BOOST_AUTO_TEST_CASE(every_final_update_carries_raw_output_live_and_replayed) {
   Fixture f;
   Client client;
-  Session s;
-  std::map<std::string, Card> live;
-  {
-    auto p = f.process();
-    Frames out(*p, f, &client);
-    s = new_session(f, out);
-    prompt(f, out, s, {llm::ToolCall{"b1", "bash", R"({"command":"make"})"},
-                       llm::ToolCall{"r1", "read", R"({"file_path":"missing.txt"})"}});
-    live = cards_of(out.all);
-  }
+  auto [s, live] = live_turn(f, client, {llm::ToolCall{"b1", "bash", R"({"command":"make"})"},
+                                         llm::ToolCall{"r1", "read", R"({"file_path":"missing.txt"})"}});
   BOOST_TEST(live["b1"].updates.back().at("rawOutput") ==
              json::parse(R"({"output":"boom\n[exit code: 3]","isError":false,"exitStatus":{"exitCode":3,"signal":null}})"));
   const json::value& read = live["r1"].updates.back().at("rawOutput");
@@ -200,16 +202,9 @@ BOOST_AUTO_TEST_CASE(a_command_that_exits_zero_completes_with_its_terminal) {
 BOOST_AUTO_TEST_CASE(an_edit_card_carries_its_diff_from_the_first_tool_call) {
   Fixture f;
   Client client;
-  Session s;
-  std::map<std::string, Card> live;
-  {
-    auto p = f.process();
-    Frames out(*p, f, &client);
-    s = new_session(f, out);
-    std::ofstream(s.cwd + "/a.txt") << "one\ntwo\n";
-    prompt(f, out, s, {llm::ToolCall{"e1", "edit", R"({"file_path":"a.txt","old_string":"two","new_string":"TWO"})"}});
-    live = cards_of(out.all);
-  }
+  auto [s, live] = live_turn(
+      f, client, {llm::ToolCall{"e1", "edit", R"({"file_path":"a.txt","old_string":"two","new_string":"TWO"})"}},
+      {{"a.txt", "one\ntwo\n"}});
   const json::value diff = json::parse(R"({"type":"diff","path":")" + s.cwd + R"(/a.txt","oldText":"two","newText":"TWO"})");
   const Card& card = live["e1"];
   BOOST_REQUIRE(!card.updates.empty());
@@ -234,14 +229,8 @@ BOOST_AUTO_TEST_CASE(an_edit_card_carries_its_diff_from_the_first_tool_call) {
 BOOST_AUTO_TEST_CASE(a_reload_shows_the_cards_seen_live) {
   Fixture f;
   Client client;
-  Session s;
-  std::map<std::string, Card> live;
-  {
-    auto p = f.process();
-    Frames out(*p, f, &client, false);
-    s = new_session(f, out);
-    std::ofstream(s.cwd + "/a.txt") << "alpha\nbeta\n";
-    prompt(f, out, s,
+  auto [s, live] = live_turn(
+      f, client,
            {llm::ToolCall{"r1", "read", R"({"file_path":"a.txt"})"},
             llm::ToolCall{"r2", "read", R"({"file_path":"missing.txt"})"},
             llm::ToolCall{"e1", "edit", R"({"file_path":"a.txt","old_string":"beta","new_string":"gamma"})"},
@@ -250,9 +239,8 @@ BOOST_AUTO_TEST_CASE(a_reload_shows_the_cards_seen_live) {
             llm::ToolCall{"b1", "bash", R"({"command":"echo ran"})"},
             llm::ToolCall{"b2", "bash", R"({"command":"echo bad; exit 3"})"},
             llm::ToolCall{"g1", "glob", R"({"pattern":"*.txt"})"},
-            llm::ToolCall{"x1", "no_such_tool", "{}"}});
-    live = cards_of(out.all);
-  }
+            llm::ToolCall{"x1", "no_such_tool", "{}"}},
+      {{"a.txt", "alpha\nbeta\n"}}, false);
   BOOST_TEST(live.size() == 9u);
   auto replayed = cards_of(reload(f, s));
   BOOST_TEST(replayed.size() == live.size());
