@@ -1,4 +1,4 @@
-// The reference card (README: Cross-session references): the one visible trace of an injected session snapshot.
+// The reference card (docs/references.md): the one visible trace of an injected session snapshot.
 // A completed `read` tool call, sent live before any model output and, on replay, right after the
 // user chunk of the direct message it belongs to (the one after the snapshot, or for a 0.1.1 recall
 // the one just before it). The snapshot text itself never reaches the client.

@@ -1,5 +1,5 @@
 // The JSON-RPC 2.0 envelope: request ids, frame classification, error values and the error table
-// (the README lists it). Pure functions over parsed JSON; no I/O.
+// (docs/decisions.md#errors-on-the-wire lists it). Pure functions over parsed JSON; no I/O.
 #pragma once
 
 #include <boost/json/object.hpp>
@@ -49,7 +49,7 @@ private:
   std::optional<boost::json::value> data_;
 };
 
-// Factories for every row of the README's error list.
+// Factories for every row of the error table (docs/decisions.md#errors-on-the-wire).
 RpcError parse_error(std::string_view why);
 RpcError invalid_request(std::string_view why);
 RpcError oversize_frame(std::uint64_t max_frame_bytes);

@@ -26,7 +26,7 @@ namespace {
 // --receive-pack name programs to run), grep (-O runs a pager); npm/pnpm/yarn run (the script's
 // name is what was seen, not any script), exec, dlx, create, init and install (run packages' code
 // fetched from a registry); cargo run and install; go run, generate and install. What stays still runs the project's own code (tests, build scripts, hooks)
-// and takes any options (`go test -exec PROG`): the README says so beside the option's name.
+// and takes any options (`go test -exec PROG`): docs/tools.md says so beside the option's name.
 constexpr std::string_view kGit[] = {"status",   "log",       "diff", "show", "blame", "shortlog",
                                      "describe", "ls-files", "rev-parse", "add", "commit"};
 constexpr std::string_view kPackageManager[] = {"test", "ls", "outdated"};  // npm, pnpm, yarn

@@ -1,4 +1,4 @@
-// The offline `echo` model (README: The echo model): the oracle of request assembly.
+// The offline `echo` model (docs/models.md#the-echo-model): the oracle of request assembly.
 //
 // It answers with a description of the request it received, streamed one word at a time, so tests,
 // the demo and transcripts can see exactly which messages reached the model. Directives in the last
@@ -27,7 +27,7 @@ namespace acp::llm {
 /// tool calls reads `[i] assistant 0 bytes: ` (the calls are not shown; its tool messages follow).
 std::string echo_answer(const Request& request);
 
-/// The deterministic summary answering a Purpose::summary request (README "The echo model"):
+/// The deterministic summary answering a Purpose::summary request (docs/models.md#the-echo-model):
 /// `## Goal` with the number and UTF-8 bytes of the summarised messages (every message but the
 /// system prompt and the final instruction), `## Focus` when the instruction carries a
 /// `Focus: ` line, and `## Messages` listing the first and last three in the answer's line format.

@@ -106,7 +106,7 @@ struct Completion {
   std::vector<ToolCall> tool_calls = {};
 };
 
-/// A provider failure with the stable code of the README's error list (PROVIDER_*, or AUTH_REQUIRED for 401/403).
+/// A provider failure with the stable code of the error table (docs/decisions.md#errors-on-the-wire) (PROVIDER_*, or AUTH_REQUIRED for 401/403).
 class ProviderError : public std::runtime_error {
 public:
   /// `message` may quote the provider (a reason phrase, a stream's bytes): it is made text here.

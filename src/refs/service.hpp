@@ -1,5 +1,5 @@
 // The session-reference service: candidates for new mentions and preparation of referenced
-// context ahead of a direct message (README: Cross-session references).
+// context ahead of a direct message (docs/references.md).
 //
 // The host implements SessionSource over the session store and owns one service per process. The
 // service is immutable after construction and may be used from several threads at once. prepare()

@@ -1,4 +1,4 @@
-// dsh-acp: flags, descriptor discipline, the event loop, exit codes (README: Command line and configuration).
+// dsh-acp: flags, descriptor discipline, the event loop, exit codes (docs/configuration.md).
 //
 // fd discipline: frames go to a private duplicate of fd 1, and fd 1 itself is pointed at the log
 // file, so a stray print from any library can never corrupt the protocol stream (and never reaches
@@ -99,7 +99,7 @@ int main(int argc, char** argv) {
   }
 
   // Every root of the listing: the configured ones, and the harness's own root when none was named
-  // and it exists (read-only then: README says how to make it writable). A root's layout and
+  // and it exists (read-only then: docs/sessions.md says how to make it writable). A root's layout and
   // encoding are checked now, so a root that holds both encodings is a start-up error; the full
   // open (the listing index sweep) waits for first use, so it never delays initialize.
   // A store is a root of log files or a PostgreSQL database (issue 17); the first takes new

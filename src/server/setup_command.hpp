@@ -1,4 +1,4 @@
-// `dsh-acp --setup`: the terminal authentication method's program (ACP `type: "terminal"`, README:
+// `dsh-acp --setup`: the terminal authentication method's program (ACP `type: "terminal"`, docs/models.md:
 // Models). The client runs the agent's own command with `--setup` in a terminal; it asks for the
 // DeepSeek API key on stderr, reads one line from stdin without echoing it when stdin is a
 // terminal (a pipe is read as it is), and stores it with support::write_key_file. Exit status 0

@@ -1,5 +1,5 @@
 // Error types of the session store. Each one maps to exactly one wire outcome in the host
-// (the README's error list), so callers catch by type instead of parsing messages:
+// (the error table, docs/decisions.md#errors-on-the-wire), so callers catch by type instead of parsing messages:
 //   StoreCorrupt   -> -32603 "Session log unreadable: <file>:<line>: <why>" (SESSION_LOG_CORRUPT)
 //   SessionBusy    -> -32603 "Session busy" (SESSION_BUSY)
 //   InvalidSessionId (incl. IdTooLong) -> -32602

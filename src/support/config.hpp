@@ -1,4 +1,4 @@
-// Command line, environment and configuration file (README: Command line and configuration).
+// Command line, environment and configuration file (docs/configuration.md).
 //
 // One table describes every option; the flag (--max-frame-bytes), the config-file key
 // (maxFrameBytes) and the environment variable (DSH_ACP_MAX_FRAME_BYTES) are all derived from its

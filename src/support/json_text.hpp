@@ -1,7 +1,7 @@
 // JSON text helpers shared by the wire codec, the session store, the provider and the configuration.
 //
 // Boost.JSON 1.81 rejects escaped unpaired UTF-16 surrogates ("\ud800"), which JavaScript writers
-// (the ACP SDK, deepseek-harness logs) produce legitimately. The README's error rules decide they are read as
+// (the ACP SDK, deepseek-harness logs) produce legitimately. The error rules of docs/protocol.md decide they are read as
 // U+FFFD, never as corruption, so every parse of foreign JSON text goes through parse_json().
 #pragma once
 

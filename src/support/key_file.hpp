@@ -1,4 +1,4 @@
-// The DeepSeek API key `dsh-acp --setup` stores (README: Models): one line in a file of mode 0600
+// The DeepSeek API key `dsh-acp --setup` stores (docs/models.md): one line in a file of mode 0600
 // in the config directory ($DSH_ACP_HOME, else $XDG_CONFIG_HOME/dsh-acp), read when
 // DEEPSEEK_API_KEY is not set and removed by the ACP `logout` method. Like the key in the
 // environment it stays in our memory only: it is never logged, never put in an environment, so no

@@ -546,7 +546,7 @@ ECHO_LINE = re.compile(r"^\[\d+\] \w+ (\d+) bytes", re.M)
 
 
 def tokens(n_bytes):
-    """One message's estimate (llm/token_estimate.hpp, README "Token estimate")."""
+    """One message's estimate (llm/token_estimate.hpp, docs/models.md, "Token estimate")."""
     return -(-n_bytes // 3) + 4
 
 

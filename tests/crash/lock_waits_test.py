@@ -10,7 +10,7 @@
              holds (and never lets go while the test runs) is answered SESSION_BUSY, and the session
              is written normally once the lock is free.
   shutdown   the same 12 hour-long waits and a prompt that mentions a large stored session (its
-             reference is being read), then stdin EOF: the server exits (README promises within 2 s:
+             reference is being read), then stdin EOF: the server exits (docs/protocol.md promises within 2 s:
              the time is printed, not asserted), the waits and the read cancelled, not awaited.
 
 Usage: lock_waits_test.py DSH_ACP_BIN MODE. Figures are printed.

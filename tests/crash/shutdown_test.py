@@ -11,7 +11,7 @@
   loads    the client never reads stdout: 20 session/load of a 24 MB log, then EOF → exit 0; peak
            RSS grows by at most 80 MB (the replays' working set; twice under ASan).
 
-README promises an exit within about 1.5 s (the grace period): the times are printed, not asserted
+docs/protocol.md promises an exit within about 1.5 s (the grace period): the times are printed, not asserted
 (a loaded machine is slow, not wrong). The sleeping prompts sleep a minute, the longest the echo
 model sleeps: a turn that ends `aborted` was cancelled by the shutdown, not waited for.
 

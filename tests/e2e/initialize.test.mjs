@@ -29,7 +29,7 @@ test('initialize answers protocol 1, identity and the implemented capabilities',
   assert.equal(pc.audio, false);
   // The echo model needs no key, and still names one agent method (auth.test.mjs).
   assert.deepEqual(r.authMethods.map((m) => m.type), ['agent']);
-  // How commands the server runs are confined: Landlock, or none with the reason (README "Sandbox").
+  // How commands the server runs are confined: Landlock, or none with the reason (docs/tools.md, "Sandbox").
   const sandbox = r.agentCapabilities._meta['dsh-acp/sandbox'];
   assert.ok(sandbox.commands === 'landlock' || (sandbox.commands === 'none' && typeof sandbox.reason === 'string'),
     JSON.stringify(sandbox));

@@ -1,4 +1,4 @@
-// Authentication (README, Models: one agent-type auth method, -32000 until a key is found,
+// Authentication (docs/models.md: one agent-type auth method, -32000 until a key is found,
 // authenticate re-reads environment and config file) and the per-session model option
 // (configOptions on new/load/resume, session/set_config_option, the request's model, request/header
 // events in the log, restored on load), through the official SDK against a loopback provider.

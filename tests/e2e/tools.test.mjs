@@ -820,7 +820,7 @@ test('kill -9 while a command runs: the next writer closes the call TOOL_OUTCOME
   first.agent.signal('SIGKILL');
   assert.equal((await first.agent.waitExit()).signal, 'SIGKILL');
   // The shell dies with the server (its parent-death signal); the sleep it started is left to
-  // whoever inherits it (README: nothing is left to reap it), ours to end.
+  // whoever inherits it (docs/tools.md: nothing is left to reap it), ours to end.
   await until(() => !running(shell), 'the shell to end with the server');
   try { process.kill(-shell, 'SIGKILL'); } catch { /* gone */ }
   const before = events(store, first.sessionId);

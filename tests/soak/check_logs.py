@@ -42,7 +42,7 @@ PROMPT_SUFFIX = "\n</referenced-sessions>"
 NOTICE = re.compile(r"\n\[\u2026 omitted (\d+) UTF-8 bytes \u2026\]\Z")
 SURFACE_TYPES = {"user/message", "assistant/message", "tool/result", "steering/message"}
 ANSWERED = ("end_turn", "max_tokens")
-NOTHING_WRITTEN = ("SESSION_BUSY",)  # and every SESSION_REFERENCE_* code (README: "nothing is written")
+NOTHING_WRITTEN = ("SESSION_BUSY",)  # and every SESSION_REFERENCE_* code (docs/references.md: "nothing is written")
 
 
 class Log:

@@ -428,15 +428,22 @@ BOOST_AUTO_TEST_CASE(the_catalog_names_the_harness_tools) {
   BOOST_TEST(req.at(0).at("function").at("parameters").at("required").as_array().at(0).as_string() == "file_path");
 }
 
-// Users write [[echo:tool=NAME {JSON}]] and read the model's calls: README states every tool's parameters
-// as `name {param, optional?, …}` in the catalog's order, so the two cannot drift apart.
-BOOST_AUTO_TEST_CASE(the_readme_states_every_tools_parameters) {
-  std::ifstream in(std::string(DSH_SCHEMA_DIR) + "/../README.md");
+// Users write [[echo:tool=NAME {JSON}]] (docs/models.md) and read the model's calls: docs/tools.md states
+// every tool's parameters as `name {param, optional?, …}` in the catalog's order, so the two cannot drift apart.
+namespace {
+std::string repository_text(const std::string& path) {
+  std::ifstream in(std::string(DSH_SCHEMA_DIR) + "/../" + path);
   std::stringstream ss;
   ss << in.rdbuf();
-  const std::string readme = ss.str();
+  return ss.str();
+}
+} // namespace
+
+BOOST_AUTO_TEST_CASE(the_docs_state_every_tools_parameters) {
+  const std::string models = repository_text("docs/models.md");
+  BOOST_TEST(models.find("[[echo:tool=NAME {JSON arguments}]]") != std::string::npos);
+  const std::string readme = repository_text("docs/tools.md");
   BOOST_REQUIRE(!readme.empty());
-  BOOST_TEST(readme.find("[[echo:tool=NAME {JSON arguments}]]") != std::string::npos);
   for (const auto& t : builtin_tools()) {
     const auto& props = t.parameters.at("properties").as_object();
     const auto& required = t.parameters.at("required").as_array();

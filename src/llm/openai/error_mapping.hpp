@@ -1,4 +1,4 @@
-// From what went wrong on the wire to the stable codes of the README's error list, and whether to retry.
+// From what went wrong on the wire to the stable codes of the error table (docs/decisions.md#errors-on-the-wire), and whether to retry.
 //
 // HTTP failures keep the provider's own error message (users otherwise see "Internal error"); the
 // code follows the status: 400/404/413/422 → PROVIDER_BAD_REQUEST, 401/403 → AUTH_REQUIRED (the host

@@ -1,6 +1,6 @@
 // Configuration of the OpenAI-compatible streaming provider (DeepSeek, OpenAI, llama.cpp, Ollama, vLLM).
 //
-// Plain data with the defaults the README lists, plus ConfigError: every mistake that can be detected
+// Plain data with the defaults docs/models.md lists, plus ConfigError: every mistake that can be detected
 // without talking to the network (bad URL, plain http to a remote host, unknown provider name, missing CA
 // file) is reported when the provider is constructed, so the host can exit with status 2 at start-up
 // instead of failing the first prompt. Nothing here touches TLS: the SSL context is built on first use.
