@@ -1,3 +1,4 @@
+#include "handlers/ask_user.hpp"
 #include "handlers/compaction_card.hpp"
 #include "handlers/message_id.hpp"
 #include "handlers/handlers.hpp"
@@ -117,6 +118,10 @@ public:
     call.as_object().erase("sessionUpdate");  // a ToolCallUpdate, not a session/update
     boost::json::object params{{"sessionId", id_}, {"toolCall", std::move(call)}, {"options", std::move(options)}};
     co_return co_await request_permission(&ctx_, id_, std::move(params));
+  }
+  bool can_ask_user() override { return ctx_.call_client && client_elicits_forms(ctx_.client_capabilities); }
+  boost::asio::awaitable<engine::UserAnswer> ask_user(const engine::UserQuestion& q) override {
+    co_return co_await handlers::ask_user(ctx_, id_, q);
   }
   engine::EditorAccess editor() override {
     engine::EditorAccess access;

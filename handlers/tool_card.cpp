@@ -34,6 +34,7 @@ constexpr HarnessTool kTools[] = {
     {"glob", ToolKind::search, "Find", "pattern"},
     {"grep", ToolKind::search, "Search for", "pattern"},
     {"todo_write", ToolKind::other, "Update plan", ""},
+    {"ask_user", ToolKind::other, "Ask:", "question"},
 };
 
 const HarnessTool* harness_tool(std::string_view name) {

@@ -19,4 +19,6 @@ inline constexpr std::string_view session_set_config_option = "session/set_confi
 inline constexpr std::string_view session_set_mode = "session/set_mode";
 inline constexpr std::string_view session_update = "session/update";
 inline constexpr std::string_view dsh_session_reference_candidates = "_dsh/sessionReference/candidates";
+// Agent → client.
+inline constexpr std::string_view elicitation_create = "elicitation/create";
 } // namespace acp::methods

@@ -31,6 +31,7 @@
 //   strand (the checkpoint batch fsynced) and observed by the Conversation like any other.
 #pragma once
 
+#include "engine/ask_user.hpp"
 #include "engine/permissions.hpp"
 #include "engine/session.hpp"
 #include "engine/tool_runner.hpp"
@@ -204,6 +205,10 @@ public:
   }
   /// What the editor does for tools and how to ask it; the default: nothing (the server does all).
   virtual EditorAccess editor() { return {}; }
+  /// Whether a question can reach the user (the ask_user tool is offered only then).
+  virtual bool can_ask_user() { return false; }
+  /// Puts the model's question to the user; cancelling the awaiting operation withdraws it.
+  virtual boost::asio::awaitable<UserAnswer> ask_user(const UserQuestion&) { co_return UserAnswer{}; }
 };
 
 struct PromptInput {

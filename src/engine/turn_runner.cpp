@@ -296,6 +296,7 @@ asio::awaitable<llm::StopKind> TurnRunner::prompt(PromptInput& input) {
   std::exception_ptr failure;
   try {
     if (!unstarted_) {
+      asks_user_ = observer_.can_ask_user();
       std::pair<std::unique_ptr<ToolRunner>, std::string> made = std::move(*co_await offload(session_->strand, make_tools));
       tools_ = std::move(made.first);
       if (!tools_) acp::log::info("session " + session_->id + ": no built-in tools: " + made.second);
@@ -526,6 +527,7 @@ asio::awaitable<void> TurnRunner::stream(Step& step) {
 std::vector<llm::ToolDefinition> TurnRunner::tool_definitions() const {
   std::vector<llm::ToolDefinition> defs;
   if (tools_) defs = builtin_definitions();
+  if (asks_user_) defs.push_back(ask_user_definition());
   if (session_->mcp)
     for (auto& d : session_->mcp->definitions()) defs.push_back(std::move(d));
   return defs;
@@ -575,6 +577,7 @@ asio::awaitable<std::vector<std::optional<T>>> TurnRunner::run_all(std::vector<a
 TurnRunner::Route TurnRunner::route(const std::string& name) const {
   if (session_->mcp && session_->mcp->offers(name)) return Route::mcp;
   if (tools_ && tools::find_builtin(name)) return Route::builtin;
+  if (asks_user_ && name == kAskUserTool) return Route::ask_user;
   return Route::none;
 }
 
@@ -592,6 +595,14 @@ asio::awaitable<ToolOutcome> TurnRunner::run_one(const llm::ToolCall& call_in, R
       if (!session_->closed) observer_.tool_running(id, terminal);
     };
     out = co_await tools_->run(call.name, call.arguments, std::move(on_terminal));
+  } else if (route == Route::ask_user) {
+    std::variant<UserQuestion, std::string> question = read_user_question(call.id, call.arguments);
+    if (auto* error = std::get_if<std::string>(&question)) {
+      out = error_outcome(std::move(*error));
+    } else {
+      const UserAnswer answer = co_await observer_.ask_user(std::get<UserQuestion>(question));
+      out = user_answer_outcome(answer, static_cast<std::size_t>(engine_.services_.config.max_tool_result_bytes));
+    }
   } else {
     out = error_outcome("Error: there is no tool named \"" + call.name + "\"");
   }

@@ -71,7 +71,7 @@ private:
   template <class T>
   boost::asio::awaitable<std::vector<std::optional<T>>> run_all(std::vector<boost::asio::awaitable<T>>& ops);
   /// Where a call goes, decided once per call (before its permission).
-  enum class Route { builtin, mcp, none };
+  enum class Route { builtin, mcp, ask_user, none };
   Route route(const std::string& name) const;
   boost::asio::awaitable<ToolOutcome> run_one(const llm::ToolCall& call, Route route);
   /// Whether the call may run: nullopt, or the error text the model reads instead of a result.
@@ -87,6 +87,7 @@ private:
   TurnObserver& observer_;
   std::unique_ptr<TurnLog> log_;
   std::unique_ptr<ToolRunner> tools_;  ///< null: the session's roots are unusable (no built-in tools)
+  bool asks_user_ = false;             ///< ask_user is offered this turn (decided once, at its start)
   std::optional<refs::AdditionalContext> context_;
   std::string model_;
   std::string provider_name_;

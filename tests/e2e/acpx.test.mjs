@@ -23,7 +23,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{1
 const uriOf = (id) => `dsh-session:${Buffer.from(JSON.stringify(id)).toString('base64url')}`;
 
 /** A private HOME (acpx state), DSH_ACP_HOME (our store, log and config) and project directory. */
-async function setup(t, { echo = false } = {}) {
+async function setup(t, { echo = false, extra = [] } = {}) {
   const home = mkdtempSync(path.join(tmpdir(), 'dsh-acp-acpx-'));
   const dsh = path.join(home, 'dsh');
   const project = path.join(home, 'project');
@@ -34,7 +34,7 @@ async function setup(t, { echo = false } = {}) {
   const provider = await new FakeProvider().start();
   provider.fallback = answer({ content: ['fake ', 'answer'] });
   const env = { ...process.env, HOME: home, DSH_ACP_HOME: dsh };
-  const agent = [BIN, ...(echo ? ['--provider', 'echo'] : providerArgs(provider.url))].join(' ');
+  const agent = [BIN, ...(echo ? ['--provider', 'echo'] : providerArgs(provider.url)), ...extra].join(' ');
   const running = new Set();
   t.after(async () => {
     for (const child of running) child.kill('SIGKILL');
@@ -226,4 +226,40 @@ test('acpx --deny-all: nothing is written or run, and the turn still ends normal
   const rejections = run.stdout.match(/tool \d+ bytes: Error: the user rejected this call/g) ?? [];
   assert.equal(rejections.length, 2, run.stdout);
   assert.match(run.stdout, /\[done\] end_turn/);
+});
+
+// acpx re-attaches a stored session with session/resume from whichever agent process serves the
+// next command. A mode chosen with `set-mode` is the session's (logged), not the process's: after
+// every process is gone, the next prompt still runs in auto, so no session/request_permission is sent
+// (in ask acpx would be asked twice; --approve-all answers only acpx's own gate on its fs and terminal
+// calls). `--format json` shows the frames: the usage_update after each model call and the prompt's
+// usage.
+test('acpx: set-mode holds in a new agent process; usage_update and the prompt usage reach acpx', async (t) => {
+  const { acpx, project, dsh, home } = await setup(t, { echo: true, extra: ['--context-window', '100000'] });
+  const created = await acpx(['sessions', 'new']);
+  assert.equal(created.code, 0, created.stderr);
+  const mode = await acpx(['set-mode', 'auto']);
+  assert.equal(mode.code, 0, `${mode.stdout}\n${mode.stderr}`);
+  await stopBackground(home);
+  const before = agentPids(dsh);
+  assert.ok([...before].every((pid) => !alive(pid)), 'no agent process is left');
+
+  const run = await acpx(['--format', 'json', 'prompt', toolPrompt('auto')]);
+  assert.equal(run.code, 0, `${run.stdout}\n${run.stderr}`);
+  const after = agentPids(dsh);
+  assert.ok([...after].some((pid) => !before.has(pid)), 'the prompt ran in a new agent process');
+  const frames = run.stdout.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
+  const resumed = frames.find((f) => f.result?.modes);
+  assert.equal(resumed?.result.modes.currentModeId, 'auto', 'session/resume answers the mode set before');
+  assert.equal(frames.some((f) => f.method === 'session/request_permission'), false, 'nothing was asked');
+  assert.equal(readFileSync(path.join(project, 'auto-written.txt'), 'utf8'), 'written via acpx\n');
+  assert.equal(readFileSync(path.join(project, 'auto-ran.txt'), 'utf8'), 'ran');
+
+  const usage = frames.filter((f) => f.params?.update?.sessionUpdate === 'usage_update').map((f) => f.params.update);
+  assert.equal(usage.length, 2, 'one per model call: the tool calls, then the answer');
+  for (const u of usage) assert.equal(u.size, 100000);
+  assert.ok(usage[1].used > usage[0].used, 'the context grows with the tool results');
+  const answered = frames.find((f) => f.result?.stopReason);
+  assert.equal(answered.result.stopReason, 'end_turn');
+  assert.ok(answered.result.usage.totalTokens > 0, 'the prompt answer carries usage');
 });

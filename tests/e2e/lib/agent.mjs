@@ -96,6 +96,7 @@ export const CLIENT_HANDLERS = {
   waitForTerminalExit: acp.methods.client.terminal.waitForExit,
   killTerminal: acp.methods.client.terminal.kill,
   releaseTerminal: acp.methods.client.terminal.release,
+  createElicitation: acp.methods.client.elicitation.create,
 };
 
 export class Agent {

@@ -1,0 +1,85 @@
+#include "handlers/ask_user.hpp"
+
+#include "protocol/client_call.hpp"
+#include "protocol/methods.hpp"
+#include "protocol/types/elicitation.hpp"
+#include "protocol/wire.hpp"
+#include "support/log.hpp"
+
+#include <boost/json.hpp>
+
+namespace acp::handlers {
+
+namespace json = boost::json;
+
+namespace {
+// The form's one field.
+constexpr const char* kAnswerField = "answer";
+
+std::string answer_text(const json::value& v) {
+  if (v.is_string()) return std::string(v.get_string());
+  if (const json::array* list = v.if_array()) {  // a multi-select: the choices, one per line
+    std::string out;
+    for (const json::value& item : *list) {
+      if (!out.empty()) out += "\n";
+      out += item.is_string() ? std::string(item.get_string()) : json::serialize(item);
+    }
+    return out;
+  }
+  return json::serialize(v);  // a number or a boolean, as written
+}
+} // namespace
+
+bool client_elicits_forms(const json::object& client_capabilities) {
+  const json::value* elicitation = client_capabilities.if_contains("elicitation");
+  const json::object* caps = elicitation ? elicitation->if_object() : nullptr;
+  const json::value* form = caps ? caps->if_contains("form") : nullptr;
+  return form && (form->is_object() || (form->is_bool() && form->get_bool()));
+}
+
+json::value elicitation_params(const std::string& session_id, const engine::UserQuestion& question) {
+  protocol::CreateElicitationRequest req;
+  req.sessionId = session_id;
+  req.toolCallId = question.call_id;
+  req.message = question.question;
+  protocol::ElicitationStringProperty field;
+  field.title = question.choices.empty() ? "Your answer" : "Your choice";
+  if (!question.choices.empty()) field.enum_ = question.choices;
+  req.requestedSchema.properties.emplace(kAnswerField, std::move(field));
+  req.requestedSchema.required.push_back(kAnswerField);
+  return wire::encode(req);
+}
+
+engine::UserAnswer read_elicitation_answer(const json::value& result) {
+  using Kind = engine::UserAnswer::Kind;
+  protocol::CreateElicitationResponse answer;
+  try {
+    answer = wire::decode<protocol::CreateElicitationResponse>(result);
+  } catch (const std::exception& e) {
+    return {Kind::failed, std::string("the client's answer is malformed: ") + e.what()};
+  }
+  if (answer.action == "decline") return {Kind::declined, {}};
+  if (answer.action != "accept") return {Kind::dismissed, {}};
+  const json::value* given = answer.content ? answer.content->if_contains(kAnswerField) : nullptr;
+  if (!given || given->is_null()) return {Kind::dismissed, {}};
+  return {Kind::answered, answer_text(*given)};
+}
+
+boost::asio::awaitable<engine::UserAnswer> ask_user(HandlerContext& ctx, std::string session_id,
+                                                     engine::UserQuestion question) {
+  using Kind = engine::UserAnswer::Kind;
+  if (!ctx.call_client) co_return engine::UserAnswer{Kind::failed, "there is no client to ask"};
+  json::value params = elicitation_params(session_id, question);
+  try {
+    json::value result =
+        co_await ctx.call_client(session_id, std::string(methods::elicitation_create), std::move(params));
+    co_return read_elicitation_answer(result);
+  } catch (const protocol::ClientCallFailed& e) {
+    log::warn("elicitation/create failed: " + std::string(e.what()));
+    co_return engine::UserAnswer{Kind::failed, e.what()};
+  } catch (const protocol::ClientCallAborted& e) {
+    co_return engine::UserAnswer{e.cancelled() ? Kind::cancelled : Kind::failed, e.what()};
+  }
+}
+
+} // namespace acp::handlers
