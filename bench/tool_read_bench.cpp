@@ -58,7 +58,7 @@ double best_mean_us(int runs, int calls, const std::function<void()>& call) {
 double read_call_us(tools::Roots roots, int runs, int calls) {
   asio::io_context io;
   asio::thread_pool pool(1);
-  engine::ToolRunner runner("bench", std::move(roots), {}, pool.get_executor());
+  engine::ToolRunner runner(std::move(roots), {}, pool.get_executor());
   std::size_t shown = 0;
   auto call = [&] {
     asio::co_spawn(io, runner.run("read", R"({"file_path":"src/a/b/c/file.txt"})"),

@@ -71,8 +71,8 @@ boost::asio::awaitable<engine::UserAnswer> ask_user(HandlerContext& ctx, std::st
   if (!ctx.call_client) co_return engine::UserAnswer{Kind::failed, "there is no client to ask"};
   json::value params = elicitation_params(session_id, question);
   try {
-    json::value result =
-        co_await ctx.call_client(session_id, std::string(methods::elicitation_create), std::move(params));
+    auto asking = ctx.call_client(session_id, std::string(methods::elicitation_create), std::move(params));
+    json::value result = co_await std::move(asking);
     co_return read_elicitation_answer(result);
   } catch (const protocol::ClientCallFailed& e) {
     log::warn("elicitation/create failed: " + std::string(e.what()));

@@ -1,6 +1,8 @@
+#include "handlers/acp_editor.hpp"
 #include "handlers/ask_user.hpp"
 #include "handlers/compaction_card.hpp"
 #include "handlers/message_id.hpp"
+#include "handlers/permission_request.hpp"
 #include "handlers/handlers.hpp"
 #include "handlers/prompt_text.hpp"
 #include "handlers/provider_auth.hpp"
@@ -34,34 +36,12 @@ protocol::StopReason to_stop_reason(llm::StopKind kind) {
   return protocol::StopReason::end_turn;
 }
 
-bool capability(const boost::json::object& caps, std::string_view group, std::string_view name) {
-  const auto* g = group.empty() ? &caps : nullptr;
-  if (!group.empty()) {
-    const auto* v = caps.if_contains(group);
-    g = v ? v->if_object() : nullptr;
-  }
-  const auto* flag = g ? g->if_contains(name) : nullptr;
-  return flag && flag->is_bool() && flag->get_bool();
-}
-
-// A request to the client on the session's stream, its failures as the tool runner knows them.
-boost::asio::awaitable<boost::json::value> editor_call(HandlerContext* ctx, std::string session, std::string method,
-                                                       boost::json::value params) {
-  try {
-    co_return co_await ctx->call_client(std::move(session), std::move(method), std::move(params));
-  } catch (const protocol::ClientCallFailed& e) {
-    throw engine::EditorCallError(e.what(), false);
-  } catch (const protocol::ClientCallAborted& e) {
-    throw engine::EditorCallError(e.what(), e.cancelled());
-  }
-}
-
 // session/request_permission for one call; the answer read fail-closed, a withdrawn request `cancelled`.
 boost::asio::awaitable<engine::PermissionAnswer> request_permission(HandlerContext* ctx, std::string session,
                                                                     boost::json::value params) {
   try {
     boost::json::value result = co_await ctx->call_client(session, "session/request_permission", std::move(params));
-    co_return engine::read_permission_answer(result);
+    co_return read_permission_answer(result);
   } catch (const protocol::ClientCallFailed& e) {
     log::warn("session/request_permission failed: " + std::string(e.what()) + ": the call is rejected");
     co_return engine::PermissionAnswer::reject_once;
@@ -113,7 +93,7 @@ public:
     asked.rawInput = card.rawInput;
     asked.content = card.content;  // the change the user is asked about, on the question itself
     // "Always" is offered only where it can be remembered, named after what it covers.
-    boost::json::array options = engine::permission_options(q.always ? &*q.always : nullptr);
+    boost::json::array options = permission_options(q.always ? &*q.always : nullptr);
     boost::json::value call = wire::encode(asked);
     call.as_object().erase("sessionUpdate");  // a ToolCallUpdate, not a session/update
     boost::json::object params{{"sessionId", id_}, {"toolCall", std::move(call)}, {"options", std::move(options)}};
@@ -121,19 +101,10 @@ public:
   }
   bool can_ask_user() override { return ctx_.call_client && client_elicits_forms(ctx_.client_capabilities); }
   boost::asio::awaitable<engine::UserAnswer> ask_user(const engine::UserQuestion& q) override {
-    co_return co_await handlers::ask_user(ctx_, id_, q);
+    auto asking = handlers::ask_user(ctx_, id_, q);
+    co_return co_await std::move(asking);
   }
-  engine::EditorAccess editor() override {
-    engine::EditorAccess access;
-    if (!ctx_.call_client) return access;
-    access.read_text_file = capability(ctx_.client_capabilities, "fs", "readTextFile");
-    access.write_text_file = capability(ctx_.client_capabilities, "fs", "writeTextFile");
-    access.terminal = capability(ctx_.client_capabilities, "", "terminal");
-    access.call = [ctx = &ctx_, id = id_](std::string method, boost::json::value params) {
-      return editor_call(ctx, id, std::move(method), std::move(params));
-    };
-    return access;
-  }
+  std::shared_ptr<engine::Editor> editor() override { return acp_editor(ctx_, id_); }
 
   void references(std::int64_t snapshot_seq, const boost::json::object& source) override {
     // The card comes before any model output; the snapshot text itself never reaches the client.

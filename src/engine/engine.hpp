@@ -203,8 +203,8 @@ public:
   virtual boost::asio::awaitable<PermissionAnswer> ask_permission(const PermissionQuestion&) {
     co_return PermissionAnswer::cancelled;
   }
-  /// What the editor does for tools and how to ask it; the default: nothing (the server does all).
-  virtual EditorAccess editor() { return {}; }
+  /// The editor the turn's tools work through; null (the default): the server does all.
+  virtual std::shared_ptr<Editor> editor() { return nullptr; }
   /// Whether a question can reach the user (the ask_user tool is offered only then).
   virtual bool can_ask_user() { return false; }
   /// Puts the model's question to the user; cancelling the awaiting operation withdraws it.

@@ -2,11 +2,7 @@
 
 #include "engine/command_rule.hpp"
 
-#include <boost/json/array.hpp>
-
 namespace acp::engine {
-
-namespace json = boost::json;
 
 std::string_view mode_id(SessionMode mode) {
   switch (mode) {
@@ -67,32 +63,6 @@ std::string rule_scope_name(const PermissionRule& rule) {
   if (!rule.command.empty()) return "`" + rule.command + "`";
   if (!rule.command_prefix.empty()) return "`" + rule.command_prefix + " \u2026`";
   return "every `" + rule.tool + "` call";
-}
-
-json::array permission_options(const PermissionRule* always) {
-  auto option = [](std::string_view id, std::string name) {
-    return json::object{{"optionId", id}, {"name", std::move(name)}, {"kind", id}};
-  };
-  if (!always) return json::array{option("allow_once", "Allow"), option("reject_once", "Reject")};
-  const std::string scope = rule_scope_name(*always);
-  return json::array{option("allow_once", "Allow"), option("allow_always", "Always allow " + scope),
-                     option("reject_once", "Reject"), option("reject_always", "Always reject " + scope)};
-}
-
-PermissionAnswer read_permission_answer(const json::value& result) {
-  const json::object* r = result.if_object();
-  const json::value* o = r ? r->if_contains("outcome") : nullptr;
-  const json::object* outcome = o ? o->if_object() : nullptr;
-  const json::value* kind = outcome ? outcome->if_contains("outcome") : nullptr;
-  if (kind && kind->is_string() && kind->get_string() == "cancelled") return PermissionAnswer::cancelled;
-  const json::value* id = outcome ? outcome->if_contains("optionId") : nullptr;
-  if (!kind || !kind->is_string() || kind->get_string() != "selected" || !id || !id->is_string())
-    return PermissionAnswer::reject_once;
-  std::string_view option = id->get_string();
-  if (option == "allow_once") return PermissionAnswer::allow_once;
-  if (option == "allow_always") return PermissionAnswer::allow_always;
-  if (option == "reject_always") return PermissionAnswer::reject_always;
-  return PermissionAnswer::reject_once;
 }
 
 } // namespace acp::engine

@@ -60,18 +60,11 @@ private:
   std::vector<PermissionRule> rules_;
 };
 
-/// The user's answer to session/request_permission.
+/// The user's answer to a permission question.
 enum class PermissionAnswer { allow_once, allow_always, reject_once, reject_always, cancelled };
 
 /// How an option names what `rule` covers: "`rm old.log`", "`git status …`", "every `edit` call".
 std::string rule_scope_name(const PermissionRule& rule);
 
-/// The options offered: `allow_once`, `allow_always`, `reject_once`, `reject_always`, the "always"
-/// ones named after `always` (``Always allow `rm old.log` ``); only the "once" ones without it.
-boost::json::array permission_options(const PermissionRule* always);
-
-/// Reads the client's result `{outcome: {outcome: "selected", optionId} | {outcome: "cancelled"}}`;
-/// anything else reads as a rejection (fail closed).
-PermissionAnswer read_permission_answer(const boost::json::value& result);
 
 } // namespace acp::engine

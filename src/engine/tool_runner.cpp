@@ -89,32 +89,9 @@ template <class F> asio::awaitable<std::invoke_result_t<F&>> on_pool(const asio:
   co_return std::move(*result);
 }
 
-// Request params, built outside coroutines: GCC 12 cannot keep an initializer list's array in a
-// coroutine frame ("array used as initializer").
-json::object path_params(const std::string& session, const std::string& path) {
-  return json::object{{"sessionId", session}, {"path", path}};
-}
-
-json::object write_params(const std::string& session, const std::string& path, const std::string& content) {
-  return json::object{{"sessionId", session}, {"path", path}, {"content", content}};
-}
-
-json::object terminal_params(const std::string& session, const std::string& command, const std::string& cwd,
-                             std::size_t limit) {
-  return json::object{{"sessionId", session},
-                      {"command", "bash"},
-                      {"args", json::array{"-c", command}},
-                      {"cwd", cwd},
-                      {"outputByteLimit", limit}};
-}
-
 // write and edit name a file: a directory (`.`, `src/`) is refused here, never sent to the editor.
 void refuse_directory(const tools::ResolvedPath& target, const std::string& asked) {
   if (target.directory) throw ToolFailure("\"" + asked + "\" is a directory; write and edit need a file path");
-}
-
-json::object terminal_ref(const std::string& session, const std::string& id) {
-  return json::object{{"sessionId", session}, {"terminalId", id}};
 }
 
 } // namespace
@@ -159,9 +136,9 @@ void make_text_valid(ToolOutcome& out) {
   support::replace_invalid_utf8(out.edit->new_text);
 }
 
-ToolRunner::ToolRunner(std::string session_id, tools::Roots roots, EditorAccess editor, asio::any_io_executor blocking,
+ToolRunner::ToolRunner(tools::Roots roots, std::shared_ptr<Editor> editor, asio::any_io_executor blocking,
                        ToolLimits limits, std::vector<std::string> hidden_env)
-    : session_id_(std::move(session_id)), roots_(std::move(roots)), editor_(std::move(editor)),
+    : roots_(std::move(roots)), editor_(std::move(editor)),
       blocking_(std::move(blocking)), limits_(limits), hidden_env_(std::move(hidden_env)) {}
 
 asio::awaitable<ToolOutcome> ToolRunner::run(std::string name, std::string arguments,
@@ -202,12 +179,7 @@ asio::awaitable<ToolOutcome> ToolRunner::run(std::string name, std::string argum
 asio::awaitable<std::optional<std::string>> ToolRunner::editor_text(const std::string& path) {
   // The editor's view of the file (unsaved changes included); nullopt when it has no such file.
   try {
-    json::object params = path_params(session_id_, path);
-    json::value r = co_await editor_.call("fs/read_text_file", std::move(params));
-    const json::object* o = r.if_object();
-    const json::value* content = o ? o->if_contains("content") : nullptr;
-    if (!content || !content->is_string()) throw ToolFailure("the editor answered fs/read_text_file without content");
-    co_return std::string(content->get_string());
+    co_return co_await editor_->read_text_file(path);
   } catch (const EditorCallError& e) {
     if (e.cancelled()) throw;
     co_return std::nullopt;
@@ -220,7 +192,7 @@ asio::awaitable<ToolOutcome> ToolRunner::read(const json::object& args) {
   request.offset = optional_integer(args, "offset", 1, support::kMaxSafeInteger).value_or(1);
   request.limit = std::min<std::int64_t>(optional_integer(args, "limit", 1, support::kMaxSafeInteger).value_or(2000), 2000);
   ToolOutcome out;
-  if (editor_.read_text_file && editor_.call) {
+  if (editor_ && editor_->reads_files()) {
     // Checked beneath the roots before the editor is asked; the editor then opens it by name.
     auto resolve = [&] { return roots_.resolve(path); };
     tools::ResolvedPath target = co_await on_pool(blocking_, resolve);
@@ -241,18 +213,17 @@ asio::awaitable<ToolOutcome> ToolRunner::write(const json::object& args) {
   std::string path = required_string(args, "file_path");
   std::string content = required_string(args, "content");
   ToolOutcome out;
-  if (editor_.write_text_file && editor_.call) {
+  if (editor_ && editor_->writes_files()) {
     auto resolve = [&] { return roots_.resolve(path); };
     tools::ResolvedPath target = co_await on_pool(blocking_, resolve);
     refuse_directory(target, path);  // before the editor hears of it
     std::optional<std::string> before;
-    if (target.exists && editor_.read_text_file) before = co_await editor_text(target.path);
+    if (target.exists && editor_->reads_files()) before = co_await editor_text(target.path);
     else if (target.exists) {
       auto work = [&] { return tools::read_text_file(roots_, path); };
       before = co_await on_pool(blocking_, work);
     }
-    json::object params = write_params(session_id_, target.path, content);
-    co_await editor_.call("fs/write_text_file", std::move(params));
+    co_await editor_->write_text_file(target.path, content);
     out.edit = FileEdit{target.path, std::move(before), content};
   } else {
     auto work = [&] { return tools::write_local(roots_, path, content); };
@@ -270,21 +241,20 @@ asio::awaitable<ToolOutcome> ToolRunner::edit(const json::object& args) {
                              optional_bool(args, "replace_all")};
   ToolOutcome out;
   std::size_t replaced = 0;
-  if (editor_.write_text_file && editor_.call) {
+  if (editor_ && editor_->writes_files()) {
     auto resolve = [&] { return roots_.resolve(path); };
     tools::ResolvedPath target = co_await on_pool(blocking_, resolve);
     std::string display = roots_.display(target.path);
     refuse_directory(target, path);  // before the editor hears of it
     std::optional<std::string> before;
-    if (editor_.read_text_file) before = co_await editor_text(target.path);
+    if (editor_->reads_files()) before = co_await editor_text(target.path);
     else if (target.exists) {
       auto work = [&] { return tools::read_text_file(roots_, path); };
       before = co_await on_pool(blocking_, work);
     }
     if (!before) throw ToolFailure("\"" + display + "\" does not exist; use write to create it");
     std::string after = tools::apply_edit(*before, request, display, &replaced);
-    json::object params = write_params(session_id_, target.path, after);
-    co_await editor_.call("fs/write_text_file", std::move(params));
+    co_await editor_->write_text_file(target.path, after);
     out.edit = FileEdit{target.path, std::move(before), std::move(after)};
   } else {
     auto work = [&] { return tools::edit_local(roots_, path, request); };
@@ -311,20 +281,14 @@ asio::awaitable<ToolOutcome> ToolRunner::bash(const json::object& args,
     workdir = target.path;
   }
   ToolOutcome out;
-  if (editor_.terminal && editor_.call) {
-    json::object create = terminal_params(session_id_, command, workdir, limits_.max_result_bytes);
-    json::value created = co_await editor_.call("terminal/create", std::move(create));
-    const json::object* co = created.if_object();
-    const json::value* id_v = co ? co->if_contains("terminalId") : nullptr;
-    if (!id_v || !id_v->is_string()) throw ToolFailure("the editor answered terminal/create without a terminalId");
-    std::string id(id_v->get_string());
+  if (editor_ && editor_->runs_commands()) {
+    const std::string id = co_await editor_->create_terminal(command, workdir, limits_.max_result_bytes);
     out.terminal_id = id;
     if (on_terminal) on_terminal(id);
-    const json::object ref = terminal_ref(session_id_, id);
     bool timed_out = false, cancelled = false;
     std::exception_ptr failure;
     try {
-      auto r = co_await (outcome_of(editor_.call("terminal/wait_for_exit", ref)) || sleep_for(timeout));
+      auto r = co_await (outcome_of(editor_->wait_for_terminal_exit(id)) || sleep_for(timeout));
       timed_out = r.index() == 1;
       if (!timed_out && std::get<0>(r).first) std::rethrow_exception(std::get<0>(r).first);
     } catch (const EditorCallError& e) {
@@ -340,18 +304,14 @@ asio::awaitable<ToolOutcome> ToolRunner::bash(const json::object& args,
     CommandExit exit;
     if (timed_out) exit.timed_out = timeout;
     try {
-      if (timed_out || cancelled) co_await editor_.call("terminal/kill", ref);
-      json::value output = co_await editor_.call("terminal/output", ref);
-      if (const json::object* oo = output.if_object()) {
-        if (const auto* t = oo->if_contains("output"); t && t->is_string()) text = std::string(t->get_string());
-        const json::object* status = oo->contains("exitStatus") ? oo->at("exitStatus").if_object() : nullptr;
-        if (status) {
-          // Kept after a kill too: the card says how the command ended, the model's note why.
-          exit.exit_code = status->contains("exitCode") ? support::json_integer(status->at("exitCode")) : std::nullopt;
-          if (const json::value* sig = status->if_contains("signal"); sig && sig->is_string())
-            exit.signal = std::string(sig->get_string());
-        }
-        if (status && !timed_out && !cancelled) {
+      if (timed_out || cancelled) co_await editor_->kill_terminal(id);
+      TerminalOutput output = co_await editor_->terminal_output(id);
+      text = std::move(output.output);
+      if (output.exit) {
+        // Kept after a kill too: the card says how the command ended, the model's note why.
+        exit.exit_code = output.exit->exit_code;
+        exit.signal = output.exit->signal;
+        if (!timed_out && !cancelled) {
           if (exit.exit_code && *exit.exit_code != 0) text += (text.empty() || text.back() == '\n' ? "" : "\n") + std::string("[exit code: ") + std::to_string(*exit.exit_code) + "]";
           else if (exit.signal) text += (text.empty() || text.back() == '\n' ? "" : "\n") + std::string("[killed by signal ") + *exit.signal + "]";
         }
@@ -360,7 +320,7 @@ asio::awaitable<ToolOutcome> ToolRunner::bash(const json::object& args,
     }
     out.command_exit = std::move(exit);
     try {
-      co_await editor_.call("terminal/release", ref);
+      co_await editor_->release_terminal(id);
     } catch (const EditorCallError&) {
     }
     if (failure) std::rethrow_exception(failure);

@@ -7,6 +7,7 @@
 // Blocking file work runs on the `blocking` executor, never on the caller's.
 #pragma once
 
+#include "engine/editor.hpp"
 #include "tools/roots.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
@@ -16,31 +17,13 @@
 
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace acp::engine {
-
-/// A request to the client failed; `cancelled`: it was withdrawn because the turn was cancelled.
-class EditorCallError : public std::runtime_error {
-public:
-  EditorCallError(const std::string& message, bool cancelled) : std::runtime_error(message), cancelled_(cancelled) {}
-  bool cancelled() const { return cancelled_; }
-
-private:
-  bool cancelled_;
-};
-
-/// What the editor does for tools (the client's capabilities) and how to ask it.
-struct EditorAccess {
-  bool read_text_file = false;
-  bool write_text_file = false;
-  bool terminal = false;
-  /// Sends a request to the client on the session's stream; throws EditorCallError.
-  std::function<boost::asio::awaitable<boost::json::value>(std::string method, boost::json::value params)> call;
-};
 
 struct ToolLimits {
   std::size_t max_result_bytes = 64u << 10;
@@ -78,7 +61,8 @@ void make_text_valid(ToolOutcome& out);
 
 class ToolRunner {
 public:
-  ToolRunner(std::string session_id, tools::Roots roots, EditorAccess editor, boost::asio::any_io_executor blocking,
+  /// `editor` null: the server reads, writes and runs commands itself.
+  ToolRunner(tools::Roots roots, std::shared_ptr<Editor> editor, boost::asio::any_io_executor blocking,
              ToolLimits limits = {}, std::vector<std::string> hidden_env = {});
 
   /// Runs a built-in tool (read, write, edit, bash, glob, grep, todo_write). Cancelling the awaiting
@@ -99,9 +83,8 @@ private:
   boost::asio::awaitable<ToolOutcome> search(const std::string& name, const boost::json::object& args);
   boost::asio::awaitable<std::optional<std::string>> editor_text(const std::string& path);
 
-  std::string session_id_;
   tools::Roots roots_;
-  EditorAccess editor_;
+  std::shared_ptr<Editor> editor_;
   boost::asio::any_io_executor blocking_;
   ToolLimits limits_;
   std::vector<std::string> hidden_env_;

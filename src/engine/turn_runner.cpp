@@ -281,12 +281,12 @@ asio::awaitable<llm::StopKind> TurnRunner::prompt(PromptInput& input) {
   // not created) leave the model without them.
   // (What it needs of the session is copied here: a load may change the directories meanwhile.)
   // Unusable roots are an answer, not an exception: nothing is thrown across threads here.
-  auto make_tools = [this, id = session_->id, cwd = session_->cwd(), dirs = session_->additional_directories,
+  auto make_tools = [this, cwd = session_->cwd(), dirs = session_->additional_directories,
                      editor = observer_.editor()]() -> std::pair<std::unique_ptr<ToolRunner>, std::string> {
     ToolLimits limits;
     limits.max_result_bytes = static_cast<std::size_t>(engine_.services_.config.max_tool_result_bytes);
     try {
-      return {std::make_unique<ToolRunner>(id, tools::Roots(cwd, dirs), editor, engine_.bulk_reads_.executor(), limits,
+      return {std::make_unique<ToolRunner>(tools::Roots(cwd, dirs), editor, engine_.bulk_reads_.executor(), limits,
                                            hidden_variables()),
               std::string()};
     } catch (const std::invalid_argument& e) {

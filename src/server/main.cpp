@@ -80,6 +80,10 @@ int main(int argc, char** argv) {
     std::cout << support::usage_text();
     return 0;
   }
+  if (cli.action == support::CliAction::config_schema) {
+    std::cout << support::config_schema_text();
+    return 0;
+  }
   if (cli.action == support::CliAction::version) {
     std::cout << "dsh-acp " << support::build_version << " (commit " << support::build_commit << ")\n";
     return 0;

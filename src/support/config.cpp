@@ -9,6 +9,7 @@
 #include <boost/json.hpp>
 
 #include <algorithm>
+#include <charconv>
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
@@ -25,14 +26,19 @@ namespace json = boost::json;
 
 enum class Kind { string, path, integer, boolean, choice, fraction };
 
+// One row per option: its flag, environment variable and config-file key are derived from `flag`,
+// its default is read off a default-constructed Config through `get`, and --help and the config
+// file's JSON Schema (config_schema_text) are both written from this table, so none can drift.
 struct Option {
   const char* flag;  ///< without the leading "--"
   Kind kind;
-  const char* help;
+  const char* help;  ///< one line of --help; also the schema's description unless `note` says more
   std::function<void(Config&, const std::string&)> set;  ///< receives the validated text form
+  std::function<json::value(const Config&)> get = {};    ///< the value as the schema writes it; null: no default
   std::int64_t min = 0;
   std::int64_t max = std::numeric_limits<std::int64_t>::max();
   std::vector<std::string> choices = {};
+  const char* note = nullptr;  ///< the schema's description when it needs more than the help line
 };
 
 std::int64_t parse_integer(const std::string& text, const Option& opt, const std::string& origin) {
@@ -57,60 +63,90 @@ template <class Member> auto int_setter(Member Config::*member) {
 template <class Member> auto str_setter(Member Config::*member) {
   return [member](Config& c, const std::string& v) { c.*member = v; };
 }
+template <class Member> auto getter(Member Config::*member) {
+  return [member](const Config& c) { return json::value(c.*member); };
+}
+// A string whose default is "unset" (decided later from other settings): no default to show.
+template <class Member> auto text_getter(Member Config::*member) {
+  return [member](const Config& c) { return (c.*member).empty() ? json::value(nullptr) : json::value(c.*member); };
+}
 
 const std::vector<Option>& options() {
   static const std::vector<Option> table = {
       {"store", Kind::path, "session store: a root directory or a postgresql:// URL (repeat for several; new sessions go to the first)",
-       str_setter(&Config::store)},
-      {"store-compression", Kind::choice, "encoding of a new store root", str_setter(&Config::store_compression), 0, 0,
-       {"zstd", "none"}},
+       str_setter(&Config::store), nullptr, 0, std::numeric_limits<std::int64_t>::max(), {},
+       "session store root (a directory: a leading ~ is $HOME, a relative path is taken from this file's directory) or a "
+       "postgresql:// URL"},
+      {"store-compression", Kind::choice, "encoding of a new store root (zstd; an existing root keeps its own)",
+       str_setter(&Config::store_compression), nullptr, 0, 0, {"zstd", "none"}},
       {"store-generation", Kind::choice,
        "layout of a new store root: the harness's 45fc or 0.1 (default: 0.1 for the harness's own root, else 45fc)",
-       str_setter(&Config::store_generation), 0, 0, {"45fc", "0.1"}},
-      {"provider", Kind::choice, "model provider (default deepseek)", str_setter(&Config::provider), 0, 0, {"deepseek", "openai", "echo"}},
-      {"model", Kind::string, "model name", str_setter(&Config::model)},
-      {"base-url", Kind::string, "provider base URL", str_setter(&Config::base_url)},
+       str_setter(&Config::store_generation), nullptr, 0, 0, {"45fc", "0.1"},
+       "layout and event shapes of a new store root (the harness's 45fc or 0.1.1); an existing root keeps its own; "
+       "default 0.1 for the harness's own root, else 45fc"},
+      {"provider", Kind::choice, "model provider", str_setter(&Config::provider), getter(&Config::provider), 0, 0,
+       {"deepseek", "openai", "echo"}},
+      {"model", Kind::string, "model name (deepseek: deepseek-flash; openai: required)", str_setter(&Config::model)},
+      {"base-url", Kind::string, "provider base URL (deepseek: https://api.deepseek.com; openai: required)",
+       str_setter(&Config::base_url)},
       {"allow-insecure-http", Kind::boolean, "allow plain http:// to non-loopback hosts",
-       [](Config& c, const std::string& v) { c.allow_insecure_http = v == "true"; }},
-      {"ca-file", Kind::path, "extra trusted CA certificate (PEM)", str_setter(&Config::ca_file)},
+       [](Config& c, const std::string& v) { c.allow_insecure_http = v == "true"; }, getter(&Config::allow_insecure_http)},
+      {"ca-file", Kind::path, "extra trusted CA certificate (PEM)", str_setter(&Config::ca_file), nullptr, 0,
+       std::numeric_limits<std::int64_t>::max(), {},
+       "extra trusted CA certificate (PEM); a leading ~ is $HOME, a relative path is taken from this file's directory"},
       {"system-prompt", Kind::path, "system prompt file ({cwd} and {date} are replaced)",
-       str_setter(&Config::system_prompt)},
-      {"connect-timeout-ms", Kind::integer, "provider connect timeout", int_setter(&Config::connect_timeout_ms), 1},
+       str_setter(&Config::system_prompt), nullptr, 0, std::numeric_limits<std::int64_t>::max(), {},
+       "file with {cwd} and {date} placeholders; a leading ~ is $HOME, a relative path is taken from this file's directory"},
+      {"connect-timeout-ms", Kind::integer, "provider connect timeout", int_setter(&Config::connect_timeout_ms),
+       getter(&Config::connect_timeout_ms), 1},
       {"idle-timeout-ms", Kind::integer, "provider idle timeout (no SSE data event)", int_setter(&Config::idle_timeout_ms),
-       1},
-      {"request-timeout-ms", Kind::integer, "provider overall deadline", int_setter(&Config::request_timeout_ms), 1},
-      {"max-retries", Kind::integer, "provider retries before output", int_setter(&Config::max_retries), 0, 20},
-      {"retry-base-ms", Kind::integer, "first retry delay", int_setter(&Config::retry_base_ms), 0},
-      {"echo-delay-ms", Kind::integer, "pause between echo chunks", int_setter(&Config::echo_delay_ms), 0, 3600000},
+       getter(&Config::idle_timeout_ms), 1},
+      {"request-timeout-ms", Kind::integer, "provider overall deadline", int_setter(&Config::request_timeout_ms),
+       getter(&Config::request_timeout_ms), 1},
+      {"max-retries", Kind::integer, "provider retries before output", int_setter(&Config::max_retries),
+       getter(&Config::max_retries), 0, 20},
+      {"retry-base-ms", Kind::integer, "first retry delay", int_setter(&Config::retry_base_ms), getter(&Config::retry_base_ms), 0},
+      {"echo-delay-ms", Kind::integer, "pause between echo chunks", int_setter(&Config::echo_delay_ms),
+       getter(&Config::echo_delay_ms), 0, 3600000},
       {"max-references", Kind::integer, "distinct sessions one prompt may reference", int_setter(&Config::max_references),
-       1, 3},
+       getter(&Config::max_references), 1, 3},
       {"candidate-limit", Kind::integer, "default number of reference candidates", int_setter(&Config::candidate_limit),
-       1, 9007199254740991},
+       getter(&Config::candidate_limit), 1, 9007199254740991},
       {"max-reference-bytes", Kind::integer, "serialized bytes per referenced session",
-       int_setter(&Config::max_reference_bytes), 1, 9007199254740991},
-      {"max-frame-bytes", Kind::integer, "largest accepted input frame", int_setter(&Config::max_frame_bytes), 1024,
-       std::int64_t(1) << 40},
-      {"max-outbox-bytes", Kind::integer, "output bytes queued for the client before reading pauses (16 MiB)",
-       int_setter(&Config::max_outbox_bytes), 1024, std::int64_t(1) << 40},
+       int_setter(&Config::max_reference_bytes), getter(&Config::max_reference_bytes), 1, 9007199254740991},
+      {"max-frame-bytes", Kind::integer, "largest accepted input frame", int_setter(&Config::max_frame_bytes),
+       getter(&Config::max_frame_bytes), 1024, std::int64_t(1) << 40},
+      {"max-outbox-bytes", Kind::integer, "output bytes queued for the client before reading pauses",
+       int_setter(&Config::max_outbox_bytes), getter(&Config::max_outbox_bytes), 1024, std::int64_t(1) << 40, {},
+       "bytes of frames queued for the client before the server stops reading requests and producers wait"},
       {"context-window", Kind::integer, "context window of the configured model in tokens (enables automatic compaction)",
-       [](Config& c, const std::string& v) { c.context_window = std::stoll(v); }, 256, std::int64_t(1) << 40},
-      {"compact-at", Kind::fraction, "compact before a request estimated above this share of the window (0.8; 0 = never)",
-       [](Config& c, const std::string& v) { c.compact_at = std::stod(v); }},
-      {"compact-keep-turns", Kind::integer, "most recent user turns a compaction keeps (2)",
-       int_setter(&Config::compact_keep_turns), 1, 1000},
-      {"max-steps", Kind::integer, "model requests per turn, tool calls between them (64)",
-       int_setter(&Config::max_steps), 1, 10000},
-      {"max-tool-result-bytes", Kind::integer, "a longer tool result is cut, head and tail kept (65536)",
-       int_setter(&Config::max_tool_result_bytes), 1024, 16777216},
-      {"mcp-call-timeout-ms", Kind::integer, "an MCP tool call not answered by then is cancelled (300000)",
-       int_setter(&Config::mcp_call_timeout_ms), 1, 86400000},
-      {"lock-timeout-ms", Kind::integer,
-       "wait for another process's session lock before answering Session busy (2000)",
-       int_setter(&Config::lock_timeout_ms), 1, 86400000},
-      {"default-mode", Kind::choice, "mode of a new session, and of one whose log holds no mode choice (ask)",
-       str_setter(&Config::default_mode), 0, 0, {"ask", "read-only", "auto"}},
-      {"log-file", Kind::path, "log file (mode 0600, appended)", str_setter(&Config::log_file)},
-      {"log-level", Kind::choice, "log verbosity", str_setter(&Config::log_level), 0, 0,
+       [](Config& c, const std::string& v) { c.context_window = std::stoll(v); }, nullptr, 256, std::int64_t(1) << 40, {},
+       "context window of the configured model in tokens; DeepSeek's models default to their published window, other "
+       "models have none (no automatic compaction)"},
+      {"compact-at", Kind::fraction, "compact before a request estimated above this share of the window (0 = never)",
+       [](Config& c, const std::string& v) { c.compact_at = std::stod(v); }, getter(&Config::compact_at), 0, 1, {},
+       "compact before a model request estimated above this share of the usable window; 0 turns automatic compaction off"},
+      {"compact-keep-turns", Kind::integer, "most recent user turns a compaction keeps",
+       int_setter(&Config::compact_keep_turns), getter(&Config::compact_keep_turns), 1, 1000},
+      {"max-steps", Kind::integer, "model requests per turn, tool calls between them",
+       int_setter(&Config::max_steps), getter(&Config::max_steps), 1, 10000, {},
+       "model requests per prompt turn (each step may call tools); a turn that reaches it ends max_turn_requests"},
+      {"max-tool-result-bytes", Kind::integer, "a longer tool result is cut, head and tail kept",
+       int_setter(&Config::max_tool_result_bytes), getter(&Config::max_tool_result_bytes), 1024, 16777216},
+      {"mcp-call-timeout-ms", Kind::integer, "an MCP tool call not answered by then is cancelled",
+       int_setter(&Config::mcp_call_timeout_ms), getter(&Config::mcp_call_timeout_ms), 1, 86400000, {},
+       "an MCP server's tools/call not answered within this many milliseconds is cancelled (notifications/cancelled) "
+       "and the model gets an error result naming the server"},
+      {"lock-timeout-ms", Kind::integer, "wait for another process's session lock before answering Session busy",
+       int_setter(&Config::lock_timeout_ms), getter(&Config::lock_timeout_ms), 1, 86400000},
+      {"default-mode", Kind::choice, "mode of a new session, and of one whose log holds no mode choice",
+       str_setter(&Config::default_mode), getter(&Config::default_mode), 0, 0, {"ask", "read-only", "auto"},
+       "the mode of a new session, and of a loaded or resumed one whose log holds no mode choice (a choice the user "
+       "made, session/set_mode or the mode option, is logged and wins)"},
+      {"log-file", Kind::path, "log file (mode 0600, appended)", str_setter(&Config::log_file), nullptr, 0,
+       std::numeric_limits<std::int64_t>::max(), {},
+       "log file (mode 0600, appended); a leading ~ is $HOME, a relative path is taken from this file's directory"},
+      {"log-level", Kind::choice, "log verbosity", str_setter(&Config::log_level), getter(&Config::log_level), 0, 0,
        {"error", "warn", "info", "debug"}},
   };
   return table;
@@ -353,6 +389,10 @@ CliResult load_config(const std::vector<std::string>& args, const Environment& e
       result.action = CliAction::version;
       return result;
     }
+    if (arg == "--print-config-schema") {
+      result.action = CliAction::config_schema;
+      return result;
+    }
     if (arg == "--setup") {
       // Read with the rest: the key goes to the config directory the same flags and variables name.
       result.action = CliAction::setup;
@@ -443,6 +483,127 @@ CliResult load_config(const std::vector<std::string>& args, const Environment& e
   return result;
 }
 
+namespace {
+
+const Config& defaults() {
+  static const Config config;
+  return config;
+}
+
+json::value default_of(const Option& opt) { return opt.get ? opt.get(defaults()) : json::value(nullptr); }
+
+// JSON text as a person writes it: Boost.JSON prints 0.8 as 8E-1, std::to_chars as 0.8 (the shortest
+// form that reads back the same).
+std::string readable_json(const json::value& v) {
+  if (v.is_double()) {
+    char buf[32];
+    auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v.get_double());
+    return ec == std::errc() ? std::string(buf, end) : json::serialize(v);
+  }
+  if (const json::object* o = v.if_object()) {
+    std::string out = "{";
+    for (const auto& [key, member] : *o)
+      out += (out.size() > 1 ? "," : "") + json::serialize(json::string(key)) + ":" + readable_json(member);
+    return out + "}";
+  }
+  if (const json::array* a = v.if_array()) {
+    std::string out = "[";
+    for (const auto& item : *a) out += (out.size() > 1 ? "," : "") + readable_json(item);
+    return out + "]";
+  }
+  return json::serialize(v);
+}
+
+std::string default_note(const Option& opt) {
+  const json::value d = default_of(opt);
+  if (d.is_null()) return {};
+  return " (default " + (d.is_string() ? std::string(d.get_string()) : readable_json(d)) + ")";
+}
+
+json::object schema_of(const Option& opt) {
+  json::object p;
+  switch (opt.kind) {
+  case Kind::choice: {
+    json::array alts;
+    for (const auto& c : opt.choices) alts.emplace_back(c);
+    p["enum"] = std::move(alts);
+    break;
+  }
+  case Kind::integer:
+    p["type"] = "integer";
+    p["minimum"] = opt.min;
+    if (opt.max != std::numeric_limits<std::int64_t>::max()) p["maximum"] = opt.max;
+    break;
+  case Kind::fraction:
+    p["type"] = "number";
+    p["minimum"] = 0;
+    p["maximum"] = 1;
+    break;
+  case Kind::boolean: p["type"] = "boolean"; break;
+  case Kind::path:
+  case Kind::string:
+    p["type"] = "string";
+    p["minLength"] = 1;
+    break;
+  }
+  if (json::value d = default_of(opt); !d.is_null()) p["default"] = std::move(d);
+  p["description"] = opt.note ? opt.note : opt.help;
+  return p;
+}
+
+// The keys only the file has: several roots, the model list and the API keys (never flags: a flag would
+// show a key in `ps`).
+std::vector<std::pair<std::string, json::value>> file_only_keys() {
+  json::object window{{"type", "integer"}, {"minimum", 256}, {"maximum", std::int64_t(1) << 40}};
+  json::object model_entry{{"type", "object"},
+                           {"additionalProperties", false},
+                           {"required", json::array{"name"}},
+                           {"properties", {{"name", {{"type", "string"}, {"minLength", 1}}}, {"contextWindow", window}}}};
+  return {
+      {"stores",
+       json::object{{"type", "array"},
+                    {"minItems", 1},
+                    {"items", {{"type", "string"}, {"minLength", 1}}},
+                    {"description", "every session store root, listed together; new sessions go to the first "
+                                    "(overrides \"store\"); paths as in \"store\""}}},
+      {"models",
+       json::object{{"type", "array"},
+                    {"description", "extra model choices offered per session: a name, or {name, contextWindow}"},
+                    {"items", {{"oneOf", json::array{json::object{{"type", "string"}, {"minLength", 1}}, model_entry}}}}}},
+      {"deepseekApiKey",
+       json::object{{"type", "string"}, {"description", "used when DEEPSEEK_API_KEY is not set and --setup stored none"}}},
+      {"openaiApiKey", json::object{{"type", "string"}, {"description", "used when OPENAI_API_KEY is not set"}}},
+  };
+}
+
+} // namespace
+
+std::string config_schema_text() {
+  const auto quoted = [](std::string_view s) { return json::serialize(json::string(s)); };
+  std::string out = "{\n";
+  out += "  \"$schema\": \"https://json-schema.org/draft/2020-12/schema\",\n";
+  out += "  \"$id\": \"https://dsh-acp.invalid/schemas/config.schema.json\",\n";
+  out += "  \"title\": \"dsh-acp configuration file\",\n";
+  out += "  \"description\": " +
+         quoted("The JSON file read by `--config` (docs/configuration.md). Keys are the flags' camelCase names; a flag "
+                "or DSH_ACP_<NAME> environment variable overrides the file. Unknown keys are an error. Written by "
+                "`dsh-acp --print-config-schema` from the option table in src/support/config.cpp, which also writes "
+                "--help; tests/unit/config_test.cpp checks this file is what it prints.") +
+         ",\n";
+  out += "  \"type\": \"object\",\n  \"additionalProperties\": false,\n  \"properties\": {\n";
+  std::vector<std::pair<std::string, json::value>> rows;
+  const auto file_only = file_only_keys();
+  for (const auto& opt : options()) {
+    rows.emplace_back(camel_case(opt.flag), schema_of(opt));
+    if (std::string_view(opt.flag) == "store") rows.push_back(file_only.front());  // "stores" beside "store"
+  }
+  for (std::size_t i = 1; i < file_only.size(); ++i) rows.push_back(file_only[i]);
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    out += "    " + quoted(rows[i].first) + ": " + readable_json(rows[i].second) + (i + 1 < rows.size() ? ",\n" : "\n");
+  out += "  }\n}\n";
+  return out;
+}
+
 std::string usage_text() {
   std::string out =
       "Usage: dsh-acp [options]\n"
@@ -452,6 +613,7 @@ std::string usage_text() {
       "precedence: flag > environment > config file > default):\n"
       "  --help                     print this help and exit\n"
       "  --version                  print the version and exit\n"
+      "  --print-config-schema      print the config file's JSON Schema (every key, type, bound and default) and exit\n"
       "  --setup                    ask for the DeepSeek API key on the terminal and store it (mode 0600) in\n"
       "                             $DSH_ACP_HOME/deepseek-api-key, else $XDG_CONFIG_HOME/dsh-acp/deepseek-api-key;\n"
       "                             used when DEEPSEEK_API_KEY is not set\n"
@@ -474,7 +636,7 @@ std::string usage_text() {
     }
     if (left.size() < 29) left.resize(29, ' ');
     else left += "  ";
-    out += left + opt.help + "\n";
+    out += left + opt.help + default_note(opt) + "\n";
   }
   out += "\nWhere things are (--config, --store and --log-file name other places):\n"
          "  DSH_ACP_HOME               when set, holds everything of ours: config.json, sessions/ (the store),\n"

@@ -71,7 +71,8 @@ public:
 };
 
 /// setup: `--setup`, ask for the DeepSeek key on the terminal and store it (server/setup_command.hpp).
-enum class CliAction { run, help, version, setup };
+/// config_schema: `--print-config-schema`, print config_schema_text() and exit.
+enum class CliAction { run, help, version, setup, config_schema };
 
 struct CliResult {
   CliAction action = CliAction::run;
@@ -87,6 +88,10 @@ CliResult load_config(const std::vector<std::string>& args, const Environment& e
 
 /// The --help text.
 std::string usage_text();
+
+/// The config file's JSON Schema (schemas/config.schema.json), written from the same option table as
+/// usage_text(): every key with its type, bounds, choices and default.
+std::string config_schema_text();
 
 /// Snapshot of the process environment.
 Environment process_environment();

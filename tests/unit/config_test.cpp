@@ -212,12 +212,15 @@ BOOST_AUTO_TEST_CASE(compaction_settings_and_model_windows) {
   }
 }
 
-// schemas/config.schema.json documents the file; this keeps it and the option table in step.
+// schemas/config.schema.json is what `dsh-acp --print-config-schema` writes from the option table
+// (regenerate it with `build/dsh-acp --print-config-schema > schemas/config.schema.json`), and every
+// key it documents behaves as documented.
 BOOST_AUTO_TEST_CASE(the_config_schema_matches_the_options) {
   TempDir t;
   std::ifstream in(std::string(DSH_SCHEMA_DIR) + "/config.schema.json");
   std::stringstream ss;
   ss << in.rdbuf();
+  BOOST_TEST(ss.str() == config_schema_text());
   boost::json::object schema = boost::json::parse(ss.str()).as_object();
   const auto& props = schema.at("properties").as_object();
   // Every flag in --help has a schema key (and the reverse, except the file-only keys).
@@ -225,7 +228,7 @@ BOOST_AUTO_TEST_CASE(the_config_schema_matches_the_options) {
   std::size_t flags = 0;
   for (std::size_t at = 0; (at = help.find("\n  --", at)) != std::string::npos; ++at) {
     std::string flag = help.substr(at + 5, help.find_first_of(" \n", at + 5) - (at + 5));
-    if (flag == "help" || flag == "version" || flag == "config" || flag == "setup") continue;
+    if (flag == "help" || flag == "version" || flag == "config" || flag == "setup" || flag == "print-config-schema") continue;
     std::string key;
     for (std::size_t i = 0; i < flag.size(); ++i)
       key += flag[i] == '-' ? static_cast<char>(std::toupper(flag[++i])) : flag[i];
@@ -258,6 +261,24 @@ BOOST_AUTO_TEST_CASE(the_config_schema_matches_the_options) {
       }
     }
   }
+}
+
+// --help shows each default from the same table, read off a default Config: the two cannot differ.
+BOOST_AUTO_TEST_CASE(help_shows_the_defaults_the_config_has) {
+  const std::string help = usage_text();
+  const Config defaults;
+  auto line_of = [&](const std::string& flag) {
+    std::size_t at = help.find("\n  --" + flag + " ");
+    BOOST_REQUIRE(at != std::string::npos);
+    return help.substr(at, help.find('\n', at + 1) - at);
+  };
+  BOOST_TEST(line_of("max-tool-result-bytes").find("(default " + std::to_string(defaults.max_tool_result_bytes) + ")") !=
+             std::string::npos);
+  BOOST_TEST(line_of("lock-timeout-ms").find("(default " + std::to_string(defaults.lock_timeout_ms) + ")") != std::string::npos);
+  BOOST_TEST(line_of("compact-at").find("(default 0.8)") != std::string::npos);
+  BOOST_TEST(line_of("provider").find("(default " + defaults.provider + ")") != std::string::npos);
+  BOOST_TEST(line_of("default-mode").find("(default " + defaults.default_mode + ")") != std::string::npos);
+  BOOST_TEST(line_of("model").find("(default") == std::string::npos);  // decided by the provider
 }
 
 // Issue 15: several roots, and where the harness's own root is.
@@ -324,6 +345,7 @@ BOOST_AUTO_TEST_CASE(store_paths_expand_tilde_and_resolve_relative_to_the_config
 BOOST_AUTO_TEST_CASE(help_and_version_are_actions) {
   BOOST_TEST((load_config({"--store", "/x", "--help"}, {}).action == CliAction::help));
   BOOST_TEST((load_config({"--version"}, {}).action == CliAction::version));
+  BOOST_TEST((load_config({"--print-config-schema"}, {}).action == CliAction::config_schema));
   BOOST_TEST(usage_text().find("--max-frame-bytes") != std::string::npos);
 }
 

@@ -2,6 +2,7 @@
 // prefix) as the option's name states it, the probe of issue 27 asked again, answers read fail-closed.
 #include "engine/command_rule.hpp"
 #include "engine/permissions.hpp"
+#include "handlers/permission_request.hpp"
 
 #include <boost/json/parse.hpp>
 #include <boost/test/unit_test.hpp>
@@ -11,6 +12,8 @@
 #include <vector>
 
 using namespace acp::engine;
+using acp::handlers::permission_options;
+using acp::handlers::read_permission_answer;
 
 BOOST_AUTO_TEST_SUITE(permissions)
 

@@ -58,47 +58,59 @@ struct Dir {
   }
 };
 
-// A client that keeps files in memory (its unsaved buffers) and runs "terminals" by script.
-struct FakeEditor {
+// An editor that keeps files in memory (its unsaved buffers) and runs "terminals" by script; it
+// records what it was asked, by the ACP method each request stands for.
+struct FakeEditor final : engine::Editor {
   std::map<std::string, std::string> buffers;
   std::vector<std::string> methods;
   bool terminal_exits = true;  ///< wait_for_exit answers at once; else never
-  std::string terminal_output = "built\n";
+  std::string terminal_output_text = "built\n";
 
-  asio::awaitable<json::value> call(std::string method, json::value params) {
-    methods.push_back(method);
-    const json::object& p = params.as_object();
-    if (method == "fs/read_text_file") {
-      auto it = buffers.find(std::string(p.at("path").as_string()));
-      if (it == buffers.end()) throw engine::EditorCallError("file not found", false);
-      co_return json::object{{"content", it->second}};
+  bool reads_files() const override { return true; }
+  bool writes_files() const override { return true; }
+  bool runs_commands() const override { return true; }
+
+  asio::awaitable<std::string> read_text_file(std::string path) override {
+    methods.push_back("fs/read_text_file");
+    auto it = buffers.find(path);
+    if (it == buffers.end()) throw engine::EditorCallError("file not found", false);
+    co_return it->second;
+  }
+  asio::awaitable<void> write_text_file(std::string path, std::string content) override {
+    methods.push_back("fs/write_text_file");
+    buffers[path] = std::move(content);
+    co_return;
+  }
+  asio::awaitable<std::string> create_terminal(std::string, std::string, std::size_t) override {
+    methods.push_back("terminal/create");
+    co_return "term-1";
+  }
+  asio::awaitable<engine::TerminalExit> wait_for_terminal_exit(std::string) override {
+    methods.push_back("terminal/wait_for_exit");
+    if (!terminal_exits) {
+      asio::steady_timer t(co_await asio::this_coro::executor, std::chrono::hours(1));
+      co_await t.async_wait(asio::as_tuple(asio::use_awaitable));  // ends when the call is cancelled
+      throw engine::EditorCallError("cancelled", true);
     }
-    if (method == "fs/write_text_file") {
-      buffers[std::string(p.at("path").as_string())] = std::string(p.at("content").as_string());
-      co_return json::value();
-    }
-    if (method == "terminal/create") co_return json::object{{"terminalId", "term-1"}};
-    if (method == "terminal/wait_for_exit") {
-      if (!terminal_exits) {
-        asio::steady_timer t(co_await asio::this_coro::executor, std::chrono::hours(1));
-        co_await t.async_wait(asio::as_tuple(asio::use_awaitable));  // ends when the call is cancelled
-        throw engine::EditorCallError("cancelled", true);
-      }
-      co_return json::object{{"exitCode", 2}};
-    }
-    if (method == "terminal/output")
-      co_return json::object{{"output", terminal_output}, {"truncated", false},
-                             {"exitStatus", terminal_exits ? json::value(json::object{{"exitCode", 2}}) : json::value()}};
-    co_return json::value();  // kill, release
+    co_return engine::TerminalExit{2, std::nullopt};
+  }
+  asio::awaitable<engine::TerminalOutput> terminal_output(std::string) override {
+    methods.push_back("terminal/output");
+    engine::TerminalOutput out{terminal_output_text, std::nullopt};
+    if (terminal_exits) out.exit = engine::TerminalExit{2, std::nullopt};
+    co_return out;
+  }
+  asio::awaitable<void> kill_terminal(std::string) override {
+    methods.push_back("terminal/kill");
+    co_return;
+  }
+  asio::awaitable<void> release_terminal(std::string) override {
+    methods.push_back("terminal/release");
+    co_return;
   }
 
-  engine::EditorAccess access(bool terminal = true) {
-    engine::EditorAccess a;
-    a.read_text_file = a.write_text_file = true;
-    a.terminal = terminal;
-    a.call = [this](std::string m, json::value p) { return call(std::move(m), std::move(p)); };
-    return a;
-  }
+  /// This editor, not owned (it lives on the test's stack, longer than the runner).
+  std::shared_ptr<engine::Editor> access() { return std::shared_ptr<engine::Editor>(std::shared_ptr<void>(), this); }
 };
 
 struct Rig {
@@ -119,7 +131,7 @@ BOOST_AUTO_TEST_CASE(server_side_tools_work_on_real_files) {
   Dir d;
   d.put("src/a.cpp", "int main() {\n  return 1;\n}\n");
   Rig rig;
-  engine::ToolRunner runner("s1", tools::Roots(d.root.string()), {}, rig.pool.get_executor());
+  engine::ToolRunner runner(tools::Roots(d.root.string()), {}, rig.pool.get_executor());
   auto read = rig.run(runner, "read", R"({"file_path":"src/a.cpp","offset":2,"limit":1})");
   BOOST_TEST(!read.is_error);
   BOOST_TEST(read.text.find("2:   return 1;") != std::string::npos, read.text);
@@ -147,7 +159,7 @@ BOOST_AUTO_TEST_CASE(server_side_tools_work_on_real_files) {
 BOOST_AUTO_TEST_CASE(server_side_commands_say_how_they_ended) {
   Dir d;
   Rig rig;
-  engine::ToolRunner runner("s1", tools::Roots(d.root.string()), {}, rig.pool.get_executor());
+  engine::ToolRunner runner(tools::Roots(d.root.string()), {}, rig.pool.get_executor());
   auto failed = rig.run(runner, "bash", R"({"command":"exit 4"})");
   BOOST_REQUIRE(failed.command_exit.has_value());
   BOOST_TEST(failed.command_exit->exit_code.value_or(-1) == 4);
@@ -172,7 +184,7 @@ BOOST_AUTO_TEST_CASE(server_side_commands_say_how_they_ended) {
 BOOST_AUTO_TEST_CASE(bad_calls_are_error_results_for_the_model) {
   Dir d;
   Rig rig;
-  engine::ToolRunner runner("s1", tools::Roots(d.root.string()), {}, rig.pool.get_executor());
+  engine::ToolRunner runner(tools::Roots(d.root.string()), {}, rig.pool.get_executor());
   auto expect = [&](std::string tool, std::string args, std::string text) {
     auto r = rig.run(runner, tool, args);
     BOOST_TEST(r.is_error, tool << " " << args);
@@ -199,7 +211,7 @@ BOOST_AUTO_TEST_CASE(results_are_capped_head_and_tail) {
   Rig rig;
   engine::ToolLimits limits;
   limits.max_result_bytes = 200;
-  engine::ToolRunner runner("s1", tools::Roots(d.root.string()), {}, rig.pool.get_executor(), limits);
+  engine::ToolRunner runner(tools::Roots(d.root.string()), {}, rig.pool.get_executor(), limits);
   auto r = rig.run(runner, "bash", R"({"command":"seq 1 10000","description":"count"})");
   BOOST_TEST(r.text.size() < 300u);
   BOOST_TEST(r.text.substr(0, 2) == "1\n");
@@ -214,7 +226,7 @@ BOOST_AUTO_TEST_CASE(files_go_through_the_editor_when_it_can) {
   FakeEditor editor;
   const std::string a = (d.root / "a.txt").string();
   editor.buffers[a] = "unsaved buffer\nsecond\n";
-  engine::ToolRunner runner("s1", tools::Roots(d.root.string()), editor.access(), rig.pool.get_executor());
+  engine::ToolRunner runner(tools::Roots(d.root.string()), editor.access(), rig.pool.get_executor());
   // read sees the unsaved buffer, not the disk.
   BOOST_TEST(rig.run(runner, "read", R"({"file_path":"a.txt"})").text.find("1: unsaved buffer") != std::string::npos);
   auto edit = rig.run(runner, "edit", R"({"file_path":"a.txt","old_string":"second","new_string":"2nd"})");
@@ -235,7 +247,7 @@ BOOST_AUTO_TEST_CASE(a_directory_is_never_sent_to_the_editor_as_a_file) {
   d.put("src/a.txt", "a\n");
   Rig rig;
   FakeEditor editor;
-  engine::ToolRunner runner("s1", tools::Roots(d.root.string()), editor.access(), rig.pool.get_executor());
+  engine::ToolRunner runner(tools::Roots(d.root.string()), editor.access(), rig.pool.get_executor());
   for (std::string call : {R"(write {"file_path":".","content":"x"})", R"(write {"file_path":"src","content":"x"})",
                            R"(write {"file_path":"new/","content":"x"})",
                            R"(edit {"file_path":".","old_string":"a","new_string":"b"})",
@@ -254,7 +266,7 @@ BOOST_AUTO_TEST_CASE(commands_run_in_the_editors_terminal_and_are_always_release
   Dir d;
   Rig rig;
   FakeEditor editor;
-  engine::ToolRunner runner("s1", tools::Roots(d.root.string()), editor.access(), rig.pool.get_executor());
+  engine::ToolRunner runner(tools::Roots(d.root.string()), editor.access(), rig.pool.get_executor());
   auto r = rig.run(runner, "bash", R"({"command":"make","description":"build"})");
   BOOST_TEST(r.terminal_id.value_or("") == "term-1");
   BOOST_TEST(r.text == "built\n[exit code: 2]");
@@ -293,7 +305,7 @@ BOOST_AUTO_TEST_CASE(results_are_text_whatever_the_bytes) {
   d.put("latin1.txt", "caf\xE9 au lait\n");
   d.put("n\xE4me.txt", "plain\n");
   Rig rig;
-  engine::ToolRunner runner("s1", tools::Roots(d.root.string()), {}, rig.pool.get_executor());
+  engine::ToolRunner runner(tools::Roots(d.root.string()), {}, rig.pool.get_executor());
   auto expect_text = [&](const std::string& tool, const std::string& args, const std::string& want) {
     auto r = rig.run(runner, tool, args);
     BOOST_TEST(support::valid_utf8(r.text), tool << " " << args << ": " << r.text);
@@ -313,7 +325,7 @@ BOOST_AUTO_TEST_CASE(results_are_text_whatever_the_bytes) {
   // A cut result is text too: replacement first, then the cap on code-point boundaries.
   engine::ToolLimits limits;
   limits.max_result_bytes = 100;
-  engine::ToolRunner capped("s1", tools::Roots(d.root.string()), {}, rig.pool.get_executor(), limits);
+  engine::ToolRunner capped(tools::Roots(d.root.string()), {}, rig.pool.get_executor(), limits);
   auto many = rig.run(capped, "bash", R"({"command":"head -c 1000 /dev/zero | tr '\\0' '\\377'"})");
   BOOST_TEST(support::valid_utf8(many.text));
   BOOST_TEST(many.text.find("bytes omitted") != std::string::npos, many.text);
@@ -351,7 +363,7 @@ void swap_race(tools::Resolution how) {
     }
   });
   Rig rig;
-  engine::ToolRunner runner("s1", tools::Roots(work.string(), {}, how), {}, rig.pool.get_executor());
+  engine::ToolRunner runner(tools::Roots(work.string(), {}, how), {}, rig.pool.get_executor());
   int leaks = 0, reads_ok = 0, writes_ok = 0;
   std::set<std::string> written;
   for (int round = 0; round < kMinRounds || swaps.load() < kMinSwaps; ++round) {
