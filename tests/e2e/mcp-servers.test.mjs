@@ -1,8 +1,9 @@
 // The client's MCP servers (mcpServers of session/new, load, resume): started before the answer in
 // the session's cwd (a broken one is logged and left out, the session works), stopped with the
 // session (close, delete) and with the process (stdin closed, SIGTERM): no server process outlives
-// them. http and sse servers and malformed entries are -32602 with the entry's JSON Pointer. The model
-// calls their tools through the tool loop (echo directives): results, a server dying mid-call, cancel.
+// them. Malformed entries are -32602 with the entry's JSON Pointer (servers over HTTP:
+// mcp-http.test.mjs). The model calls their tools through the tool loop (echo directives): results,
+// a server dying mid-call, cancel.
 // The working server is a real one, built with the official MCP TypeScript SDK (lib/mcp-test-server.mjs).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -50,13 +51,6 @@ async function newSessionWith(ctx, agent, mcpServers) {
   await ctx.request(M.initialize, INIT_PARAMS);
   return (await ctx.request(M.session.new, { cwd: agent.home, mcpServers })).sessionId;
 }
-
-test('initialize advertises stdio servers only (mcpCapabilities.http and sse false)', async (t) => {
-  const agent = startAgent(t);
-  const caps = (await agent.initialize()).agentCapabilities;
-  assert.deepEqual(caps.mcpCapabilities, { http: false, sse: false });
-  await agent.finish();
-});
 
 test('session/new starts the servers before answering; a broken one is logged and left out', async (t) => {
   const { agent, ctx } = startSdkAgent(t);
@@ -159,13 +153,11 @@ test('stdin EOF while a server is still starting: the start is given up, nothing
   assert.ok(answer?.frame.result?.sessionId, `session/new was answered: ${JSON.stringify(answer?.frame)}`);
 });
 
-test('http and sse servers and malformed entries are -32602 with the entry\'s pointer', async (t) => {
+test('malformed entries are -32602 with the entry\'s pointer', async (t) => {
   const agent = startAgent(t);
   await agent.initialize();
   const cases = [
-    [[{ type: 'http', name: 'web', url: 'http://localhost:1/mcp', headers: [] }], '/mcpServers/0/type', /http MCP servers are not supported/],
-    [[sdkServer('ok'), { type: 'sse', name: 'old', url: 'http://localhost:1/sse', headers: [] }], '/mcpServers/1/type', /sse/],
-    [[{ type: 'websocket', name: 'x', command: 'x' }], '/mcpServers/0/type', /must be "stdio"/],
+    [[sdkServer('ok'), { type: 'websocket', name: 'x', command: 'x' }], '/mcpServers/1/type', /must be "stdio", "http" or "sse"/],
     [['node'], '/mcpServers/0', /must be an object/],
     [[{ command: 'node', args: [], env: [] }], '/mcpServers/0/name', /is required/],
     [[{ name: 'x', command: '', args: [], env: [] }], '/mcpServers/0/command', /must not be empty/],
