@@ -36,12 +36,12 @@
 
 namespace acp::mcp {
 
+namespace asio = boost::asio;
+namespace json = boost::json;
+namespace http = boost::beast::http;
+
 namespace {
 
-namespace asio = boost::asio;
-namespace beast = boost::beast;
-namespace http = beast::http;
-namespace json = boost::json;
 using Clock = std::chrono::steady_clock;
 
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);

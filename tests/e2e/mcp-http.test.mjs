@@ -7,6 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
+import { promptAllowing, finalCard } from './lib/mcp-calls.mjs';
 import { startAgent } from './lib/agent.mjs';
 import { events } from './lib/store.mjs';
 import { startHttpMcpServer, closedPort } from './lib/mcp-http-server.mjs';
@@ -19,23 +20,6 @@ async function sessionWith(agent, mcpServers) {
   const r = await agent.call('session/new', { cwd: agent.home, mcpServers });
   assert.ok(r.result?.sessionId, JSON.stringify(r));
   return r.result.sessionId;
-}
-
-/** Sends a prompt in raw mode, allowing the tool's permission request; resolves to its answer frame. */
-async function promptAllowing(agent, sessionId, text, id) {
-  const from = agent.frames.length;
-  await agent.send({ jsonrpc: '2.0', id, method: 'session/prompt', params: { sessionId, prompt: [{ type: 'text', text }] } });
-  const asked = await agent.nextFrame((f) => f.method === 'session/request_permission', { from, what: 'a permission request' });
-  await agent.send({ jsonrpc: '2.0', id: asked.frame.id, result: { outcome: { outcome: 'selected', optionId: 'allow_once' } } });
-  return { from, answer: await agent.response(id, { from }) };
-}
-
-function finalCard(agent, sessionId, from) {
-  const updates = agent.updates({ sessionId, from }).map((e) => e.frame.params.update)
-    .filter((u) => u.sessionUpdate === 'tool_call_update' && (u.status === 'completed' || u.status === 'failed'));
-  assert.equal(updates.length, 1, JSON.stringify(updates));
-  const u = updates[0];
-  return { status: u.status, text: (u.content ?? []).map((c) => c.content?.text ?? '').join('') };
 }
 
 /** Resolves when `emitter` emits `name` with an argument satisfying `pred`. */
