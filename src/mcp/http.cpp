@@ -268,7 +268,8 @@ struct HttpState final : Server::State {
         co_return request_failed(id, too_big);
       }
       for (auto& item : items) {
-        if (item.kind != net::SseItemKind::event || (!item.event.empty() && item.event != "message")) continue;
+        if (item.kind != net::SseItemKind::event || item.data.empty() || (!item.event.empty() && item.event != "message"))
+          continue;  // comments, other events, and priming events (an id with no data)
         // Its answer ends what this request waits for; the rest of the stream is not read.
         if (auto answered = on_frame(std::move(item.data)); id && answered == id) co_return;
       }
@@ -341,7 +342,7 @@ struct HttpState final : Server::State {
         if (item.kind != net::SseItemKind::event) continue;
         if (item.event == "endpoint") {
           if (!post_to) take_endpoint(item.data);
-        } else if (item.event.empty() || item.event == "message") {
+        } else if (!item.data.empty() && (item.event.empty() || item.event == "message")) {
           on_frame(std::move(item.data));
         }
       }
@@ -385,7 +386,7 @@ struct HttpState final : Server::State {
     auto flight = std::make_shared<Flight>();
     launch(listen(flight), flight);
     while (running && !post_to)
-      if (!co_await changed.wait()) co_return;  // cancelled: start()'s limit passed
+      if (!co_await changed.wait()) throw ServerFailure(describe("was given up while opening its event stream"));
     if (!post_to) throw ServerFailure(failure);
   }
 
