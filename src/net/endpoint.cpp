@@ -4,6 +4,8 @@
 #include <boost/url/parse.hpp>
 #include <boost/url/url.hpp>
 
+#include <algorithm>
+
 namespace acp::net {
 
 namespace urls = boost::urls;
@@ -27,13 +29,19 @@ Endpoint parse_http_url(std::string_view text) {
   ep.host = u.host_address();
   if (ep.host.empty()) throw fail("missing host");
   if (u.has_port()) {
-    if (u.port().empty() || u.port_number() == 0) throw fail("bad port");
-    ep.port = u.port();
+    // Checked here: Boost.URL 1.81 keeps 5-digit ports past 65535 (port_number() wraps).
+    std::string_view port = u.port();
+    bool digits = !port.empty() && port.size() <= 5 &&
+                  std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (!digits || std::stoul(std::string(port)) == 0 || std::stoul(std::string(port)) > 65535) throw fail("bad port");
+    ep.port = port;
   } else {
     ep.port = ep.tls ? "443" : "80";
   }
   ep.host_header = u.encoded_host();
   if (ep.port != (ep.tls ? "443" : "80")) ep.host_header += ":" + ep.port;
+  // Boost.URL 1.81 reads "http://h:8x/" as port 8 and path "x/": after an authority, a path starts with '/'.
+  if (!u.encoded_path().empty() && u.encoded_path().front() != '/') throw fail("bad port or path");
   ep.target = u.encoded_path().empty() ? std::string("/") : std::string(u.encoded_path());
   if (u.has_query()) ep.target += "?" + std::string(u.encoded_query());
   return ep;
