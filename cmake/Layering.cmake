@@ -12,14 +12,15 @@
 #   src/support     acp_support      support
 #   src/store       acp_store        store support
 #   src/refs        acp_refs         refs store support
+#   src/net         acp_net          net
 #   src/llm         acp_llm          llm support
-#   src/llm/openai  acp_llm_openai   llm llm/openai support
+#   src/llm/openai  acp_llm_openai   llm llm/openai net support
 #   src/transport   acp_transport    transport protocol support
 #   src/tools       acp_tools        tools support
-#   src/mcp         acp_mcp          mcp transport protocol support
+#   src/mcp         acp_mcp          mcp transport protocol net support
 #   src/engine      acp_engine       engine store refs llm tools mcp support
 #   handlers        acp_handlers     handlers engine protocol support store refs llm
-#   src/server      acp_server       server handlers engine protocol transport support store refs llm llm/openai
+#   src/server      acp_server       server handlers engine protocol transport support store refs llm llm/openai net
 #
 # The layering.* tests compile forbidden includes with a library's include directories and expect
 # the compiler to refuse them.

@@ -24,6 +24,9 @@ boost::asio::awaitable<protocol::InitializeResponse> initialize(HandlerContext& 
   r.agentCapabilities._meta = boost::json::object{{"dsh-acp/sessionReferences", {{"version", 1}}},
                                                   {"dsh-acp/sandbox", std::move(sandbox)}};
   r.agentCapabilities.promptCapabilities.embeddedContext = true;
+  // MCP servers over streamable HTTP and the legacy HTTP+SSE transport besides stdio (src/mcp/http.cpp).
+  r.agentCapabilities.mcpCapabilities.http = true;
+  r.agentCapabilities.mcpCapabilities.sse = true;
   if (ctx.auth) r.agentCapabilities.auth = protocol::AgentAuthCapabilities{boost::json::object{}};
   // Always at least the agent method (with a key, without, or none needed); the terminal one only
   // to a client that runs it (clientCapabilities.auth.terminal).

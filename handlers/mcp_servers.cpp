@@ -6,6 +6,8 @@
 
 #include <boost/json/value.hpp>
 
+#include <algorithm>
+
 namespace acp::handlers {
 
 namespace json = boost::json;
@@ -14,6 +16,12 @@ using engine::InvalidInput;
 namespace {
 
 bool has_nul(std::string_view s) { return s.find('\0') != std::string_view::npos; }
+
+// RFC 9110 §5.6.2's tchar: what an HTTP field name is made of.
+bool is_token_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+         std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+}
 
 std::string required_text(const json::object& o, std::string_view key, const std::string& at) {
   const json::value* v = o.if_contains(key);
@@ -41,18 +49,39 @@ std::vector<mcp::ServerSpec> mcp_server_specs(const json::array& servers, const 
     const std::string at = "/mcpServers/" + std::to_string(i);
     const json::object* o = servers[i].if_object();
     if (!o) throw InvalidInput(at, "must be an object");
+    mcp::ServerSpec spec;
     if (const json::value* type = o->if_contains("type")) {
       if (!type->is_string()) throw InvalidInput(at + "/type", "must be a string");
       std::string_view t = type->get_string();
-      if (t == "http" || t == "sse")
-        throw InvalidInput(at + "/type", std::string(t) + " MCP servers are not supported (mcpCapabilities." +
-                                             std::string(t) + " is false): use a stdio server");
-      if (t != "stdio") throw InvalidInput(at + "/type", "must be \"stdio\"");
+      if (t == "http") spec.transport = mcp::Transport::http;
+      else if (t == "sse") spec.transport = mcp::Transport::sse;
+      else if (t != "stdio") throw InvalidInput(at + "/type", "must be \"stdio\", \"http\" or \"sse\"");
     }
-    mcp::ServerSpec spec;
     spec.name = required_text(*o, "name", at);
-    spec.command = required_text(*o, "command", at);
-    if (const json::array* args = optional_array(*o, "args", at)) {
+    if (spec.transport != mcp::Transport::stdio) {
+      spec.url = required_text(*o, "url", at);
+      if (std::string why = mcp::url_problem(spec.url); !why.empty()) throw InvalidInput(at + "/url", why);
+      // Sent as given, so nothing in them may end a header line or start another.
+      if (const json::array* headers = optional_array(*o, "headers", at)) {
+        for (std::size_t j = 0; j < headers->size(); ++j) {
+          std::string pointer = at + "/headers/" + std::to_string(j);
+          const json::object* header = (*headers)[j].if_object();
+          if (!header) throw InvalidInput(pointer, "must be an object with name and value");
+          std::string name = required_text(*header, "name", pointer);
+          if (!std::all_of(name.begin(), name.end(), is_token_char))
+            throw InvalidInput(pointer + "/name", "must be an HTTP field name (letters, digits and !#$%&'*+-.^_`|~)");
+          const json::value* value = header->if_contains("value");
+          if (!value) throw InvalidInput(pointer + "/value", "is required");
+          if (!value->is_string()) throw InvalidInput(pointer + "/value", "must be a string");
+          std::string_view v = value->get_string();
+          if (v.find_first_of(std::string_view("\r\n\0", 3)) != std::string_view::npos)
+            throw InvalidInput(pointer + "/value", "must not contain CR, LF or NUL");
+          spec.headers.emplace_back(std::move(name), std::string(v));
+        }
+      }
+    }
+    if (spec.transport == mcp::Transport::stdio) spec.command = required_text(*o, "command", at);
+    if (const json::array* args = spec.transport == mcp::Transport::stdio ? optional_array(*o, "args", at) : nullptr) {
       for (std::size_t j = 0; j < args->size(); ++j) {
         const json::value& a = (*args)[j];
         std::string pointer = at + "/args/" + std::to_string(j);
@@ -61,7 +90,7 @@ std::vector<mcp::ServerSpec> mcp_server_specs(const json::array& servers, const 
         spec.args.emplace_back(a.get_string());
       }
     }
-    if (const json::array* env = optional_array(*o, "env", at)) {
+    if (const json::array* env = spec.transport == mcp::Transport::stdio ? optional_array(*o, "env", at) : nullptr) {
       for (std::size_t j = 0; j < env->size(); ++j) {
         std::string pointer = at + "/env/" + std::to_string(j);
         const json::object* var = (*env)[j].if_object();

@@ -15,9 +15,9 @@
 
 namespace acp::handlers {
 
-/// The stdio servers of `servers`, each to run in `cwd` with `config`'s limits (mcpCallTimeoutMs). Throws engine::InvalidInput with the
-/// entry's JSON Pointer (/mcpServers/1/command) for a malformed entry and for http and sse servers
-/// (we advertise mcpCapabilities.http and .sse false).
+/// The servers of `servers` (stdio ones to run in `cwd`) with `config`'s limits (mcpCallTimeoutMs).
+/// Throws engine::InvalidInput with the entry's JSON Pointer (/mcpServers/1/command) for a malformed
+/// entry: a bad URL, a header whose name is not an HTTP field name or whose value holds CR or LF.
 std::vector<mcp::ServerSpec> mcp_server_specs(const boost::json::array& servers, const std::string& cwd,
                                              const support::Config& config);
 

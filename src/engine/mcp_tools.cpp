@@ -271,7 +271,7 @@ std::size_t McpTools::servers() const {
 std::vector<long> McpTools::pids() const {
   std::vector<long> out;
   for (const auto& e : entries_)
-    if (e->server && e->server->running()) out.push_back(e->server->pid());
+    if (e->server && e->server->running() && e->server->pid() > 0) out.push_back(e->server->pid());
   return out;
 }
 

@@ -1,36 +1,18 @@
 #include "mcp/server.hpp"
 
+#include "mcp/peer.hpp"
 #include "protocol/client_call.hpp"
 #include "protocol/jsonrpc.hpp"
 #include "support/await_ops.hpp"
-#include "support/child_process.hpp"
-#include "support/event.hpp"
 #include "support/json_text.hpp"
-#include "support/utf8.hpp"
 #include "support/log.hpp"
 #include "support/utf8.hpp"
-#include "transport/line_framer.hpp"
-#include "transport/outbound_calls.hpp"
 
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
-#include <boost/asio/experimental/channel.hpp>
-#include <boost/asio/posix/stream_descriptor.hpp>
-#include <boost/asio/redirect_error.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/this_coro.hpp>
-#include <boost/asio/use_awaitable.hpp>
-#include <boost/asio/write.hpp>
 #include <boost/json/array.hpp>
 #include <boost/json/serialize.hpp>
 
 #include <algorithm>
-#include <array>
-#include <csignal>
-#include <system_error>
-
-#include <sys/wait.h>
 
 namespace acp::mcp {
 
@@ -39,17 +21,10 @@ namespace json = boost::json;
 using namespace asio::experimental::awaitable_operators;
 using support::outcome_of;
 using support::sleep_for;
-using asio::posix::stream_descriptor;
 
 namespace {
 
-constexpr std::size_t kMaxFrameBytes = 16u << 20;  // one answer of a tool; bigger ones break the server
-constexpr std::size_t kStderrTail = 4096;
-constexpr std::size_t kMaxWaiting = 256;
-constexpr std::size_t kMaxIgnoredLines = 20;  // non-JSON stdout lines logged before staying quiet
-constexpr std::chrono::milliseconds kStopStep{400};  // stdin closed, then SIGTERM, then SIGKILL
-
-asio::awaitable<void> wait_for(support::Event& e) { co_await e.wait(); }
+constexpr std::size_t kMaxIgnoredLines = 20;  // messages that are not JSON-RPC logged before staying quiet
 
 // The answer, or ServerFailure `late` when `limit` passes first.
 asio::awaitable<json::value> within(asio::awaitable<json::value> op, std::chrono::milliseconds limit, std::string late) {
@@ -58,6 +33,18 @@ asio::awaitable<json::value> within(asio::awaitable<json::value> op, std::chrono
   auto& [error, value] = std::get<0>(r);
   if (error) std::rethrow_exception(error);
   co_return std::move(value);
+}
+
+asio::awaitable<bool> finished(asio::awaitable<void> op) {
+  co_await std::move(op);
+  co_return true;
+}
+
+// `op` done, or ServerFailure `late` when `limit` passes first.
+asio::awaitable<void> within_void(asio::awaitable<void> op, std::chrono::milliseconds limit, std::string late) {
+  auto r = co_await (outcome_of(finished(std::move(op))) || sleep_for(limit));
+  if (r.index() == 1) throw ServerFailure(late);
+  if (auto& error = std::get<0>(r).first) std::rethrow_exception(error);
 }
 
 // "300 s" or "1500 ms": a limit as the user configured it.
@@ -72,211 +59,99 @@ std::string string_or(const json::object& o, std::string_view key, std::string f
 
 } // namespace
 
-struct Server::State : std::enable_shared_from_this<State> {
-  State(asio::any_io_executor ex, ServerSpec s, support::SpawnedProcess p)
-      : executor(ex), spec(std::move(s)), pid(p.pid), in(ex, p.stdin_fd), out(ex, p.stdout_fd), err(ex, p.stderr_fd),
-        exit_fd(ex, p.pidfd), eof_grace(ex), writes(ex, 2 * kMaxWaiting + 16), pump_done(ex),
-        calls(ex, [this](const std::string&, std::string frame) { queue(std::move(frame)); },
-              [](std::int64_t id) {
-                return jsonrpc::serialize_notification(
-                    "notifications/cancelled", json::object{{"requestId", id}, {"reason", "cancelled by the user"}});
-              },
-              kMaxWaiting),
-        framer(kMaxFrameBytes) {}
+Server::State::State(asio::any_io_executor ex, ServerSpec s)
+    : executor(ex), spec(std::move(s)),
+      calls(ex, [this](const std::string&, std::string frame) { send(std::move(frame)); },
+            [this](std::int64_t id) {
+              withdrawn(id);
+              return jsonrpc::serialize_notification(
+                  "notifications/cancelled", json::object{{"requestId", id}, {"reason", "cancelled by the user"}});
+            },
+            kMaxWaiting) {}
 
-  asio::any_io_executor executor;
-  ServerSpec spec;
-  pid_t pid;
-  stream_descriptor in, out, err, exit_fd;
-  asio::steady_timer eof_grace;  ///< after stdout's EOF, the wait for the exit that explains it
-  asio::experimental::channel<void(boost::system::error_code, std::string)> writes;
-  support::Event pump_done;
-  transport::OutboundCalls calls;
-  transport::LineFramer framer;
-  std::string stderr_tail;
-  std::vector<Tool> tools;
-  std::string version;
-  bool running = true;
-  bool pump_finished = false;
-  bool reaped = false;
-  int status = 0;
-  std::size_t ignored_lines = 0;
-  std::uint64_t stdout_bytes = 0;  ///< read so far (bounds what its tools/list answers may cost)
-  std::size_t logged_bytes = 0;    ///< what it has put into our log
-  bool log_dropped = false;        ///< kMaxLogBytes reached: nothing more of it is logged
-  std::string failure;  ///< why it is not running, once it is not
+std::string Server::State::describe(const std::string& what) const {
+  std::string m = "MCP server \"" + spec.name + "\" " + what;
+  std::string tail = stderr_tail;
+  while (!tail.empty() && (tail.back() == '\n' || tail.back() == '\r')) tail.pop_back();
+  if (!tail.empty()) m += "; its stderr ends with: " + tail;
+  return m;
+}
 
-  std::string describe(const std::string& what) const {
-    std::string m = "MCP server \"" + spec.name + "\" " + what;
-    std::string tail = stderr_tail;
-    while (!tail.empty() && (tail.back() == '\n' || tail.back() == '\r')) tail.pop_back();
-    if (!tail.empty()) m += "; its stderr ends with: " + tail;
-    return m;
+void Server::State::fail(const std::string& why) {
+  if (!running) return;
+  running = false;
+  failure = describe(why);
+  log::warn(failure);
+  tools.clear();
+  calls.close(failure);
+  on_failed();
+}
+
+// Cut to kMaxLogLineBytes (on a character boundary), and nothing once the server has used up
+// kMaxLogBytes, so a flood costs a bounded amount of disk.
+void Server::State::log_line(log::Level level, std::string_view what) {
+  if (log_dropped || !log::enabled(level)) return;
+  std::string line = "MCP server \"" + spec.name + "\": ";
+  if (line.size() + what.size() <= kMaxLogLineBytes) {
+    line.append(what);
+  } else {
+    std::string cut = "… (" + std::to_string(what.size()) + " bytes, cut)";
+    std::size_t room = kMaxLogLineBytes - std::min(kMaxLogLineBytes, line.size() + cut.size());
+    line.append(what.substr(0, support::utf8_floor(what, room)));
+    line += cut;
   }
-
-  void queue(std::string frame) {
-    frame += '\n';
-    if (!writes.try_send(boost::system::error_code(), std::move(frame))) fail("could not keep up with our requests");
+  if (logged_bytes + line.size() > kMaxLogBytes) {
+    log_dropped = true;
+    log::warn("MCP server \"" + spec.name + "\" has written " + std::to_string(logged_bytes) +
+              " bytes to the log; its further messages are dropped");
+    return;
   }
+  logged_bytes += line.size();
+  log::write(level, line);
+}
 
-  // The server is unusable: its calls fail, its group is killed (the tasks then see EOF and end).
-  void fail(const std::string& why) {
-    if (!running) return;
-    running = false;
-    eof_grace.cancel();
-    failure = describe(why);
-    log::warn(failure);
-    tools.clear();
-    calls.close(failure);
-    writes.close();
-    if (!reaped) ::kill(-pid, SIGKILL);
+std::optional<std::int64_t> Server::State::on_frame(std::string text) {
+  boost::system::error_code ec;
+  json::value frame = support::parse_json(text, ec);
+  if (ec && !support::valid_utf8(text)) {
+    // A result quoting bytes that are not UTF-8 (a file's, a command's) still answers its call:
+    // they are read as U+FFFD, as everything from outside is.
+    support::replace_invalid_utf8(text);
+    frame = support::parse_json(text, ec);
   }
-
-  void append_stderr(std::string_view bytes) {
-    stderr_tail.append(bytes);
-    if (stderr_tail.size() > kStderrTail) stderr_tail.erase(0, stderr_tail.size() - kStderrTail);
+  if (ec || !frame.is_object()) {
+    // Servers that print to stdout break the protocol; their lines are logged, not fatal.
+    if (++ignored_frames <= kMaxIgnoredLines)
+      log_line(log::Level::warn, "sent a message that is not JSON-RPC: " + text.substr(0, support::utf8_floor(text, 200)));
+    return std::nullopt;
   }
-
-  // A line the server caused in our log: cut to kMaxLogLineBytes (on a character boundary), and
-  // nothing once the server has used up kMaxLogBytes, so a flood costs a bounded amount of disk.
-  void log_line(log::Level level, std::string_view what) {
-    if (log_dropped || !log::enabled(level)) return;
-    std::string line = "MCP server \"" + spec.name + "\": ";
-    if (line.size() + what.size() <= kMaxLogLineBytes) {
-      line.append(what);
-    } else {
-      std::string cut = "… (" + std::to_string(what.size()) + " bytes, cut)";
-      std::size_t room = kMaxLogLineBytes - std::min(kMaxLogLineBytes, line.size() + cut.size());
-      line.append(what.substr(0, support::utf8_floor(what, room)));
-      line += cut;
+  std::optional<std::int64_t> answered;
+  jsonrpc::Inbound inbound = jsonrpc::classify(std::move(frame));
+  if (auto* response = std::get_if<jsonrpc::Response>(&inbound)) {
+    answered = response->number;
+    calls.complete(std::move(*response));
+  } else if (auto* request = std::get_if<jsonrpc::Request>(&inbound)) {
+    // We offer no client capabilities: ping is the only request a server may send us.
+    if (request->method == "ping") send(jsonrpc::serialize_response(request->id, json::object{}));
+    else send(jsonrpc::serialize_error(request->id, jsonrpc::method_not_found(request->method)));
+  } else if (auto* note = std::get_if<jsonrpc::Notification>(&inbound)) {
+    if (note->method == "notifications/message") log_line(log::Level::info, support::to_json_text(note->params));
+  } else if (auto* rejected = std::get_if<jsonrpc::Rejected>(&inbound)) {
+    if (rejected->as_response) {
+      answered = rejected->as_response->number;
+      calls.complete(std::move(*rejected->as_response));
     }
-    if (logged_bytes + line.size() > kMaxLogBytes) {
-      log_dropped = true;
-      log::warn("MCP server \"" + spec.name + "\" has written " + std::to_string(logged_bytes) +
-                " bytes to the log; its further messages are dropped");
-      return;
-    }
-    logged_bytes += line.size();
-    log::write(level, line);
+    log_line(log::Level::warn, "sent an invalid frame: " + rejected->error.message());
   }
+  return answered;
+}
 
-  void on_frame(std::string text) {
-    boost::system::error_code ec;
-    json::value frame = support::parse_json(text, ec);
-    if (ec && !support::valid_utf8(text)) {
-      // A result quoting bytes that are not UTF-8 (a file's, a command's) still answers its call:
-      // they are read as U+FFFD, as everything from outside is.
-      support::replace_invalid_utf8(text);
-      frame = support::parse_json(text, ec);
-    }
-    if (ec || !frame.is_object()) {
-      // Servers that print to stdout break the protocol; their lines are logged, not fatal.
-      if (++ignored_lines <= kMaxIgnoredLines)
-        log_line(log::Level::warn, "wrote a line that is not JSON-RPC on stdout: " +
-                                       text.substr(0, support::utf8_floor(text, 200)));
-      return;
-    }
-    jsonrpc::Inbound inbound = jsonrpc::classify(std::move(frame));
-    if (auto* response = std::get_if<jsonrpc::Response>(&inbound)) {
-      calls.complete(std::move(*response));
-    } else if (auto* request = std::get_if<jsonrpc::Request>(&inbound)) {
-      // We offer no client capabilities: ping is the only request a server may send us.
-      if (request->method == "ping") queue(jsonrpc::serialize_response(request->id, json::object{}));
-      else queue(jsonrpc::serialize_error(request->id, jsonrpc::method_not_found(request->method)));
-    } else if (auto* note = std::get_if<jsonrpc::Notification>(&inbound)) {
-      if (note->method == "notifications/message") log_line(log::Level::info, support::to_json_text(note->params));
-    } else if (auto* rejected = std::get_if<jsonrpc::Rejected>(&inbound)) {
-      if (rejected->as_response) calls.complete(std::move(*rejected->as_response));
-      log_line(log::Level::warn, "sent an invalid frame: " + rejected->error.message());
-    }
-  }
-
-  asio::awaitable<void> read_stdout() {
-    std::array<char, 16384> buf;
-    std::vector<transport::FramerEvent> events;
-    for (;;) {
-      boost::system::error_code ec;
-      std::size_t n = co_await out.async_read_some(asio::buffer(buf), asio::redirect_error(asio::use_awaitable, ec));
-      stdout_bytes += n;
-      framer.feed(std::string_view(buf.data(), n), events);
-      for (auto& e : events) {
-        if (auto* f = std::get_if<transport::Frame>(&e)) on_frame(std::move(f->text));
-        else fail("sent a message larger than " + std::to_string(kMaxFrameBytes >> 20) + " MiB");
-      }
-      events.clear();
-      if (ec) break;
-    }
-    // Its exit, which usually follows, says more (a status, a signal); a server that closes
-    // stdout and stays is failed after a moment.
-    if (running) {
-      eof_grace.expires_after(kStopStep);
-      boost::system::error_code ignored;
-      co_await eof_grace.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
-    }
-    fail("closed its stdout");
-  }
-
-  asio::awaitable<void> read_stderr() {
-    std::array<char, 4096> buf;
-    for (;;) {
-      boost::system::error_code ec;
-      std::size_t n = co_await err.async_read_some(asio::buffer(buf), asio::redirect_error(asio::use_awaitable, ec));
-      append_stderr(std::string_view(buf.data(), n));
-      if (ec) co_return;
-    }
-  }
-
-  asio::awaitable<void> write_stdin() {
-    for (;;) {
-      auto [ec, frame] = co_await writes.async_receive(asio::as_tuple(asio::use_awaitable));
-      if (ec) break;  // closed: stop() or a failure
-      boost::system::error_code wec;
-      co_await asio::async_write(in, asio::buffer(frame), asio::redirect_error(asio::use_awaitable, wec));
-      if (wec) {
-        fail("stopped reading its stdin (" + wec.message() + ")");
-        break;
-      }
-    }
-    boost::system::error_code ignored;
-    in.close(ignored);  // EOF on its stdin: a well-behaved server exits
-  }
-
-  asio::awaitable<void> watch_exit() {
-    boost::system::error_code ec;
-    co_await exit_fd.async_wait(stream_descriptor::wait_read, asio::redirect_error(asio::use_awaitable, ec));
-    if (ec) co_return;
-    // Whatever it started goes with it (and lets go of the pipes): its group, killed while the
-    // unreaped leader still holds the group's id (once reaped, the id could name another group),
-    // and what left the group (reparented to us when it ended).
-    ::kill(-pid, SIGKILL);
-    bool status_read = support::reap_process(pid, status);
-    reaped = true;  // either way, its pid is no longer ours to signal
-    std::string how = !status_read ? "ended (its status could not be read)"
-                      : WIFEXITED(status) ? "exited with status " + std::to_string(WEXITSTATUS(status))
-                      : WIFSIGNALED(status) ? "was killed by signal " + std::to_string(WTERMSIG(status))
-                                            : "ended";
-    fail(how);
-    co_await support::kill_orphans();
-  }
-
-  asio::awaitable<void> pump() {
-    co_await (read_stdout() && read_stderr() && write_stdin() && watch_exit());
-  }
-
-  void kill_now() {
-    if (!reaped) ::kill(-pid, SIGKILL);
-  }
-};
+asio::awaitable<void> Server::State::open() { co_return; }
 
 Server::Server(std::shared_ptr<State> state) : state_(std::move(state)) {}
 
 Server::~Server() {
-  if (state_ && !state_->pump_finished) {
-    state_->running = false;
-    state_->calls.close("MCP server \"" + state_->spec.name + "\" was stopped");
-    state_->writes.close();
-    state_->kill_now();
-  }
+  if (state_) state_->abandon();
 }
 
 const std::string& Server::name() const { return state_->spec.name; }
@@ -284,7 +159,7 @@ const std::string& Server::protocol_version() const { return state_->version; }
 const std::vector<Tool>& Server::tools() const { return state_->tools; }
 bool Server::running() const { return state_->running; }
 std::string Server::stderr_tail() const { return state_->stderr_tail; }
-long Server::pid() const { return state_->pid; }
+long Server::pid() const { return state_->pid(); }
 
 namespace {
 
@@ -292,7 +167,7 @@ namespace {
 // kMaxToolPages pages, kMaxListingBytes of its output): what was not kept is left out with one
 // log line.
 asio::awaitable<void> list_tools(Server::State& state) {
-  const std::uint64_t bytes_before = state.stdout_bytes;
+  const std::uint64_t bytes_before = state.bytes_read;
   std::size_t pages = 0, left_out = 0;
   std::string cursor;
   do {
@@ -319,7 +194,7 @@ asio::awaitable<void> list_tools(Server::State& state) {
     }
     cursor = string_or(*lo, "nextCursor");
   } while (!cursor.empty() && state.tools.size() < kMaxTools && pages < kMaxToolPages &&
-           state.stdout_bytes - bytes_before < kMaxListingBytes);
+           state.bytes_read - bytes_before < kMaxListingBytes);
   if (left_out == 0 && cursor.empty()) co_return;
   std::string unread = cursor.empty() ? "" : "its tools/list answers are not read past page " + std::to_string(pages) + "; ";
   log::warn("MCP server \"" + state.spec.name + "\": " + unread + std::to_string(left_out) + " listed tool(s) left out, " +
@@ -330,28 +205,13 @@ asio::awaitable<void> list_tools(Server::State& state) {
 } // namespace
 
 asio::awaitable<std::unique_ptr<Server>> Server::start(asio::any_io_executor executor, ServerSpec spec) {
-  support::SpawnSpec s;
-  s.argv.push_back(spec.command);
-  s.argv.insert(s.argv.end(), spec.args.begin(), spec.args.end());
-  s.cwd = spec.cwd;
-  s.env = support::child_environment(spec.hidden_env, spec.env);
-  s.stdin_pipe = true;
-  s.stderr_pipe = true;
-  support::SpawnedProcess p;
-  try {
-    p = support::spawn_process(s);
-  } catch (const std::system_error& e) {
-    throw ServerFailure("MCP server \"" + spec.name + "\" could not be started: " + e.what());
-  }
-  auto state = std::make_shared<State>(executor, std::move(spec), p);
-  asio::co_spawn(executor, state->pump(), [state](std::exception_ptr) {
-    state->pump_finished = true;
-    state->pump_done.set();
-  });
+  std::shared_ptr<State> state = spec.transport == Transport::stdio ? start_stdio(executor, std::move(spec))
+                                                                    : make_http(executor, std::move(spec));
   std::unique_ptr<Server> server(new Server(state));
 
   std::string failure;
   try {
+    co_await within_void(state->open(), state->spec.start_timeout, state->describe("did not open its event stream in time"));
     json::object init{{"protocolVersion", kProtocolVersions[0]},
                       {"capabilities", json::object{}},
                       {"clientInfo", json::object{{"name", "dsh-acp"}, {"version", "0.1"}}}};
@@ -363,7 +223,7 @@ asio::awaitable<std::unique_ptr<Server>> Server::start(asio::any_io_executor exe
     for (const char* v : kProtocolVersions) known = known || version == v;
     if (!known) throw ServerFailure(state->describe("speaks MCP protocol version \"" + version + "\", which dsh-acp does not"));
     state->version = version;
-    state->queue(jsonrpc::serialize_notification("notifications/initialized", json::object{}));
+    state->send(jsonrpc::serialize_notification("notifications/initialized", json::object{}));
     co_await list_tools(*state);
   } catch (const ServerFailure& e) {
     failure = e.what();
@@ -412,29 +272,7 @@ asio::awaitable<CallResult> Server::call_tool(std::string tool, json::object arg
 
 asio::awaitable<void> Server::stop() {
   auto state = state_;
-  if (state->pump_finished) co_return;
-  // Cancellation of the caller must not cut the stop short: it is what makes the group go away.
-  co_await asio::this_coro::reset_cancellation_state();
-  co_await asio::this_coro::throw_if_cancelled(false);
-  state->running = false;
-  if (state->failure.empty()) state->failure = "MCP server \"" + state->spec.name + "\" was stopped";
-  state->calls.close(state->failure);
-  state->writes.close();  // its stdin is closed once the writer sees this
-  for (int signal : {0, SIGTERM, SIGKILL}) {
-    if (signal && !state->reaped) ::kill(-state->pid, signal);
-    try {
-      auto r = co_await (wait_for(state->pump_done) || sleep_for(kStopStep));
-      if (r.index() == 0) co_return;
-    } catch (const boost::system::system_error&) {
-    }
-    if (state->pump_finished) co_return;
-  }
-  // Killed, yet the pipes stay open (something left the group holding them): stop reading.
-  boost::system::error_code ignored;
-  state->out.cancel(ignored);
-  state->err.cancel(ignored);
-  state->exit_fd.cancel(ignored);
-  if (!state->pump_finished) co_await state->pump_done.wait();
+  co_await state->stop();
 }
 
 CallResult result_text(const json::object& result) {

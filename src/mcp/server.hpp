@@ -1,11 +1,14 @@
-// One MCP server of a session, spoken to over stdio (MCP "stdio" transport: newline-delimited
-// JSON-RPC 2.0): started in the session's cwd in a process group of its own, initialised (the
-// protocol version negotiated), its tools listed (at most kMaxTools of them, from a bounded number
-// of pages and bytes); tools/call with cancellation and a time limit (notifications/cancelled).
-// What it logs (notifications/message, stray stdout lines) is cut per line and capped in total. A server that dies or answers badly fails its calls in flight with a
-// clear error naming it and the tail of its stderr, and its tools are gone. stop() ends it (stdin
-// closed, then SIGTERM, then SIGKILL to its group) and waits for every task of it: nothing it
-// started outlives its session. Everything runs on one executor (the connection's).
+// One MCP server of a session, spoken to as a JSON-RPC client over one of MCP's transports: stdio
+// (stdio.cpp: a process started in the session's cwd in a process group of its own, newline-delimited
+// JSON-RPC on its stdin and stdout), streamable HTTP or the legacy HTTP+SSE transport (http.cpp).
+// Whatever the transport, it is initialised (the protocol version negotiated), its tools listed (at
+// most kMaxTools of them, from a bounded number of pages and bytes), and called with cancellation
+// and a time limit (notifications/cancelled). What it logs (notifications/message, stray output)
+// is cut per line and capped in total. A server that dies or answers badly fails its calls in
+// flight with a clear error naming it (and the tail of its stderr when it has one), and its tools
+// are gone. stop() ends it (stdio: stdin closed, then SIGTERM, then SIGKILL to its group; HTTP: its
+// requests abandoned, its session deleted) and waits for every task of it: nothing it started
+// outlives its session. Everything runs on one executor (the connection's).
 #pragma once
 
 #include <boost/asio/any_io_executor.hpp>
@@ -17,6 +20,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -37,9 +41,14 @@ inline constexpr std::size_t kMaxLogLineBytes = 4096;
 /// What one server may write into our log while it runs; after it, one line says the rest is dropped.
 inline constexpr std::size_t kMaxLogBytes = 1u << 20;
 
+enum class Transport { stdio, http, sse };
+
 struct ServerSpec {
   std::string name;
-  std::string command;
+  Transport transport = Transport::stdio;
+  std::string url;  ///< http, sse: the MCP endpoint (http) or the event stream's (sse)
+  std::vector<std::pair<std::string, std::string>> headers;  ///< http, sse: sent with every request
+  std::string command;  ///< stdio
   std::vector<std::string> args;
   std::vector<std::pair<std::string, std::string>> env;
   std::string cwd;
@@ -84,7 +93,7 @@ public:
   const std::vector<Tool>& tools() const;
   bool running() const;
   std::string stderr_tail() const;
-  long pid() const;  ///< its process (and process group)
+  long pid() const;  ///< its process (and process group); 0 for HTTP servers
 
   /// Calls a tool. Cancelling the awaiting operation sends notifications/cancelled and throws
   /// CallCancelled. Throws ServerFailure when the server fails. A call not answered within the
@@ -100,6 +109,9 @@ private:
   explicit Server(std::shared_ptr<State> state);
   std::shared_ptr<State> state_;
 };
+
+/// Why `url` cannot be an http or sse server's URL; empty when it can.
+std::string url_problem(std::string_view url);
 
 /// A tool result's `content` as text (what the model reads): text blocks and embedded text
 /// resources as they are, other resources, resource links, images and audio as placeholders.

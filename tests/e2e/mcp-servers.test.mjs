@@ -1,14 +1,16 @@
 // The client's MCP servers (mcpServers of session/new, load, resume): started before the answer in
 // the session's cwd (a broken one is logged and left out, the session works), stopped with the
 // session (close, delete) and with the process (stdin closed, SIGTERM): no server process outlives
-// them. http and sse servers and malformed entries are -32602 with the entry's JSON Pointer. The model
-// calls their tools through the tool loop (echo directives): results, a server dying mid-call, cancel.
+// them. Malformed entries are -32602 with the entry's JSON Pointer (servers over HTTP:
+// mcp-http.test.mjs). The model calls their tools through the tool loop (echo directives): results,
+// a server dying mid-call, cancel.
 // The working server is a real one, built with the official MCP TypeScript SDK (lib/mcp-test-server.mjs).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { promptAllowing, finalCard } from './lib/mcp-calls.mjs';
 import { startAgent, startSdkAgent, INIT_PARAMS, acp, until } from './lib/agent.mjs';
 
 const M = acp.methods.agent;
@@ -50,13 +52,6 @@ async function newSessionWith(ctx, agent, mcpServers) {
   await ctx.request(M.initialize, INIT_PARAMS);
   return (await ctx.request(M.session.new, { cwd: agent.home, mcpServers })).sessionId;
 }
-
-test('initialize advertises stdio servers only (mcpCapabilities.http and sse false)', async (t) => {
-  const agent = startAgent(t);
-  const caps = (await agent.initialize()).agentCapabilities;
-  assert.deepEqual(caps.mcpCapabilities, { http: false, sse: false });
-  await agent.finish();
-});
 
 test('session/new starts the servers before answering; a broken one is logged and left out', async (t) => {
   const { agent, ctx } = startSdkAgent(t);
@@ -159,13 +154,11 @@ test('stdin EOF while a server is still starting: the start is given up, nothing
   assert.ok(answer?.frame.result?.sessionId, `session/new was answered: ${JSON.stringify(answer?.frame)}`);
 });
 
-test('http and sse servers and malformed entries are -32602 with the entry\'s pointer', async (t) => {
+test('malformed entries are -32602 with the entry\'s pointer', async (t) => {
   const agent = startAgent(t);
   await agent.initialize();
   const cases = [
-    [[{ type: 'http', name: 'web', url: 'http://localhost:1/mcp', headers: [] }], '/mcpServers/0/type', /http MCP servers are not supported/],
-    [[sdkServer('ok'), { type: 'sse', name: 'old', url: 'http://localhost:1/sse', headers: [] }], '/mcpServers/1/type', /sse/],
-    [[{ type: 'websocket', name: 'x', command: 'x' }], '/mcpServers/0/type', /must be "stdio"/],
+    [[sdkServer('ok'), { type: 'websocket', name: 'x', command: 'x' }], '/mcpServers/1/type', /must be "stdio", "http" or "sse"/],
     [['node'], '/mcpServers/0', /must be an object/],
     [[{ command: 'node', args: [], env: [] }], '/mcpServers/0/name', /is required/],
     [[{ name: 'x', command: '', args: [], env: [] }], '/mcpServers/0/command', /must not be empty/],
@@ -192,36 +185,18 @@ test('http and sse servers and malformed entries are -32602 with the entry\'s po
 
 // ---- calls from the model (the echo model's [[echo:tool=...]] directives) ------------------------
 
-/** Sends a prompt in raw mode, allowing every permission request; resolves to its answer frame. */
-async function promptAllowing(agent, sessionId, text, id) {
-  const from = agent.frames.length;
-  await agent.send({ jsonrpc: '2.0', id, method: 'session/prompt', params: { sessionId, prompt: [{ type: 'text', text }] } });
-  const asked = await agent.nextFrame((f) => f.method === 'session/request_permission', { from, what: 'a permission request' });
-  assert.match(asked.frame.params.toolCall.title ?? '', /mcp__test__/);
-  await agent.send({ jsonrpc: '2.0', id: asked.frame.id, result: { outcome: { outcome: 'selected', optionId: 'allow_once' } } });
-  return { from, answer: await agent.response(id, { from }) };
-}
-
-function finalCard(agent, sessionId, from) {
-  const updates = agent.updates({ sessionId, from }).map((e) => e.frame.params.update)
-    .filter((u) => u.sessionUpdate === 'tool_call_update' && (u.status === 'completed' || u.status === 'failed'));
-  assert.equal(updates.length, 1, JSON.stringify(updates));
-  const u = updates[0];
-  return { status: u.status, text: (u.content ?? []).map((c) => c.content?.text ?? '').join('') };
-}
-
 test('the model calls an MCP tool: the server\'s answer is the tool result', async (t) => {
   const agent = startAgent(t);
   await agent.initialize();
   const r = await agent.call('session/new', { cwd: agent.home, mcpServers: [sdkServer('test')] });
   const sid = r.result.sessionId;
-  const { from, answer } = await promptAllowing(agent, sid, 'go [[echo:tool=mcp__test__echo {"text":"hello mcp"}]]', 'p1');
+  const { from, answer } = await promptAllowing(agent, sid, 'go [[echo:tool=mcp__test__echo {"text":"hello mcp"}]]', 'p1', /mcp__test__/);
   assert.equal(answer.result?.stopReason, 'end_turn', JSON.stringify(answer));
   const card = finalCard(agent, sid, from);
   assert.equal(card.status, 'completed');
   assert.match(card.text, /echo: hello mcp/);
   // A server that dies mid-call: an error result naming it, the turn goes on, its tools are gone.
-  const crash = await promptAllowing(agent, sid, 'now [[echo:tool=mcp__test__crash {}]]', 'p2');
+  const crash = await promptAllowing(agent, sid, 'now [[echo:tool=mcp__test__crash {}]]', 'p2', /mcp__test__/);
   assert.equal(crash.answer.result?.stopReason, 'end_turn', JSON.stringify(crash.answer));
   const failed = finalCard(agent, sid, crash.from);
   assert.equal(failed.status, 'failed');
@@ -249,7 +224,7 @@ test('session/cancel during an MCP call: the turn ends cancelled, the server sta
   t.diagnostic(`cancel answered after ${Math.round(performance.now() - since)} ms`);
   // The server is still there and usable for the next turn.
   assert.equal(serversOf(agent, 'mcp-test-server.mjs').length, 1);
-  const again = await promptAllowing(agent, sid, 'again [[echo:tool=mcp__test__echo {"text":"after"}]]', 'p2');
+  const again = await promptAllowing(agent, sid, 'again [[echo:tool=mcp__test__echo {"text":"after"}]]', 'p2', /mcp__test__/);
   assert.equal(again.answer.result?.stopReason, 'end_turn');
   assert.match(finalCard(agent, sid, again.from).text, /echo: after/);
   await agent.finish();
@@ -260,13 +235,13 @@ test('--mcp-call-timeout-ms: a call not answered in time is an error result nami
   await agent.initialize();
   const hangs = { name: 'test', command: 'python3', args: [FAKE_SERVER, 'hangs'], env: [] };
   const sid = (await agent.call('session/new', { cwd: agent.home, mcpServers: [hangs] })).result.sessionId;
-  const late = await promptAllowing(agent, sid, 'wait [[echo:tool=mcp__test__hang {}]]', 'p1');
+  const late = await promptAllowing(agent, sid, 'wait [[echo:tool=mcp__test__hang {}]]', 'p1', /mcp__test__/);
   assert.equal(late.answer.result?.stopReason, 'end_turn', JSON.stringify(late.answer));
   const card = finalCard(agent, sid, late.from);
   assert.equal(card.status, 'failed');
   assert.match(card.text, /MCP server "test" did not answer hang within 300 ms/);
   // The server read notifications/cancelled for that call (id 3, after initialize and tools/list).
-  const next = await promptAllowing(agent, sid, 'then [[echo:tool=mcp__test__cancelled {}]]', 'p2');
+  const next = await promptAllowing(agent, sid, 'then [[echo:tool=mcp__test__cancelled {}]]', 'p2', /mcp__test__/);
   assert.equal(finalCard(agent, sid, next.from).text, '[3]');
   await agent.finish();
 });

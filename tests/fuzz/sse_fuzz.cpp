@@ -5,7 +5,7 @@
 
 #include "llm/openai/chat_stream.hpp"
 #include "llm/openai/error_mapping.hpp"
-#include "llm/openai/sse_parser.hpp"
+#include "net/sse_parser.hpp"
 
 #include <random>
 #include <stdexcept>
@@ -15,8 +15,8 @@ namespace {
 
 using namespace acp;
 
-bool parse(std::string_view body, const std::vector<std::size_t>* pieces, std::vector<llm::SseItem>& items, bool& partial) {
-  llm::SseParser parser;
+bool parse(std::string_view body, const std::vector<std::size_t>* pieces, std::vector<net::SseItem>& items, bool& partial) {
+  net::SseParser parser;
   try {
     if (pieces) {
       for (std::size_t n : *pieces) {
@@ -33,19 +33,19 @@ bool parse(std::string_view body, const std::vector<std::size_t>* pieces, std::v
   return true;
 }
 
-bool same(const std::vector<llm::SseItem>& a, const std::vector<llm::SseItem>& b) {
+bool same(const std::vector<net::SseItem>& a, const std::vector<net::SseItem>& b) {
   if (a.size() != b.size()) return false;
   for (std::size_t i = 0; i < a.size(); ++i)
     if (a[i].kind != b[i].kind || a[i].data != b[i].data || a[i].event != b[i].event) return false;
   return true;
 }
 
-void decode(const std::vector<llm::SseItem>& items) {
+void decode(const std::vector<net::SseItem>& items) {
   llm::ChatStreamDecoder decoder;
   std::vector<llm::Delta> deltas;
   for (const auto& item : items) {
-    if (item.kind == llm::SseItemKind::done) break;
-    if (item.kind != llm::SseItemKind::event) continue;
+    if (item.kind == net::SseItemKind::done) break;
+    if (item.kind != net::SseItemKind::event) continue;
     try {
       decoder.on_data(item.data, deltas);
     } catch (const llm::ProviderError& e) {
@@ -65,7 +65,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (size < 1) return 0;
   std::string_view body(reinterpret_cast<const char*>(data) + 1, size - 1);
 
-  std::vector<llm::SseItem> whole, split;
+  std::vector<net::SseItem> whole, split;
   bool whole_partial = false, split_partial = false;
   bool ok = parse(body, nullptr, whole, whole_partial);
   auto pieces = dsh_fuzz::piece_sizes(body.size(), data[0]);

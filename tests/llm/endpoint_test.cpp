@@ -1,6 +1,7 @@
 // Base URL parsing, the loopback rule and construction-time configuration errors.
 #include "llm/openai/endpoint.hpp"
 #include "llm/openai/openai_provider.hpp"
+#include "net/endpoint.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/test/unit_test.hpp>
@@ -79,6 +80,49 @@ BOOST_AUTO_TEST_CASE(deepseek_defaults) {
   OpenAiConfig c;  // provider deepseek, nothing else
   auto p = make_openai_provider(c, ioc.get_executor());
   BOOST_TEST(p->name() == "deepseek");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// The URLs of MCP servers over HTTP (net/endpoint.hpp, Boost.URL): absolute ones, and the references
+// a legacy server's endpoint event gives.
+BOOST_AUTO_TEST_SUITE(http_urls)
+
+BOOST_AUTO_TEST_CASE(absolute_urls_become_endpoints) {
+  auto a = acp::net::parse_http_url("http://127.0.0.1:3000/mcp");
+  BOOST_TEST(!a.tls);
+  BOOST_TEST(a.host == "127.0.0.1");
+  BOOST_TEST(a.port == "3000");
+  BOOST_TEST(a.target == "/mcp");
+  BOOST_TEST(a.host_header == "127.0.0.1:3000");
+  auto b = acp::net::parse_http_url("HTTPS://Example.com/a/b?x=1&y=%20#frag");
+  BOOST_TEST(b.tls);
+  BOOST_TEST(b.port == "443");
+  BOOST_TEST(b.target == "/a/b?x=1&y=%20");  // the fragment is never sent
+  BOOST_TEST(b.host_header == "Example.com");
+  auto c = acp::net::parse_http_url("http://[::1]:8080");
+  BOOST_TEST(c.host == "::1");
+  BOOST_TEST(c.host_header == "[::1]:8080");
+  BOOST_TEST(c.target == "/");
+}
+
+BOOST_AUTO_TEST_CASE(unusable_urls_are_refused) {
+  for (auto url : {"ftp://x/y", "example.com/mcp", "/mcp", "http://", "http://u:p@host/mcp", "http://host:0/",
+                   "http://host:99999/", "http://host:8x/", "http://a b/"})
+    BOOST_CHECK_THROW(acp::net::parse_http_url(url), acp::net::BadUrl);
+}
+
+BOOST_AUTO_TEST_CASE(references_resolve_against_the_stream_url) {
+  using acp::net::resolve_url;
+  BOOST_TEST(resolve_url("http://127.0.0.1:9/sse", "/messages?sessionId=a1") == "http://127.0.0.1:9/messages?sessionId=a1");
+  BOOST_TEST(resolve_url("http://127.0.0.1:9/v1/sse", "messages?s=1") == "http://127.0.0.1:9/v1/messages?s=1");
+  BOOST_TEST(resolve_url("http://127.0.0.1:9/sse", "http://other:1/m") == "http://other:1/m");
+  auto here = acp::net::parse_http_url("http://127.0.0.1:9/sse");
+  BOOST_TEST(acp::net::same_origin(here, acp::net::parse_http_url("http://127.0.0.1:9/messages")));
+  BOOST_TEST(!acp::net::same_origin(here, acp::net::parse_http_url("http://127.0.0.1:10/messages")));
+  BOOST_TEST(!acp::net::same_origin(here, acp::net::parse_http_url("https://127.0.0.1:9/messages")));
+  BOOST_TEST(!acp::net::same_origin(here, acp::net::parse_http_url("http://evil.example:9/messages")));
+  BOOST_CHECK_THROW(resolve_url("http://127.0.0.1:9/sse", "http://a b/"), acp::net::BadUrl);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,11 +1,11 @@
 // SseParser: framing must not depend on where reads happen to split the bytes.
-#include "llm/openai/sse_parser.hpp"
+#include "net/sse_parser.hpp"
 
 #include <boost/test/unit_test.hpp>
 
-using acp::llm::SseItem;
-using acp::llm::SseItemKind;
-using acp::llm::SseParser;
+using acp::net::SseItem;
+using acp::net::SseItemKind;
+using acp::net::SseParser;
 
 namespace {
 
@@ -127,6 +127,16 @@ BOOST_AUTO_TEST_CASE(oversized_line_is_an_error) {
           p.feed(big, out);
       },
       std::length_error);
+}
+
+BOOST_AUTO_TEST_CASE(a_parser_with_a_smaller_limit_refuses_an_event_past_it) {
+  SseParser p(16);
+  std::vector<SseItem> out;
+  p.feed("data: 0123456789\n\n", out);  // 10 bytes of data: under the limit
+  BOOST_TEST(out.size() == 1u);
+  BOOST_CHECK_THROW(p.feed("data: 0123456789\ndata: 0123456789\n", out), std::length_error);
+  SseParser q(16);
+  BOOST_CHECK_THROW(q.feed("data: 0123456789abcdef", out), std::length_error);  // one unfinished line
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -11,6 +11,7 @@
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/json/parse.hpp>
 #include <boost/test/unit_test.hpp>
@@ -265,6 +266,29 @@ BOOST_AUTO_TEST_CASE(what_a_server_logs_is_cut_and_capped) {
   BOOST_TEST(log.longest_line() <= mcp::kMaxLogLineBytes + 100);  // the record's time, pid and level
   BOOST_TEST(log.lines_with("its further messages are dropped") == 1u);
   stop(io, *server);
+}
+
+BOOST_AUTO_TEST_CASE(http_servers_that_cannot_be_reached_are_refused_with_a_reason) {
+  asio::io_context io;
+  // A port nothing listens on: one bound and closed again.
+  asio::ip::tcp::acceptor acceptor(io, {asio::ip::make_address("127.0.0.1"), 0});
+  const std::string port = std::to_string(acceptor.local_endpoint().port());
+  acceptor.close();
+  for (auto transport : {mcp::Transport::http, mcp::Transport::sse}) {
+    mcp::ServerSpec spec;
+    spec.name = "down";
+    spec.transport = transport;
+    spec.url = "http://127.0.0.1:" + port + "/mcp";
+    try {
+      run(io, mcp::Server::start(io.get_executor(), spec));
+      BOOST_FAIL("a server nobody serves started");
+    } catch (const mcp::ServerFailure& e) {
+      std::string want = "MCP server \"down\" could not be reached at " + spec.url + ": cannot connect to 127.0.0.1:" + port;
+      BOOST_TEST(std::string(e.what()).find(want) == 0u, e.what());
+    }
+  }
+  BOOST_TEST(mcp::url_problem("https://mcp.example/mcp?x=1").empty());
+  BOOST_TEST(mcp::url_problem("ftp://mcp.example/").find("expected http:// or https://") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -10,12 +10,6 @@
 namespace acp::llm {
 
 
-bool is_ip_literal(std::string_view host) {
-  boost::system::error_code ec;
-  boost::asio::ip::make_address(std::string(host), ec);
-  return !ec;
-}
-
 bool is_loopback_host(std::string_view host) {
   std::string h = ascii_lower(host);
   if (!h.empty() && h.back() == '.')

@@ -1,4 +1,5 @@
-// The Beast/OpenSSL half of the provider: connect, TLS, one POST, incremental body reads, retries.
+// The Beast/OpenSSL half of the provider: a connection (net/connect.hpp), one POST, incremental body
+// reads, retries.
 //
 // One stream() call makes at most 1 + max_retries attempts (plus one merged-message retry), each on a
 // fresh connection; connections are not pooled. Time limits use beast::tcp_stream's expiry, re-armed
@@ -13,7 +14,8 @@
 #include "llm/openai/chat_stream.hpp"
 #include "llm/openai/endpoint.hpp"
 #include "llm/openai/error_mapping.hpp"
-#include "llm/openai/sse_parser.hpp"
+#include "net/connect.hpp"
+#include "net/sse_parser.hpp"
 #include "support/provider_defaults.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -26,10 +28,6 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
 
-#include <openssl/ssl.h>
-#include <openssl/x509_vfy.h>
-#include <openssl/x509v3.h>
-
 #include <array>
 #include <atomic>
 #include <filesystem>
@@ -37,6 +35,10 @@
 #include <random>
 
 namespace acp::llm {
+
+using acp::net::SseItemKind;
+using acp::net::SseParser;
+using SseItem = acp::net::SseItem;
 
 namespace {
 
@@ -170,17 +172,11 @@ private:
   ssl::context& tls_context() {
     std::lock_guard lock(tls_mutex_);
     if (!tls_) {
-      auto ctx = std::make_unique<ssl::context>(ssl::context::tls_client);
-      SSL_CTX_set_min_proto_version(ctx->native_handle(), TLS1_2_VERSION);
-      ctx->set_default_verify_paths();
-      if (!config_.ca_file.empty()) {
-        boost::system::error_code ec;
-        ctx->load_verify_file(config_.ca_file, ec);
-        if (ec)
-          throw ProviderError("PROVIDER_NETWORK", "cannot load CA file " + config_.ca_file + ": " + ec.message());
+      try {
+        tls_ = acp::net::make_tls_context(config_.ca_file);
+      } catch (const std::runtime_error& e) {
+        throw ProviderError("PROVIDER_NETWORK", e.what());
       }
-      ctx->set_verify_mode(ssl::verify_peer);
-      tls_ = std::move(ctx);
     }
     return *tls_;
   }
@@ -200,90 +196,44 @@ private:
 
   net::awaitable<Outcome> attempt(AttemptInput in, const std::string& model) {
     const Completion cancelled{StopKind::cancelled, std::nullopt, config_.provider, model};
-    const auto cs = co_await net::this_coro::cancellation_state;
-    auto cancel_requested = [&cs] { return cs.cancelled() != net::cancellation_type::none; };
-    beast::tcp_stream tcp_stream(executor_);
     const auto connect_deadline = std::min(Clock::now() + milliseconds(config_.connect_timeout_ms), in.deadline);
     const bool connect_overall = in.deadline <= connect_deadline;
-
-    // Asio 1.81's resolver ignores per-operation cancellation and tcp_stream's expiry does not cover it:
-    // bridge both the coroutine's cancellation slot and the connect deadline to resolver.cancel().
-    auto resolver = std::make_shared<tcp::resolver>(executor_);
-    net::steady_timer watchdog(executor_, connect_deadline);
-    watchdog.async_wait([weak = std::weak_ptr<tcp::resolver>(resolver)](boost::system::error_code ec) {
-      if (auto r = weak.lock(); r && !ec)
-        r->cancel();
-    });
-    auto slot = cs.slot();
-    if (slot.is_connected())
-      slot.assign([weak = std::weak_ptr<tcp::resolver>(resolver)](net::cancellation_type) {
-        if (auto r = weak.lock())
-          r->cancel();
-      });
-    auto [rec, endpoints] = co_await resolver->async_resolve(endpoint_.host, endpoint_.port, use_tuple);
-    if (slot.is_connected())
-      slot.clear();
-    watchdog.cancel();
-    if (cancel_requested())
-      co_return Outcome{cancelled, {}};
-    if (rec == net::error::operation_aborted)
-      co_return connect_overall ? timeout(true, "resolving the host")
-                                : fail("PROVIDER_TIMEOUT", "resolving " + endpoint_.host + " timed out", true);
-    if (rec)
-      co_return fail("PROVIDER_NETWORK", "cannot resolve " + endpoint_.host + ": " + rec.message(), true);
-
-    tcp_stream.expires_at(connect_deadline);
-    auto [cec, connected] = co_await tcp_stream.async_connect(endpoints, use_tuple);
-    (void)connected;
-    if (cancel_requested())
-      co_return Outcome{cancelled, {}};
-    if (cec == beast::error::timeout) {
-      if (connect_overall)
-        co_return timeout(true, "connecting");
-      co_return fail("PROVIDER_TIMEOUT",
-                     "connecting to " + where() + " timed out after " + std::to_string(config_.connect_timeout_ms) +
-                         " ms",
-                     true);
-    }
-    if (cec)
-      co_return fail("PROVIDER_NETWORK", "cannot connect to " + where() + ": " + cec.message(), true);
-    tcp_stream.socket().set_option(tcp::no_delay(true));
-
-    if (!endpoint_.tls)
-      co_return co_await exchange(tcp_stream, in, model);
-
     ssl::context* ctx = nullptr;
-    try {
-      ctx = &tls_context();
-    } catch (const ProviderError& e) {
-      co_return Outcome{std::nullopt, Failure{e, false, {}}};
+    if (endpoint_.tls) {
+      try {
+        ctx = &tls_context();
+      } catch (const ProviderError& e) {
+        co_return Outcome{std::nullopt, Failure{e, false, {}}};
+      }
     }
-    beast::ssl_stream<beast::tcp_stream> tls_stream(std::move(tcp_stream), *ctx);
-    SSL* handle = tls_stream.native_handle();
-    if (is_ip_literal(endpoint_.host)) {
-      // RFC 6066 forbids SNI for IP literals; the certificate must carry the address as an IP SAN.
-      X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(handle), endpoint_.host.c_str());
-    } else {
-      SSL_set_tlsext_host_name(handle, endpoint_.host.c_str());
-      SSL_set_hostflags(handle, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
-      SSL_set1_host(handle, endpoint_.host.c_str());
+    acp::net::Connection connection = co_await acp::net::connect(executor_, endpoint_, connect_deadline, ctx);
+    if (connection.failure) {
+      using acp::net::ConnectFailureKind;
+      using acp::net::ConnectStage;
+      const acp::net::ConnectFailure& f = *connection.failure;
+      const std::string words = acp::net::describe(f, endpoint_);
+      switch (f.kind) {
+      case ConnectFailureKind::cancelled:
+        co_return Outcome{cancelled, {}};
+      case ConnectFailureKind::certificate:  // a wrong certificate does not become right by retrying
+        co_return fail("PROVIDER_NETWORK", words, false);
+      case ConnectFailureKind::timeout:
+        if (connect_overall)
+          co_return timeout(true, f.stage == ConnectStage::resolve   ? "resolving the host"
+                                  : f.stage == ConnectStage::connect ? "connecting"
+                                                                     : "in the TLS handshake");
+        if (f.stage == ConnectStage::connect)
+          co_return fail("PROVIDER_TIMEOUT",
+                         words + " after " + std::to_string(config_.connect_timeout_ms) + " ms", true);
+        co_return fail("PROVIDER_TIMEOUT", words, true);
+      case ConnectFailureKind::failed:
+        break;
+      }
+      co_return fail("PROVIDER_NETWORK", words, true);
     }
-    beast::get_lowest_layer(tls_stream).expires_at(connect_deadline);
-    auto [hec] = co_await tls_stream.async_handshake(ssl::stream_base::client, use_tuple);
-    if (cancel_requested())
-      co_return Outcome{cancelled, {}};
-    if (hec) {
-      long verify = SSL_get_verify_result(handle);
-      if (verify != X509_V_OK)  // a wrong certificate does not become right by retrying
-        co_return fail("PROVIDER_NETWORK",
-                       "TLS certificate of " + where() + " rejected: " + X509_verify_cert_error_string(verify),
-                       false);
-      if (hec == beast::error::timeout)
-        co_return connect_overall ? timeout(true, "in the TLS handshake")
-                                  : fail("PROVIDER_TIMEOUT", "TLS handshake with " + where() + " timed out", true);
-      co_return fail("PROVIDER_NETWORK", "TLS handshake with " + where() + " failed: " + hec.message(), true);
-    }
-    co_return co_await exchange(tls_stream, in, model);
+    if (auto* tls = std::get_if<acp::net::TlsStream>(&connection.stream))
+      co_return co_await exchange(*tls, in, model);
+    co_return co_await exchange(std::get<acp::net::TcpStream>(connection.stream), in, model);
   }
 
   template <class Stream>

@@ -4,8 +4,9 @@
 // an HTTPS model or not (issue 31, bench/README.md); linked shared, the loader would map and
 // relocate libssl and libcrypto at every start instead.
 //
-// This file defines the OpenSSL functions the provider calls (openai_provider.cpp and Asio's SSL
-// stream, header-only, compiled into it), each forwarding to libssl.so.3's own, resolved once at
+// This file defines the OpenSSL functions the provider and MCP servers over https call (the
+// connection of src/net, the TLS streams of openai_provider.cpp and src/mcp/http.cpp: Asio's SSL
+// stream is header-only, compiled into them), each forwarding to libssl.so.3's own, resolved once at
 // the first call. A function missing here is an undefined reference when dsh-acp links; one too many
 // costs nothing. Linked into dsh-acp (and the tests of the whole server) only: llm_tests and the
 // provider bench link OpenSSL itself, whose definitions these would clash with.

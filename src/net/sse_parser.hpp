@@ -1,4 +1,5 @@
-// Incremental Server-Sent Events parser (the framing of OpenAI-style streaming responses).
+// Incremental Server-Sent Events parser: the framing of OpenAI-style streaming responses and of MCP
+// servers over HTTP (a POST's streamed answer, the legacy transport's event stream).
 //
 // Bytes arrive in arbitrary pieces (TCP reads, HTTP chunks); an event, a line or a CRLF pair may be
 // split at any byte, so the parser keeps only the unfinished line and the event being assembled.
@@ -15,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-namespace acp::llm {
+namespace acp::net {
 
 enum class SseItemKind {
   event,    ///< a dispatched event with data
@@ -34,8 +35,12 @@ public:
   /// Largest line or event accepted; a stream exceeding it is broken, not merely big.
   static constexpr std::size_t kMaxEventBytes = 32u << 20;
 
+  SseParser() = default;
+  /// A parser whose lines and events may be at most `max_event_bytes` long.
+  explicit SseParser(std::size_t max_event_bytes) : max_event_bytes_(max_event_bytes) {}
+
   /// Consumes `bytes` and appends every item completed by them to `out`. Throws std::length_error
-  /// when a line or an event exceeds kMaxEventBytes.
+  /// when a line or an event exceeds the limit (kMaxEventBytes unless given).
   void feed(std::string_view bytes, std::vector<SseItem>& out);
 
   /// True when bytes of an unfinished line or event are buffered (a stream cut mid-event).
@@ -45,6 +50,7 @@ private:
   void on_line(std::string_view line, std::vector<SseItem>& out);
   void dispatch(std::vector<SseItem>& out);
 
+  std::size_t max_event_bytes_ = kMaxEventBytes;
   std::string line_;
   std::string data_;
   std::string event_;
@@ -52,4 +58,4 @@ private:
   bool skip_lf_ = false;  ///< the previous piece ended with \r: a leading \n belongs to that line end
 };
 
-} // namespace acp::llm
+} // namespace acp::net

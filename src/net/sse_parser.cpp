@@ -1,8 +1,8 @@
-#include "llm/openai/sse_parser.hpp"
+#include "net/sse_parser.hpp"
 
 #include <stdexcept>
 
-namespace acp::llm {
+namespace acp::net {
 
 void SseParser::feed(std::string_view bytes, std::vector<SseItem>& out) {
   std::size_t i = 0;
@@ -14,8 +14,8 @@ void SseParser::feed(std::string_view bytes, std::vector<SseItem>& out) {
   while (i < bytes.size()) {
     std::size_t end = bytes.find_first_of("\r\n", i);
     if (end == std::string_view::npos) {
-      if (line_.size() + (bytes.size() - i) > kMaxEventBytes)
-        throw std::length_error("SSE line exceeds " + std::to_string(kMaxEventBytes) + " bytes");
+      if (line_.size() + (bytes.size() - i) > max_event_bytes_)
+        throw std::length_error("SSE line exceeds " + std::to_string(max_event_bytes_) + " bytes");
       line_.append(bytes.substr(i));
       return;
     }
@@ -58,8 +58,8 @@ void SseParser::on_line(std::string_view line, std::vector<SseItem>& out) {
       value.remove_prefix(1);
   }
   if (field == "data") {
-    if (data_.size() + value.size() + 1 > kMaxEventBytes)
-      throw std::length_error("SSE event exceeds " + std::to_string(kMaxEventBytes) + " bytes");
+    if (data_.size() + value.size() + 1 > max_event_bytes_)
+      throw std::length_error("SSE event exceeds " + std::to_string(max_event_bytes_) + " bytes");
     data_.append(value);
     data_.push_back('\n');
     has_data_ = true;
@@ -82,4 +82,4 @@ void SseParser::dispatch(std::vector<SseItem>& out) {
   has_data_ = false;
 }
 
-} // namespace acp::llm
+} // namespace acp::net
