@@ -24,6 +24,10 @@ boost::asio::awaitable<protocol::InitializeResponse> initialize(HandlerContext& 
   r.agentCapabilities._meta = boost::json::object{{"dsh-acp/sessionReferences", {{"version", 1}}},
                                                   {"dsh-acp/sandbox", std::move(sandbox)}};
   r.agentCapabilities.promptCapabilities.embeddedContext = true;
+  // Whatever the provider: the model is chosen per session, and a prompt with an image for a model
+  // that takes none is refused naming it (README), which tells the user more than a client that
+  // never offers to attach one.
+  r.agentCapabilities.promptCapabilities.image = true;
   if (ctx.auth) r.agentCapabilities.auth = protocol::AgentAuthCapabilities{boost::json::object{}};
   // Always at least the agent method (with a key, without, or none needed); the terminal one only
   // to a client that runs it (clientCapabilities.auth.terminal).

@@ -94,6 +94,9 @@ const std::vector<Option>& options() {
        int_setter(&Config::max_outbox_bytes), 1024, std::int64_t(1) << 40},
       {"context-window", Kind::integer, "context window of the configured model in tokens (enables automatic compaction)",
        [](Config& c, const std::string& v) { c.context_window = std::stoll(v); }, 256, std::int64_t(1) << 40},
+      {"image-input", Kind::boolean,
+       "the configured model takes images in prompts (openai provider; echo always does, deepseek never)",
+       [](Config& c, const std::string& v) { c.image_input = v == "true"; }},
       {"compact-at", Kind::fraction, "compact before a request estimated above this share of the window (0.8; 0 = never)",
        [](Config& c, const std::string& v) { c.compact_at = std::stod(v); }},
       {"compact-keep-turns", Kind::integer, "most recent user turns a compaction keeps (2)",
@@ -281,15 +284,19 @@ std::map<std::string, std::string> read_config_file(const std::string& path, Con
         const json::object* entry = m.if_object();
         const json::value* name = entry ? entry->if_contains("name") : nullptr;
         if (!name || !name->is_string() || name->get_string().empty())
-          throw ConfigError(origin + " entries must be non-empty strings or objects {\"name\", \"contextWindow\"}");
+          throw ConfigError(origin + " entries must be non-empty strings or objects {\"name\", \"contextWindow\", \"imageInput\"}");
         for (const auto& field : *entry)
-          if (field.key() != "name" && field.key() != "contextWindow")
+          if (field.key() != "name" && field.key() != "contextWindow" && field.key() != "imageInput")
             throw ConfigError(origin + ": \"" + std::string(field.key()) + "\" is not a known model setting");
         config.models.emplace_back(name->get_string());
         if (const json::value* window = entry->if_contains("contextWindow")) {
           auto tokens = json_integer(*window, 256);
           if (!tokens) throw ConfigError(origin + ": contextWindow must be an integer of at least 256");
           config.context_windows[std::string(name->get_string())] = *tokens;
+        }
+        if (const json::value* images = entry->if_contains("imageInput")) {
+          if (!images->is_bool()) throw ConfigError(origin + ": imageInput must be true or false");
+          if (images->get_bool()) config.image_models.insert(std::string(name->get_string()));
         }
       }
       continue;
@@ -435,12 +442,19 @@ CliResult load_config(const std::vector<std::string>& args, const Environment& e
   if (config.provider == "openai" && config.model.empty())
     throw ConfigError("--provider openai needs --model");
   if (config.context_window) config.context_windows[config.model] = *config.context_window;
+  if (config.image_input) config.image_models.insert(config.model);
   config.key_file = (home.empty() ? xdg_dir(env, "XDG_CONFIG_HOME", ".config") : home) + "/" + kKeyFileName;
   // The key --setup stored stands in for the environment's, before the config file's.
   if (std::string stored = read_key_file(config.key_file); !stored.empty()) config.deepseek_api_key = stored;
   config.deepseek_api_key = env_or(env, "DEEPSEEK_API_KEY", config.deepseek_api_key);
   config.openai_api_key = env_or(env, "OPENAI_API_KEY", config.openai_api_key);
   return result;
+}
+
+bool takes_images(const Config& config, const std::string& model) {
+  if (config.provider == "echo") return true;
+  if (config.provider == "deepseek") return false;
+  return config.image_models.count(model) > 0;
 }
 
 std::string usage_text() {
