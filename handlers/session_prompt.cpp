@@ -262,7 +262,9 @@ boost::asio::awaitable<protocol::PromptResponse> session_prompt(HandlerContext& 
   if (!command && rendered.references.empty() && rendered.images.empty()) unknown = unknown_slash_command(rendered.text);
   // Someone else's session takes no writes: refused at once rather than after a wait in line.
   if (!unknown && (!command || command->name != "ref")) engine::require_writable(*session);
-  auto waiting = ctx.engine.enqueue(req.sessionId, turn, rendered.text.size());
+  std::size_t held = rendered.text.size();
+  for (const auto& image : rendered.images) held += image.bytes.size();  // a waiting prompt holds its images too
+  auto waiting = ctx.engine.enqueue(req.sessionId, turn, held);
   engine::QueueSlot slot = co_await std::move(waiting);
   std::exception_ptr failure;
   protocol::PromptResponse response;
