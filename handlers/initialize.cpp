@@ -27,6 +27,10 @@ boost::asio::awaitable<protocol::InitializeResponse> initialize(HandlerContext& 
   // MCP servers over streamable HTTP and the legacy HTTP+SSE transport besides stdio (src/mcp/http.cpp).
   r.agentCapabilities.mcpCapabilities.http = true;
   r.agentCapabilities.mcpCapabilities.sse = true;
+  // Whatever the provider: the model is chosen per session, and a prompt with an image for a model
+  // that takes none is refused naming it (docs/models.md), which tells the user more than a client that
+  // never offers to attach one.
+  r.agentCapabilities.promptCapabilities.image = true;
   if (ctx.auth) r.agentCapabilities.auth = protocol::AgentAuthCapabilities{boost::json::object{}};
   // Always at least the agent method (with a key, without, or none needed); the terminal one only
   // to a client that runs it (clientCapabilities.auth.terminal).

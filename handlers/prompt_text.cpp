@@ -3,10 +3,14 @@
 #include "protocol/jsonrpc.hpp"
 #include "refs/mentions.hpp"
 #include "refs/uri.hpp"
+#include "store/attachments.hpp"
 #include "support/utf8.hpp"
 
 #include <boost/json/serialize.hpp>
 #include <boost/json/string.hpp>
+
+#include <algorithm>
+#include <iterator>
 
 namespace acp::handlers {
 
@@ -58,10 +62,46 @@ void add_link_reference(RenderedPrompt& out, const std::string& uri, const std::
 
 } // namespace
 
+namespace {
+
+std::string mib(std::size_t bytes) { return std::to_string(bytes / (1024 * 1024)) + " MiB"; }
+
+// An image block checked as the harness's attachment store admits one: one of its four types, in
+// canonical base64, within our bounds, and bytes that are what the mimeType says.
+support::PlacedImage admit_image(const protocol::ImageContent& block, const std::string& where, std::size_t& total) {
+  constexpr std::string_view kTypes[] = {"image/png", "image/jpeg", "image/webp", "image/gif"};
+  if (std::find(std::begin(kTypes), std::end(kTypes), block.mimeType) == std::end(kTypes))
+    throw jsonrpc::invalid_params(where + "/mimeType", "image mimeType must be image/png, image/jpeg, image/webp or image/gif");
+  // Sized from the text before decoding: a 60 MB frame of base64 is refused without a copy.
+  if (block.data.size() / 4 * 3 > kMaxImageBytes + 2)
+    throw jsonrpc::invalid_params(where + "/data", "the image is larger than " + mib(kMaxImageBytes) + " (the limit per image)");
+  std::optional<std::string> bytes = support::base64_decode(block.data);
+  if (!bytes) throw jsonrpc::invalid_params(where + "/data", "image data must be canonical base64");
+  if (bytes->empty()) throw jsonrpc::invalid_params(where + "/data", "the image is empty");
+  if (bytes->size() > kMaxImageBytes)
+    throw jsonrpc::invalid_params(where + "/data", "the image is larger than " + mib(kMaxImageBytes) + " (the limit per image)");
+  total += bytes->size();
+  if (total > kMaxPromptImageBytes)
+    throw jsonrpc::invalid_params(where + "/data", "the prompt's images are larger than " + mib(kMaxPromptImageBytes) +
+                                                      " together (the limit per prompt)");
+  const std::optional<support::ImageHeader> header = support::probe_image(*bytes);
+  if (!header || header->media_type != block.mimeType)
+    throw jsonrpc::invalid_params(where + "/data", "the image data is not a valid " + block.mimeType + " image");
+  if (header->width > kMaxImageSide || header->height > kMaxImageSide)
+    throw jsonrpc::invalid_params(where + "/data", "the image is " + std::to_string(header->width) + "x" +
+                                                      std::to_string(header->height) + " pixels, more than " +
+                                                      std::to_string(kMaxImageSide) + " on a side");
+  std::string name = block.uri ? store::attachment_display_name(*block.uri) : std::string();
+  return support::PlacedImage{0, *header, std::move(*bytes), std::move(name)};
+}
+
+} // namespace
+
 RenderedPrompt render_prompt(const std::vector<protocol::ContentBlock>& prompt) {
   using namespace protocol;
   RenderedPrompt out;
   std::string& text = out.text;
+  std::size_t image_bytes = 0;
   for (std::size_t i = 0; i < prompt.size(); ++i) {
     std::string where = "/prompt/" + std::to_string(i);
     std::visit([&](const auto& block) {
@@ -80,13 +120,16 @@ RenderedPrompt render_prompt(const std::vector<protocol::ContentBlock>& prompt) 
           throw jsonrpc::invalid_params(where + "/resource", "binary (blob) resources are not supported");
         text += "\n[resource uri=" + json_string(block.resource.uri) + "]\n" + *block.resource.text + "\n";
       } else if constexpr (std::is_same_v<B, ImageContent>) {
-        throw jsonrpc::invalid_params(where + "/type", "image content is not supported (promptCapabilities.image is false)");
+        if (out.images.size() == kMaxPromptImages)
+          throw jsonrpc::invalid_params(where, "a prompt carries at most " + std::to_string(kMaxPromptImages) + " images");
+        out.images.push_back(admit_image(block, where, image_bytes));
+        out.images.back().at = text.size();
       } else {
         throw jsonrpc::invalid_params(where + "/type", "audio content is not supported (promptCapabilities.audio is false)");
       }
     }, prompt[i]);
   }
-  if (is_blank(text)) throw jsonrpc::invalid_params("/prompt", "the prompt has no text");
+  if (is_blank(text) && out.images.empty()) throw jsonrpc::invalid_params("/prompt", "the prompt has no text");
   return out;
 }
 

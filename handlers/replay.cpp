@@ -7,7 +7,9 @@
 #include "handlers/reference_card.hpp"
 #include "handlers/text_chunks.hpp"
 #include "handlers/tool_card.hpp"
+#include "store/attachments.hpp"
 #include "store/records.hpp"
+#include "support/image.hpp"
 #include "support/json_number.hpp"
 
 #include <boost/json.hpp>
@@ -99,6 +101,39 @@ std::string Replayer::seq_id(std::string_view kind, std::int64_t seq) const {
 std::string Replayer::display_text(const json::value& content) const {
   return engine::join_content(content, "\n",
                               [&](const json::object& block) { return image_placeholder(block, places_.harness_home); });
+}
+
+// A direct message as the user sent it: its text, and each image whose object is in the store (and
+// verifies) as an image block where it stood; an image that is not there shows as its placeholder.
+void Replayer::user_content(const json::value& content, std::string id, std::vector<SessionUpdate>& out) const {
+  const json::array* blocks = content.if_array();
+  if (!blocks) return;
+  std::string text;
+  bool first = true;
+  auto flush = [&] {
+    if (!text.empty()) out.push_back(UserMessageChunk{text_block(std::exchange(text, {})), id, {}});
+  };
+  for (const auto& b : *blocks) {
+    const json::object* block = b.if_object();
+    if (!block) continue;
+    const std::string_view type = string_at(*block, "type");
+    if (type != "text" && type != "image") continue;
+    const json::object* attachment = type == "image" ? object_at(*block, "attachment") : nullptr;
+    std::optional<std::string> bytes;
+    if (attachment && !places_.harness_home.empty()) bytes = store::read_image(places_.harness_home, *attachment);
+    if (bytes) {
+      flush();
+      out.push_back(UserMessageChunk{ImageContent{support::base64_encode(*bytes), std::string(string_at(*attachment, "mediaType")),
+                                                  std::nullopt, std::nullopt, std::nullopt},
+                                     id, {}});
+      first = true;  // the text after an image starts a chunk of its own, without a separator
+      continue;
+    }
+    if (!first) text += '\n';
+    text += type == "text" ? std::string(string_at(*block, "text")) : image_placeholder(*block, places_.harness_home);
+    first = false;
+  }
+  flush();
 }
 
 void Replayer::show_call(std::string id, std::string_view name, const json::value* arguments,
@@ -235,10 +270,7 @@ void Replayer::on_event(const json::object& event, std::vector<SessionUpdate>& o
       return;
     }
     if (string_at(*source, "kind") != "user") return;  // injected context is never shown as user text
-    if (const auto* content = data->if_contains("content")) {
-      std::string text = display_text(*content);
-      if (!text.empty()) out.push_back(UserMessageChunk{text_block(std::move(text)), seq_id("user", num(event, "seq")), {}});
-    }
+    if (const auto* content = data->if_contains("content")) user_content(*content, seq_id("user", num(event, "seq")), out);
     if (pending_card_) {
       out.push_back(reference_card(pending_card_->first, pending_card_->second));
       pending_card_.reset();

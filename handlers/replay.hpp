@@ -3,7 +3,8 @@
 // Fed every event of a log in order (the normalised shape, for either store generation), it yields
 // what a client would have seen live: direct user messages as user_message_chunk; assistant text and
 // reasoning as agent_message_chunk / agent_thought_chunk (from chunks, or from assistant/message for
-// steps that have none); images as a text placeholder naming the attachment; tool calls and results
+// steps that have none); a direct message's images as image blocks when their objects are in the
+// attachment store (and verify), other images as a text placeholder naming the attachment; tool calls and results
 // as tool_call / tool_call_update cards (handlers/tool_card.hpp: kinds, titles, locations, diffs;
 // each result with rawOutput {output, isError, exitStatus?});
 // todo/write as plan; titles as session_info_update; a failed or interrupted turn as a short agent
@@ -13,7 +14,7 @@
 // one for a recall the 0.1.1 harness writes right after it); a compaction checkpoint as the
 // compaction card where it sits (shadowed events replay as they were, and so does a tool result a
 // prune replaced). Texts are whole: the caller cuts them into frames (text_chunks.hpp). Stateful: one
-// turn's bookkeeping, plus the seqs of the log's compaction events; its only I/O is a stat per image.
+// turn's bookkeeping, plus the seqs of the log's compaction events; its only I/O is reading images.
 #pragma once
 
 #include "protocol/types/updates.hpp"
@@ -62,6 +63,7 @@ private:
                  std::vector<protocol::SessionUpdate>& out);
   protocol::ToolCallUpdate result_update(const boost::json::object& data, std::string id);
   std::string display_text(const boost::json::value& content) const;
+  void user_content(const boost::json::value& content, std::string id, std::vector<protocol::SessionUpdate>& out) const;
   /// The id of the assistant block at (turn, step, block) of `kind`; the last one is kept, as a
   /// block's chunks come in a run.
   const std::string& block_id(std::string_view kind, std::int64_t turn, std::int64_t step, std::int64_t block);

@@ -199,7 +199,7 @@ boost::asio::awaitable<protocol::PromptResponse> run_in_slot(HandlerContext& ctx
     co_return protocol::PromptResponse{protocol::StopReason::end_turn, std::nullopt};
   }
   UpdateSender updates(ctx, session->id, session->cwd());
-  engine::PromptInput input{std::move(rendered.text), std::move(rendered.references)};
+  engine::PromptInput input{std::move(rendered.text), std::move(rendered.references), std::move(rendered.images)};
   // The awaitable in a local: the moved-in input must not be a temporary across the co_await (GCC 12).
   // Failures reach the client through to_rpc_error (handlers/errors.cpp), like every handler's.
   auto running = ctx.engine.prompt(slot, std::move(input), updates);
@@ -224,12 +224,23 @@ boost::asio::awaitable<protocol::PromptResponse> session_prompt(HandlerContext& 
   const std::shared_ptr<engine::Session> session = co_await std::move(attaching);
   RenderedPrompt rendered = render_prompt(req.prompt);
   std::vector<protocol::ContentBlock>().swap(req.prompt);  // rendered: the blocks are not needed any more
-  std::optional<SlashCommand> command = parse_slash_command(rendered.text);
+  if (!rendered.images.empty()) {
+    // Refused before anything is queued or logged: the user learns at once which model it was.
+    const std::string model = ctx.engine.session_model(*session);
+    if (!support::takes_images(ctx.config, model))
+      throw jsonrpc::invalid_params("/prompt", "the model \"" + model + "\" (provider " + ctx.config.provider +
+                                                   ") takes no images; choose a model that does" +
+                                                   (ctx.config.provider == "openai" ? " or mark it imageInput in the configuration" : ""));
+  }
+  // A prompt with images is a message, never a command.
+  std::optional<SlashCommand> command = rendered.images.empty() ? parse_slash_command(rendered.text) : std::nullopt;
   std::optional<std::string> unknown;
-  if (!command && rendered.references.empty()) unknown = unknown_slash_command(rendered.text);
+  if (!command && rendered.references.empty() && rendered.images.empty()) unknown = unknown_slash_command(rendered.text);
   // Someone else's session takes no writes: refused at once rather than after a wait in line.
   if (!unknown && (!command || command->name != "ref")) engine::require_writable(*session);
-  auto waiting = ctx.engine.enqueue(req.sessionId, turn, rendered.text.size());
+  std::size_t held = rendered.text.size();
+  for (const auto& image : rendered.images) held += image.bytes.size();  // a waiting prompt holds its images too
+  auto waiting = ctx.engine.enqueue(req.sessionId, turn, held);
   engine::QueueSlot slot = co_await std::move(waiting);
   std::exception_ptr failure;
   protocol::PromptResponse response;

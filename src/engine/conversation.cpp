@@ -1,5 +1,6 @@
 #include "engine/conversation.hpp"
 
+#include "store/attachments.hpp"
 #include "store/errors.hpp"
 #include "store/records.hpp"
 
@@ -54,6 +55,26 @@ std::vector<llm::ToolCall> tool_calls(const json::value& content) {
                                                : std::string()});
   }
   return calls;
+}
+
+// A user message's text as request_text() gives it, each image's placeholder place recorded so a
+// model that takes images can be sent the image there instead.
+void user_content(const json::value& content, llm::Message& m) {
+  const auto* blocks = content.if_array();
+  if (!blocks) return;
+  for (const auto& b : *blocks) {
+    const auto* block = b.if_object();
+    if (!block) continue;
+    std::string_view type = string_at(*block, "type");
+    if (type == "text") {
+      m.text += string_at(*block, "text");
+    } else if (type == "image") {
+      std::string placeholder = image_placeholder(*block);
+      if (const json::object* a = object_at(*block, "attachment"))
+        m.images.push_back({m.text.size(), placeholder.size(), json::serialize(*a), std::string(string_at(*a, "mediaType"))});
+      m.text += placeholder;
+    }
+  }
 }
 
 bool is_reference_snapshot(const json::object& data) {
@@ -119,7 +140,7 @@ void Conversation::observe(const json::object& event) {
       entry.direct = type == "user/message" && kind == "user";
       entry.checkpoint = type == "user/message" && kind == "plugin" && string_at(*source, "plugin") == "compact";
     }
-    if (content) m.text = request_text(*content);
+    if (content) user_content(*content, m);
   } else if (type == "assistant/message") {
     m.role = llm::Role::assistant;
     if (content) {
@@ -155,6 +176,24 @@ void Conversation::observe(const json::object& event) {
     throw store::FoldError("session event seq " + std::to_string(seq) + " replace start comes after end on the surface");
   auto pos = surface_.erase(first, last + 1);
   surface_.insert(pos, std::move(entry));
+}
+
+void load_images(std::vector<llm::Message>& messages, const std::string& harness_home) {
+  // One read per distinct object: a long session shows the same picture in many requests' messages.
+  std::unordered_map<std::string, std::shared_ptr<const std::string>> loaded;
+  for (auto& m : messages)
+    for (auto& image : m.images) {
+      if (image.data) continue;
+      auto [it, fresh] = loaded.try_emplace(image.attachment);
+      if (fresh) {
+        json::error_code ec;
+        json::value ref = json::parse(image.attachment, ec);
+        if (!ec && ref.is_object())
+          if (std::optional<std::string> bytes = store::read_image(harness_home, ref.get_object()))
+            it->second = std::make_shared<const std::string>(std::move(*bytes));
+      }
+      image.data = it->second;
+    }
 }
 
 std::vector<llm::Message> Conversation::messages() const { return messages(0, surface_.size()); }

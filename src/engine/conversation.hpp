@@ -12,7 +12,8 @@
 // message whose `tool-call` blocks are its tool_calls; a tool/result is a tool message answering its
 // callId ("(no output)" when it has no text, as the harness sends it). A message's text blocks are
 // joined with nothing (request_text(); replay and references keep content_text()'s '\n'), an image
-// is a text placeholder, reasoning never goes back to the model. Assistant messages that follow each
+// is a text placeholder (a user message's images are also kept, for models that take them:
+// load_images()), reasoning never goes back to the model. Assistant messages that follow each
 // other (steps without calls between them) still merge, texts joined by '\n'.
 //
 // OpenAI's rule holds in every request: an assistant message's calls are answered by tool messages
@@ -81,6 +82,11 @@ private:
 /// `image(block)` when given (else left out like every other kind).
 std::string join_content(const boost::json::value& content, std::string_view separator,
                          const std::function<std::string(const boost::json::object&)>& image = {});
+/// Loads the images of `messages` (user messages' `images`) from the attachment store under
+/// `harness_home`, each verified as the harness verifies it; one that is missing or does not match
+/// stays unloaded, its placeholder standing. File reads: call it off the connection's thread.
+void load_images(std::vector<llm::Message>& messages, const std::string& harness_home);
+
 /// Text of the `text` blocks of a content array, joined with '\n' (replay, reference projection).
 std::string content_text(const boost::json::value& content);
 

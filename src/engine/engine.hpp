@@ -40,6 +40,7 @@
 #include "store/session_types.hpp"
 #include "support/background_threads.hpp"
 #include "support/event.hpp"
+#include "support/image.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -214,6 +215,8 @@ public:
 struct PromptInput {
   std::string text;  ///< the readable direct message (mentions as @label)
   std::vector<refs::SessionReference> references;
+  /// Images, in text order: saved in the attachment store and logged as image blocks where they stand.
+  std::vector<support::PlacedImage> images = {};
 };
 
 /// A stored session found for load or resume.

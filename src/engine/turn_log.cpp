@@ -137,11 +137,13 @@ std::vector<json::object> TurnLog::append(std::vector<store::NewEvent> batch, bo
 }
 
 std::vector<json::object> TurnLog::begin(std::vector<store::NewEvent> prefix, const std::string& user_text,
-                                         std::optional<store::NewEvent> request_header, bool with_step) {
+                                         std::optional<store::NewEvent> request_header, bool with_step,
+                                         std::optional<json::array> content) {
   std::vector<store::NewEvent> batch = std::move(prefix);
   batch.push_back(events::turn_start(turn_));
   std::int64_t user_seq = writer_.next_seq() + static_cast<std::int64_t>(batch.size());
-  batch.push_back(events::user_message(user_text));
+  batch.push_back(content ? events::user_message(std::move(*content), json::object{{"kind", "user"}})
+                          : events::user_message(user_text));
   // Like the original, a log without a title gets the fallback from the next direct message.
   if (!writer_.title()) {
     std::string title = events::fallback_title(user_text);

@@ -111,9 +111,11 @@ public:
 
   /// Writes the first batch: `prefix` (an injected snapshot), turn/start, the direct message, the
   /// title when the log has none yet, and (when `with_step`) step/start and `request_header`.
-  /// Returns the records written.
+  /// The message's content is `content` when given (a prompt with images), else `user_text` as one
+  /// text block; the title comes from `user_text`. Returns the records written.
   std::vector<boost::json::object> begin(std::vector<store::NewEvent> prefix, const std::string& user_text,
-                                         std::optional<store::NewEvent> request_header, bool with_step = true);
+                                         std::optional<store::NewEvent> request_header, bool with_step = true,
+                                         std::optional<boost::json::array> content = std::nullopt);
   /// step/end of the open step, step/start (the next step once one was opened) and `request_header`.
   std::vector<boost::json::object> open_step(std::optional<store::NewEvent> request_header);
   /// Ends a step whose answer called tools: `last_chunks` (as chunks()) and the assistant/message

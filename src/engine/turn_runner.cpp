@@ -3,6 +3,7 @@
 #include "support/secrets.hpp"
 
 #include "engine/compaction.hpp"
+#include "engine/conversation.hpp"
 #include "engine/mcp_tools.hpp"
 #include "engine/offload.hpp"
 #include "engine/permission_log.hpp"
@@ -11,6 +12,7 @@
 #include "refs/errors.hpp"
 #include "refs/service.hpp"
 #include "store/event_builders.hpp"
+#include "store/attachments.hpp"
 #include "store/event_model.hpp"
 #include "store/records.hpp"
 #include "store/session_store.hpp"
@@ -243,9 +245,11 @@ asio::awaitable<void> TurnRunner::begin(PromptInput& input) {
   }
   session_->conversation_known = false;  // until this turn's records are all observed
   header_pending_ = compact_first_ && request_header_;
-  auto first_batch = [this, &prefix, &input] {
+  std::optional<json::array> content;
+  if (!input.images.empty()) content = co_await save_images(input);
+  auto first_batch = [this, &prefix, &input, &content] {
     return log_->begin(std::move(prefix), input.text, compact_first_ ? std::nullopt : std::move(request_header_),
-                       !compact_first_);
+                       !compact_first_, std::move(content));
   };
   std::vector<json::object> first = co_await write(first_batch);
   begun_ = true;
@@ -262,6 +266,44 @@ asio::awaitable<void> TurnRunner::begin(PromptInput& input) {
     if (const json::object* data = store::object_at(r, "data"))
       observer_.title(std::string(store::string_at(*data, "title")));
   }
+}
+
+asio::awaitable<json::array> TurnRunner::save_images(PromptInput& input) {
+  // Every object is whole on disk before the log names it (store/attachments.hpp).
+  auto save = [&input, home = engine_.services_.config.harness_home] {
+    std::vector<json::object> refs;
+    for (const auto& image : input.images)
+      refs.push_back(store::save_image(home, image.bytes, image.header.media_type, image.header.width,
+                                       image.header.height, image.name));
+    return refs;
+  };
+  std::vector<json::object> refs = std::move(*co_await offload(engine_.pool(), save));
+  // The harness's order: text and images as the prompt had them, the text between images one block.
+  json::array content;
+  std::size_t from = 0;
+  const std::string_view text = input.text;
+  for (std::size_t i = 0; i < refs.size(); ++i) {
+    const std::size_t at = std::min(input.images[i].at, text.size());
+    if (at > from) content.push_back(json::object{{"type", "text"}, {"text", text.substr(from, at - from)}});
+    content.push_back(json::object{{"type", "image"}, {"attachment", std::move(refs[i])}});
+    from = std::max(from, at);
+  }
+  if (from < text.size()) content.push_back(json::object{{"type", "text"}, {"text", text.substr(from)}});
+  std::vector<support::PlacedImage>().swap(input.images);  // saved: the bytes are not needed any more
+  co_return content;
+}
+
+asio::awaitable<void> TurnRunner::load_images(llm::Request& request) {
+  bool any = false;
+  for (const auto& m : request.messages) any = any || !m.images.empty();
+  if (!any) co_return;
+  // A model that takes no images reads their placeholders.
+  if (!support::takes_images(engine_.services_.config, model_)) {
+    for (auto& m : request.messages) m.images.clear();
+    co_return;
+  }
+  auto load = [&request, home = engine_.services_.config.harness_home] { engine::load_images(request.messages, home); };
+  co_await offload(engine_.pool(), load);
 }
 
 asio::awaitable<llm::StopKind> TurnRunner::prompt(PromptInput& input) {
@@ -444,6 +486,7 @@ asio::awaitable<void> TurnRunner::stream(Step& step) {
 
   llm::Request request = engine_.model_request(*session_, model_);
   request.tools = tool_definitions();
+  co_await load_images(request);
   step.completion.provider = provider_name_;
   step.completion.model = model_;
   // A request the provider finds too long for its context window is compacted once and retried
@@ -489,6 +532,7 @@ asio::awaitable<void> TurnRunner::stream(Step& step) {
         compacted_ = true;
         request = engine_.model_request(*session_, model_);
         request.tools = tool_definitions();
+        co_await load_images(request);
         continue;
       }
     }

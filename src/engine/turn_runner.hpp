@@ -24,6 +24,7 @@
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/cancellation_signal.hpp>
+#include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
 
 #include <exception>
@@ -59,6 +60,10 @@ private:
   /// The lock taken and the conversation current; false when the turn is not to go on.
   boost::asio::awaitable<bool> open(bool logs_when_cancelled);
   boost::asio::awaitable<void> begin(PromptInput& input);
+  /// Saves the prompt's images in the attachment store; returns the message's content blocks.
+  boost::asio::awaitable<boost::json::array> save_images(PromptInput& input);
+  /// Loads the request's images when the model takes them, else leaves their placeholders alone.
+  boost::asio::awaitable<void> load_images(llm::Request& request);
   boost::asio::awaitable<void> steps();
   boost::asio::awaitable<void> stream(Step& step);
   boost::asio::awaitable<void> run_tools(const std::vector<llm::ToolCall>& calls);

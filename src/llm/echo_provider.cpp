@@ -1,6 +1,7 @@
 #include "echo_provider.hpp"
 
 #include "llm/token_estimate.hpp"
+#include "support/image.hpp"
 #include "support/utf8.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -193,6 +194,15 @@ std::string echo_answer(const Request& request) {
     out += "\n";
     if (m.role == Role::user) last_user = &m;
   }
+  // What arrived of each image the request carries (so a test sees the bytes reached the model).
+  for (std::size_t i = 0; i < request.messages.size(); ++i)
+    for (const auto& image : request.messages[i].images) {
+      if (!image.data) continue;
+      const std::optional<support::ImageHeader> header = support::probe_image(*image.data);
+      out += "image in [" + std::to_string(i + 1) + "]: " + image.media_type + ", " +
+             (header ? std::to_string(header->width) + "x" + std::to_string(header->height) : std::string("unreadable")) +
+             ", " + std::to_string(image.data->size()) + " bytes\n";
+    }
   bool cut = false;
   out += "last user message: " + (last_user ? one_line(last_user->text, std::string::npos, cut) : std::string());
   return out;

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -42,6 +43,17 @@ struct ToolCall {
   std::string arguments;  ///< the model's raw JSON text, unchanged
 };
 
+/// An image of a user message: its placeholder text stands at text[at, at + length). A provider
+/// whose model takes images sends `data` there instead when it is loaded; when it is not (the
+/// model takes none, or the attachment is missing or damaged) the placeholder is what the model reads.
+struct MessageImage {
+  std::size_t at = 0;
+  std::size_t length = 0;
+  std::string attachment;  ///< the log block's attachment reference, as JSON text
+  std::string media_type;
+  std::shared_ptr<const std::string> data = {};  ///< the image's bytes, once loaded
+};
+
 /// One request message in OpenAI's shape: an assistant message may carry tool calls, and each call
 /// is answered by a tool message (tool_call_id) before the next user or assistant message.
 struct Message {
@@ -49,6 +61,7 @@ struct Message {
   std::string text;
   std::vector<ToolCall> tool_calls = {};  ///< assistant only
   std::string tool_call_id = {};          ///< tool only: the call this message answers
+  std::vector<MessageImage> images = {};  ///< user only, in text order
 };
 
 /// A tool the model may call: an OpenAI function.

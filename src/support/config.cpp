@@ -123,6 +123,9 @@ const std::vector<Option>& options() {
        [](Config& c, const std::string& v) { c.context_window = std::stoll(v); }, nullptr, 256, std::int64_t(1) << 40, {},
        "context window of the configured model in tokens; DeepSeek's models default to their published window, other "
        "models have none (no automatic compaction)"},
+      {"image-input", Kind::boolean,
+       "the configured model takes images in prompts (openai provider; echo always does, deepseek never)",
+       [](Config& c, const std::string& v) { c.image_input = v == "true"; }, getter(&Config::image_input)},
       {"compact-at", Kind::fraction, "compact before a request estimated above this share of the window (0 = never)",
        [](Config& c, const std::string& v) { c.compact_at = std::stod(v); }, getter(&Config::compact_at), 0, 1, {},
        "compact before a model request estimated above this share of the usable window; 0 turns automatic compaction off"},
@@ -317,15 +320,19 @@ std::map<std::string, std::string> read_config_file(const std::string& path, Con
         const json::object* entry = m.if_object();
         const json::value* name = entry ? entry->if_contains("name") : nullptr;
         if (!name || !name->is_string() || name->get_string().empty())
-          throw ConfigError(origin + " entries must be non-empty strings or objects {\"name\", \"contextWindow\"}");
+          throw ConfigError(origin + " entries must be non-empty strings or objects {\"name\", \"contextWindow\", \"imageInput\"}");
         for (const auto& field : *entry)
-          if (field.key() != "name" && field.key() != "contextWindow")
+          if (field.key() != "name" && field.key() != "contextWindow" && field.key() != "imageInput")
             throw ConfigError(origin + ": \"" + std::string(field.key()) + "\" is not a known model setting");
         config.models.emplace_back(name->get_string());
         if (const json::value* window = entry->if_contains("contextWindow")) {
           auto tokens = json_integer(*window, 256);
           if (!tokens) throw ConfigError(origin + ": contextWindow must be an integer of at least 256");
           config.context_windows[std::string(name->get_string())] = *tokens;
+        }
+        if (const json::value* images = entry->if_contains("imageInput")) {
+          if (!images->is_bool()) throw ConfigError(origin + ": imageInput must be true or false");
+          if (images->get_bool()) config.image_models.insert(std::string(name->get_string()));
         }
       }
       continue;
@@ -475,6 +482,7 @@ CliResult load_config(const std::vector<std::string>& args, const Environment& e
   if (config.provider == "openai" && config.model.empty())
     throw ConfigError("--provider openai needs --model");
   if (config.context_window) config.context_windows[config.model] = *config.context_window;
+  if (config.image_input) config.image_models.insert(config.model);
   config.key_file = (home.empty() ? xdg_dir(env, "XDG_CONFIG_HOME", ".config") : home) + "/" + kKeyFileName;
   // The key --setup stored stands in for the environment's, before the config file's.
   if (std::string stored = read_key_file(config.key_file); !stored.empty()) config.deepseek_api_key = stored;
@@ -558,7 +566,12 @@ std::vector<std::pair<std::string, json::value>> file_only_keys() {
   json::object model_entry{{"type", "object"},
                            {"additionalProperties", false},
                            {"required", json::array{"name"}},
-                           {"properties", {{"name", {{"type", "string"}, {"minLength", 1}}}, {"contextWindow", window}}}};
+                           {"properties",
+                            {{"name", {{"type", "string"}, {"minLength", 1}}},
+                             {"contextWindow", window},
+                             {"imageInput", {{"type", "boolean"},
+                                             {"default", false},
+                                             {"description", "the model takes images in prompts (openai provider)"}}}}}};
   return {
       {"stores",
        json::object{{"type", "array"},
@@ -568,7 +581,7 @@ std::vector<std::pair<std::string, json::value>> file_only_keys() {
                                     "(overrides \"store\"); paths as in \"store\""}}},
       {"models",
        json::object{{"type", "array"},
-                    {"description", "extra model choices offered per session: a name, or {name, contextWindow}"},
+                    {"description", "extra model choices offered per session: a name, or {name, contextWindow, imageInput}"},
                     {"items", {{"oneOf", json::array{json::object{{"type", "string"}, {"minLength", 1}}, model_entry}}}}}},
       {"deepseekApiKey",
        json::object{{"type", "string"}, {"description", "used when DEEPSEEK_API_KEY is not set and --setup stored none"}}},
@@ -602,6 +615,12 @@ std::string config_schema_text() {
     out += "    " + quoted(rows[i].first) + ": " + readable_json(rows[i].second) + (i + 1 < rows.size() ? ",\n" : "\n");
   out += "  }\n}\n";
   return out;
+}
+
+bool takes_images(const Config& config, const std::string& model) {
+  if (config.provider == "echo") return true;
+  if (config.provider == "deepseek") return false;
+  return config.image_models.count(model) > 0;
 }
 
 std::string usage_text() {

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -50,6 +51,10 @@ struct Config {
   /// `contextWindow` of `models` entries written as objects {name, contextWindow}.
   std::map<std::string, std::int64_t> context_windows;
   std::optional<std::int64_t> context_window;  ///< --context-window (the configured model)
+  /// Models of the openai provider that take images in prompts: --image-input for the configured
+  /// model, `imageInput: true` on `models` entries (support::takes_images decides per provider).
+  std::set<std::string> image_models;
+  bool image_input = false;                    ///< --image-input (the configured model)
   double compact_at = 0.8;                     ///< share of the usable window that triggers compaction; 0 = off
   std::int64_t compact_keep_turns = 2;         ///< most recent user turns a compaction leaves alone
   std::int64_t max_steps = 64;                 ///< model requests per turn (tool loop); then max_turn_requests
@@ -63,6 +68,10 @@ struct Config {
   std::string key_file;
   std::string openai_api_key;       ///< OPENAI_API_KEY, else config-file key openaiApiKey
 };
+
+/// Whether `model` of the configured provider takes images: the echo model does (it describes
+/// them), DeepSeek's API takes none, an OpenAI-compatible model when the configuration says so.
+bool takes_images(const Config& config, const std::string& model);
 
 /// A usage or configuration error: the process prints it on stderr and exits with code 2.
 class ConfigError : public std::runtime_error {

@@ -235,6 +235,24 @@ for (const enc of ['raw', 'zstd']) {
   });
 }
 
+// ---- images: a prompt's image block is read and continued by the harness -----------------------
+
+test('raw: a prompt with an image (its attachment block) is read and continued by the harness', async (t) => {
+  const { cwd, root } = makeDir(t);
+  const a = await start(t, root, 'raw');
+  const id = (await a.ctx.request(M.session.new, { cwd, mcpServers: [] })).sessionId;
+  // A 1x1 RGBA PNG.
+  const data = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==';
+  const r = await a.ctx.request(M.session.prompt, { sessionId: id, prompt: [text('what is this?')[0], { type: 'image', data, mimeType: 'image/png' }] });
+  assert.equal(r.stopReason, 'end_turn');
+  await a.agent.finish();
+  const user = eventsOf(root, id).find((e) => e.type === 'user/message');
+  assert.equal(user.data.content[1].type, 'image');
+  assert.deepEqual(Object.keys(user.data.content[1].attachment), ['attachmentId', 'mediaType', 'width', 'height', 'bytes']);
+  await harnessAccepts(root, 'raw', '--strict', '--copy', '--expect', '1');
+  await harnessAccepts(root, 'raw', '--strict', '--expect', '1', '--text', 'harness turn', '--append', id);
+});
+
 // ---- crash: the harness's repair and ours write the same closers -------------------------------
 
 for (const enc of ['raw', 'zstd']) {

@@ -77,7 +77,7 @@ test('unknown fields, _meta and annotations are ignored everywhere in a prompt',
 });
 
 const rejected = [
-  ['image', [{ type: 'text', text: 'look' }, { type: 'image', data: 'iVBORw0KGgo=', mimeType: 'image/png' }], '/prompt/1/type'],
+  ['image that is not whole', [{ type: 'text', text: 'look' }, { type: 'image', data: 'iVBORw0KGgo=', mimeType: 'image/png' }], '/prompt/1/data'],
   ['audio', [{ type: 'audio', data: 'UklGRg==', mimeType: 'audio/wav' }], '/prompt/0/type'],
   ['blob resource', [{ type: 'text', text: 'x' }, { type: 'resource', resource: { uri: 'file:///b.bin', blob: 'AAEC' } }], '/prompt/1/resource'],
   ['empty text', [{ type: 'text', text: '' }], '/prompt'],

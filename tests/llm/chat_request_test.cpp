@@ -94,6 +94,34 @@ BOOST_AUTO_TEST_CASE(empty_model_is_omitted) {
   BOOST_TEST(!v.as_object().contains("model"));
 }
 
+// A user message's loaded images become image_url parts where their placeholders stood; an image
+// not loaded keeps its placeholder text; a message without loaded images stays a string.
+BOOST_AUTO_TEST_CASE(loaded_images_are_image_url_parts_in_place) {
+  Message user{Role::user, "see [P1] and [P2] ok"};
+  user.images.push_back({4, 4, "{}", "image/png", std::make_shared<const std::string>("abc")});
+  user.images.push_back({13, 4, "{}", "image/gif", nullptr});
+  Message plain{Role::user, "only [P] text"};
+  plain.images.push_back({5, 3, "{}", "image/png", nullptr});
+  auto v = json::parse(build_chat_request_body("m", {user, plain}));
+  const auto& m = v.at("messages").as_array();
+  BOOST_TEST(json::serialize(m[0].at("content")) ==
+             R"([{"type":"text","text":"see "},{"type":"image_url","image_url":{"url":"data:image/png;base64,YWJj"}},)"
+             R"({"type":"text","text":" and [P2] ok"}])");
+  BOOST_TEST(m[1].at("content").as_string() == "only [P] text");
+
+  // Joined for a server that refuses consecutive user messages: the second message's images move with its text.
+  Message second{Role::user, "[Q]"};
+  second.images.push_back({0, 3, "{}", "image/webp", std::make_shared<const std::string>("xy")});
+  const auto merged = merge_consecutive_user_messages({plain, second});
+  BOOST_REQUIRE(merged.size() == 1u);
+  BOOST_TEST(merged[0].text == "only [P] text\n\n[Q]");
+  BOOST_REQUIRE(merged[0].images.size() == 2u);
+  BOOST_TEST(merged[0].images[1].at == 15u);
+  auto joined = json::parse(build_chat_request_body("", merged));
+  BOOST_TEST(json::serialize(joined.at("messages").at(0).at("content")) ==
+             R"([{"type":"text","text":"only [P] text\n\n"},{"type":"image_url","image_url":{"url":"data:image/webp;base64,eHk="}}])");
+}
+
 BOOST_AUTO_TEST_CASE(merge_joins_runs_of_user_messages_with_a_blank_line) {
   std::vector<Message> msgs{{Role::system, "s"},    {Role::user, "ref"},   {Role::user, "ask"},
                             {Role::assistant, "a"}, {Role::user, "one"},   {Role::user, "two"},

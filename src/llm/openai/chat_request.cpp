@@ -1,6 +1,7 @@
 #include "llm/openai/chat_request.hpp"
 
 #include "llm/token_estimate.hpp"
+#include "support/image.hpp"
 #include "support/utf8.hpp"
 
 #include <boost/json/array.hpp>
@@ -16,7 +17,12 @@ std::vector<Message> merge_consecutive_user_messages(const std::vector<Message>&
   for (const auto& m : messages) {
     if (m.role == Role::user && !out.empty() && out.back().role == Role::user) {
       out.back().text += "\n\n";
+      const std::size_t shift = out.back().text.size();
       out.back().text += m.text;
+      for (MessageImage image : m.images) {
+        image.at += shift;
+        out.back().images.push_back(std::move(image));
+      }
     } else {
       out.push_back(m);
     }
@@ -42,6 +48,42 @@ void append_json_string(std::string& out, std::string_view s) {
     out.append(sr.read(buf, sizeof buf));
 }
 
+bool has_loaded_image(const Message& m) {
+  for (const auto& image : m.images)
+    if (image.data) return true;
+  return false;
+}
+
+// A user message with images as content parts, in the message's order: its text around each
+// loaded image, and the image as a data: URL (an image not loaded keeps its placeholder text).
+void append_parts(std::string& out, const Message& m) {
+  out += '[';
+  bool first = true;
+  std::size_t from = 0;
+  auto text_part = [&](std::size_t to) {
+    if (to <= from) return;
+    if (!first) out += ',';
+    out += "{\"type\":\"text\",\"text\":";
+    append_json_string(out, std::string_view(m.text).substr(from, to - from));
+    out += '}';
+    first = false;
+  };
+  for (const auto& image : m.images) {
+    if (!image.data || image.at < from || image.at + image.length > m.text.size()) continue;
+    text_part(image.at);
+    if (!first) out += ',';
+    out += "{\"type\":\"image_url\",\"image_url\":{\"url\":\"data:";
+    out += image.media_type;
+    out += ";base64,";
+    out += support::base64_encode(*image.data);
+    out += "\"}}";
+    first = false;
+    from = image.at + image.length;
+  }
+  text_part(m.text.size());
+  out += ']';
+}
+
 } // namespace
 
 // Written directly into one string reserved for it, the same text as serializing the JSON object
@@ -54,6 +96,8 @@ std::string build_chat_request_body(std::string_view model, const std::vector<Me
   for (const auto& t : tools) estimate += 64 + t.name.size() + t.description.size() * 2 + t.parameters.size();
   for (const auto& m : messages) {
     std::size_t bytes = message_bytes(m) + 64 * m.tool_calls.size();
+    for (const auto& image : m.images)
+      if (image.data) bytes += image.data->size() / 3 * 4 + 64;
     estimate += bytes + bytes / 16 + 60;  // a little room for escapes
   }
   std::string out;
@@ -76,7 +120,8 @@ std::string build_chat_request_body(std::string_view model, const std::vector<Me
       append_json_string(out, m.tool_call_id);
     }
     out += ",\"content\":";
-    append_json_string(out, m.text);
+    if (m.role == Role::user && has_loaded_image(m)) append_parts(out, m);
+    else append_json_string(out, m.text);
     if (!m.tool_calls.empty()) {
       out += ",\"tool_calls\":[";
       for (std::size_t c = 0; c < m.tool_calls.size(); ++c) {

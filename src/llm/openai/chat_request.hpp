@@ -1,7 +1,8 @@
 // The JSON body of a streaming chat-completions request, and the consecutive-user-message merge.
 //
 // The body is the minimal OpenAI-compatible shape every server we target accepts: model, messages as
-// {role, content} strings (an assistant message's calls in `tool_calls`, its content "" rather than
+// {role, content} strings (a user message with images loaded: content parts, its text around each
+// image and the image as `{type: "image_url", image_url: {url: "data:<type>;base64,…"}}`; an assistant message's calls in `tool_calls`, its content "" rather than
 // null when it has no text, as the harness sends it; a tool message as {role, tool_call_id, content}),
 // the tools offered (`tools: [{type: "function", function: {name, description, parameters}}]`),
 // `stream: true` and `stream_options.include_usage` (so the last event carries token usage). Request
