@@ -17,7 +17,7 @@ import { createRequire } from 'node:module';
 import Ajv2020 from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import * as unstable from '@agentclientprotocol/sdk/unstable';
-import { INIT_PARAMS, REPO_ROOT, startSdkAgent } from './lib/agent.mjs';
+import { INIT_PARAMS, REPO_ROOT, startSdkAgent, until } from './lib/agent.mjs';
 import { M, prompt, updatesOf, echoLines, rejectsWith, logPath, readLog, readRawLog } from './lib/refs.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -195,6 +195,29 @@ test('a fork at an earlier message holds the history through it; an unknown id a
   const loadErr = await rejectsWith(a.ctx.request(M.session.load, { sessionId: missing, cwd, mcpServers: [] }), -32002);
   assert.deepEqual([forkErr.message, forkErr.data], [loadErr.message, loadErr.data]);
   assert.deepEqual(readFileSync(logPath(store, source)), sourceBytes, 'the source is never modified');
+  await a.agent.finish();
+});
+
+test('a fork of a session whose turn is running holds that turn so far, closed as interrupted; the source\'s turn goes on', async (t) => {
+  const store = tempDir(t, 'store');
+  const a = await start(t, ['--store', store]);
+  const cwd = a.agent.home;
+  const { sessionId: source } = await a.ctx.request(M.session.new, { cwd, mcpServers: [] });
+  await prompt(a, source, 'alpha question');
+  // The echo model waits (up to a minute) before it answers; the prompt is in the log by then.
+  const running = prompt(a, source, '[[echo:sleep=60000]] slow question');
+  await until(() => readLog(logPath(store, source)).some((e) => e.type === 'user/message' &&
+    JSON.stringify(e.data).includes('slow question')), 'the running prompt in the log');
+  const forked = await a.ctx.request(FORK, { sessionId: source, cwd, mcpServers: [] });
+  const [header, ...evs] = readLog(logPath(store, forked.sessionId));
+  assert.deepEqual(evs[header.seedLength - 1].data.reason, { kind: 'interrupted' });
+  const { answer } = await prompt(a, forked.sessionId, 'in the fork');
+  assert.deepEqual(seen(answer).filter(([role]) => role === 'user').map(([, text]) => text),
+    ['alpha question', '[[echo:sleep=60000]] slow question', 'in the fork']);
+  // The source's turn was not touched: cancelled here, it ends as a cancelled turn does.
+  await a.ctx.notify(M.session.cancel, { sessionId: source });
+  assert.equal((await running).response.stopReason, 'cancelled');
+  assert.equal(readLog(logPath(store, source)).at(-1).type, 'turn/end');
   await a.agent.finish();
 });
 
