@@ -246,9 +246,24 @@ asio::awaitable<std::shared_ptr<Session>> Engine::fork_session(const ForkRequest
       throw store::StoreCorrupt(*store.find_log(request.source_id), 1, "invalid session header");
     }
     store::ForkSeed cut(request.fork_point);
-    // Kept events (not transient): the seed is written in one batch after the read.
-    store.read_events(
-        request.source_id, [&cut](json::object&& e) { cut.observe(std::move(e)); }, stop);
+    // The read ends where the seed does (a fork at an early message of a long log reads little of
+    // it), or at the engine's stop. Kept events (not transient): the seed is written after the read.
+    std::stop_source enough;
+    const std::stop_callback relay(stop, [&enough] { enough.request_stop(); });
+    bool decided = false;
+    try {
+      store.read_events(
+          request.source_id,
+          [&](json::object&& e) {
+            if (!decided && !cut.observe(std::move(e))) {
+              decided = true;
+              enough.request_stop();
+            }
+          },
+          enough.get_token());
+    } catch (const store::ReadCancelled&) {
+      if (!decided) throw;
+    }
     if (!cut.reached())
       throw InvalidInput(request.fork_point_path,
                          "names no message of session " + request.source_id + " (a messageId it sent in a chunk)");

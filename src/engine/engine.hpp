@@ -266,7 +266,7 @@ public:
   /// Creates a fork of a stored session durably (header and seed in one batch, fsynced) and attaches
   /// it: the caller's own and writable, whoever's the source was; the source is only read. Throws
   /// SessionNotFound as find_stored does (a session the person cannot see is not found), and
-  /// InvalidInput(/_meta) when the fork point is not in the log.
+  /// InvalidInput(fork_point_path) when the fork point is not in the log.
   boost::asio::awaitable<std::shared_ptr<Session>> fork_session(const ForkRequest& request);
   /// Checks `additionalDirectories` (absolute, existing directories: the roots tools work in);
   /// throws InvalidInput(/additionalDirectories/N).
