@@ -14,6 +14,7 @@ void bind_all(Router& router) {
   router.bind(methods::session_cancel,              &session_cancel_request);  // clients that send it with an id
   router.bind(methods::session_close,               &session_close);
   router.bind(methods::session_delete,              &session_delete);
+  router.bind(methods::session_fork,                &session_fork);
   router.bind(methods::session_list,                &session_list);
   router.bind(methods::session_load,                &session_load);
   router.bind(methods::session_new,                 &session_new);

@@ -24,6 +24,7 @@ boost::asio::awaitable<protocol::PromptResponse> session_prompt(HandlerContext&,
 boost::asio::awaitable<void> session_cancel(HandlerContext&, protocol::CancelNotification);
 boost::asio::awaitable<protocol::EmptyResponse> session_cancel_request(HandlerContext&, protocol::CancelNotification);
 boost::asio::awaitable<protocol::LoadSessionResponse> session_load(HandlerContext&, protocol::LoadSessionRequest);
+boost::asio::awaitable<protocol::ForkSessionResponse> session_fork(HandlerContext&, protocol::ForkSessionRequest);
 boost::asio::awaitable<protocol::LoadSessionResponse> session_resume(HandlerContext&, protocol::ResumeSessionRequest);
 boost::asio::awaitable<protocol::EmptyResponse> session_close(HandlerContext&, protocol::SessionIdRequest);
 boost::asio::awaitable<protocol::EmptyResponse> session_delete(HandlerContext&, protocol::SessionIdRequest);

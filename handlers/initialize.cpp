@@ -18,6 +18,7 @@ boost::asio::awaitable<protocol::InitializeResponse> initialize(HandlerContext& 
   sessions.close = boost::json::object{};
   sessions.delete_ = boost::json::object{};
   sessions.additionalDirectories = boost::json::object{};
+  sessions.fork = boost::json::object{};
   // How commands the server runs itself are confined (docs/tools.md): "landlock", or "none" with why.
   boost::json::object sandbox{{"commands", support::sandbox_name()}};
   if (!support::sandbox_missing_reason().empty()) sandbox["reason"] = support::sandbox_missing_reason();

@@ -11,6 +11,7 @@ inline constexpr std::string_view session_new = "session/new";
 inline constexpr std::string_view session_load = "session/load";
 inline constexpr std::string_view session_list = "session/list";
 inline constexpr std::string_view session_resume = "session/resume";
+inline constexpr std::string_view session_fork = "session/fork";
 inline constexpr std::string_view session_close = "session/close";
 inline constexpr std::string_view session_delete = "session/delete";
 inline constexpr std::string_view session_prompt = "session/prompt";

@@ -35,8 +35,9 @@ struct SessionCapabilities {
   std::optional<boost::json::object> close;
   std::optional<boost::json::object> delete_;
   std::optional<boost::json::object> additionalDirectories;
+  std::optional<boost::json::object> fork;  ///< unstable in ACP (session/fork)
 };
-BOOST_DESCRIBE_STRUCT(SessionCapabilities, (), (list, resume, close, delete_, additionalDirectories))
+BOOST_DESCRIBE_STRUCT(SessionCapabilities, (), (list, resume, close, delete_, additionalDirectories, fork))
 
 /// `logout` present ({}) = the logout method is supported.
 struct AgentAuthCapabilities {

@@ -104,6 +104,20 @@ struct LoadSessionRequest {
 };
 BOOST_DESCRIBE_STRUCT(LoadSessionRequest, (), (sessionId, cwd, mcpServers, additionalDirectories, _meta))
 
+/// session/fork (unstable in ACP: schema.unstable.json's ForkSessionRequest). The fork point, when the
+/// client asks for one, is `_meta["dsh-acp/forkAtMessage"]` (handlers/session_fork.cpp).
+struct ForkSessionRequest {
+  std::string sessionId;
+  std::string cwd;
+  std::optional<std::vector<std::string>> additionalDirectories;
+  std::optional<boost::json::array> mcpServers;
+  Meta _meta;
+};
+BOOST_DESCRIBE_STRUCT(ForkSessionRequest, (), (sessionId, cwd, additionalDirectories, mcpServers, _meta))
+
+/// ForkSessionResponse has session/new's answer's members.
+using ForkSessionResponse = NewSessionResponse;
+
 /// session/resume: like load, without replay.
 using ResumeSessionRequest = LoadSessionRequest;
 

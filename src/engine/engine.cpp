@@ -10,6 +10,7 @@
 #include "refs/errors.hpp"
 #include "refs/service.hpp"
 #include "store/errors.hpp"
+#include "store/fork_seed.hpp"
 #include "store/event_builders.hpp"
 #include "store/records.hpp"
 #include "store/session_store.hpp"
@@ -210,6 +211,114 @@ asio::awaitable<std::shared_ptr<Session>> Engine::create_session(const std::stri
   session->ownership = std::move(*co_await offload(session->strand, create));
   session->additional_directories = std::move(additional_directories);
   session->conversation_known = true;  // an empty log: nothing to read back
+  sessions_[session->id] = session;
+  co_return session;
+}
+
+asio::awaitable<std::shared_ptr<Session>> Engine::fork_session(const ForkRequest& request_in) {
+  const ForkRequest request = request_in;
+  require_absolute(request.cwd, "/cwd");
+  co_await check_directories(request.additional_directories);
+  static thread_local boost::uuids::random_generator uuid_generator;
+  store::SessionHeader header;
+  header.id = boost::uuids::to_string(uuid_generator());
+  header.cwd = request.cwd;
+  header.createdAt =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  header.parentSession = request.source_id;
+  struct Forked {
+    store::SessionHeader header;
+    Ownership ownership;
+    LoggedChoices choices;
+    std::string provider, model;
+  };
+  auto fork = [this, header, request, stop = stopping_.get_token()]() mutable -> Forked {
+    note_missing_cwd(*header.cwd);
+    store::StoreSet& store = services_.store.get();
+    store::Backend* holder = store.holder(request.source_id);
+    if (!holder) throw SessionNotFound(request.source_id);
+    std::optional<Ownership> source;
+    for (auto& listing : store.list_sessions())
+      if (listing.header.id == request.source_id) source = ownership_of(*holder, listing);
+    if (!source) {
+      // As find_stored: a log the index does not list has no valid header, and reading it says so.
+      store.read_log(request.source_id);
+      throw store::StoreCorrupt(*store.find_log(request.source_id), 1, "invalid session header");
+    }
+    store::ForkSeed cut(request.fork_point);
+    // The read ends where the seed does (a fork at an early message of a long log reads little of
+    // it), or at the engine's stop. Kept events (not transient): the seed is written after the read.
+    std::stop_source enough;
+    const std::stop_callback relay(stop, [&enough] { enough.request_stop(); });
+    bool decided = false;
+    try {
+      store.read_events(
+          request.source_id,
+          [&](json::object&& e) {
+            if (!decided && !cut.observe(std::move(e))) {
+              decided = true;
+              enough.request_stop();
+            }
+          },
+          enough.get_token());
+    } catch (const store::ReadCancelled&) {
+      if (!decided) throw;
+    }
+    if (!cut.reached())
+      throw InvalidInput(request.fork_point_path,
+                         "names no message of session " + request.source_id + " (a messageId it sent in a chunk)");
+    const std::int64_t copied = cut.copied();
+    std::vector<json::object> seed = cut.finish();
+    store::ForkProvenance provenance;
+    provenance.session_id = request.source_id;
+    if (holder->person()) {
+      provenance.store = holder->name();
+      provenance.owner = source->owner;
+    }
+    if (copied > 0) provenance.through_seq = copied - 1;
+    provenance.message_id = request.message_id;
+    provenance.seed_length = static_cast<std::int64_t>(seed.size());
+    provenance.inherits_choices = source->mine;
+    header.seedLength = provenance.seed_length;
+
+    Forked out;
+    std::vector<store::NewEvent> batch;
+    batch.reserve(seed.size() + 2);
+    for (auto& e : seed) {
+      note_request_header(e, out.provider, out.model);
+      out.choices.observe(e);
+      batch.push_back(store::as_new_event(std::move(e)));
+    }
+    seed.clear();
+    store::NewEvent fork_record = store::fork_event(provenance);
+    out.choices.observe(json::object{{"type", fork_record.type}, {"data", fork_record.data}});
+    batch.push_back(std::move(fork_record));
+    // 0.1.1 marks the end of a seed it was constructed with this way (it voids a compaction the seed
+    // left open); 45fc has no such type.
+    if (store.primary().generation() == store::Generation::project_dirs) {
+      store::NewEvent end_seed;
+      end_seed.type = "session/end-seed";
+      batch.push_back(std::move(end_seed));
+    }
+    // The header and the whole seed in the log's first write: the fork appears whole or not at all.
+    store::SessionWriter writer = store.create(header);
+    writer.append(std::move(batch), /*sync=*/true);
+    out.ownership.owner = store.primary().person();
+    out.ownership.can_share = store.primary().supports_sharing();
+    out.header = header;
+    return out;
+  };
+  Forked forked = std::move(*co_await offload(bulk_reads_.executor(), fork));
+  auto session = std::make_shared<Session>(forked.header.id, forked.header, executor_, asio::make_strand(pool_));
+  session->mode = forked.choices.mode.value_or(default_mode());
+  session->permissions = std::move(forked.choices.permissions);
+  session->ownership = std::move(forked.ownership);
+  session->additional_directories = request.additional_directories;
+  session->logged_provider = forked.provider;
+  session->logged_model = forked.model;
+  if (offers_models() && !forked.model.empty() && forked.provider == services_.config.provider)
+    session->model = forked.model;
+  // conversation_known stays false: the first prompt derives the conversation from the seed.
   sessions_[session->id] = session;
   co_return session;
 }

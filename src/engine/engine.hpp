@@ -225,6 +225,19 @@ struct StoredSession {
   Ownership ownership;
 };
 
+/// session/fork: a new session of the caller's own that continues from `source_id`'s history
+/// (store/fork_seed.hpp says which prefix and how it is written).
+struct ForkRequest {
+  std::string source_id;
+  std::string cwd;  ///< the fork's; it need not be the source's
+  std::vector<std::string> additional_directories;
+  /// True for the first event of the source that shows the message to fork at (the caller knows
+  /// messages; called in log order on a reader thread); empty: the whole log.
+  std::function<bool(const boost::json::object&)> fork_point;
+  std::string fork_point_path = "/_meta";  ///< its JSON Pointer in the request, for InvalidInput
+  std::optional<std::string> message_id;  ///< the fork point as the client named it, for the log
+};
+
 /// Called on a pool thread for every raw event of a replayed log, in order.
 using EventSink = std::function<void(boost::json::object&&)>;
 
@@ -258,6 +271,11 @@ public:
   /// destroys by-value class-type coroutine parameters twice when the call is co_awaited.)
   boost::asio::awaitable<std::shared_ptr<Session>> create_session(const std::string& cwd,
                                                                   const std::vector<std::string>& additional_directories);
+  /// Creates a fork of a stored session durably (header and seed in one batch, fsynced) and attaches
+  /// it: the caller's own and writable, whoever's the source was; the source is only read. Throws
+  /// SessionNotFound as find_stored does (a session the person cannot see is not found), and
+  /// InvalidInput(fork_point_path) when the fork point is not in the log.
+  boost::asio::awaitable<std::shared_ptr<Session>> fork_session(const ForkRequest& request);
   /// Checks `additionalDirectories` (absolute, existing directories: the roots tools work in);
   /// throws InvalidInput(/additionalDirectories/N).
   boost::asio::awaitable<void> check_directories(const std::vector<std::string>& directories);

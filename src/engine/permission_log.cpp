@@ -1,6 +1,7 @@
 #include "engine/permission_log.hpp"
 
 #include "engine/command_rule.hpp"
+#include "store/fork_seed.hpp"
 
 namespace acp::engine {
 
@@ -37,6 +38,15 @@ bool restore_mode(const json::object& event, std::optional<SessionMode>& mode) {
   if (!parsed) return false;
   mode = parsed;
   return true;
+}
+
+bool drops_inherited_choices(const json::object& event) {
+  const json::value* type = event.if_contains("type");
+  if (!type || !type->is_string() || type->get_string() != store::kForkEvent) return false;
+  const json::value* d = event.if_contains("data");
+  const json::object* data = d ? d->if_object() : nullptr;
+  const json::value* inherits = data ? data->if_contains("inheritsChoices") : nullptr;
+  return inherits && inherits->is_bool() && !inherits->get_bool();
 }
 
 namespace {

@@ -41,12 +41,20 @@ store::NewEvent mode_event(SessionMode mode);
 /// event and for an unknown mode (a newer release's: the session keeps what it had).
 bool restore_mode(const boost::json::object& event, std::optional<SessionMode>& mode);
 
+/// True for a fork's `dsh-acp/fork` event saying the source's choices do not apply to it (the source
+/// was someone else's: store/fork_seed.hpp): the rules and the mode logged before it are forgotten.
+bool drops_inherited_choices(const boost::json::object& event);
+
 /// What a load or resume folds from the log as it passes: the "always" rules and the mode.
 struct LoggedChoices {
   Permissions permissions;
   std::optional<SessionMode> mode;  ///< the latest mode logged, none when the user never chose one
   void observe(const boost::json::object& event) {
-    if (!restore_permission_rule(event, permissions)) restore_mode(event, mode);
+    if (restore_permission_rule(event, permissions) || restore_mode(event, mode)) return;
+    if (drops_inherited_choices(event)) {
+      permissions = Permissions();
+      mode.reset();
+    }
   }
 };
 

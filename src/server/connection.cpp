@@ -180,7 +180,8 @@ struct Connection::Impl {
 
   asio::awaitable<void> run_request(jsonrpc::Request request, const handlers::Router::RequestFn* fn,
                                     std::shared_ptr<engine::Turn> turn) {
-    std::string key = stream_key(request.params);
+    // session/fork names its source: its answer belongs to the new session's stream (as session/new's).
+    std::string key = request.method == methods::session_fork ? std::string() : stream_key(request.params);
     json::value result;
     std::exception_ptr failure;
     try {

@@ -124,7 +124,7 @@ std::string_view renamed_compaction(std::string_view type) {
 
 // Types of our own (`dsh-acp/…`, written marked ignorable): known here even where an older release
 // wrote them without the marker (45fc logs before it was written there too).
-constexpr std::array<std::string_view, 2> kOwnTypes = {"dsh-acp/permission-rule", "dsh-acp/mode"};
+constexpr std::array<std::string_view, 3> kOwnTypes = {"dsh-acp/permission-rule", "dsh-acp/mode", "dsh-acp/fork"};
 
 bool is_known_event_type(std::string_view type) {
   for (auto t : kKnownTypes)

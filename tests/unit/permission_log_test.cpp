@@ -97,6 +97,29 @@ BOOST_AUTO_TEST_CASE(restoring_applies_rules_only_and_the_latest_wins) {
   BOOST_TEST((p.check(SessionMode::ask, "edit", ToolEffect::changes_files) == PermissionNeed::ask));
 }
 
+// A fork of someone else's session (store/fork_seed.hpp) copies their rules and mode with the history;
+// its dsh-acp/fork event says they no longer apply, and a load or resume forgets them there. Rules
+// and a mode logged after it are the fork owner's and apply.
+BOOST_AUTO_TEST_CASE(a_fork_of_someone_elses_session_forgets_their_choices) {
+  const char* const rule = R"({"type":"dsh-acp/permission-rule","seq":2,"time":3,"data":{"tool":"bash","commandPrefix":"npm test","decision":"allow"},"ignorable":true})";
+  const char* const mode = R"({"type":"dsh-acp/mode","seq":3,"time":3,"data":{"mode":"auto"},"ignorable":true})";
+  auto fork = [](bool inherits) {
+    return parse_object(std::string(R"({"type":"dsh-acp/fork","seq":4,"time":5,"data":{"source":{"sessionId":"s"},"throughSeq":3,"seedLength":4,"inheritsChoices":)") +
+                        (inherits ? "true" : "false") + "}," + R"("ignorable":true})");
+  };
+  auto need = [](const LoggedChoices& c) { return c.permissions.check(SessionMode::ask, "bash", ToolEffect::runs_commands, "npm test"); };
+  LoggedChoices own;
+  for (const auto& e : {parse_object(rule), parse_object(mode), fork(true)}) own.observe(e);
+  BOOST_TEST((need(own) == PermissionNeed::allowed));
+  BOOST_TEST((own.mode == SessionMode::auto_approve));
+  LoggedChoices others;
+  for (const auto& e : {parse_object(rule), parse_object(mode), fork(false)}) others.observe(e);
+  BOOST_TEST((need(others) == PermissionNeed::ask));
+  BOOST_TEST(!others.mode.has_value());
+  others.observe(parse_object(R"({"type":"dsh-acp/mode","seq":5,"time":6,"data":{"mode":"read-only"},"ignorable":true})"));
+  BOOST_TEST((others.mode == SessionMode::read_only));
+}
+
 // The release before exact rules logged `commandPrefix` for any first word (and a plain second):
 // `rm old.log` was logged as "rm", `bash build.sh` as "bash". Read today, such an allow covers only
 // the command of exactly those words; a prefix still offered stays one; a reject keeps its breadth.
