@@ -22,6 +22,7 @@ namespace acp::handlers {
 
 namespace json = boost::json;
 using namespace protocol;
+using store::attachment_hex;
 using store::object_at;
 using store::string_at;
 
@@ -36,16 +37,6 @@ TextContent text_block(std::string text) { return TextContent{std::move(text), s
 
 SessionUpdate agent_text(std::string text, std::string id) {
   return AgentMessageChunk{text_block(std::move(text)), std::move(id), {}};
-}
-
-// `sha256:<64 lowercase hex>` → the hex; "" for anything else, so a log never names a path of its own.
-std::string_view attachment_hex(std::string_view id) {
-  constexpr std::string_view kPrefix = "sha256:";
-  if (id.size() != kPrefix.size() + 64 || id.substr(0, kPrefix.size()) != kPrefix) return {};
-  id.remove_prefix(kPrefix.size());
-  for (char c : id)
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return {};
-  return id;
 }
 
 bool is_file(const std::string& path) {
@@ -72,7 +63,7 @@ std::string image_placeholder(const json::object& block, const std::string& harn
   // A stat on the replay's pool thread (session/load reads the log there, never on the connection's).
   if (!harness_home.empty() &&
       (hex.empty() ||
-       !is_file(harness_home + "/attachments/v1/objects/" + std::string(hex.substr(0, 2)) + "/" + std::string(hex))))
+       !is_file(store::attachment_object_path(harness_home, hex))))
     out += " \u2014 attachment missing";
   return out + "]";
 }

@@ -1,7 +1,7 @@
 // acpx (npm, pinned by package-lock.json), a headless ACP client nobody here wrote, against the real
 // binary and the loopback fake provider: `sessions new`, `prompt` in a new process, `sessions list`,
-// a prompt with a mention, `cancel` and `set model`, each checked through acpx's own output and exit
-// code. acpx launches a custom agent with `--agent '<command>'`; its state lives under $HOME/.acpx,
+// a prompt with a mention, `cancel`, `set model`, `set-mode` across processes, usage, an image
+// prompt and an MCP server over HTTP, each checked through acpx's own output and exit code. acpx launches a custom agent with `--agent '<command>'`; its state lives under $HOME/.acpx,
 // so each test gets its own HOME. Each acpx command talks to a "queue owner" process that keeps the
 // agent running for `--ttl` seconds: with `--ttl 1` later commands usually start a new agent process,
 // which attaches the stored session with session/resume. The tool turns run on the offline echo
@@ -13,9 +13,12 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync, existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
+import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { BIN, until, waitNoting } from './lib/agent.mjs';
 import { FakeProvider, answer, providerArgs, startSse, chunkEvent, sleep } from './lib/fake-provider.mjs';
+import { startHttpMcpServer } from './lib/mcp-http-server.mjs';
+import { png } from './lib/png.mjs';
 
 const require = createRequire(import.meta.url);
 const ACPX = path.join(path.dirname(require.resolve('acpx/package.json')), 'dist', 'cli.js');
@@ -262,4 +265,44 @@ test('acpx: set-mode holds in a new agent process; usage_update and the prompt u
   const answered = frames.find((f) => f.result?.stopReason);
   assert.equal(answered.result.stopReason, 'end_turn');
   assert.ok(answered.result.usage.totalTokens > 0, 'the prompt answer carries usage');
+});
+
+// acpx sends a prompt given as a JSON array of ACP content blocks as it is: an image block reaches
+// the echo model, which describes what it received, and is kept in the harness's attachment store.
+test('acpx: a structured prompt with an image reaches the model and the attachment store', async (t) => {
+  const { acpx, project, dsh } = await setup(t, { echo: true });
+  const created = await acpx(['sessions', 'new']);
+  assert.equal(created.code, 0, created.stderr);
+  const image = png(3, 2);
+  const prompt = path.join(project, 'prompt.json');
+  writeFileSync(prompt, JSON.stringify([{ type: 'text', text: 'what is this?' },
+    { type: 'image', mimeType: 'image/png', data: image.toString('base64') }]));
+  const run = await acpx(['prompt', '-f', prompt]);
+  assert.equal(run.code, 0, `${run.stdout}\n${run.stderr}`);
+  assert.ok(run.stdout.includes(`image in [2]: image/png, 3x2, ${image.length} bytes`), run.stdout);
+  const hex = createHash('sha256').update(image).digest('hex');
+  // DSH_HOME defaults to ~/.dsh, and HOME is the test's.
+  const object = path.join(path.dirname(dsh), '.dsh', 'attachments', 'v1', 'objects', hex.slice(0, 2), hex);
+  assert.deepEqual(readFileSync(object), image);
+});
+
+// An MCP server over streamable HTTP, given to acpx in an --mcp-config file (with a header), is
+// passed in session/new and session/resume; the echo model calls its tool through our server.
+test('acpx --mcp-config: an MCP server over HTTP, its header and its tool', async (t) => {
+  const { acpx, project } = await setup(t, { echo: true });
+  const server = await startHttpMcpServer();
+  t.after(server.close);
+  const config = path.join(project, 'mcp.json');
+  writeFileSync(config, JSON.stringify({ mcpServers: [{ type: 'http', name: 'web', url: server.url('/mcp'),
+    headers: [{ name: 'X-Dsh-Test', value: 'via acpx' }] }] }));
+  const created = await acpx(['--mcp-config', config, 'sessions', 'new']);
+  assert.equal(created.code, 0, created.stderr);
+  const run = await acpx(['--mcp-config', config, 'prompt',
+    'ask [[echo:tool=mcp__web__echo {"text":"hello over http"}]] [[echo:tool=mcp__web__header {"name":"X-Dsh-Test"}]]']);
+  assert.equal(run.code, 0, `${run.stdout}\n${run.stderr}`);
+  assert.match(run.stdout, /tool \d+ bytes: echo: hello over http/);
+  assert.match(run.stdout, /tool \d+ bytes: via acpx/);
+  const posts = server.requests.filter((r) => r.method === 'POST');
+  assert.ok(posts.length >= 3, 'initialize, tools/list and the calls went to the server');
+  for (const r of posts) assert.equal(r.headers['x-dsh-test'], 'via acpx');
 });

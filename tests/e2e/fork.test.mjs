@@ -141,6 +141,13 @@ test('a fork of one\'s own session continues its history, is durable, replays in
   // And it takes prompts there too.
   const { answer: again } = await prompt(b, forked.sessionId, 'epsilon');
   assert.equal(seen(again).length, 7);
+  // Referenceable like any session: a mention of the fork brings its history, the copied part included.
+  const { sessionId: other } = await b.ctx.request(M.session.new, { cwd, mcpServers: [] });
+  const uri = `dsh-session:${Buffer.from(JSON.stringify(forked.sessionId)).toString('base64url')}`;
+  await prompt(b, other, `what did the fork say? @[fork](${uri})`);
+  const snapshot = JSON.stringify(readRawLog(logPath(store, other)));
+  for (const said of ['alpha question', 'beta question', 'gamma question', 'epsilon']) assert.ok(snapshot.includes(said), said);
+  assert.ok(!snapshot.includes('delta question'), 'the source\'s later prompt is not the fork\'s');
   await b.agent.finish();
 });
 
