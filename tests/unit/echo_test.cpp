@@ -145,7 +145,8 @@ BOOST_AUTO_TEST_CASE(unsupported_and_blank_prompts_are_invalid_params) {
     }
     return "accepted";
   };
-  BOOST_TEST(code_path({TextContent{"x", {}, {}}, ImageContent{"AA==", "image/png", {}, {}, {}}}) == "-32602 /prompt/1/type");
+  // Images are taken (promptCapabilities.image), but only real ones: one byte is no PNG.
+  BOOST_TEST(code_path({TextContent{"x", {}, {}}, ImageContent{"AA==", "image/png", {}, {}, {}}}) == "-32602 /prompt/1/data");
   BOOST_TEST(code_path({AudioContent{"AA==", "audio/wav", {}, {}}}) == "-32602 /prompt/0/type");
   BOOST_TEST(code_path({EmbeddedResource{ResourceContents{"u", {}, std::string("AA=="), {}, {}}, {}, {}}}) ==
              "-32602 /prompt/0/resource");
