@@ -64,28 +64,33 @@ public:
 
   boost::asio::awaitable<std::string> read_text_file(std::string path) override {
     json::value params = read_params(session_, std::move(path));
-    json::value answer = co_await call("fs/read_text_file", std::move(params));
+    auto calling = call("fs/read_text_file", std::move(params));
+    json::value answer = co_await std::move(calling);
     co_return decoded<protocol::ReadTextFileResponse>(answer, "fs/read_text_file").content;
   }
   boost::asio::awaitable<void> write_text_file(std::string path, std::string content) override {
     json::value params = write_params(session_, std::move(path), std::move(content));
-    co_await call("fs/write_text_file", std::move(params));
+    auto calling = call("fs/write_text_file", std::move(params));
+    co_await std::move(calling);
   }
   boost::asio::awaitable<std::string> create_terminal(std::string command, std::string cwd,
                                                       std::size_t output_limit) override {
     json::value params = terminal_params(session_, std::move(command), std::move(cwd), output_limit);
-    json::value answer = co_await call("terminal/create", std::move(params));
+    auto calling = call("terminal/create", std::move(params));
+    json::value answer = co_await std::move(calling);
     co_return decoded<protocol::CreateTerminalResponse>(answer, "terminal/create").terminalId;
   }
   boost::asio::awaitable<engine::TerminalExit> wait_for_terminal_exit(std::string terminal) override {
     json::value params = terminal_ref(session_, std::move(terminal));
-    json::value answer = co_await call("terminal/wait_for_exit", std::move(params));
+    auto calling = call("terminal/wait_for_exit", std::move(params));
+    json::value answer = co_await std::move(calling);
     if (!answer.is_object()) co_return engine::TerminalExit{};  // it exited; how is terminal/output's to say
     co_return exit_of(decoded<protocol::TerminalExitStatus>(answer, "terminal/wait_for_exit"));
   }
   boost::asio::awaitable<engine::TerminalOutput> terminal_output(std::string terminal) override {
     json::value params = terminal_ref(session_, std::move(terminal));
-    json::value answer = co_await call("terminal/output", std::move(params));
+    auto calling = call("terminal/output", std::move(params));
+    json::value answer = co_await std::move(calling);
     auto out = decoded<protocol::TerminalOutputResponse>(answer, "terminal/output");
     engine::TerminalOutput result{std::move(out.output), std::nullopt};
     if (out.exitStatus) result.exit = exit_of(*out.exitStatus);
@@ -93,11 +98,13 @@ public:
   }
   boost::asio::awaitable<void> kill_terminal(std::string terminal) override {
     json::value params = terminal_ref(session_, std::move(terminal));
-    co_await call("terminal/kill", std::move(params));
+    auto calling = call("terminal/kill", std::move(params));
+    co_await std::move(calling);
   }
   boost::asio::awaitable<void> release_terminal(std::string terminal) override {
     json::value params = terminal_ref(session_, std::move(terminal));
-    co_await call("terminal/release", std::move(params));
+    auto calling = call("terminal/release", std::move(params));
+    co_await std::move(calling);
   }
 
 private:

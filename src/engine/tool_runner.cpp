@@ -176,12 +176,16 @@ asio::awaitable<ToolOutcome> ToolRunner::run(std::string name, std::string argum
   co_return out;
 }
 
-asio::awaitable<std::optional<std::string>> ToolRunner::editor_text(const std::string& path) {
-  // The editor's view of the file (unsaved changes included); nullopt when it has no such file.
+asio::awaitable<std::optional<std::string>> ToolRunner::editor_text(const std::string& path, bool on_disk) {
+  // The editor's view of the file (unsaved changes included); nullopt when it has no such file. A
+  // file that is on disk and still cannot be read is the editor's failure, never "no such file":
+  // write would report an overwrite as a creation, edit would send the model to write.
   try {
-    co_return co_await editor_->read_text_file(path);
+    auto reading = editor_->read_text_file(path);
+    co_return co_await std::move(reading);
   } catch (const EditorCallError& e) {
     if (e.cancelled()) throw;
+    if (on_disk) throw ToolFailure("the editor could not read \"" + roots_.display(path) + "\": " + e.what());
     co_return std::nullopt;
   }
 }
@@ -197,7 +201,7 @@ asio::awaitable<ToolOutcome> ToolRunner::read(const json::object& args) {
     auto resolve = [&] { return roots_.resolve(path); };
     tools::ResolvedPath target = co_await on_pool(blocking_, resolve);
     if (target.directory) throw ToolFailure("\"" + path + "\" is a directory; use glob to list files");
-    std::optional<std::string> text = co_await editor_text(target.path);
+    std::optional<std::string> text = co_await editor_text(target.path, target.exists);
     if (!text) throw ToolFailure("\"" + roots_.display(target.path) + "\" could not be read (the editor has no such file)");
     tools::TextWindow window(request);
     window.feed(*text);
@@ -218,12 +222,13 @@ asio::awaitable<ToolOutcome> ToolRunner::write(const json::object& args) {
     tools::ResolvedPath target = co_await on_pool(blocking_, resolve);
     refuse_directory(target, path);  // before the editor hears of it
     std::optional<std::string> before;
-    if (target.exists && editor_->reads_files()) before = co_await editor_text(target.path);
+    if (target.exists && editor_->reads_files()) before = co_await editor_text(target.path, true);
     else if (target.exists) {
       auto work = [&] { return tools::read_text_file(roots_, path); };
       before = co_await on_pool(blocking_, work);
     }
-    co_await editor_->write_text_file(target.path, content);
+    auto writing = editor_->write_text_file(target.path, content);
+    co_await std::move(writing);
     out.edit = FileEdit{target.path, std::move(before), content};
   } else {
     auto work = [&] { return tools::write_local(roots_, path, content); };
@@ -247,14 +252,15 @@ asio::awaitable<ToolOutcome> ToolRunner::edit(const json::object& args) {
     std::string display = roots_.display(target.path);
     refuse_directory(target, path);  // before the editor hears of it
     std::optional<std::string> before;
-    if (editor_->reads_files()) before = co_await editor_text(target.path);
+    if (editor_->reads_files()) before = co_await editor_text(target.path, target.exists);
     else if (target.exists) {
       auto work = [&] { return tools::read_text_file(roots_, path); };
       before = co_await on_pool(blocking_, work);
     }
     if (!before) throw ToolFailure("\"" + display + "\" does not exist; use write to create it");
     std::string after = tools::apply_edit(*before, request, display, &replaced);
-    co_await editor_->write_text_file(target.path, after);
+    auto writing = editor_->write_text_file(target.path, after);
+    co_await std::move(writing);
     out.edit = FileEdit{target.path, std::move(before), std::move(after)};
   } else {
     auto work = [&] { return tools::edit_local(roots_, path, request); };
@@ -282,7 +288,8 @@ asio::awaitable<ToolOutcome> ToolRunner::bash(const json::object& args,
   }
   ToolOutcome out;
   if (editor_ && editor_->runs_commands()) {
-    const std::string id = co_await editor_->create_terminal(command, workdir, limits_.max_result_bytes);
+    auto creating = editor_->create_terminal(command, workdir, limits_.max_result_bytes);
+    const std::string id = co_await std::move(creating);
     out.terminal_id = id;
     if (on_terminal) on_terminal(id);
     bool timed_out = false, cancelled = false;
@@ -304,8 +311,12 @@ asio::awaitable<ToolOutcome> ToolRunner::bash(const json::object& args,
     CommandExit exit;
     if (timed_out) exit.timed_out = timeout;
     try {
-      if (timed_out || cancelled) co_await editor_->kill_terminal(id);
-      TerminalOutput output = co_await editor_->terminal_output(id);
+      if (timed_out || cancelled) {
+        auto killing = editor_->kill_terminal(id);
+        co_await std::move(killing);
+      }
+      auto reading = editor_->terminal_output(id);
+      TerminalOutput output = co_await std::move(reading);
       text = std::move(output.output);
       if (output.exit) {
         // Kept after a kill too: the card says how the command ended, the model's note why.
@@ -320,7 +331,8 @@ asio::awaitable<ToolOutcome> ToolRunner::bash(const json::object& args,
     }
     out.command_exit = std::move(exit);
     try {
-      co_await editor_->release_terminal(id);
+      auto releasing = editor_->release_terminal(id);
+      co_await std::move(releasing);
     } catch (const EditorCallError&) {
     }
     if (failure) std::rethrow_exception(failure);

@@ -81,7 +81,7 @@ private:
   boost::asio::awaitable<ToolOutcome> bash(const boost::json::object& args,
                                            const std::function<void(const std::string&)>& on_terminal);
   boost::asio::awaitable<ToolOutcome> search(const std::string& name, const boost::json::object& args);
-  boost::asio::awaitable<std::optional<std::string>> editor_text(const std::string& path);
+  boost::asio::awaitable<std::optional<std::string>> editor_text(const std::string& path, bool on_disk);
 
   tools::Roots roots_;
   std::shared_ptr<Editor> editor_;

@@ -64,6 +64,7 @@ struct FakeEditor final : engine::Editor {
   std::map<std::string, std::string> buffers;
   std::vector<std::string> methods;
   bool terminal_exits = true;  ///< wait_for_exit answers at once; else never
+  bool refuses_reads = false;  ///< fs/read_text_file fails (a permission error, say) for every file
   std::string terminal_output_text = "built\n";
 
   bool reads_files() const override { return true; }
@@ -72,6 +73,7 @@ struct FakeEditor final : engine::Editor {
 
   asio::awaitable<std::string> read_text_file(std::string path) override {
     methods.push_back("fs/read_text_file");
+    if (refuses_reads) throw engine::EditorCallError("EACCES", false);
     auto it = buffers.find(path);
     if (it == buffers.end()) throw engine::EditorCallError("file not found", false);
     co_return it->second;
@@ -217,6 +219,31 @@ BOOST_AUTO_TEST_CASE(results_are_capped_head_and_tail) {
   BOOST_TEST(r.text.substr(0, 2) == "1\n");
   BOOST_TEST(r.text.find("bytes omitted") != std::string::npos);
   BOOST_TEST(r.text.find("10000") != std::string::npos);
+}
+
+// An editor that cannot read a file that is on disk has failed; it has not shown the file is
+// absent: write must not report an overwrite as a creation, edit must not send the model to write.
+BOOST_AUTO_TEST_CASE(an_editor_that_cannot_read_an_existing_file_stops_the_change) {
+  Dir d;
+  d.put("a.txt", "on disk\n");
+  Rig rig;
+  FakeEditor editor;
+  editor.refuses_reads = true;
+  engine::ToolRunner runner(tools::Roots(d.root.string()), editor.access(), rig.pool.get_executor());
+  for (const char* args : {R"({"file_path":"a.txt","content":"new"})", R"({"file_path":"a.txt","old_string":"on","new_string":"off"})"}) {
+    auto r = rig.run(runner, std::string(args).find("old_string") == std::string::npos ? "write" : "edit", args);
+    BOOST_TEST(r.is_error, args);
+    BOOST_TEST(r.text.find("the editor could not read \"a.txt\": EACCES") != std::string::npos, r.text);
+    BOOST_TEST(!r.edit.has_value());
+  }
+  auto read = rig.run(runner, "read", R"({"file_path":"a.txt"})");
+  BOOST_TEST(read.text.find("the editor could not read") != std::string::npos, read.text);
+  BOOST_TEST((std::find(editor.methods.begin(), editor.methods.end(), "fs/write_text_file") == editor.methods.end()));
+  BOOST_TEST(d.get("a.txt") == "on disk\n");
+  // A file that is on no disk and in no buffer is still "no such file" (write creates it).
+  auto created = rig.run(runner, "write", R"({"file_path":"new.txt","content":"x"})");
+  BOOST_TEST(!created.is_error, created.text);
+  BOOST_TEST(editor.buffers[(d.root / "new.txt").string()] == "x");
 }
 
 BOOST_AUTO_TEST_CASE(files_go_through_the_editor_when_it_can) {
