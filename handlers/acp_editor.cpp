@@ -1,5 +1,6 @@
 #include "handlers/acp_editor.hpp"
 
+#include "handlers/client_capabilities.hpp"
 #include "protocol/client_call.hpp"
 #include "protocol/types/client.hpp"
 #include "protocol/wire.hpp"
@@ -12,16 +13,6 @@ namespace acp::handlers {
 namespace json = boost::json;
 
 namespace {
-
-bool capability(const json::object& caps, std::string_view group, std::string_view name) {
-  const json::object* g = &caps;
-  if (!group.empty()) {
-    const json::value* v = caps.if_contains(group);
-    g = v ? v->if_object() : nullptr;
-  }
-  const json::value* flag = g ? g->if_contains(name) : nullptr;
-  return flag && flag->is_bool() && flag->get_bool();
-}
 
 // Params built outside the coroutines: GCC 12 mishandles braced temporaries (and an initializer
 // list's array) inside a co_await's full-expression, so each request is a local before it is sent.
@@ -52,9 +43,9 @@ engine::TerminalExit exit_of(const protocol::TerminalExitStatus& status) {
 class AcpEditor final : public engine::Editor {
 public:
   AcpEditor(HandlerContext& ctx, std::string session) : ctx_(ctx), session_(std::move(session)) {
-    reads_ = capability(ctx.client_capabilities, "fs", "readTextFile");
-    writes_ = capability(ctx.client_capabilities, "fs", "writeTextFile");
-    terminal_ = capability(ctx.client_capabilities, "", "terminal");
+    reads_ = client_flag(ctx.client_capabilities, "fs", "readTextFile");
+    writes_ = client_flag(ctx.client_capabilities, "fs", "writeTextFile");
+    terminal_ = client_flag(ctx.client_capabilities, "", "terminal");
   }
   bool any() const { return reads_ || writes_ || terminal_; }
 

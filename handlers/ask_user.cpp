@@ -1,5 +1,6 @@
 #include "handlers/ask_user.hpp"
 
+#include "handlers/client_capabilities.hpp"
 #include "protocol/client_call.hpp"
 #include "protocol/methods.hpp"
 #include "protocol/types/elicitation.hpp"
@@ -31,9 +32,7 @@ std::string answer_text(const json::value& v) {
 } // namespace
 
 bool client_elicits_forms(const json::object& client_capabilities) {
-  const json::value* elicitation = client_capabilities.if_contains("elicitation");
-  const json::object* caps = elicitation ? elicitation->if_object() : nullptr;
-  const json::value* form = caps ? caps->if_contains("form") : nullptr;
+  const json::value* form = client_capability(client_capabilities, "elicitation", "form");
   return form && (form->is_object() || (form->is_bool() && form->get_bool()));
 }
 

@@ -1,3 +1,4 @@
+#include "handlers/client_capabilities.hpp"
 #include "handlers/handlers.hpp"
 #include "handlers/provider_auth.hpp"
 #include "support/build_info.hpp"
@@ -36,9 +37,7 @@ boost::asio::awaitable<protocol::InitializeResponse> initialize(HandlerContext& 
   // Always at least the agent method (with a key, without, or none needed); the terminal one only
   // to a client that runs it (clientCapabilities.auth.terminal).
   if (ctx.auth) {
-    const auto* auth = ctx.client_capabilities.if_contains("auth");
-    const auto* terminal = auth && auth->is_object() ? auth->get_object().if_contains("terminal") : nullptr;
-    r.authMethods = ctx.auth->methods(terminal && terminal->is_bool() && terminal->get_bool());
+    r.authMethods = ctx.auth->methods(client_flag(ctx.client_capabilities, "auth", "terminal"));
   }
   r.agentInfo = protocol::Implementation{"dsh-acp", "dsh-acp (DeepSeek agent with cross-session references)",
                                          support::build_version};
