@@ -1,7 +1,11 @@
 #include "store/backend.hpp"
 
+#include "store/collation.hpp"
 #include "store/errors.hpp"
 #include "store/session_writer.hpp"
+
+#include <algorithm>
+#include <cmath>
 
 namespace acp::store {
 
@@ -22,6 +26,71 @@ void Backend::import_lines(const std::string&, Generation, const std::string&, s
 
 void Backend::set_shared(const std::string&, bool) {
   throw SharingUnsupported("sharing needs a PostgreSQL store; " + name() + " is one person's files");
+}
+
+namespace {
+
+// The plain scan's ranking: distinct terms matched count most, then how often they occur. An
+// index ranks by BM25 instead; both return the session's best-matching event.
+struct ScanBest {
+  double score = 0;
+  std::int64_t seq = 0;
+  TextKind kind = TextKind::user;
+  std::string text;
+};
+
+double scan_score(const std::string& lowered, const std::vector<std::string>& terms) {
+  std::size_t distinct = 0, occurrences = 0;
+  for (const std::string& t : terms) {
+    std::size_t n = 0;
+    for (std::size_t at = lowered.find(t); at != std::string::npos; at = lowered.find(t, at + t.size())) ++n;
+    distinct += n > 0;
+    occurrences += n;
+  }
+  return distinct == 0 ? 0 : static_cast<double>(distinct) + std::log1p(static_cast<double>(occurrences)) / 10;
+}
+
+} // namespace
+
+std::vector<ContentHit> Backend::search_content(const ContentQuery& query, std::stop_token stop) {
+  std::vector<ContentHit> hits;
+  std::vector<std::string> terms = content_terms(query.words);
+  if (terms.empty() || query.limit == 0) return hits;
+  for (const SessionListing& listing : list_sessions()) {
+    if (std::find(query.exclude.begin(), query.exclude.end(), listing.header.id) != query.exclude.end()) continue;
+    ScanBest best;
+    double total = 0;
+    auto sink = [&](boost::json::object&& event) {
+      if (stop.stop_requested()) throw ReadCancelled();
+      for (IndexableText& t : indexable_texts(event)) {
+        double s = scan_score(lowercase_en_us(t.text), terms);
+        total += s;
+        if (s > best.score) {
+          const boost::json::value* seq = event.if_contains("seq");
+          best = {s, seq && seq->is_int64() ? seq->get_int64() : 0, t.kind, std::move(t.text)};
+        }
+      }
+    };
+    try {
+      read_events(listing.header.id, sink, stop, EventLifetime::transient);
+    } catch (const ReadCancelled&) {
+      throw;
+    } catch (const StoreError&) {
+      continue;  // a log that cannot be read is not found by its words either
+    }
+    if (best.score == 0) continue;
+    hits.push_back({listing.header.id, best.seq, best.kind, make_snippet(best.text, terms), best.score + total / 1000});
+  }
+  std::stable_sort(hits.begin(), hits.end(), [](const ContentHit& a, const ContentHit& b) { return a.score > b.score; });
+  if (hits.size() > query.limit) hits.resize(query.limit);
+  return hits;
+}
+
+IndexProgress Backend::index_content(const IndexProgressFn& progress, std::stop_token) {
+  IndexProgress p;
+  p.total = p.done = list_sessions().size();
+  if (progress) progress(p);
+  return p;
 }
 
 } // namespace acp::store

@@ -5,6 +5,7 @@
 // Every call may block (file or database I/O, lock waits): call them off the connection thread.
 #pragma once
 
+#include "store/content_search.hpp"
 #include "store/layout.hpp"
 #include "store/listing_index.hpp"
 #include "store/log_scan.hpp"
@@ -142,6 +143,20 @@ public:
   /// Marks a session of the connected person shared (or not). SharingUnsupported where not
   /// supported, SessionNotFound when the person cannot see it, SessionReadOnly when it is someone else's.
   virtual void set_shared(const std::string& id, bool shared);
+
+  // ---- recall by content (docs/recall.md) ----
+
+  /// Sessions whose texts (indexable_texts) hold terms of `query.words` (content_terms), best first,
+  /// at most `query.limit`, one hit per session: only sessions this store lists to its person (a
+  /// PostgreSQL role finds nothing it cannot read, and the ranking reveals nothing of others'
+  /// sessions). An index is brought up to date with logs changed since (by any process) first.
+  /// Empty when no term survives. This default scans every log (the baseline the benchmark
+  /// compares an index with); stores with an index override it. `stop` is checked per event.
+  virtual std::vector<ContentHit> search_content(const ContentQuery& query, std::stop_token stop = {});
+  /// Builds the index when missing, catches up changed logs and forgets deleted ones
+  /// (`dsh-acp store index`); `progress` is called now and then. Returns the final progress. The
+  /// default (no index) only counts the sessions.
+  virtual IndexProgress index_content(const IndexProgressFn& progress = {}, std::stop_token stop = {});
 
   /// Persists whatever the backend caches (a file root's listing index). Also done on destruction.
   virtual void flush() {}
