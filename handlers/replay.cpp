@@ -239,6 +239,7 @@ std::size_t Replayer::plain_chunk(const json::object& event, std::string_view& t
 
 void Replayer::on_event(const json::object& event, std::vector<SessionUpdate>& out) {
   const bool after_direct_message = std::exchange(after_direct_message_, false);
+  const bool after_tool_result = std::exchange(after_tool_result_, false);
   std::string_view type = string_at(event, "type");
   const json::object* data = object_at(event, "data");
   if (!data) return;
@@ -250,6 +251,12 @@ void Replayer::on_event(const json::object& event, std::vector<SessionUpdate>& o
       // The 0.1.1 harness writes the recall right after its direct message: the card goes there.
       if (after_direct_message && string_at(*source, "form") == "recall") {
         out.push_back(reference_card(num(event, "seq"), *source));
+        return;
+      }
+      // The recall tool logs its snapshots after the step's tool results.
+      if (after_tool_result) {
+        out.push_back(reference_card(num(event, "seq"), *source));
+        after_tool_result_ = true;
         return;
       }
       // Its own storage: not the snapshot line's arena, which holds the whole snapshot text.
@@ -321,6 +328,7 @@ void Replayer::on_event(const json::object& event, std::vector<SessionUpdate>& o
       out.push_back(tool_call_card(id, {}, json::value(), places_.cwd));
     }
     out.push_back(result_update(*data, std::move(id)));
+    after_tool_result_ = true;
   } else if (type == "compact/start" || type == "compact/summary") {
     compact_events_.insert(num(event, "seq"));
   } else if (type == "todo/write") {

@@ -84,6 +84,9 @@ private:
   std::optional<std::pair<std::int64_t, boost::json::object>> pending_card_;
   /// Whether the previous event was a direct user message (a 0.1.1 recall follows it at once).
   bool after_direct_message_ = false;
+  /// Whether the previous events were a tool result and any snapshots after it: a snapshot there is
+  /// the agent's own reference (the recall tool), shown where it stands.
+  bool after_tool_result_ = false;
   /// Seqs of compact/start and compact/summary events (not messages a checkpoint replaced).
   std::set<std::int64_t> compact_events_;
   std::string block_place_;  ///< block_id()'s last place and its id

@@ -1,7 +1,9 @@
 #include "handlers/handlers.hpp"
 #include "protocol/jsonrpc.hpp"
 #include "protocol/wire.hpp"
+#include "refs/service.hpp"
 #include "refs/uri.hpp"
+#include "store/layout.hpp"
 #include "store/listing_index.hpp"
 #include "store/title.hpp"
 #include "support/hex.hpp"
@@ -46,10 +48,72 @@ std::pair<std::int64_t, std::string> decode_cursor(const std::string& cursor) {
   return {v.as_array()[0].get_int64(), std::string(v.as_array()[1].get_string())};
 }
 
+protocol::SessionInfo session_info(const store::SessionListing& row) {
+  protocol::SessionInfo info;
+  info.sessionId = row.header.id;
+  info.cwd = *row.header.cwd;
+  // Titles other programs wrote may be long or hold escape sequences: listed cleaned and cut as
+  // the original's fallback titles are (docs/store-format.md#titles).
+  if (row.title) {
+    std::string title = store::listed_title(*row.title);
+    if (!title.empty() || row.title->empty()) info.title = std::move(title);
+  }
+  info.updatedAt = support::iso_time(row.updatedAt);
+  // Discovery: clients and scripts can build mentions without parsing our URI scheme.
+  info._meta = json::object{{"deepseek-harness/sessionReference", {{"uri", refs::encode_uri(row.header.id)}}}};
+  // A store with people: whose the session is, and whether its owner shared it.
+  if (row.owner) {
+    info._meta->emplace("dsh-acp/owner", *row.owner);
+    info._meta->emplace("dsh-acp/shared", row.shared);
+  }
+  // A prompt there would be refused (a read-only root, someone else's session): the client can
+  // say so before the user types one.
+  if (row.read_only) info._meta->emplace("dsh-acp/readOnly", true);
+  return info;
+}
+
+// `_meta["dsh-acp/query"]` (or `_meta.query`): a search by content, nullopt when absent.
+std::optional<std::string> search_words(const protocol::ListSessionsRequest& req) {
+  if (!req._meta) return std::nullopt;
+  for (std::string_view key : {"dsh-acp/query", "query"}) {
+    const json::value* v = req._meta->if_contains(key);
+    if (!v || v->is_null()) continue;
+    if (!v->is_string()) throw jsonrpc::invalid_params("/_meta/" + std::string(key), "a search query must be a string");
+    if (v->get_string().size() > 1024)
+      throw jsonrpc::invalid_params("/_meta/" + std::string(key), "a search query takes at most 1024 bytes");
+    return std::string(v->get_string());
+  }
+  return std::nullopt;
+}
+
 } // namespace
 
 boost::asio::awaitable<protocol::ListSessionsResponse> session_list(HandlerContext& ctx,
                                                                     protocol::ListSessionsRequest req) {
+  if (std::optional<std::string> words = search_words(req)) {
+    // Best first, one page: a search has no cursor (a ranking changes as sessions are written).
+    if (req.cursor) throw jsonrpc::invalid_params("/cursor", "a search by content has no further pages");
+    if (req.cwd) {
+      store::ListQuery check;
+      check.cwd = req.cwd;
+      check.limit = 1;
+      co_await ctx.engine.list(check);  // the same check of the cwd as a listing's
+    }
+    const std::optional<std::string> cwd = req.cwd ? std::optional(store::normalize_cwd(*req.cwd)) : std::nullopt;
+    std::vector<refs::ContentMatch> found = co_await ctx.engine.search_sessions(nullptr, *words, 4 * kPageSize);
+    protocol::ListSessionsResponse response;
+    std::size_t items_bytes = 0;
+    for (const refs::ContentMatch& m : found) {
+      if (!m.listing.header.cwd || (cwd && store::normalize_cwd(*m.listing.header.cwd) != *cwd)) continue;
+      protocol::SessionInfo info = session_info(m.listing);
+      info._meta->emplace("dsh-acp/match", json::object{{"seq", m.seq}, {"kind", m.kind}, {"snippet", m.snippet}});
+      std::size_t bytes = json::serialize(wire::encode(info)).size() + 1;
+      if (response.sessions.size() >= kPageSize || (!response.sessions.empty() && items_bytes + bytes > kMaxItemsBytes)) break;
+      items_bytes += bytes;
+      response.sessions.push_back(std::move(info));
+    }
+    co_return response;
+  }
   store::ListQuery query;
   query.with_cwd_only = true;  // the protocol needs an absolute cwd to load a session
   query.cwd = req.cwd;  // checked by the engine, as session/new's is
@@ -61,27 +125,7 @@ boost::asio::awaitable<protocol::ListSessionsResponse> session_list(HandlerConte
   std::size_t items_bytes = 0;
   bool full = false;
   for (std::size_t i = 0; i < rows.size() && i < kPageSize; ++i) {
-    const auto& row = rows[i];
-    protocol::SessionInfo info;
-    info.sessionId = row.header.id;
-    info.cwd = *row.header.cwd;
-    // Titles other programs wrote may be long or hold escape sequences: listed cleaned and cut as
-    // the original's fallback titles are (docs/store-format.md#titles).
-    if (row.title) {
-      std::string title = store::listed_title(*row.title);
-      if (!title.empty() || row.title->empty()) info.title = std::move(title);
-    }
-    info.updatedAt = support::iso_time(row.updatedAt);
-    // Discovery: clients and scripts can build mentions without parsing our URI scheme.
-    info._meta = json::object{{"deepseek-harness/sessionReference", {{"uri", refs::encode_uri(row.header.id)}}}};
-    // A store with people: whose the session is, and whether its owner shared it.
-    if (row.owner) {
-      info._meta->emplace("dsh-acp/owner", *row.owner);
-      info._meta->emplace("dsh-acp/shared", row.shared);
-    }
-    // A prompt there would be refused (a read-only root, someone else's session): the client can
-    // say so before the user types one.
-    if (row.read_only) info._meta->emplace("dsh-acp/readOnly", true);
+    protocol::SessionInfo info = session_info(rows[i]);
     std::size_t bytes = json::serialize(wire::encode(info)).size() + 1;  // and its comma
     if (!response.sessions.empty() && items_bytes + bytes > kMaxItemsBytes) {
       full = true;

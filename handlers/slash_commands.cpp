@@ -12,17 +12,44 @@
 
 #include <boost/asio/post.hpp>
 
+#include <algorithm>
+
 namespace acp::handlers {
 
-std::string describe_candidates(const std::vector<refs::Candidate>& candidates, std::string_view query) {
-  if (candidates.empty())
+namespace {
+
+std::string describe_row(const refs::Candidate& c) {
+  std::string label = c.label.empty() ? c.session_id : c.label;
+  return "\n- " + label + " (" + (c.cwd ? *c.cwd : std::string("no working directory")) + ", created " +
+         support::iso_time(c.created_at) + ")";
+}
+
+} // namespace
+
+std::string describe_candidates(const std::vector<refs::Candidate>& candidates, std::string_view query,
+                                const std::vector<refs::ContentMatch>& by_content) {
+  std::vector<const refs::ContentMatch*> more;  // content matches not already listed by id or title
+  for (const auto& m : by_content)
+    if (std::none_of(candidates.begin(), candidates.end(),
+                     [&](const refs::Candidate& c) { return c.session_id == m.candidate.session_id; }))
+      more.push_back(&m);
+  if (candidates.empty() && more.empty())
     return query.empty() ? "No other sessions to reference yet."
-                         : "No other session's id, working directory or title matches \"" + std::string(query) + "\".";
-  std::string out = "Sessions you can reference \u2014 paste a mention into your message:\n";
-  for (const auto& c : candidates) {
-    std::string label = c.label.empty() ? c.session_id : c.label;
-    out += "\n- " + label + " (" + (c.cwd ? *c.cwd : std::string("no working directory")) + ", created " +
-           support::iso_time(c.created_at) + ")\n  " + refs::format_mention({c.session_id, c.label}) + "\n";
+                         : "No other session's id, working directory, title or conversation matches \"" +
+                               std::string(query) + "\".";
+  std::string out;
+  if (!candidates.empty()) {
+    out = "Sessions you can reference \u2014 paste a mention into your message:\n";
+    for (const auto& c : candidates) out += describe_row(c) + "\n  " + refs::format_mention({c.session_id, c.label}) + "\n";
+  }
+  if (!more.empty()) {
+    if (!out.empty()) out += "\n";
+    out += "Sessions whose conversation matches \"" + std::string(query) + "\", best first:\n";
+    for (const refs::ContentMatch* m : more) {
+      const refs::Candidate& c = m->candidate;
+      out += describe_row(c) + "\n  matched at seq " + std::to_string(m->seq) + " (" + m->kind + "): " + m->snippet +
+             "\n  " + refs::format_mention({c.session_id, c.label}) + "\n";
+    }
   }
   return out;
 }
@@ -127,7 +154,11 @@ boost::asio::awaitable<protocol::PromptResponse> run_slash_command(HandlerContex
     co_return protocol::PromptResponse{protocol::StopReason::end_turn, std::nullopt};
   }
   std::vector<refs::Candidate> candidates = co_await ctx.engine.candidates(*session, command.argument, std::nullopt, true);
-  send_text(ctx, session_id, describe_candidates(candidates, command.argument));
+  std::vector<refs::ContentMatch> by_content;
+  if (!command.argument.empty())
+    by_content = co_await ctx.engine.search_sessions(
+        session.get(), command.argument, static_cast<std::size_t>(ctx.engine.references().config().candidate_limit));
+  send_text(ctx, session_id, describe_candidates(candidates, command.argument, by_content));
   co_return protocol::PromptResponse{protocol::StopReason::end_turn, std::nullopt};
 }
 

@@ -46,6 +46,7 @@ void advertise_commands_now(HandlerContext& ctx, const engine::Session& session)
 void advertise_commands_after(HandlerContext& ctx, const engine::Session& session);
 
 /// The candidates answer as text (exposed for tests).
-std::string describe_candidates(const std::vector<refs::Candidate>& candidates, std::string_view query);
+std::string describe_candidates(const std::vector<refs::Candidate>& candidates, std::string_view query,
+                                const std::vector<refs::ContentMatch>& by_content = {});
 
 } // namespace acp::handlers

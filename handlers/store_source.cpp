@@ -19,4 +19,8 @@ refs::ProjectedSource StoreSessionSource::read_projected(const std::string& sess
 
 std::vector<store::SessionListing> StoreSessionSource::list_sessions() { return store_.get().list_sessions(); }
 
+std::vector<store::ContentHit> StoreSessionSource::search_content(const store::ContentQuery& query, std::stop_token stop) {
+  return store_.get().search_content(query, stop);
+}
+
 } // namespace acp::handlers

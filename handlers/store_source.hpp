@@ -14,6 +14,7 @@ public:
   refs::ProjectedSource read_projected(const std::string& session_id, std::int64_t max_reference_bytes,
                                        std::stop_token stop) override;
   std::vector<store::SessionListing> list_sessions() override;
+  std::vector<store::ContentHit> search_content(const store::ContentQuery& query, std::stop_token stop) override;
 
 private:
   engine::StoreHandle& store_;

@@ -32,6 +32,8 @@
 
 #include <sys/stat.h>
 
+#include <unordered_map>
+
 #include <algorithm>
 #include <iterator>
 #include <chrono>
@@ -829,6 +831,43 @@ asio::awaitable<std::vector<refs::Candidate>> Engine::candidates(const Session& 
     return services_.references.list_candidates(target, query, limit, {}, match_titles);
   };
   co_return std::move(*co_await offload(pool_, list));
+}
+
+asio::awaitable<std::vector<refs::ContentMatch>> Engine::search_sessions(const Session* session, const std::string& words,
+                                                                        std::size_t limit, std::stop_token stop) {
+  refs::Target target;
+  if (session) target = refs::Target{session->id, session->header.cwd};
+  auto search = [this, target, words = words, limit, stop]() -> std::vector<refs::ContentMatch> {
+    try {
+      return services_.references.search_content(target, words, limit, stop);
+    } catch (const store::ReadCancelled&) {
+      return {};
+    }
+  };
+  co_return std::move(*co_await offload(pool_, search));
+}
+
+asio::awaitable<bool> Engine::has_other_sessions(const std::string& id) {
+  auto other = [this, id = id] {
+    store::ListQuery query;
+    query.limit = 2;
+    try {
+      for (const auto& row : services_.store.get().list_sessions(query))
+        if (row.header.id != id) return true;
+    } catch (const std::exception& e) {
+      acp::log::warn(std::string("listing sessions failed: ") + e.what());
+    }
+    return false;
+  };
+  co_return *co_await offload(pool_, other);
+}
+
+void Engine::label_references(std::vector<refs::SessionReference>& references) {
+  std::unordered_map<std::string, std::string> titles;
+  for (const auto& row : services_.store.get().list_sessions())
+    if (row.title && !row.title->empty()) titles.emplace(row.header.id, *row.title);
+  for (auto& r : references)
+    if (auto it = titles.find(r.session_id); it != titles.end()) r.label = it->second;
 }
 
 std::string Engine::system_prompt(const Session& session) const {

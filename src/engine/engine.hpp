@@ -387,6 +387,16 @@ public:
   boost::asio::awaitable<std::vector<refs::Candidate>> candidates(const Session& session, const std::string& query,
                                                                   const std::optional<boost::json::value>& limit,
                                                                   bool match_titles);
+  /// Stored sessions by what was said in them (docs/recall.md), best first, at most `limit`;
+  /// `session`, when given, is left out. A cancel of `stop` ends the search (then empty).
+  boost::asio::awaitable<std::vector<refs::ContentMatch>> search_sessions(const Session* session, const std::string& words,
+                                                                          std::size_t limit, std::stop_token stop = {});
+
+  /// Whether the stores hold a session other than `id` (the recall tool is offered only then).
+  boost::asio::awaitable<bool> has_other_sessions(const std::string& id);
+  /// Labels references by their sessions' latest titles (a reference without a listed session keeps
+  /// its label). Blocks: call it off the connection thread.
+  void label_references(std::vector<refs::SessionReference>& references);
 
 private:
   friend class TurnRunner;

@@ -7,6 +7,7 @@
 #include "engine/mcp_tools.hpp"
 #include "engine/offload.hpp"
 #include "engine/permission_log.hpp"
+#include "engine/recall.hpp"
 #include "engine/turn_log.hpp"
 #include "llm/token_estimate.hpp"
 #include "refs/errors.hpp"
@@ -339,6 +340,7 @@ asio::awaitable<llm::StopKind> TurnRunner::prompt(PromptInput& input) {
   try {
     if (!unstarted_) {
       asks_user_ = observer_.can_ask_user();
+      recalls_ = co_await engine_.has_other_sessions(session_->id);
       std::pair<std::unique_ptr<ToolRunner>, std::string> made = std::move(*co_await offload(session_->strand, make_tools));
       tools_ = std::move(made.first);
       if (!tools_) acp::log::info("session " + session_->id + ": no built-in tools: " + made.second);
@@ -572,6 +574,7 @@ std::vector<llm::ToolDefinition> TurnRunner::tool_definitions() const {
   std::vector<llm::ToolDefinition> defs;
   if (tools_) defs = builtin_definitions();
   if (asks_user_) defs.push_back(ask_user_definition());
+  if (recalls_) defs.push_back(recall_definition());
   if (session_->mcp)
     for (auto& d : session_->mcp->definitions()) defs.push_back(std::move(d));
   return defs;
@@ -622,6 +625,7 @@ TurnRunner::Route TurnRunner::route(const std::string& name) const {
   if (session_->mcp && session_->mcp->offers(name)) return Route::mcp;
   if (tools_ && tools::find_builtin(name)) return Route::builtin;
   if (asks_user_ && name == kAskUserTool) return Route::ask_user;
+  if (recalls_ && name == kRecallTool) return Route::recall;
   return Route::none;
 }
 
@@ -647,10 +651,70 @@ asio::awaitable<ToolOutcome> TurnRunner::run_one(const llm::ToolCall& call_in, R
       const UserAnswer answer = co_await observer_.ask_user(std::get<UserQuestion>(question));
       out = user_answer_outcome(answer, static_cast<std::size_t>(engine_.services_.config.max_tool_result_bytes));
     }
+  } else if (route == Route::recall) {
+    out = co_await recall(call);
   } else {
     out = error_outcome("Error: there is no tool named \"" + call.name + "\"");
   }
   co_return out;
+}
+
+asio::awaitable<ToolOutcome> TurnRunner::recall(const llm::ToolCall& call) {
+  const std::size_t max_references = static_cast<std::size_t>(engine_.services_.references.config().max_references);
+  std::variant<RecallRequest, std::string> request = read_recall_request(call.arguments, max_references);
+  if (auto* error = std::get_if<std::string>(&request)) co_return error_outcome(std::move(*error));
+  RecallRequest& r = std::get<RecallRequest>(request);
+  ToolOutcome out;
+  if (!r.query.empty()) {
+    std::vector<refs::ContentMatch> found =
+        co_await engine_.search_sessions(session_.get(), r.query, kRecallResults, turn_->stop.get_token());
+    if (cancelled()) {
+      out.cancelled = out.is_error = true;
+      out.text = "Error: the search was cancelled";
+      co_return out;
+    }
+    out.text = describe_recall_matches(found, r.query);
+    co_return out;
+  }
+  // The same preparation as a person's mentions: labelled by the sessions' titles, bounded by the
+  // reference budget, nothing kept when it fails or is cancelled.
+  refs::Target target{session_->id, session_->header.cwd};
+  json::array content{json::object{{"type", "text"}, {"text", describe_recall_references(r.sessions)}}};
+  auto prepare = [this, target, content, &r, stop = turn_->stop.get_token()] {
+    engine_.label_references(r.sessions);
+    return engine_.services_.references.prepare(target, content, r.sessions, stop);
+  };
+  try {
+    std::optional<refs::PreparedMessage> prepared = co_await offload(engine_.bulk_reads_.executor(), prepare);
+    if (!prepared->additional_context) co_return error_outcome("Error: recall: nothing to reference");
+    recalled_.push_back(std::move(*prepared->additional_context));
+    out.text = describe_recall_references(r.sessions);
+  } catch (const refs::SessionReferenceError& e) {
+    if (e.code() == refs::ErrorCode::cancelled || cancelled()) {
+      out.cancelled = out.is_error = true;
+      out.text = "Error: the reference was cancelled";
+    } else {
+      out = error_outcome(std::string("Error: recall: ") + e.what());
+    }
+  }
+  co_return out;
+}
+
+asio::awaitable<void> TurnRunner::log_recalled() {
+  if (recalled_.empty()) co_return;
+  std::vector<refs::AdditionalContext> contexts = std::move(recalled_);
+  recalled_.clear();
+  auto logged = [this, &contexts] {
+    std::vector<store::NewEvent> batch;
+    for (const auto& c : contexts) {
+      json::array snapshot{json::object{{"type", "text"}, {"text", c.prompt}}};
+      batch.push_back(events::user_message(std::move(snapshot), c.source));
+    }
+    return log_->records(std::move(batch));
+  };
+  const std::vector<json::object> records = co_await write(logged);
+  for (std::size_t i = 0; i < records.size() && i < contexts.size(); ++i)
+    if (!session_->closed) observer_.references(records[i].at("seq").as_int64(), contexts[i].source);
 }
 
 asio::awaitable<std::optional<std::string>> TurnRunner::permission(const llm::ToolCall& call_in, Route route) {
@@ -781,6 +845,9 @@ asio::awaitable<void> TurnRunner::run_tools(const std::vector<llm::ToolCall>& ca
       if (!session_->closed) observer_.tool_record(r);
     i = end;
   }
+  // After every result of the answer's calls: a message between them would break the pairing of
+  // calls and results the model's API requires.
+  co_await log_recalled();
 }
 
 // ---- the end ----

@@ -76,9 +76,13 @@ private:
   template <class T>
   boost::asio::awaitable<std::vector<std::optional<T>>> run_all(std::vector<boost::asio::awaitable<T>>& ops);
   /// Where a call goes, decided once per call (before its permission).
-  enum class Route { builtin, mcp, ask_user, none };
+  enum class Route { builtin, mcp, ask_user, recall, none };
   Route route(const std::string& name) const;
   boost::asio::awaitable<ToolOutcome> run_one(const llm::ToolCall& call, Route route);
+  /// The recall tool: a search, or references prepared (their snapshots wait in recalled_).
+  boost::asio::awaitable<ToolOutcome> recall(const llm::ToolCall& call);
+  /// Logs the snapshots recall prepared during a step, after all its tool results, and shows their cards.
+  boost::asio::awaitable<void> log_recalled();
   /// Whether the call may run: nullopt, or the error text the model reads instead of a result.
   boost::asio::awaitable<std::optional<std::string>> permission(const llm::ToolCall& call, Route route);
   std::vector<llm::ToolDefinition> tool_definitions() const;
@@ -93,6 +97,8 @@ private:
   std::unique_ptr<TurnLog> log_;
   std::unique_ptr<ToolRunner> tools_;  ///< null: the session's roots are unusable (no built-in tools)
   bool asks_user_ = false;             ///< ask_user is offered this turn (decided once, at its start)
+  bool recalls_ = false;               ///< recall is offered this turn: other sessions exist (decided at its start)
+  std::vector<refs::AdditionalContext> recalled_;  ///< prepared by recall, logged after the step's results
   std::optional<refs::AdditionalContext> context_;
   std::string model_;
   std::string provider_name_;

@@ -14,6 +14,7 @@
 #include "refs/types.hpp"
 #include "refs/work_counter.hpp"
 
+#include "store/content_search.hpp"
 #include "store/session_types.hpp"
 
 #include <boost/json/array.hpp>
@@ -44,6 +45,12 @@ public:
                                          std::stop_token stop) = 0;
   /// All sessions, newest first (createdAt descending, ties by id under en-US collation).
   virtual std::vector<store::SessionListing> list_sessions() = 0;
+  /// Sessions whose content matches (store::Backend::search_content over every store); the
+  /// default finds nothing (a source without stores).
+  virtual std::vector<store::ContentHit> search_content(const store::ContentQuery& query, std::stop_token stop) {
+    (void)query, (void)stop;
+    return {};
+  }
 };
 
 /// normalizeReferences for typed input: self check before dedupe, first label wins, then the cap.
@@ -80,6 +87,12 @@ public:
   std::vector<Candidate> list_candidates(const Target& target, std::string_view query = {},
                                          const std::optional<boost::json::value>& limit = std::nullopt,
                                          std::stop_token stop = {}, bool match_titles = false) const;
+
+  /// Sessions other than the target by what was said in them (docs/recall.md), best first, at
+  /// most `limit` (> 0): only sessions the listing holds (so never a deleted one), labelled as
+  /// candidates are.
+  std::vector<ContentMatch> search_content(const Target& target, std::string_view words, std::size_t limit,
+                                           std::stop_token stop = {}) const;
 
   /// prepare(agent, content, references, signal) for typed references.
   PreparedMessage prepare(const Target& target, const boost::json::array& content,

@@ -4,6 +4,8 @@
 // the result of prepare(). The host converts its wire structures to and from these.
 #pragma once
 
+#include "store/session_types.hpp"
+
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
 
@@ -39,6 +41,16 @@ struct Candidate {
   std::int64_t created_at = 0;
 
   boost::json::object to_json() const;
+};
+
+/// A session found by what was said in it (SessionReferenceService::search_content): the
+/// candidate row and where it matched best.
+struct ContentMatch {
+  Candidate candidate;
+  store::SessionListing listing;  ///< the store's row (title, times, owner, sharing)
+  std::int64_t seq = 0;   ///< the event that matched best
+  std::string kind;       ///< store::text_kind_name of that text
+  std::string snippet;    ///< quoted from the session: untrusted, one line, valid UTF-8
 };
 
 /// The context to inject ahead of the direct message: the durable source record

@@ -2,6 +2,7 @@
 
 #include "store/collation.hpp"
 #include "store/errors.hpp"
+#include "support/log.hpp"
 
 #include <algorithm>
 #include <unordered_set>
@@ -68,6 +69,34 @@ std::vector<SessionListing> StoreSet::list_sessions(const ListQuery& query) {
   });
   if (rows.size() > query.limit) rows.resize(query.limit);
   return rows;
+}
+
+std::vector<ContentHit> StoreSet::search_content(const ContentQuery& query, std::stop_token stop) {
+  if (roots_.size() == 1) return roots_.front()->search_content(query, stop);
+  std::vector<ContentHit> hits;
+  std::unordered_set<std::string> seen;
+  for (auto& r : roots_) {
+    std::vector<ContentHit> found;
+    try {
+      found = r->search_content(query, stop);
+    } catch (const ReadCancelled&) {
+      throw;
+    } catch (const std::exception& e) {
+      acp::log::warn("search of " + r->name() + " failed: " + e.what());
+      continue;
+    }
+    const double best = found.empty() || found.front().score <= 0 ? 1 : found.front().score;
+    for (auto& h : found) {
+      if (!seen.insert(h.session_id).second) continue;
+      // Another root serves this id (it is listed there first): its log is what a mention reads.
+      if (holder(h.session_id) != r.get()) continue;
+      h.score /= best;
+      hits.push_back(std::move(h));
+    }
+  }
+  std::stable_sort(hits.begin(), hits.end(), [](const ContentHit& a, const ContentHit& b) { return a.score > b.score; });
+  if (hits.size() > query.limit) hits.resize(query.limit);
+  return hits;
 }
 
 SessionWriter StoreSet::create(const SessionHeader& header) {

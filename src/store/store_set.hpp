@@ -37,6 +37,11 @@ public:
   /// open() in the root holding the id, else create(header).
   SessionWriter open_or_create(const SessionHeader& header, const LockWait& wait = {});
   void delete_session(const std::string& id, const LockWait& wait = {});
+  /// search_content() over every root: each root's scores are scaled by its best hit (scores are
+  /// comparable within one store only), an id found in two roots counts once (the first root's,
+  /// as in the listing), best first, at most `query.limit`. A root that cannot search (an
+  /// unreachable database) is skipped and logged: the others still answer.
+  std::vector<ContentHit> search_content(const ContentQuery& query, std::stop_token stop = {});
   /// set_shared() in the root holding the id; SessionNotFound when none does.
   void set_shared(const std::string& id, bool shared);
 

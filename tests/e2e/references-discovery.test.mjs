@@ -160,14 +160,15 @@ test('/ref and /ref <query> answer with candidates and mentions, without a model
 
   const filtered = await prompt(a, target, '  /ref other-PROJ  ');
   assert.ok(!filtered.answer.includes('echo:'));
-  assert.deepEqual([...filtered.answer.matchAll(/\((dsh-session:[A-Za-z0-9_-]+)\)/g)].map((m) => m[1]), [uriOf('cand-other')]);
+  assert.deepEqual([...filtered.answer.split('Sessions whose conversation matches')[0].matchAll(/\((dsh-session:[A-Za-z0-9_-]+)\)/g)].map((m) => m[1]), [uriOf('cand-other')]);
   const none = await prompt(a, target, '/ref zzz');
-  assert.equal(none.answer, 'No other session\'s id, working directory or title matches "zzz".');
-  // /ref matches titles too, case-insensitively.
+  assert.equal(none.answer, 'No other session\'s id, working directory, title or conversation matches "zzz".');
+  // /ref matches titles too, case-insensitively (sessions found by their conversation follow in a
+  // section of their own: e2e.recall).
   const byTitle = await prompt(a, target, '/ref ALPHA: t');
-  assert.deepEqual([...byTitle.answer.matchAll(/\((dsh-session:[A-Za-z0-9_-]+)\)/g)].map((m) => m[1]), [uriOf('cand-a2')]);
+  assert.deepEqual([...byTitle.answer.split('Sessions whose conversation matches')[0].matchAll(/\((dsh-session:[A-Za-z0-9_-]+)\)/g)].map((m) => m[1]), [uriOf('cand-a2')]);
   const byTitles = await prompt(a, target, '/ref OTHER W');
-  assert.deepEqual([...byTitles.answer.matchAll(/\((dsh-session:[A-Za-z0-9_-]+)\)/g)].map((m) => m[1]), [uriOf('cand-other')]);
+  assert.deepEqual([...byTitles.answer.split('Sessions whose conversation matches')[0].matchAll(/\((dsh-session:[A-Za-z0-9_-]+)\)/g)].map((m) => m[1]), [uriOf('cand-other')]);
   assert.ok(before.equals(logBytes(store, target)), '/ref writes nothing to the log');
 
   // A session never prompted keeps its header-only log (session/new is durable) after /ref.

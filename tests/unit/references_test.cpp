@@ -442,7 +442,7 @@ BOOST_AUTO_TEST_CASE(unknown_slash_words_and_text_for_the_model) {
 
 BOOST_AUTO_TEST_CASE(describe_candidates_without_candidates) {
   BOOST_TEST(handlers::describe_candidates({}, "") == "No other sessions to reference yet.");
-  BOOST_TEST(handlers::describe_candidates({}, "xyz") == "No other session's id, working directory or title matches \"xyz\".");
+  BOOST_TEST(handlers::describe_candidates({}, "xyz") == "No other session's id, working directory, title or conversation matches \"xyz\".");
 }
 
 BOOST_AUTO_TEST_CASE(describe_candidates_lists_label_cwd_time_and_a_mention) {
