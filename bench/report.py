@@ -102,6 +102,8 @@ CATALOGUE += [
     ("i17_visible_file_ms", "file store beside it: visible in another process", "the same on a JSONL root (directory mtime sweep) (pg_bench.py)", REPORT, None, "ms"),
     ("i17_copy_sessions_per_s", "store copy into PostgreSQL, small sessions", "`dsh-acp store copy ROOT URL` of the 10k listing sessions (pg_bench.py)", REPORT, None, "/s"),
     ("i17_copy_mbps", "store copy into PostgreSQL, big sessions", "`dsh-acp store copy ROOT URL` of the replay and reference sessions (pg_bench.py)", REPORT, None, "MB/s"),
+    ("recall_top3_file", "recall quality: right session in the top 3", "55 labelled questions over 75 sessions with distractors, session/list _meta query, file store (recall_quality.py, issue 29)", GE, 90, "%"),
+    ("recall_top1_file", "recall quality: right session first", "the same questions (recall_quality.py)", REPORT, None, "%"),
     ("peer_codex_acp_initialize_ratio", "codex-acp spawn -> initialize", "ratio to ours, same run, median of 10 (peers_bench.py)", REPORT, None, "x"),
     ("peer_codex_acp_rss_ratio", "codex-acp RSS after initialize", "ratio to ours, process tree (peers_bench.py)", REPORT, None, "x"),
     ("peer_claude_code_acp_initialize_ratio", "claude-code-acp spawn -> initialize", "ratio to ours, same run, median of 10 (peers_bench.py)", REPORT, None, "x"),
