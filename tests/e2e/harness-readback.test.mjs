@@ -253,6 +253,26 @@ test('raw: a prompt with an image (its attachment block) is read and continued b
   await harnessAccepts(root, 'raw', '--strict', '--expect', '1', '--text', 'harness turn', '--append', id);
 });
 
+for (const enc of ['raw', 'zstd']) {
+  test(`${enc}: a session the agent referenced through recall (its snapshot after a tool result) is read and continued by the harness`, async (t) => {
+    const { cwd, root } = makeDir(t);
+    const a = await start(t, root, enc);
+    const source = (await a.ctx.request(M.session.new, { cwd, mcpServers: [] })).sessionId;
+    assert.equal((await prompt(a, source, 'the retry policy is three attempts')).response.stopReason, 'end_turn');
+    const id = (await a.ctx.request(M.session.new, { cwd, mcpServers: [] })).sessionId;
+    const call = JSON.stringify({ sessions: [source] });
+    assert.equal((await prompt(a, id, `recall it [[echo:tool=recall ${call}]]`)).response.stopReason, 'end_turn');
+    await a.agent.finish();
+    const events = eventsOf(root, id);
+    const at = events.findIndex((e) => e.type === 'user/message' && e.data.source?.kind === 'session-reference');
+    assert.ok(at > 0, 'the recall snapshot is logged');
+    assert.equal(events[at - 1].type, 'tool/result');
+    assert.equal(events[at].data.source.form, 'recall', 'in the 0.1.1 shape');
+    await harnessAccepts(root, enc, '--strict', '--expect', '2');
+    await harnessAccepts(root, enc, '--strict', '--expect', '2', '--text', 'harness turn', '--append', id);
+  });
+}
+
 // ---- crash: the harness's repair and ours write the same closers -------------------------------
 
 for (const enc of ['raw', 'zstd']) {
