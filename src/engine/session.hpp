@@ -67,6 +67,9 @@ struct Session {
   std::string model;            ///< the session's model choice ("" = the configured model)
   std::string logged_provider;  ///< config of the log's latest request/header ("" = none yet)
   std::string logged_model;
+  /// Another stored session was seen at a turn's start: recall is offered from then on without
+  /// listing the stores again (a deletion meanwhile leaves a search that finds nothing).
+  bool others_seen = false;
   bool closed = false;          ///< session/close or delete: a running prompt no longer updates it
   SessionMode mode = SessionMode::ask;  ///< what tool calls need (session/set_mode, the `mode` option)
   bool mode_unlogged = false;           ///< chosen since the log last said: Engine::log_mode writes it

@@ -340,7 +340,8 @@ asio::awaitable<llm::StopKind> TurnRunner::prompt(PromptInput& input) {
   try {
     if (!unstarted_) {
       asks_user_ = observer_.can_ask_user();
-      recalls_ = co_await engine_.has_other_sessions(session_->id);
+      if (!session_->others_seen) session_->others_seen = co_await engine_.has_other_sessions(session_->id);
+      recalls_ = session_->others_seen;
       std::pair<std::unique_ptr<ToolRunner>, std::string> made = std::move(*co_await offload(session_->strand, make_tools));
       tools_ = std::move(made.first);
       if (!tools_) acp::log::info("session " + session_->id + ": no built-in tools: " + made.second);
