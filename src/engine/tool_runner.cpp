@@ -1,5 +1,7 @@
 #include "engine/tool_runner.hpp"
 
+#include "support/log.hpp"
+
 #include "engine/offload.hpp"
 #include "support/await_ops.hpp"
 #include "support/json_number.hpp"
@@ -26,6 +28,27 @@ namespace json = boost::json;
 using namespace asio::experimental::awaitable_operators;
 using support::outcome_of;
 using support::sleep_for;
+
+namespace {
+
+asio::awaitable<bool> as_value(asio::awaitable<void> op) {
+  co_await std::move(op);
+  co_return true;
+}
+
+// `op`'s result, or nullopt when it has not answered within `grace` (it is then cancelled); its
+// failure is rethrown.
+template <class T>
+asio::awaitable<std::optional<T>> within(std::chrono::milliseconds grace, asio::awaitable<T> op) {
+  auto race = outcome_of(std::move(op)) || sleep_for(grace);
+  auto r = co_await std::move(race);
+  if (r.index() == 1) co_return std::nullopt;
+  auto& [error, value] = std::get<0>(r);
+  if (error) std::rethrow_exception(error);
+  co_return std::optional<T>(std::move(value));
+}
+
+} // namespace
 using tools::ToolFailure;
 
 namespace {
@@ -312,11 +335,12 @@ asio::awaitable<ToolOutcome> ToolRunner::bash(const json::object& args,
     if (timed_out) exit.timed_out = timeout;
     try {
       if (timed_out || cancelled) {
-        auto killing = editor_->kill_terminal(id);
+        auto killing = within(limits_.cleanup_grace, as_value(editor_->kill_terminal(id)));
         co_await std::move(killing);
       }
-      auto reading = editor_->terminal_output(id);
-      TerminalOutput output = co_await std::move(reading);
+      auto reading = within(limits_.cleanup_grace, editor_->terminal_output(id));
+      std::optional<TerminalOutput> read = co_await std::move(reading);
+      TerminalOutput output = read ? std::move(*read) : TerminalOutput{};
       text = std::move(output.output);
       if (output.exit) {
         // Kept after a kill too: the card says how the command ended, the model's note why.
@@ -331,8 +355,9 @@ asio::awaitable<ToolOutcome> ToolRunner::bash(const json::object& args,
     }
     out.command_exit = std::move(exit);
     try {
-      auto releasing = editor_->release_terminal(id);
-      co_await std::move(releasing);
+      auto releasing = within(limits_.cleanup_grace, as_value(editor_->release_terminal(id)));
+      const std::optional<bool> released = co_await std::move(releasing);
+      if (!released) acp::log::warn("terminal " + id + ": the client did not answer terminal/release");
     } catch (const EditorCallError&) {
     }
     if (failure) std::rethrow_exception(failure);

@@ -29,6 +29,9 @@ struct ToolLimits {
   std::size_t max_result_bytes = 64u << 10;
   std::chrono::milliseconds default_timeout{120000};
   std::chrono::milliseconds max_timeout{600000};
+  /// How long each clean-up call in the editor's terminal (kill, output, release after a timeout or
+  /// a cancel) is awaited: a client that never answers one must not hold the prompt's answer.
+  std::chrono::milliseconds cleanup_grace{10000};
 };
 
 struct FileEdit {

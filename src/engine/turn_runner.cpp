@@ -667,8 +667,12 @@ asio::awaitable<ToolOutcome> TurnRunner::recall(const llm::ToolCall& call) {
   RecallRequest& r = std::get<RecallRequest>(request);
   ToolOutcome out;
   if (!r.query.empty()) {
-    std::vector<refs::ContentMatch> found =
-        co_await engine_.search_sessions(session_.get(), r.query, kRecallResults, turn_->stop.get_token());
+    std::vector<refs::ContentMatch> found;
+    try {
+      found = co_await engine_.search_sessions(session_.get(), r.query, kRecallResults, turn_->stop.get_token());
+    } catch (const std::exception& e) {
+      co_return error_outcome(std::string("Error: recall: the search failed: ") + e.what());
+    }
     if (cancelled()) {
       out.cancelled = out.is_error = true;
       out.text = "Error: the search was cancelled";

@@ -65,6 +65,7 @@ struct FakeEditor final : engine::Editor {
   std::vector<std::string> methods;
   bool terminal_exits = true;  ///< wait_for_exit answers at once; else never
   bool refuses_reads = false;  ///< fs/read_text_file fails (a permission error, say) for every file
+  bool answers_cleanup = true; ///< terminal/kill, output and release answer; else never (until cancelled)
   std::string terminal_output_text = "built\n";
 
   bool reads_files() const override { return true; }
@@ -96,19 +97,25 @@ struct FakeEditor final : engine::Editor {
     }
     co_return engine::TerminalExit{2, std::nullopt};
   }
+  asio::awaitable<void> never_answer() {
+    asio::steady_timer t(co_await asio::this_coro::executor, std::chrono::hours(1));
+    co_await t.async_wait(asio::as_tuple(asio::use_awaitable));  // ends when the call is cancelled
+    throw engine::EditorCallError("cancelled", true);
+  }
   asio::awaitable<engine::TerminalOutput> terminal_output(std::string) override {
     methods.push_back("terminal/output");
+    if (!answers_cleanup) co_await never_answer();
     engine::TerminalOutput out{terminal_output_text, std::nullopt};
     if (terminal_exits) out.exit = engine::TerminalExit{2, std::nullopt};
     co_return out;
   }
   asio::awaitable<void> kill_terminal(std::string) override {
     methods.push_back("terminal/kill");
-    co_return;
+    if (!answers_cleanup) co_await never_answer();
   }
   asio::awaitable<void> release_terminal(std::string) override {
     methods.push_back("terminal/release");
-    co_return;
+    if (!answers_cleanup) co_await never_answer();
   }
 
   /// This editor, not owned (it lives on the test's stack, longer than the runner).
@@ -321,6 +328,30 @@ BOOST_AUTO_TEST_CASE(commands_run_in_the_editors_terminal_and_are_always_release
   BOOST_TEST(cancelled.cancelled);
   BOOST_TEST(editor.methods.back() == "terminal/release");
   BOOST_TEST((std::find(editor.methods.begin(), editor.methods.end(), "terminal/kill") != editor.methods.end()));
+}
+
+// A client that never answers the clean-up calls after a cancel (kill, output, release) must not
+// hold the prompt's answer: each is awaited for the grace only, then the call ends cancelled.
+BOOST_AUTO_TEST_CASE(a_client_that_never_answers_the_clean_up_calls_does_not_hold_a_cancel) {
+  Dir d;
+  Rig rig;
+  FakeEditor editor;
+  editor.terminal_exits = false;
+  editor.answers_cleanup = false;
+  engine::ToolLimits limits;
+  limits.cleanup_grace = std::chrono::milliseconds(20);
+  engine::ToolRunner runner(tools::Roots(d.root.string()), editor.access(), rig.pool.get_executor(), limits);
+  auto r = rig.run(runner, "bash", R"({"command":"sleep 1000","description":"wait"})", std::chrono::milliseconds(50));
+  BOOST_TEST(r.cancelled);
+  BOOST_TEST(r.text.find("[cancelled: the command was killed]") != std::string::npos, r.text);
+  BOOST_TEST(editor.methods == (std::vector<std::string>{"terminal/create", "terminal/wait_for_exit", "terminal/kill",
+                                                         "terminal/output", "terminal/release"}),
+             boost::test_tools::per_element());
+  // The same after a timeout.
+  editor.methods.clear();
+  auto late = rig.run(runner, "bash", R"({"command":"sleep 1000","description":"wait","timeoutMs":30})");
+  BOOST_TEST(late.is_error);
+  BOOST_TEST(editor.methods.back() == "terminal/release");
 }
 
 // Issue 27: one byte that is not UTF-8 in a result made every frame and log line holding it
