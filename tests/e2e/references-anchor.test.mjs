@@ -14,6 +14,7 @@ import {
   M, text, uriOf, makeHome, startIn, logPath, logBytes, readLog, events, rejectsWith, updatesOf, prompt,
   framesUntilResponse, snapshotData, REFERENCE_KEYS,
 } from './lib/refs.mjs';
+import { fileStoreOnly } from './lib/pgvariant.mjs';
 
 const BUDGET = 3000;
 
@@ -174,7 +175,8 @@ function checkRoot(root, ...args) {
   });
 }
 
-test('the harness 0.1.1 store reader accepts a recall message whose reference carries an anchor', async (t) => {
+// File store only: the harness reads a root of files.
+fileStoreOnly('the harness 0.1.1 store reader accepts a recall message whose reference carries an anchor', async (t) => {
   const dir = mkdtempSync(path.join(tmpdir(), 'dsh-acp-anchor-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   const cwd = path.join(dir, 'proj');
