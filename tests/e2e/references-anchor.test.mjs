@@ -115,7 +115,7 @@ test('a mention with #seq=N: the model receives the snapshot centred on N, the r
   assert.deepEqual(replayed[0], cards[0], 'replayed card equals the live card');
   assert.match(replayed[0].content[0].content.text, new RegExp(`centred on seq ${anchor}$`));
 
-  // A seq inside nothing projected and beyond the log: the nearest message (the newest).
+  // A seq beyond the log: the nearest message, the newest.
   const past = await prompt(b, target, `and ${uriOf(source)}#seq=${srcEvents.at(-1).seq + 1000}`);
   assert.equal(past.response.stopReason, 'end_turn');
   const snaps = readLog(logPath(store, target)).slice(1)
