@@ -53,11 +53,12 @@ constexpr std::string_view kSessionScheme = "dsh-session:";
 bool is_session_uri(std::string_view uri) { return uri.substr(0, kSessionScheme.size()) == kSessionScheme; }
 
 // A dsh-session: link or resource: a reference rendered as readable `@label`.
+// The URI may carry an anchor (`#seq=N`), as in a mention.
 void add_link_reference(RenderedPrompt& out, const std::string& uri, const std::optional<std::string>& name) {
-  std::string id = refs::decode_uri(uri);
-  std::string label = name && !name->empty() ? *name : id;
+  refs::ReferenceUri ref = refs::decode_reference_uri(uri);
+  std::string label = name && !name->empty() ? *name : ref.session_id;
   out.text += "@" + label;
-  out.references.push_back(refs::SessionReference{id, label});
+  out.references.push_back(refs::SessionReference{std::move(ref.session_id), label, ref.anchor_seq});
 }
 
 } // namespace
@@ -110,7 +111,7 @@ RenderedPrompt render_prompt(const std::vector<protocol::ContentBlock>& prompt) 
         refs::ParsedText parsed = refs::parse_text(block.text);
         if (text.empty()) text = std::move(parsed.text);  // the usual single text block: no copy
         else text += parsed.text;
-        for (auto& r : parsed.references) out.references.push_back(refs::SessionReference{r.session_id, r.label});
+        for (auto& r : parsed.references) out.references.push_back(refs::SessionReference{r.session_id, r.label, r.anchor_seq});
       } else if constexpr (std::is_same_v<B, ResourceLink>) {
         if (is_session_uri(block.uri)) return add_link_reference(out, block.uri, block.name);
         text += "\n[resource_link name=" + json_string(block.name) + " uri=" + json_string(block.uri) + "]\n";

@@ -8,6 +8,7 @@
 // References come from Markdown mentions `@[label](dsh-session:…)` and bare canonical URIs in text
 // blocks, and from resource_link / embedded resource blocks whose URI is a dsh-session: URI (label:
 // the link's name, or the id when the name is empty or absent). Each becomes readable `@label` text.
+// Any of them may point at a place in the session with `#seq=N` after the URI (refs/uri.hpp).
 #pragma once
 
 #include "protocol/types/content.hpp"

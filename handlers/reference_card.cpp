@@ -43,6 +43,8 @@ std::string summary_line(const json::object& ref) {
   if (const auto* c = ref.if_contains("compacted"); c && c->is_bool() && c->get_bool()) line += "; compacted";
   if (const auto* s = ref.if_contains("capturedThroughSeq"))
     if (auto seq = support::json_integer(*s)) line += "; captured through seq " + std::to_string(*seq);
+  if (const auto* s = ref.if_contains("anchorSeq"))
+    if (auto seq = support::json_integer(*s)) line += "; centred on seq " + std::to_string(*seq);
   return line;
 }
 
@@ -67,7 +69,11 @@ protocol::ToolCall reference_card(std::int64_t snapshot_seq, const json::object&
       std::string id(string_at(*ref, "sessionId")), label(string_at(*ref, "label"));
       labels += (labels.empty() ? "" : ", ") + title_label(label);
       lines += (lines.empty() ? "" : "\n") + summary_line(*ref);
-      raw_refs.push_back(json::object{{"sessionId", id}, {"label", label}, {"uri", refs::encode_uri(id)}});
+      // The URI as the user could write it again: with the anchor they asked for.
+      std::optional<std::int64_t> anchor;
+      if (const auto* a = ref->if_contains("anchor")) anchor = support::json_integer(*a);
+      raw_refs.push_back(
+          json::object{{"sessionId", id}, {"label", label}, {"uri", refs::encode_reference_uri(id, anchor)}});
     }
   }
   card.title = "Referenced sessions \u00B7 " + labels;

@@ -13,10 +13,14 @@ public:
   explicit StoreSessionSource(engine::StoreHandle& store) : store_(store) {}
   refs::ProjectedSource read_projected(const std::string& session_id, std::int64_t max_reference_bytes,
                                        std::stop_token stop) override;
+  refs::ProjectedSource read_anchored(const std::string& session_id, std::int64_t max_reference_bytes,
+                                      std::int64_t anchor_seq, std::stop_token stop) override;
   std::vector<store::SessionListing> list_sessions() override;
   std::vector<store::ContentHit> search_content(const store::ContentQuery& query, std::stop_token stop) override;
 
 private:
+  refs::ProjectedSource read(const std::string& session_id, std::int64_t max_reference_bytes,
+                             std::optional<std::int64_t> anchor_seq, std::stop_token stop);
   engine::StoreHandle& store_;
 };
 

@@ -62,8 +62,9 @@ std::optional<Match> match_markdown(std::string_view text, std::size_t start) {
     i += len;
   }
   if (i >= text.size()) return std::nullopt;
-  std::string id = decode_uri(text.substr(uri_start, i - uri_start));  // explicit mentions always decode
-  return Match{i + 1, NormalizedReference{std::move(id), std::move(label)}};
+  // Explicit mentions always decode; `#seq=N` is the one fragment accepted.
+  ReferenceUri uri = decode_reference_uri(text.substr(uri_start, i - uri_start));
+  return Match{i + 1, NormalizedReference{std::move(uri.session_id), std::move(label), uri.anchor_seq}};
 }
 
 // Alternative B at `start`: the scheme and one or more base64url characters, greedily.
@@ -73,6 +74,19 @@ std::optional<Match> match_bare(std::string_view text, std::size_t start) {
   std::size_t payload = i;
   while (i < text.size() && is_base64url_char(text[i])) ++i;
   if (i == payload) return std::nullopt;
+  // An anchor is `#seq=` and the whole run of digits after it; anything else after the payload
+  // (`#seq`, `#x`, `#seq=a`) stays text, as before anchors existed. A run that is no valid seq
+  // (`#seq=01`) is refused like a non-canonical payload: the user clearly meant an anchor.
+  if (text.substr(i, kAnchorPrefix.size()) == kAnchorPrefix) {
+    std::size_t digits = i + kAnchorPrefix.size();
+    std::size_t end = digits;
+    while (end < text.size() && text[end] >= '0' && text[end] <= '9') ++end;
+    if (end > digits) {
+      ReferenceUri uri = decode_reference_uri(text.substr(start, end - start));
+      std::string label = uri.session_id;
+      return Match{end, NormalizedReference{std::move(uri.session_id), std::move(label), uri.anchor_seq}};
+    }
+  }
   std::string id = decode_uri(text.substr(start, i - start));
   std::string label = id;
   return Match{i, NormalizedReference{std::move(id), std::move(label)}};
@@ -93,7 +107,7 @@ std::string format_mention(const SessionReference& reference) {
     out.push_back(c);
   }
   out += "](";
-  out += encode_uri(reference.session_id);
+  out += encode_reference_uri(reference.session_id, reference.anchor_seq);
   out.push_back(')');
   return out;
 }

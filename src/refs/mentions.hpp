@@ -5,6 +5,10 @@
 // scanning left to right, Markdown form first: matches become `@label` and yield references in
 // appearance order (no dedupe). `\s` is JavaScript's exact set, not the C locale's. Explicit
 // mentions with malformed URIs and non-canonical bare URIs throw invalid_reference.
+//
+// Both forms take an anchor `#seq=N` after the canonical URI (uri.hpp). In a Markdown mention any
+// other fragment makes the URI malformed, as before; bare text takes `#seq=` and a run of digits,
+// and leaves any other `#…` as text.
 #pragma once
 
 #include "refs/types.hpp"
@@ -21,6 +25,7 @@ struct ParsedText {
 };
 
 /// `@[` + escape(label or id) + `](` + encode_uri(id) + `)`; escape prefixes `\` and `]` with `\`.
+/// An anchored reference gets its `#seq=N` after the URI.
 std::string format_mention(const SessionReference& reference);
 
 ParsedText parse_text(std::string_view text);

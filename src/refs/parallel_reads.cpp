@@ -51,17 +51,20 @@ struct StopAndJoin {
 } // namespace
 
 std::vector<ProjectedSource> read_all_in_parallel(SessionSource& source, const std::vector<std::string>& ids,
+                                                  const std::vector<std::optional<std::int64_t>>& anchors,
                                                   std::int64_t max_reference_bytes, std::stop_token stop) {
   if (stop.stop_requested()) cancelled();
   ReadState state(ids.size());
   std::stop_source readers;  // stops the reads: the caller's cancel, a decided failure, or leaving
   std::stop_callback forward(stop, [&readers] { readers.request_stop(); });
-  auto read = [&state, &source, &ids, &readers, max_reference_bytes](std::size_t i) {
+  auto read = [&state, &source, &ids, &anchors, &readers, max_reference_bytes](std::size_t i) {
     std::optional<ProjectedSource> result;
     std::optional<std::string> error;
     bool missing = false;
     try {
-      result = source.read_projected(ids[i], max_reference_bytes, readers.get_token());
+      result = i < anchors.size() && anchors[i]
+                   ? source.read_anchored(ids[i], max_reference_bytes, *anchors[i], readers.get_token())
+                   : source.read_projected(ids[i], max_reference_bytes, readers.get_token());
     } catch (const store::SessionNotFound&) {
       // Worded so no client can take it for its own session being gone (acpx reads any
       // `session "…" not found` that way); docs/decisions.md#errors-on-the-wire.

@@ -10,15 +10,17 @@
 #include "refs/service.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <stop_token>
 #include <string>
 #include <vector>
 
 namespace acp::refs {
 
-/// Reads every id; throws cancelled (stop requested before or during the reads, or a read failed
+/// Reads every id (read_anchored() where anchors[i] is set); throws cancelled (stop requested before or during the reads, or a read failed
 /// while stop was requested) or read_failed (`failed to read referenced session: <what()>`).
 std::vector<ProjectedSource> read_all_in_parallel(SessionSource& source, const std::vector<std::string>& ids,
+                                                  const std::vector<std::optional<std::int64_t>>& anchors,
                                                   std::int64_t max_reference_bytes, std::stop_token stop);
 
 } // namespace acp::refs

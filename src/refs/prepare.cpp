@@ -18,6 +18,7 @@ struct SourceView {
   std::optional<std::string_view> cwd;
   std::optional<std::int64_t> captured_through_seq;
   const std::vector<ProjectedItem>& items;
+  std::optional<std::size_t> anchor;  ///< set by an anchored read (ProjectedSource::anchor)
 };
 
 RenderedSource render_source(const NormalizedReference& reference, const SourceView& source,
@@ -27,12 +28,14 @@ RenderedSource render_source(const NormalizedReference& reference, const SourceV
   header.label = reference.label;
   header.cwd = source.cwd;
   header.captured_through_seq = source.captured_through_seq;
+  header.anchored = reference.anchor_seq.has_value();
+  if (header.anchored) header.anchor_index = source.anchor;
   auto retained = retain(header, source.items, max_reference_bytes, counter);
   if (!retained)  // no partial context: one source that cannot fit fails the whole message
     throw SessionReferenceError(ErrorCode::budget_exceeded,
                                 "referenced session snapshot cannot fit the configured byte budget");
   return RenderedSource{std::string(source.session_id), reference.label, source.captured_through_seq,
-                        std::move(*retained)};
+                        std::move(*retained), reference.anchor_seq};
 }
 
 AdditionalContext assemble(const std::vector<RenderedSource>& rendered, WorkCounter* counter) {
@@ -57,7 +60,8 @@ AdditionalContext render_context(const std::vector<NormalizedReference>& referen
     const ProjectedSource& s = sources[i];
     std::optional<std::string_view> cwd;
     if (s.cwd) cwd = std::string_view(*s.cwd);
-    rendered.push_back(render_source(references[i], SourceView{s.session_id, cwd, s.captured_through_seq, s.conversation.items},
+    rendered.push_back(render_source(references[i],
+                                     SourceView{s.session_id, cwd, s.captured_through_seq, s.conversation.items, s.anchor},
                                      max_reference_bytes, counter));
   }
   return assemble(rendered, counter);
@@ -73,11 +77,20 @@ AdditionalContext render_context(const std::vector<NormalizedReference>& referen
     ProjectedConversation conversation = project(snapshot.events, counter);
     std::optional<std::string_view> cwd;
     if (snapshot.session.cwd) cwd = std::string_view(*snapshot.session.cwd);
-    rendered.push_back(render_source(references[i],
-                                     SourceView{snapshot.session.id, cwd, snapshot.capturedThroughSeq, conversation.items},
-                                     max_reference_bytes, counter));
+    std::optional<std::size_t> anchor;
+    if (references[i].anchor_seq) anchor = anchor_by_item_seqs(conversation.items, *references[i].anchor_seq);
+    rendered.push_back(render_source(
+        references[i], SourceView{snapshot.session.id, cwd, snapshot.capturedThroughSeq, conversation.items, anchor},
+        max_reference_bytes, counter));
   }
   return assemble(rendered, counter);
+}
+
+ProjectedSource SessionSource::read_anchored(const std::string& session_id, std::int64_t max_reference_bytes,
+                                             std::int64_t anchor_seq, std::stop_token stop) {
+  ProjectedSource source = read_projected(session_id, max_reference_bytes, std::move(stop));
+  source.anchor = anchor_by_item_seqs(source.conversation.items, anchor_seq);
+  return source;
 }
 
 SessionReferenceService::SessionReferenceService(std::shared_ptr<SessionSource> source, Config config)
@@ -106,8 +119,13 @@ PreparedMessage SessionReferenceService::prepare_normalized(const boost::json::a
   // No references: the content alone, without even a cancellation check.
   if (references.empty()) return result;
   std::vector<std::string> ids;
+  std::vector<std::optional<std::int64_t>> anchors;
   ids.reserve(references.size());
-  for (const auto& r : references) ids.push_back(r.session_id);
+  anchors.reserve(references.size());
+  for (const auto& r : references) {
+    ids.push_back(r.session_id);
+    anchors.push_back(r.anchor_seq);
+  }
   // The readers ran on threads of their own, whose malloc arenas keep what a big log's parse freed
   // (glibc returns arena memory only on trim): give it back once the sources are gone, however
   // this call ends.
@@ -115,7 +133,7 @@ PreparedMessage SessionReferenceService::prepare_normalized(const boost::json::a
     ~GiveBack() { support::give_back_memory(); }
   } give_back;
   {
-    std::vector<ProjectedSource> sources = read_all_in_parallel(*source_, ids, config_.max_reference_bytes, stop);
+    std::vector<ProjectedSource> sources = read_all_in_parallel(*source_, ids, anchors, config_.max_reference_bytes, stop);
     if (stop.stop_requested()) cancelled();
     result.additional_context = render_context(references, sources, config_.max_reference_bytes, counter);
   }

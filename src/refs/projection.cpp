@@ -103,9 +103,20 @@ ProjectedConversation project(const std::vector<boost::json::object>& events, Wo
       item->text = *out.joined_storage.back();
       joined = std::string();
     }
+    if (auto* seq = member(event, "seq"); seq && seq->is_int64()) item->seq = seq->get_int64();
     out.items.push_back(*item);
   }
   return out;
+}
+
+std::optional<std::size_t> anchor_by_item_seqs(const std::vector<ProjectedItem>& items, std::int64_t seq) {
+  if (items.empty()) return std::nullopt;
+  std::optional<std::size_t> after;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (items[i].seq == seq) return i;
+    if (items[i].seq > seq && (!after || items[i].seq < items[*after].seq)) after = i;
+  }
+  return after ? *after : items.size() - 1;
 }
 
 ProjectedSource project_snapshot(const store::SurfaceSnapshot& snapshot) {

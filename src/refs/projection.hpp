@@ -36,6 +36,8 @@ struct ProjectedItem {
   /// is empty then, and retention must never keep the item.
   std::int64_t released_bytes = -1;
   std::int64_t released_size = -1;
+  /// The seq of the event the item comes from (-1 when the event had none); what an anchor names.
+  std::int64_t seq = -1;
 
   bool released() const { return released_bytes >= 0; }
 };
@@ -53,6 +55,9 @@ struct ProjectedSource {
   std::optional<std::string> cwd;
   std::optional<std::int64_t> captured_through_seq;
   ProjectedConversation conversation;
+  /// Read for an anchored reference: the index in conversation.items of the item the snapshot
+  /// centres on, nullopt when there is no item. Unset for a read without an anchor.
+  std::optional<std::size_t> anchor = std::nullopt;
 };
 
 /// Whether `source` is the compact checkpoint marker: kind "plugin" and plugin "compact" (extra keys ignored).
@@ -66,5 +71,11 @@ ProjectedConversation project(const std::vector<boost::json::object>& events, Wo
 
 /// project() of a snapshot into a source that owns its texts (for hosts that hold whole snapshots).
 ProjectedSource project_snapshot(const store::SurfaceSnapshot& snapshot);
+
+/// The item an anchor at `seq` centres on, judged from the items' own seqs only: the item holding
+/// it, else the one with the smallest seq after it, else the last item; nullopt without items.
+/// For hosts holding projected snapshots; a store read follows the log's replacements instead
+/// (streaming_projection.hpp), which this cannot see.
+std::optional<std::size_t> anchor_by_item_seqs(const std::vector<ProjectedItem>& items, std::int64_t seq);
 
 } // namespace acp::refs

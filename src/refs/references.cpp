@@ -14,13 +14,16 @@ public:
   Normalizer(std::string_view target_id, std::int64_t max_references)
       : target_id_(target_id), max_references_(max_references) {}
 
-  void add(std::string_view session_id, const std::optional<std::string_view>& label) {
+  void add(std::string_view session_id, const std::optional<std::string_view>& label,
+           std::optional<std::int64_t> anchor_seq = std::nullopt) {
     // The self check precedes the duplicate check, so a repeated self-reference still fails.
     if (session_id == target_id_)
       throw SessionReferenceError(ErrorCode::self_reference,
                                   "session " + json_string(target_id_) + " cannot reference itself");
-    if (!seen_.insert(std::string(session_id)).second) return;  // the first mention's label wins
-    out_.push_back(NormalizedReference{std::string(session_id), std::string(label ? *label : session_id)});
+    // The first mention's label wins, and so does its anchor (or its lack of one): one snapshot per
+    // session, centred where the user first pointed.
+    if (!seen_.insert(std::string(session_id)).second) return;
+    out_.push_back(NormalizedReference{std::string(session_id), std::string(label ? *label : session_id), anchor_seq});
   }
 
   std::vector<NormalizedReference> finish() {
@@ -46,7 +49,7 @@ std::vector<NormalizedReference> normalize_references(std::string_view target_id
   for (const auto& r : references) {
     std::optional<std::string_view> label;
     if (r.label) label = *r.label;
-    n.add(r.session_id, label);
+    n.add(r.session_id, label, r.anchor_seq);
   }
   return n.finish();
 }

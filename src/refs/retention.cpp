@@ -17,11 +17,14 @@ constexpr std::string_view kOpenSessionId = "{\"sessionId\":";
 constexpr std::string_view kLabelKey = ",\"label\":";
 constexpr std::string_view kCwdKey = ",\"cwd\":";
 constexpr std::string_view kSeqKey = ",\"capturedThroughSeq\":";
+constexpr std::string_view kAnchorSeqKey = ",\"anchorSeq\":";
 constexpr std::string_view kConversationKey = ",\"conversation\":[";
 constexpr std::string_view kClose = "]}";
 constexpr std::string_view kNull = "null";
-constexpr std::string_view kUserShell = "{\"role\":\"user\",\"text\":";
-constexpr std::string_view kAssistantShell = "{\"role\":\"assistant\",\"text\":";
+constexpr std::string_view kUserOpen = "{\"role\":\"user\",";
+constexpr std::string_view kAssistantOpen = "{\"role\":\"assistant\",";
+constexpr std::string_view kAnchoredMark = "\"anchored\":true,";
+constexpr std::string_view kTextKey = "\"text\":";
 constexpr std::string_view kNoticeHead = "\n[\xE2\x80\xA6 omitted ";
 constexpr std::string_view kNoticeTail = " UTF-8 bytes \xE2\x80\xA6]";
 
@@ -29,12 +32,13 @@ constexpr auto bytes(std::string_view s) { return static_cast<std::int64_t>(s.si
 constexpr std::int64_t kDataFixedBytes =
     bytes(kOpenSessionId) + bytes(kLabelKey) + bytes(kCwdKey) + bytes(kSeqKey) + bytes(kConversationKey) + bytes(kClose);
 constexpr std::int64_t kNullBytes = bytes(kNull);
-constexpr std::int64_t kUserShellBytes = bytes(kUserShell) + 1;  // + the closing '}'
-constexpr std::int64_t kAssistantShellBytes = bytes(kAssistantShell) + 1;
+constexpr std::int64_t kUserShellBytes = bytes(kUserOpen) + bytes(kTextKey) + 1;  // + the closing '}'
+constexpr std::int64_t kAssistantShellBytes = bytes(kAssistantOpen) + bytes(kTextKey) + 1;
+constexpr std::int64_t kAnchoredBytes = bytes(kAnchoredMark);
 constexpr std::int64_t kNoticeFixedBytes = bytes(kNoticeHead) + bytes(kNoticeTail);
 // The shells as docs/session-references.md#retention counts them.
 static_assert(kDataFixedBytes == 70 && kNullBytes == 4 && kUserShellBytes == 23 && kAssistantShellBytes == 28 &&
-              kNoticeFixedBytes == 31);
+              kNoticeFixedBytes == 31 && kAnchoredBytes == 16 && bytes(kAnchorSeqKey) == 13);
 
 std::int64_t decimal_digits(std::int64_t v) { return static_cast<std::int64_t>(std::to_string(v).size()); }
 
@@ -85,6 +89,7 @@ struct Retained {
   std::optional<std::string> truncated;   // replaces the original text once truncated
   std::int64_t omitted_bytes = 0;
   std::int64_t size = 0;                  // serialized bytes of {"role":…,"text":…}
+  std::int64_t extra = 0;                 // kAnchoredBytes for the anchored item
 };
 
 } // namespace
@@ -129,57 +134,106 @@ TruncatedText truncate_with_notice(std::string_view text, std::int64_t max_out, 
 std::optional<RetainedSource> retain(const SourceHeader& header, const std::vector<ProjectedItem>& items,
                                      std::int64_t max_bytes, WorkCounter* counter) {
   const std::size_t n = items.size();
-  const std::int64_t fixed = kDataFixedBytes + static_cast<std::int64_t>(tag_safe_json_size(header.session_id, counter)) +
-                             static_cast<std::int64_t>(tag_safe_json_size(header.label, counter)) +
-                             (header.cwd ? static_cast<std::int64_t>(tag_safe_json_size(*header.cwd, counter)) : kNullBytes) +
-                             (header.captured_through_seq ? decimal_digits(*header.captured_through_seq) : kNullBytes);
+  std::int64_t fixed = kDataFixedBytes + static_cast<std::int64_t>(tag_safe_json_size(header.session_id, counter)) +
+                       static_cast<std::int64_t>(tag_safe_json_size(header.label, counter)) +
+                       (header.cwd ? static_cast<std::int64_t>(tag_safe_json_size(*header.cwd, counter)) : kNullBytes) +
+                       (header.captured_through_seq ? decimal_digits(*header.captured_through_seq) : kNullBytes);
+  const bool centred = header.anchored && header.anchor_index && *header.anchor_index < n;
+  std::optional<std::int64_t> anchor_seq;
+  if (centred && items[*header.anchor_index].seq >= 0) anchor_seq = items[*header.anchor_index].seq;
+  if (header.anchored) fixed += bytes(kAnchorSeqKey) + (anchor_seq ? decimal_digits(*anchor_seq) : kNullBytes);
 
   RetentionStats stats;
   stats.original_messages = static_cast<std::int64_t>(n);
   for (const auto& item : items) stats.compacted = stats.compacted || item.checkpoint;
 
-  // Phase 1: drop whole items, oldest first, keeping checkpoints and the newest item, while the data
-  // object is over budget. The original drops the first eligible item and re-measures each time. Its
-  // total after dropping the first j eligible items is monotone in j, so the smallest j that fits is
-  // found by walking back from the newest item: only kept items (plus one) are ever measured, and the
-  // dropped prefix costs O(1) per item. Nothing here is O(items) in memory — only the kept items are
-  // recorded: per-item arrays over a million-message source were fresh memory on every prepare, and
-  // faulting it in cost more than the walk itself.
+  // Phase 1: choose the whole items to keep (below: centred on an anchor, or the original's rule).
   auto measure = [&](std::size_t i) {
     return items[i].released() ? items[i].released_size : refs::item_size(items[i].role, items[i].text, counter);
   };
-  auto mandatory_at = [&](std::size_t i) { return items[i].checkpoint || i + 1 == n; };
-  std::vector<Retained> retained;  // checkpoints and the newest item first, then kept eligible items
-  std::int64_t items_sum = 0;      // checkpoints and the newest item are never dropped in Phase 1
-  for (std::size_t i = 0; i < n; ++i) {
-    if (!mandatory_at(i)) continue;
-    retained.push_back(Retained{i, std::nullopt, 0, measure(i)});
-    items_sum += retained.back().size;
-  }
+  auto bytes_of = [&](std::size_t i) {
+    return items[i].released() ? items[i].released_bytes : static_cast<std::int64_t>(items[i].text.size());
+  };
   auto total_of = [&](std::int64_t sum, std::int64_t count) { return fixed + sum + (count > 0 ? count - 1 : 0); };
-  std::int64_t count = static_cast<std::int64_t>(retained.size());
-  // Keep eligible items from the newest backwards while the result still fits; when even the
-  // mandatory items do not fit, all eligible items go (the original's loop ends there too). Every
-  // eligible item at or before `dropped_through` is dropped.
-  std::size_t dropped_through = n;  // n: none dropped
-  for (std::size_t i = n > 1 ? n - 1 : 0; i-- > 0;) {
-    if (mandatory_at(i)) continue;
-    const std::int64_t size = measure(i);
-    if (total_of(items_sum + size, count + 1) > max_bytes) {
-      dropped_through = i;
-      break;
-    }
-    retained.push_back(Retained{i, std::nullopt, 0, size});
-    items_sum += size;
-    ++count;
-  }
+  std::vector<Retained> retained;
+  std::int64_t items_sum = 0;
+  std::int64_t count = 0;
   std::int64_t dropped_bytes = 0;
   std::int64_t dropped_count = 0;
-  if (dropped_through < n) {
-    for (std::size_t i = 0; i <= dropped_through; ++i) {
-      if (mandatory_at(i)) continue;
+  if (centred) {
+    // Centred: the anchored item is the one never dropped; its neighbours join one at a time,
+    // newer first and then alternately older and newer, each side closing at the first neighbour
+    // that no longer fits. The kept items stay one contiguous run [lo, hi] around the anchor.
+    const std::size_t a = *header.anchor_index;
+    retained.push_back(Retained{a, std::nullopt, 0, measure(a) + kAnchoredBytes, kAnchoredBytes});
+    items_sum = retained.back().size;
+    count = 1;
+    std::size_t lo = a, hi = a;
+    bool newer = hi + 1 < n, older = lo > 0;
+    bool newer_turn = true;
+    while (newer || older) {
+      const bool take_newer = newer && (newer_turn || !older);
+      const std::size_t j = take_newer ? hi + 1 : lo - 1;
+      const std::int64_t size = measure(j);
+      if (total_of(items_sum + size, count + 1) > max_bytes) {
+        (take_newer ? newer : older) = false;
+      } else {
+        retained.push_back(Retained{j, std::nullopt, 0, size, 0});
+        items_sum += size;
+        ++count;
+        if (take_newer) {
+          hi = j;
+          newer = hi + 1 < n;
+        } else {
+          lo = j;
+          older = lo > 0;
+        }
+      }
+      newer_turn = !take_newer;
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      if (i >= lo && i <= hi) continue;
       ++dropped_count;
-      dropped_bytes += items[i].released() ? items[i].released_bytes : static_cast<std::int64_t>(items[i].text.size());
+      dropped_bytes += bytes_of(i);
+    }
+  } else {
+    // Without an anchor: drop whole items, oldest first, keeping checkpoints and the newest item, while the data
+    // object is over budget. The original drops the first eligible item and re-measures each time. Its
+    // total after dropping the first j eligible items is monotone in j, so the smallest j that fits is
+    // found by walking back from the newest item: only kept items (plus one) are ever measured, and the
+    // dropped prefix costs O(1) per item. Nothing here is O(items) in memory — only the kept items are
+    // recorded: per-item arrays over a million-message source were fresh memory on every prepare, and
+    // faulting it in cost more than the walk itself.
+    auto mandatory_at = [&](std::size_t i) { return items[i].checkpoint || i + 1 == n; };
+    // retained: checkpoints and the newest item first, then kept eligible items; checkpoints and the
+    // newest item are never dropped in Phase 1.
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!mandatory_at(i)) continue;
+      retained.push_back(Retained{i, std::nullopt, 0, measure(i), 0});
+      items_sum += retained.back().size;
+    }
+    count = static_cast<std::int64_t>(retained.size());
+    // Keep eligible items from the newest backwards while the result still fits; when even the
+    // mandatory items do not fit, all eligible items go (the original's loop ends there too). Every
+    // eligible item at or before `dropped_through` is dropped.
+    std::size_t dropped_through = n;  // n: none dropped
+    for (std::size_t i = n > 1 ? n - 1 : 0; i-- > 0;) {
+      if (mandatory_at(i)) continue;
+      const std::int64_t size = measure(i);
+      if (total_of(items_sum + size, count + 1) > max_bytes) {
+        dropped_through = i;
+        break;
+      }
+      retained.push_back(Retained{i, std::nullopt, 0, size, 0});
+      items_sum += size;
+      ++count;
+    }
+    if (dropped_through < n) {
+      for (std::size_t i = 0; i <= dropped_through; ++i) {
+        if (mandatory_at(i)) continue;
+        ++dropped_count;
+        dropped_bytes += bytes_of(i);
+      }
     }
   }
   stats.omitted_messages = dropped_count;
@@ -219,7 +273,8 @@ std::optional<RetainedSource> retain(const SourceHeader& header, const std::vect
       TruncatedText cut = truncate_with_notice(items[item.index].text, target, counter);
       if (cut.text == current_text(item)) return std::nullopt;  // no progress possible
       items_sum -= item.size;
-      item.size = shell_bytes(items[item.index].role) + static_cast<std::int64_t>(tag_safe_json_size(cut.text, counter));
+      item.size = shell_bytes(items[item.index].role) + item.extra +
+                  static_cast<std::int64_t>(tag_safe_json_size(cut.text, counter));
       items_sum += item.size;
       item.omitted_bytes = cut.omitted_bytes;  // replaced, not accumulated: truncation restarts from the original
       item.truncated = std::move(cut.text);
@@ -249,10 +304,16 @@ std::optional<RetainedSource> retain(const SourceHeader& header, const std::vect
     json += kNull;
   json += kSeqKey;
   json += header.captured_through_seq ? std::to_string(*header.captured_through_seq) : std::string(kNull);
+  if (header.anchored) {
+    json += kAnchorSeqKey;
+    json += anchor_seq ? std::to_string(*anchor_seq) : std::string(kNull);
+  }
   json += kConversationKey;
   for (std::size_t pos = 0; pos < retained.size(); ++pos) {
     if (pos > 0) json.push_back(',');
-    json += items[retained[pos].index].role == Role::user ? kUserShell : kAssistantShell;
+    json += items[retained[pos].index].role == Role::user ? kUserOpen : kAssistantOpen;
+    if (retained[pos].extra > 0) json += kAnchoredMark;
+    json += kTextKey;
     append_tag_safe_json(json, current_text(retained[pos]));
     json.push_back('}');
   }
@@ -263,6 +324,7 @@ std::optional<RetainedSource> retain(const SourceHeader& header, const std::vect
     throw std::logic_error("retention: serialized size " + std::to_string(json.size()) + " != modelled " +
                            std::to_string(total()));
   out.stats = stats;
+  out.anchor_seq = anchor_seq;
   return out;
 }
 

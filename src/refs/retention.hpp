@@ -25,6 +25,12 @@ struct SourceHeader {
   std::string_view label;        ///< the normalized input label
   std::optional<std::string_view> cwd;
   std::optional<std::int64_t> captured_through_seq;
+  /// An anchored reference (docs/session-references.md#anchors): `"anchorSeq"` follows
+  /// capturedThroughSeq (the seq of the item centred on, null without items), retention keeps the
+  /// items around items[*anchor_index] instead of the newest, and that item is marked
+  /// `"anchored":true`.
+  bool anchored = false;
+  std::optional<std::size_t> anchor_index = std::nullopt;
 };
 
 /// The stats of the source record, in its key order.
@@ -40,6 +46,7 @@ struct RetentionStats {
 struct RetainedSource {
   std::string data_json;  ///< tag-safe JSON of {sessionId,label,cwd,capturedThroughSeq,conversation}
   RetentionStats stats;
+  std::optional<std::int64_t> anchor_seq = std::nullopt;  ///< anchored: the seq centred on (none without items)
 };
 
 /// Result of truncateWithNotice: the kept head, the kept tail and the omission notice.
@@ -56,7 +63,7 @@ TruncatedText truncate_with_notice(std::string_view text, std::int64_t max_out, 
 /// The serialized size retention measures for one item: {"role":…,"text":…} with a tag-safe text.
 std::int64_t item_size(Role role, std::string_view text, WorkCounter* counter = nullptr);
 
-/// Applies the budget to one projected source; nullopt when even the fixed fields plus one empty
+/// Applies the budget to one projected source (with an anchor: centred retention, see SourceHeader); nullopt when even the fixed fields plus one empty
 /// shell per surviving item cannot fit (→ SESSION_REFERENCE_BUDGET_EXCEEDED). Released items
 /// (ProjectedItem::released) are measured by their recorded sizes; the caller guarantees Phase 1
 /// drops them (std::logic_error otherwise).

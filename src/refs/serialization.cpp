@@ -50,6 +50,15 @@ boost::json::object build_source_record(const std::vector<RenderedSource>& sourc
     entry["omittedBytes"] = st.omitted_bytes;
     entry["truncated"] = st.truncated;
     entry["inputIndex"] = static_cast<std::int64_t>(i);
+    // After every original key, so an unanchored record keeps its bytes and older readers, which
+    // take the entries as open records, see nothing else change.
+    if (s.anchor) {
+      entry["anchor"] = *s.anchor;
+      if (s.retained.anchor_seq)
+        entry["anchorSeq"] = *s.retained.anchor_seq;
+      else
+        entry["anchorSeq"] = nullptr;
+    }
     references.push_back(std::move(entry));
   }
   boost::json::object record;

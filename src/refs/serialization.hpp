@@ -26,13 +26,15 @@ struct RenderedSource {
   std::string label;
   std::optional<std::int64_t> captured_through_seq;
   RetainedSource retained;
+  std::optional<std::int64_t> anchor = std::nullopt;  ///< the anchor the reference asked for (`#seq=N`), if any
 };
 
 /// prefix + "[" + data_0 + "," + … + "]" + suffix.
 std::string build_prompt(const std::vector<RenderedSource>& sources, WorkCounter* counter = nullptr);
 
 /// {"kind":"session-reference","version":1,"references":[{sessionId,label,capturedThroughSeq,
-///  compacted,originalMessages,retainedMessages,omittedMessages,omittedBytes,truncated,inputIndex}]}
+///  compacted,originalMessages,retainedMessages,omittedMessages,omittedBytes,truncated,inputIndex}]},
+/// an anchored reference adding anchor (the requested seq) and anchorSeq (the seq centred on, or null).
 boost::json::object build_source_record(const std::vector<RenderedSource>& sources);
 
 } // namespace acp::refs

@@ -43,6 +43,12 @@ public:
   /// promptly (checked per event) by throwing; the service then reports a cancellation.
   virtual ProjectedSource read_projected(const std::string& session_id, std::int64_t max_reference_bytes,
                                          std::stop_token stop) = 0;
+  /// The same for a reference anchored at `anchor_seq` (docs/session-references.md#anchors): the
+  /// texts kept are those around the anchored item, and ProjectedSource::anchor names it. The
+  /// default suits hosts whose read_projected() never releases texts: it resolves the anchor from
+  /// the items' seqs (anchor_by_item_seqs). A store-backed source overrides it (project_log).
+  virtual ProjectedSource read_anchored(const std::string& session_id, std::int64_t max_reference_bytes,
+                                        std::int64_t anchor_seq, std::stop_token stop);
   /// All sessions, newest first (createdAt descending, ties by id under en-US collation).
   virtual std::vector<store::SessionListing> list_sessions() = 0;
   /// Sessions whose content matches (store::Backend::search_content over every store); the

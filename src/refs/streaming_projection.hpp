@@ -11,6 +11,14 @@
 // can shadow what followed such an item and bring it back into reach; then its text is fetched by
 // a second pass over the log (rare: only a compaction after the budget was exceeded can cause it).
 // Per live surface node a few words of bookkeeping remain (what the fold's validation needs).
+//
+// An anchored read (a reference's `#seq=N`, docs/session-references.md#anchors) follows the anchor
+// through the fold instead: the anchor lands on the first surface event at or after seq N and moves
+// with every replace that shadows it, so a seq inside a compacted range ends on the checkpoint that
+// covers it. Which texts retention may keep is known only at the end of the log (a later replace
+// can move the anchor), so the first pass holds none and the second pass fetches the items within
+// the budget on either side of the anchored item: memory stays bounded, at the price of reading the
+// log twice.
 #pragma once
 
 #include "refs/projection.hpp"
@@ -44,13 +52,19 @@ using EventStream = std::function<StreamedLog(const EventSink&)>;
 /// The streaming fold and projection, fed one raw event at a time.
 class StreamingProjector {
 public:
-  explicit StreamingProjector(std::int64_t max_reference_bytes) : max_(max_reference_bytes) {}
+  explicit StreamingProjector(std::int64_t max_reference_bytes, std::optional<std::int64_t> anchor_seq = std::nullopt)
+      : max_(max_reference_bytes), anchor_seq_(anchor_seq) {}
 
   /// First pass. A fold error is kept and thrown by finish(), so that a corrupt line later in the
   /// log is still reported first, as when the whole log is read before folding.
   void add(const boost::json::object& event);
-  /// Seqs whose texts were released but may be retained after all (only after a replace).
+  /// Seqs whose texts were released but may be retained after all (only after a replace, or any
+  /// item near the anchor of an anchored read).
   std::vector<std::int64_t> missing() const;
+  /// Anchored read, after the first pass: the index of the item the snapshot centres on (the first
+  /// item at or after the anchor's surface node, else the last item); nullopt without items or
+  /// without an anchor.
+  std::optional<std::size_t> anchor_index() const;
   /// Second pass: takes the text of `event` when its seq is missing.
   void refill(const boost::json::object& event);
   /// The items in surface order. Throws the kept fold error, or StoreError when a missing text was
@@ -68,10 +82,21 @@ private:
     bool checkpoint;
   };
   void hold(const Item& item, const ProjectedItem& projected);
+  /// Items [lo, hi] whose texts retention may keep; `any` false when none.
+  struct Reach {
+    bool any = false;
+    std::size_t lo = 0, hi = 0;
+  };
+  Reach reach() const;
+  bool needed(std::size_t j, const Reach& r) const;
+  void replace_items(const store::FoldStep& step, const std::optional<Item>& item);
+  void follow_anchor(const store::FoldStep& step, std::int64_t seq);
   void advance_window();
   void recompute_window();
 
   std::int64_t max_;
+  std::optional<std::int64_t> anchor_seq_;
+  std::optional<std::size_t> anchor_node_;  ///< the anchor's position among the fold's nodes, once reached
   store::SurfaceFold fold_;
   std::vector<bool> node_has_item_;  ///< parallel to the fold's nodes
   std::vector<Item> items_;          ///< projected items of the current surface, in surface order
@@ -88,7 +113,9 @@ private:
 };
 
 /// readSurface + project of one log through `stream`: at most two passes, the second only when a
-/// released text is needed after all.
-ProjectedSource project_log(const EventStream& stream, std::int64_t max_reference_bytes);
+/// released text is needed after all (always, for an anchored read with items). With `anchor_seq`
+/// the result's `anchor` names the item to centre on.
+ProjectedSource project_log(const EventStream& stream, std::int64_t max_reference_bytes,
+                            std::optional<std::int64_t> anchor_seq = std::nullopt);
 
 } // namespace acp::refs

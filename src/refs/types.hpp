@@ -21,16 +21,20 @@ struct Target {
   std::optional<std::string> cwd;
 };
 
-/// A reference as requested by the user: a session id and an optional display label.
+/// A reference as requested by the user: a session id, an optional display label, and an optional
+/// anchor (`#seq=N`: the snapshot centres on that place instead of ending with the newest message).
 struct SessionReference {
   std::string session_id;
   std::optional<std::string> label;
+  std::optional<std::int64_t> anchor_seq = std::nullopt;
 };
 
-/// A reference after dedupe: the label defaults to the id; an empty label stays empty.
+/// A reference after dedupe: the label defaults to the id; an empty label stays empty. The first
+/// mention of a session decides its label and its anchor alike.
 struct NormalizedReference {
   std::string session_id;
   std::string label;
+  std::optional<std::int64_t> anchor_seq = std::nullopt;
 };
 
 /// One row of list_candidates(); JSON keys sessionId, label, cwd (omitted when absent), createdAt.

@@ -97,4 +97,41 @@ std::string decode_uri(std::string_view uri) {
   return id;
 }
 
+std::optional<std::int64_t> parse_anchor_seq(std::string_view digits) {
+  if (digits.empty() || digits.size() > 16) return std::nullopt;  // 2^53-1 has 16 digits
+  if (digits.size() > 1 && digits[0] == '0') return std::nullopt;
+  std::int64_t v = 0;
+  for (char c : digits) {
+    if (c < '0' || c > '9') return std::nullopt;
+    v = v * 10 + (c - '0');
+  }
+  if (v > kMaxAnchorSeq) return std::nullopt;
+  return v;
+}
+
+std::string encode_reference_uri(std::string_view session_id, std::optional<std::int64_t> anchor_seq) {
+  std::string uri = encode_uri(session_id);
+  if (anchor_seq) {
+    uri += kAnchorPrefix;
+    uri += std::to_string(*anchor_seq);
+  }
+  return uri;
+}
+
+ReferenceUri decode_reference_uri(std::string_view uri) {
+  const std::size_t hash = uri.find('#');
+  if (hash == std::string_view::npos) return ReferenceUri{decode_uri(uri), std::nullopt};
+  // The error names what the user wrote, fragment included, not just the part that failed.
+  if (uri.substr(hash, kAnchorPrefix.size()) != kAnchorPrefix) invalid(uri);
+  std::optional<std::int64_t> seq = parse_anchor_seq(uri.substr(hash + kAnchorPrefix.size()));
+  if (!seq) invalid(uri);
+  std::string id;
+  try {
+    id = decode_uri(uri.substr(0, hash));
+  } catch (const SessionReferenceError&) {
+    invalid(uri);
+  }
+  return ReferenceUri{std::move(id), seq};
+}
+
 } // namespace acp::refs

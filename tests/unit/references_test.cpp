@@ -118,6 +118,23 @@ BOOST_AUTO_TEST_CASE(a_record_read_from_a_0_1_root_gives_the_same_card) {
   BOOST_TEST(card_json(12, stored).at("_meta").at("dsh-acp/sessionReference") == source);
 }
 
+BOOST_AUTO_TEST_CASE(an_anchored_reference_says_where_it_is_centred) {
+  // docs/session-references.md#anchors: the line names the seq centred on, the URI keeps the anchor asked for.
+  json::object entry = ref_entry("s1", "Alpha", 30, false, 9, 4, 5, 600, 0);
+  entry["anchor"] = 4;
+  entry["anchorSeq"] = 5;
+  json::object source = source_of({entry});
+  json::value card = card_json(12, source);
+  BOOST_TEST(card_text(card) ==
+             "Alpha (s1): retained 4 of 9 messages; omitted 5 messages, 600 bytes; captured through seq 30; centred on seq 5");
+  BOOST_TEST(card.at("rawInput").at("references").at(0).at("uri").as_string() == "dsh-session:InMxIg#seq=4");
+  BOOST_TEST(card.at("_meta").at("dsh-acp/sessionReference") == source);
+  // An anchor on a source without messages centres on nothing: no seq to name.
+  entry["anchorSeq"] = nullptr;
+  BOOST_TEST(card_text(card_json(12, source_of({entry}))) ==
+             "Alpha (s1): retained 4 of 9 messages; omitted 5 messages, 600 bytes; captured through seq 30");
+}
+
 BOOST_AUTO_TEST_CASE(labels_lose_control_characters_and_colons_in_the_title) {
   // C0 controls, DEL and C1 controls (U+0085 NEL, U+009F) become spaces; ':' becomes " -" in the
   // title only (a client cuts a tool title at its first colon). rawInput and _meta keep the label.
@@ -381,6 +398,20 @@ BOOST_AUTO_TEST_CASE(malformed_references_are_invalid_reference_errors) {
   BOOST_TEST((error_of({text_block("use dsh-session:IiJ")}) == refs::ErrorCode::invalid_reference));  // non-canonical
   BOOST_TEST((error_of({link("dsh-session:%%%", "x")}) == refs::ErrorCode::invalid_reference));
   BOOST_TEST((error_of({resource("dsh-session:IiJ", std::string("t"))}) == refs::ErrorCode::invalid_reference));
+}
+
+BOOST_AUTO_TEST_CASE(mentions_links_and_resources_carry_their_anchor) {
+  const std::string a = refs::encode_uri("a");
+  auto r = handlers::render_prompt({text_block("@[one](" + a + "#seq=3) " + a + "#seq=0, "), link(a + "#seq=12", "L"),
+                                    resource(a + "#seq=7", std::string("t")), text_block(" " + a)});
+  BOOST_TEST(r.text == "@one @a, @L@a @a");
+  BOOST_TEST_REQUIRE(r.references.size() == 5u);
+  std::vector<std::int64_t> anchors;
+  for (const auto& ref : r.references) anchors.push_back(ref.anchor_seq.value_or(-1));
+  BOOST_TEST(anchors == (std::vector<std::int64_t>{3, 0, 12, 7, -1}), boost::test_tools::per_element());
+  BOOST_TEST((error_of({link(a + "#seq=03", "x")}) == refs::ErrorCode::invalid_reference));
+  BOOST_TEST((error_of({resource(a + "#part", std::string("t"))}) == refs::ErrorCode::invalid_reference));
+  BOOST_TEST((error_of({text_block("see " + a + "#seq=9007199254740992")}) == refs::ErrorCode::invalid_reference));
 }
 
 BOOST_AUTO_TEST_CASE(a_prompt_of_only_a_mention_is_not_blank) {
