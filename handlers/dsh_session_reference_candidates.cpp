@@ -36,7 +36,7 @@ boost::asio::awaitable<protocol::CandidatesResponse> dsh_session_reference_candi
       if (!listed.insert(m.candidate.session_id).second) continue;
       const refs::Candidate& c = m.candidate;
       response.candidates.push_back({c.session_id, c.label, c.cwd, c.created_at, refs::encode_uri(c.session_id),
-                                     refs::format_mention({c.session_id, c.label}),
+                                     refs::format_mention({c.session_id, c.label, m.seq}),
                                      protocol::ContentMatchInfo{m.seq, std::move(m.kind), std::move(m.snippet)}});
     }
   }

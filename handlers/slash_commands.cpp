@@ -44,11 +44,12 @@ std::string describe_candidates(const std::vector<refs::Candidate>& candidates, 
   }
   if (!more.empty()) {
     if (!out.empty()) out += "\n";
-    out += "Sessions whose conversation matches \"" + std::string(query) + "\", best first:\n";
+    out += "Sessions whose conversation matches \"" + std::string(query) +
+           "\", best first (each mention centres its snapshot on the match):\n";
     for (const refs::ContentMatch* m : more) {
       const refs::Candidate& c = m->candidate;
       out += describe_row(c) + "\n  matched at seq " + std::to_string(m->seq) + " (" + m->kind + "): " + m->snippet +
-             "\n  " + refs::format_mention({c.session_id, c.label}) + "\n";
+             "\n  " + refs::format_mention({c.session_id, c.label, m->seq}) + "\n";
     }
   }
   return out;

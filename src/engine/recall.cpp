@@ -3,6 +3,7 @@
 #include "support/iso_time.hpp"
 #include "support/json_text.hpp"
 #include "support/utf8.hpp"
+#include "refs/uri.hpp"
 
 #include <boost/json.hpp>
 
@@ -23,9 +24,19 @@ const llm::ToolDefinition& recall_definition() {
             {"description", "Words to search earlier sessions for: names, topics, decisions, error messages"}}},
           {"sessions",
            {{"type", "array"},
-            {"items", {{"type", "string"}}},
+            {"items",
+             {{"type", "object"},
+              {"properties",
+               {{"sessionId", {{"type", "string"}, {"description", "A session id from an earlier search"}}},
+                {"seq",
+                 {{"type", "integer"},
+                  {"minimum", 0},
+                  {"description", "Centre the snapshot on this event (a search result's `matched at seq`); "
+                                  "omit for the session's latest messages"}}}}},
+              {"required", json::array{"sessionId"}},
+              {"additionalProperties", false}}},
             {"minItems", 1},
-            {"description", "Ids of sessions from an earlier search to bring into this conversation"}}}}},
+            {"description", "Sessions from an earlier search to bring into this conversation"}}}}},
         {"additionalProperties", false}};
     return llm::ToolDefinition{
         std::string(kRecallTool),
@@ -65,11 +76,29 @@ std::variant<RecallRequest, std::string> read_recall_request(const std::string& 
   if (sessions->get_array().size() > max_references)
     return prefix + "at most " + std::to_string(max_references) + " sessions at once";
   for (const json::value& s : sessions->get_array()) {
-    if (!s.is_string() || s.get_string().empty()) return prefix + "every session must be a non-empty id string";
-    std::string id(s.get_string());
+    // An id alone, or {sessionId, seq?}: models pass either.
+    const json::value* id_value = &s;
+    std::optional<std::int64_t> seq;
+    if (s.is_object()) {
+      const json::object& o = s.get_object();
+      for (const auto& [key, value] : o)
+        if (key != "sessionId" && key != "seq") return prefix + "unknown session field `" + std::string(key) + "`";
+      id_value = o.if_contains("sessionId");
+      if (const json::value* n = o.if_contains("seq"); n && !n->is_null()) {
+        std::optional<std::int64_t> v = n->is_int64() ? std::optional(n->get_int64())
+                                        : n->is_uint64() && n->get_uint64() <= refs::kMaxAnchorSeq
+                                            ? std::optional(static_cast<std::int64_t>(n->get_uint64()))
+                                            : std::nullopt;
+        if (!v || *v < 0 || *v > refs::kMaxAnchorSeq) return prefix + "`seq` must be a non-negative integer";
+        seq = v;
+      }
+    }
+    if (!id_value || !id_value->is_string() || id_value->get_string().empty())
+      return prefix + "every session must be an id string or {\"sessionId\": id, \"seq\": N}";
+    std::string id(id_value->get_string());
     if (!support::valid_utf8(id)) return prefix + "a session id is not valid UTF-8";
     if (std::none_of(r.sessions.begin(), r.sessions.end(), [&](const refs::SessionReference& x) { return x.session_id == id; }))
-      r.sessions.push_back(refs::SessionReference{id, id});
+      r.sessions.push_back(refs::SessionReference{id, id, seq});
   }
   return r;
 }
@@ -89,7 +118,8 @@ std::string describe_recall_matches(const std::vector<refs::ContentMatch>& match
            support::iso_time(c.created_at) + "\n   matched at seq " + std::to_string(m.seq) + " (" + m.kind +
            "): " + json::serialize(json::string(m.snippet)) + "\n";
   }
-  out += "\nTo use one, call recall again with its id in `sessions`.";
+  out += "\nTo use one, call recall again with `sessions`: [{\"sessionId\": id, \"seq\": N}] centres its snapshot on the "
+         "match, [id] gives its latest messages.";
   return out;
 }
 

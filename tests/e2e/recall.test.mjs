@@ -55,7 +55,8 @@ test('the agent finds a session by its content, references it, and the card show
     callRecall((record) => {
       found = lastToolMessage(record);
       const id = /id ("[^"]+")/.exec(found)?.[1];
-      return { sessions: [JSON.parse(id)] };
+      const seq = Number(/matched at seq (\d+)/.exec(found)?.[1]);
+      return { sessions: [{ sessionId: JSON.parse(id), seq }] };
     }, 'call_ref'),
     answer({ content: ['We decided on 3 attempts with exponential backoff.'] }),
   );
@@ -91,6 +92,10 @@ test('the agent finds a session by its content, references it, and the card show
   assert.ok(refAt > 0);
   assert.equal(events[refAt - 1].type, 'tool/result');
   assert.equal(events[refAt].data.source.references[0].sessionId, retry);
+  // Centred on the place the search matched (the anchor a search hit names).
+  const matchedSeq = Number(/matched at seq (\d+)/.exec(found)[1]);
+  assert.equal(events[refAt].data.source.references[0].anchor, matchedSeq);
+  assert.equal(data[0].anchorSeq, matchedSeq);
   assert.equal(`dsh-ref-${events[refAt].seq}`, cards[0].toolCallId);
 
   // Another process replays the same card where it stood: after the recall call's result.
@@ -148,4 +153,8 @@ test('people find sessions by content: /ref, the candidates extension with match
   const said = updatesOf(agent, sessionId, 'agent_message_chunk').map((u) => u.content.text).join('');
   assert.match(said, /conversation matches "billing partitions"/);
   assert.match(said, /matched at seq \d+ \(user\): .*billing/);
+  // Its mention points at the match, so a pasted mention centres the snapshot there.
+  const seq = /matched at seq (\d+)/.exec(said)[1];
+  assert.ok(said.includes(`#seq=${seq})`), said);
+  assert.ok(r.candidates[0].mention.endsWith(`#seq=${r.candidates[0].match.seq})`), r.candidates[0].mention);
 });

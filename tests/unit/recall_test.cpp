@@ -91,6 +91,14 @@ BOOST_AUTO_TEST_CASE(recall_takes_a_query_or_sessions_never_both) {
   read = acp::engine::read_recall_request(R"({"sessions":["a","b","a"]})", 4);
   BOOST_REQUIRE(std::holds_alternative<acp::engine::RecallRequest>(read));
   BOOST_TEST(std::get<acp::engine::RecallRequest>(read).sessions.size() == 2u);  // a repeated id counts once
+  read = acp::engine::read_recall_request(R"({"sessions":[{"sessionId":"a","seq":12},{"sessionId":"b"}]})", 4);
+  BOOST_REQUIRE(std::holds_alternative<acp::engine::RecallRequest>(read));
+  const auto& anchored = std::get<acp::engine::RecallRequest>(read).sessions;
+  BOOST_TEST(anchored[0].anchor_seq.value_or(-1) == 12);
+  BOOST_TEST(!anchored[1].anchor_seq.has_value());
+  BOOST_TEST(error_of(R"({"sessions":[{"sessionId":"a","seq":-1}]})").find("non-negative") != std::string::npos);
+  BOOST_TEST(error_of(R"({"sessions":[{"sessionId":"a","seq":1.5}]})").find("non-negative") != std::string::npos);
+  BOOST_TEST(error_of(R"({"sessions":[{"id":"a"}]})").find("unknown session field `id`") != std::string::npos);
   BOOST_TEST(error_of(R"({"query":"x","sessions":["a"]})").find("not both") != std::string::npos);
   BOOST_TEST(error_of(R"({})").find("either") != std::string::npos);
   BOOST_TEST(error_of(R"({"query":""})").find("non-empty") != std::string::npos);
