@@ -2,3 +2,7 @@
 # stored sessions) through the store library. Included from bench/CMakeLists.txt.
 add_executable(bench_store ${CMAKE_CURRENT_LIST_DIR}/store_bench.cpp)
 target_link_libraries(bench_store PRIVATE acp_store ${DSH_ZSTD})
+# bench_content: recall by content over a file root (issue 29): index build, size, query p50/p95
+# beside the plain scan, freshness after a write, RSS.
+add_executable(bench_content ${CMAKE_CURRENT_LIST_DIR}/content_bench.cpp)
+target_link_libraries(bench_content PRIVATE acp_store)

@@ -6,9 +6,12 @@
 #include "store/pg/url.hpp"
 #include "store/session_store.hpp"
 #include "support/log.hpp"
+#include "support/config.hpp"
 #include "support/paths.hpp"
 #include "support/sha256.hpp"
 
+#include <boost/json/object.hpp>
+#include <boost/json/serialize.hpp>
 
 #include <algorithm>
 #include <charconv>
@@ -40,6 +43,8 @@ struct Args {
   std::optional<st::Encoding> encoding;
   std::optional<st::Generation> generation;
   std::size_t batch_bytes = kBatchBytes;
+  std::optional<std::size_t> limit;  ///< search
+  bool json = false;                 ///< search
   bool help = false;
 };
 
@@ -72,6 +77,15 @@ Args parse_args(const std::vector<std::string>& args) {
       if (ec != std::errc() || end != v.data() + v.size() || n == 0)
         throw UsageError("--batch-bytes must be a positive integer, not \"" + v + "\"");
       a.batch_bytes = n;
+    } else if (name == "--limit") {
+      const std::string v = value();
+      std::size_t n = 0;
+      auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+      if (ec != std::errc() || end != v.data() + v.size() || n == 0)
+        throw UsageError("--limit must be a positive integer, not \"" + v + "\"");
+      a.limit = n;
+    } else if (s == "--json") {
+      a.json = true;
     } else if (s.size() > 1 && s[0] == '-') {
       throw UsageError("unknown option " + name);
     } else if (a.command.empty()) {
@@ -493,6 +507,70 @@ int run_verify(const Args& a) {
   return problems ? 1 : 0;
 }
 
+// ---- index, search (recall by content, docs/recall.md) ----
+
+/// Opens a store to index or search: read-only (the index lives in the cache directory, the
+/// server's, so both see one index).
+std::unique_ptr<st::Backend> open_for_content(const std::string& spec) {
+  st::OpenOptions o;
+  o.cache_dir = support::cache_dir_of(support::process_environment());
+  return open_source(spec, o);
+}
+
+int run_index(const Args& a) {
+  if (a.operands.size() != 1) throw UsageError("store index takes one STORE");
+  const std::string name = st::pg::redact_url(a.operands[0]);
+  try {
+    std::unique_ptr<st::Backend> b = open_for_content(a.operands[0]);
+    st::IndexProgress p = b->index_content([&](const st::IndexProgress& p) {
+      std::cerr << "[" << p.done << "/" << p.total << "] sessions looked at, " << p.indexed << " to index\n";
+    });
+    std::cout << "index " << name << ": " << p.total << " sessions, " << p.indexed << " indexed\n";
+  } catch (const UsageError&) {
+    throw;
+  } catch (const st::StoreError& e) {
+    std::cerr << "dsh-acp store index: " << e.what() << "\n";
+    return 2;
+  }
+  std::cout.flush();
+  return 0;
+}
+
+int run_search(const Args& a) {
+  if (a.operands.size() < 2) throw UsageError("store search takes STORE and WORDS");
+  st::ContentQuery q;
+  for (std::size_t i = 1; i < a.operands.size(); ++i) q.words += (i > 1 ? " " : "") + a.operands[i];
+  q.limit = a.limit.value_or(10);
+  std::vector<st::ContentHit> hits;
+  try {
+    std::unique_ptr<st::Backend> b = open_for_content(a.operands[0]);
+    hits = b->search_content(q);
+  } catch (const UsageError&) {
+    throw;
+  } catch (const st::StoreError& e) {
+    std::cerr << "dsh-acp store search: " << e.what() << "\n";
+    return 2;
+  }
+  for (const st::ContentHit& h : hits) {
+    if (a.json) {
+      boost::json::object o;
+      o["id"] = h.session_id;
+      o["seq"] = h.seq;
+      o["kind"] = std::string(st::text_kind_name(h.kind));
+      o["score"] = h.score;
+      o["snippet"] = h.snippet;
+      std::cout << boost::json::serialize(o) << "\n";
+    } else {
+      char score[32];
+      std::snprintf(score, sizeof score, "%.3f", h.score);
+      std::cout << h.session_id << "\t" << h.seq << "\t" << st::text_kind_name(h.kind) << "\t" << score << "\t"
+                << h.snippet << "\n";
+    }
+  }
+  std::cout.flush();
+  return 0;
+}
+
 // ---- migrate ----
 
 int run_migrate(const Args& a) {
@@ -515,7 +593,9 @@ std::string store_usage_text() {
   return "Usage: dsh-acp store copy [options] FROM TO\n"
          "       dsh-acp store verify STORE\n"
          "       dsh-acp store migrate URL\n"
-         "Moves sessions between stores and checks them. A store is a directory (a root of harness log\n"
+         "       dsh-acp store index STORE\n"
+         "       dsh-acp store search [--limit N] [--json] STORE WORDS...\n"
+         "Moves sessions between stores, checks them and finds them by what was said. A store is a directory (a root of harness log\n"
          "files, 45fc or 0.1 layout, zstd or plain JSONL) or a postgresql:// / postgres:// URL (credentials\n"
          "the libpq ways: PGPASSFILE, a service file, PGPASSWORD; passwords are never printed).\n\n"
          "  copy     copies every session of FROM into TO, byte for byte. Idempotent and resumable: a session\n"
@@ -523,11 +603,16 @@ std::string store_usage_text() {
          "           prefix's bytes are checked, one that differs is reported and left untouched. Counts and\n"
          "           bytes are verified after each session.\n"
          "  verify   checks every session: header, parseable lines, contiguous seqs, a valid surface.\n"
-         "  migrate  creates or upgrades the schema of a PostgreSQL store.\n\n"
+         "  migrate  creates or upgrades the schema of a PostgreSQL store.\n"
+         "  index    builds or catches up the store's content index (a directory's lives in the cache\n"
+         "           directory, $XDG_CACHE_HOME/dsh-acp; PostgreSQL's in the database), with progress.\n"
+         "  search   the sessions whose messages, tool calls and results hold any of WORDS, best first:\n"
+         "           one line per session, tab-separated: id, seq, kind, score, snippet (--json: one\n"
+         "           JSON object per line). --limit N: at most N sessions (default 10).\n\n"
          "Options (copy; for a TO directory that holds no log yet, which otherwise takes FROM's layout):\n"
          "  --store-compression zstd|none   --store-generation 45fc|0.1\n"
          "  --batch-bytes N                 bytes of lines per import batch (default 4194304)\n\n"
-         "Output: problems and the summary on stdout, progress and errors on stderr.\n"
+         "Output: problems, hits and the summary on stdout, progress and errors on stderr.\n"
          "Exit status: 0 ok, 1 problems found or copy incomplete, 2 usage or start-up errors.\n";
 }
 
@@ -540,17 +625,21 @@ int run_store_command(const std::vector<std::string>& args) {
       std::cout << store_usage_text();
       return 0;
     }
-    if (a.command.empty()) throw UsageError("store needs a command: copy, verify or migrate");
+    if (a.command.empty()) throw UsageError("store needs a command: copy, verify, migrate, index or search");
     for (const auto& spec : a.operands)
       if (st::pg::is_postgres_url(spec) && st::pg::url_has_password(spec))
         throw UsageError(st::pg::redact_url(spec) +
                          ": a password in the URL is refused; give it through PGPASSFILE, a service file or PGPASSWORD");
+    if ((a.limit || a.json) && a.command != "search")
+      throw UsageError("--limit and --json are options of store search");
     if (a.command == "copy") return run_copy(a);
     if ((a.encoding || a.generation || a.batch_bytes != kBatchBytes))
       throw UsageError("--store-compression, --store-generation and --batch-bytes are options of store copy");
+    if (a.command == "search") return run_search(a);
     if (a.command == "verify") return run_verify(a);
     if (a.command == "migrate") return run_migrate(a);
-    throw UsageError("unknown store command \"" + a.command + "\" (copy, verify or migrate)");
+    if (a.command == "index") return run_index(a);
+    throw UsageError("unknown store command \"" + a.command + "\" (copy, verify, migrate, index or search)");
   } catch (const UsageError& e) {
     std::cerr << "dsh-acp store: " << e.what() << "\nTry 'dsh-acp store --help'.\n";
     return 2;

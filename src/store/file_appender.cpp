@@ -63,8 +63,26 @@ void FileAppender::publish(KnownLog& log, const std::string& lines) {
   log.size = bytes.size();
 }
 
-void FileAppender::write(KnownLog& log, const std::string& lines, const std::vector<boost::json::object>&,
+void FileAppender::write(KnownLog& log, const std::string& lines, const std::vector<boost::json::object>& records,
                          bool sync) {
+  batch_.reset();
+  if (store_->content_live_.load() && !records.empty()) {
+    // Taken from the records the writer has at hand, so the indexer never reads the log back.
+    CommittedEvents b;
+    const boost::json::value* seq = records.front().if_contains("seq");
+    b.first_seq = seq && seq->is_int64() ? seq->get_int64() : -1;
+    for (const boost::json::object& r : records) {
+      CommittedEvents::Event e;
+      const boost::json::value* s = r.if_contains("seq");
+      e.seq = s && s->is_int64() ? s->get_int64() : -1;
+      const boost::json::value* type = r.if_contains("type");
+      e.turn_start = type && type->is_string() && type->get_string() == "turn/start";
+      e.texts = indexable_texts(r);
+      if (e.turn_start || !e.texts.empty()) b.events.push_back(std::move(e));
+    }
+    b.reread = b.first_seq < 0;
+    batch_ = std::move(b);
+  }
   if (!log.on_disk) {
     publish(log, lines);  // fsynced as part of publication
   } else {
@@ -88,7 +106,20 @@ void FileAppender::write(KnownLog& log, const std::string& lines, const std::vec
   if (::fstat(fd_.get(), &st) == 0) log.mtime_ns = mtime_ns(st);
 }
 
-void FileAppender::committed(const KnownLog& log) { store_->remember(log); }
+void FileAppender::committed(const KnownLog& log) {
+  store_->remember(log);
+  ContentIndex* index = store_->content_live_.load();
+  if (!index || !batch_) return;
+  CommittedEvents b = std::move(*batch_);
+  batch_.reset();
+  b.id = log.id;
+  b.path = log.path;
+  b.size = log.size;
+  b.ino = log.ino;
+  b.mtime_ns = log.mtime_ns;
+  b.end_seq = log.state.count();
+  index->post(std::move(b));
+}
 
 void FileAppender::sync(KnownLog& log) {
   if (unsynced_ && fd_) {

@@ -5,8 +5,11 @@
 #pragma once
 
 #include "store/backend.hpp"
+#include "store/content_index.hpp"
 #include "store/file_io.hpp"
 #include "store/session_lock.hpp"
+
+#include <optional>
 
 namespace acp::store {
 
@@ -37,6 +40,8 @@ private:
   SessionLock lock_;
   UniqueFd fd_;
   bool unsynced_ = false;
+  /// The last write's texts, for the content index once committed (only while it is open).
+  std::optional<CommittedEvents> batch_;
   std::string header_line_;  ///< "" = built from log.header
 };
 

@@ -346,6 +346,14 @@ void ListingIndex::visit(const ListQuery& q, const std::function<bool(const Sess
   }
 }
 
+void ListingIndex::visit_logs(
+    const std::function<void(const std::string&, const std::string&, const SessionListing&)>& fn) {
+  refresh();
+  for (const auto& [bname, b] : buckets_)
+    for (const auto& [fname, e] : b.files)
+      if (e.row) fn(bname, fname, *e.row);
+}
+
 std::vector<SessionListing> ListingIndex::list(const ListQuery& q) {
   std::vector<SessionListing> out;
   visit(q, [&](const SessionListing& row) {

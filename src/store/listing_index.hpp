@@ -53,6 +53,11 @@ public:
   /// stop. The rows are only valid during the call.
   void visit(const ListQuery& q, const std::function<bool(const SessionListing&)>& fn);
 
+  /// Every listable log after the freshness check of list(), in no order: where it is (bucket,
+  /// file below the root) and its row.
+  void visit_logs(const std::function<void(const std::string& bucket, const std::string& file,
+                                           const SessionListing& row)>& fn);
+
   void record_write(const std::string& bucket, const std::string& file, const SessionHeader& header,
                     const std::optional<std::string>& title, std::int64_t updated_at, std::uint64_t size,
                     std::int64_t mtime_ns);

@@ -2,6 +2,7 @@
 
 #include "store/file_appender.hpp"
 
+#include "store/content_index.hpp"
 #include "store/errors.hpp"
 #include "store/file_io.hpp"
 #include "store/fold.hpp"
@@ -66,9 +67,16 @@ SessionStore::SessionStore(StoreOptions options) : lock_timeout_(options.lock_ti
                                                      .substr(0, 16) + ".json";
   index_ = std::make_unique<ListingIndex>(root_, encoding_, generation_, cache_file);
   index_->start();
+  // Named like the listing's cache file; opened only when content is first searched or indexed,
+  // so a start-up never pays for it.
+  if (!options.cache_dir.empty())
+    content_file_ = options.cache_dir + "/content-" +
+                    sha256_hex(root_ + "\n" + std::string(generation_name(generation_))).substr(0, 16) + ".sqlite";
 }
 
 SessionStore::~SessionStore() {
+  content_live_ = nullptr;
+  content_.reset();
   try {
     std::lock_guard g(mu_);
     index_->save();
@@ -361,6 +369,59 @@ void SessionStore::flush_index() {
 std::uint64_t SessionStore::index_files_read() {
   std::lock_guard g(mu_);
   return index_->files_read();
+}
+
+ContentIndex* SessionStore::content_index() {
+  if (ContentIndex* live = content_live_.load()) return live;
+  if (content_file_.empty()) return nullptr;
+  std::lock_guard g(content_mu_);
+  if (!content_) {
+    content_ = std::make_unique<ContentIndex>(
+        content_file_, root_ + "\n" + std::string(generation_name(generation_)) + "\n" +
+                           std::string(encoding_name(encoding_)),
+        encoding_);
+    content_live_ = content_.get();
+  }
+  return content_.get();
+}
+
+std::vector<ContentLog> SessionStore::content_logs() {
+  std::vector<ContentLog> logs;
+  std::optional<std::string> text;
+  std::uint64_t generation = 0;
+  {
+    std::lock_guard g(mu_);
+    index_->visit_logs([&](const std::string& bucket, const std::string& file, const SessionListing& row) {
+      logs.push_back({row.header.id, root_ + "/" + bucket + "/" + file});
+    });
+    text = index_->take_dirty_text();
+    generation = ++index_generation_;
+  }
+  if (text) persist_index(*text, generation);
+  return logs;
+}
+
+std::vector<ContentHit> SessionStore::search_content(const ContentQuery& query, std::stop_token stop) {
+  if (content_terms(query.words).empty() || query.limit == 0) return {};
+  try {
+    if (ContentIndex* index = content_index()) {
+      std::vector<ContentLog> logs = content_logs();
+      index->catch_up(logs, {}, stop, false);
+      return index->search(query, logs, stop);
+    }
+  } catch (const ReadCancelled&) {
+    throw;
+  } catch (const StoreError& e) {
+    // The index is a cache: without it the answer is slower, never different.
+    log::warn(std::string(e.what()) + "; searching " + root_ + " without it");
+  }
+  return Backend::search_content(query, stop);
+}
+
+IndexProgress SessionStore::index_content(const IndexProgressFn& progress, std::stop_token stop) {
+  ContentIndex* index = content_index();
+  if (!index) return Backend::index_content(progress, stop);
+  return index->catch_up(content_logs(), progress, stop, true);
 }
 
 void SessionStore::remember(const KnownLog& log) {

@@ -15,6 +15,7 @@
 
 #include <boost/json/object.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <cstdint>
@@ -28,10 +29,15 @@
 
 namespace acp::store {
 
+class ContentIndex;
+struct ContentLog;
+
 struct StoreOptions {
   std::string root;                      ///< made absolute once; created (0700) when missing
   std::optional<Encoding> encoding;      ///< requested; nullopt = the root's, or zstd for a new root
-  std::string cache_dir;                 ///< listing index directory ($XDG_CACHE_HOME/dsh-acp); empty = memory only
+  /// The listing and content indexes' directory ($XDG_CACHE_HOME/dsh-acp); empty = the listing
+  /// index in memory only, no content index (search_content scans the logs).
+  std::string cache_dir;
   std::chrono::milliseconds lock_timeout{2000};
   /// Requested layout; nullopt = the root's, or `default_generation` for a root that holds no log.
   std::optional<Generation> generation;
@@ -92,6 +98,18 @@ public:
   /// Number of logs the index has read since start-up (for tests and benchmarks).
   std::uint64_t index_files_read();
 
+  // ---- recall by content (content_index.hpp, docs/recall.md#file-stores) ----
+
+  /// Catches the content index up with the listing (logs changed by any process since), then
+  /// queries it. Without a cache directory, or when the index cannot be used, the plain scan.
+  std::vector<ContentHit> search_content(const ContentQuery& query, std::stop_token stop = {}) override;
+  /// Builds or catches up the content index (`dsh-acp store index`), rebuilding its FTS table
+  /// when rows of forgotten sessions are a large share.
+  IndexProgress index_content(const IndexProgressFn& progress = {}, std::stop_token stop = {}) override;
+  /// The content index, opened on first use (nullptr without a cache directory). Once open, our
+  /// own commits are indexed in the background.
+  ContentIndex* content_index();
+
   // ---- writers ----
 
   /// A writer for a new session (nothing is written until the first append). Throws
@@ -147,6 +165,8 @@ private:
   void remember(const KnownLog& log);  // writer -> caches and index
   static void set_index_key(KnownLog& log, const std::string& root);
   void persist_index(const std::string& text, std::uint64_t generation);
+  /// Every listed log, for the content index.
+  std::vector<ContentLog> content_logs();
 
   std::string root_;
   Encoding encoding_ = Encoding::zstd;
@@ -159,6 +179,12 @@ private:
   std::uint64_t index_generation_ = 0;  ///< guarded by mu_
   std::mutex persist_mu_;               ///< orders cache-file writes
   std::uint64_t persisted_generation_ = 0;
+
+  std::string content_file_;  ///< "" without a cache directory
+  std::mutex content_mu_;     ///< opening the content index
+  std::unique_ptr<ContentIndex> content_;
+  /// Read by writers without a lock: non-null once the index is open, so commits are handed to it.
+  std::atomic<ContentIndex*> content_live_{nullptr};
 };
 
 } // namespace acp::store

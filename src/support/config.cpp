@@ -370,6 +370,11 @@ std::map<std::string, std::string> read_config_file(const std::string& path, Con
 
 } // namespace
 
+std::string cache_dir_of(const Environment& env) {
+  std::string home = env_or(env, "DSH_ACP_HOME", "");
+  return home.empty() ? xdg_dir(env, "XDG_CACHE_HOME", ".cache") : home + "/cache";
+}
+
 Environment process_environment() {
   Environment env;
   for (char** e = environ; e && *e; ++e) {
@@ -468,7 +473,7 @@ CliResult load_config(const std::vector<std::string>& args, const Environment& e
   config.store = config.stores.front();
   if (config.log_file.empty())
     config.log_file = home.empty() ? xdg_dir(env, "XDG_STATE_HOME", ".local/state") + "/dsh-acp.log" : home + "/dsh-acp.log";
-  config.cache_dir = home.empty() ? xdg_dir(env, "XDG_CACHE_HOME", ".cache") : home + "/cache";
+  config.cache_dir = cache_dir_of(env);
   config.harness_home = harness_home_dir(env);
   config.harness_store = config.harness_home + "/sessions";  // the harness's own root (docs/store-format.md#project-layout-01)
   if (config.provider == "deepseek") {

@@ -95,6 +95,10 @@ using Environment = std::map<std::string, std::string>;
 /// (server/server_config.hpp) refuses one carrying a password.
 CliResult load_config(const std::vector<std::string>& args, const Environment& env);
 
+/// Where the listing and content indexes live: $DSH_ACP_HOME/cache, else $XDG_CACHE_HOME/dsh-acp
+/// (~/.cache/dsh-acp). `dsh-acp store` uses the server's.
+std::string cache_dir_of(const Environment& env);
+
 /// The --help text.
 std::string usage_text();
 

@@ -1,0 +1,827 @@
+#include "store/content_index.hpp"
+
+#include "store/collation.hpp"
+#include "store/errors.hpp"
+#include "store/file_io.hpp"
+#include "store/log_scan.hpp"
+#include "support/log.hpp"
+#include "support/paths.hpp"
+
+#include <boost/json/object.hpp>
+
+#include <sqlite3.h>
+
+#include <fcntl.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <utility>
+
+namespace acp::store {
+
+namespace json = boost::json;
+
+namespace {
+
+// Bumped whenever what is indexed or how changes: an index of another schema is rebuilt.
+constexpr const char* kSchema = "2";
+// A doc (one FTS row) holds one turn's texts at most, and is cut at about this many bytes.
+constexpr std::size_t kDocBytes = 16 * 1024;
+// Sessions and text bytes per transaction while catching up: fewer commits, bounded WAL growth.
+constexpr std::size_t kGroupSessions = 256, kGroupBytes = 8u << 20;
+// A log's first bytes hashed to tell a continuation from a log written again.
+constexpr std::size_t kHeadBytes = 4096;
+// The background queue: sessions and text bytes waiting; past either, batches are dropped and
+// the next search's catch-up reads those logs instead.
+constexpr std::size_t kQueueSessions = 1024, kQueueBytes = 16u << 20;
+
+class SqliteError : public std::runtime_error {
+public:
+  SqliteError(int code, const std::string& what) : std::runtime_error(what), code_(code) {}
+  int primary() const noexcept { return code_ & 0xff; }
+
+private:
+  int code_;
+};
+
+[[noreturn]] void fail(sqlite3* db, int rc, std::string_view what) {
+  throw SqliteError(rc, std::string(what) + ": " + (db ? sqlite3_errmsg(db) : sqlite3_errstr(rc)));
+}
+
+class Stmt {
+public:
+  Stmt(sqlite3* db, const char* sql) : db_(db) {
+    int rc = sqlite3_prepare_v2(db, sql, -1, &s_, nullptr);
+    if (rc != SQLITE_OK) fail(db, rc, "prepare");
+  }
+  ~Stmt() { sqlite3_finalize(s_); }
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+
+  Stmt& bind(int i, std::int64_t v) {
+    check(sqlite3_bind_int64(s_, i, v));
+    return *this;
+  }
+  Stmt& bind(int i, std::string_view v) {
+    check(sqlite3_bind_text(s_, i, v.data(), int(v.size()), SQLITE_TRANSIENT));
+    return *this;
+  }
+  /// True for a row, false when done.
+  bool step() {
+    int rc = sqlite3_step(s_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    fail(db_, rc, "step");
+  }
+  void run() {
+    while (step()) {
+    }
+  }
+  void reset() {
+    sqlite3_reset(s_);
+    sqlite3_clear_bindings(s_);
+  }
+  std::int64_t i64(int c) const { return sqlite3_column_int64(s_, c); }
+  double dbl(int c) const { return sqlite3_column_double(s_, c); }
+  std::string text(int c) const {
+    auto p = reinterpret_cast<const char*>(sqlite3_column_text(s_, c));
+    return p ? std::string(p, std::size_t(sqlite3_column_bytes(s_, c))) : std::string();
+  }
+
+private:
+  void check(int rc) {
+    if (rc != SQLITE_OK) fail(db_, rc, "bind");
+  }
+  sqlite3* db_;
+  sqlite3_stmt* s_ = nullptr;
+};
+
+// One write transaction; rolled back unless committed. IMMEDIATE: another process's writer is
+// waited for (busy timeout) before anything is read, so what we read stays true until we commit.
+class Tx {
+public:
+  Tx() = default;
+  explicit Tx(sqlite3* db) { begin(db); }
+  ~Tx() {
+    if (db_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+  }
+  Tx(const Tx&) = delete;
+  Tx& operator=(const Tx&) = delete;
+  void begin(sqlite3* db) {
+    exec(db, "BEGIN IMMEDIATE");
+    db_ = db;
+  }
+  bool active() const noexcept { return db_ != nullptr; }
+  void commit() {
+    exec(db_, "COMMIT");  // a failed commit is rolled back by the destructor
+    db_ = nullptr;
+  }
+
+private:
+  static void exec(sqlite3* db, const char* sql) {
+    int rc = sqlite3_exec(db, sql, nullptr, nullptr, nullptr);
+    if (rc != SQLITE_OK) fail(db, rc, sql);
+  }
+  sqlite3* db_ = nullptr;
+};
+
+bool damaged(const SqliteError& e) {
+  return e.primary() == SQLITE_CORRUPT || e.primary() == SQLITE_NOTADB || e.primary() == SQLITE_SCHEMA;
+}
+
+std::int64_t seq_of(const json::object& e) {
+  const json::value* v = e.if_contains("seq");
+  return v && v->is_int64() ? v->get_int64() : -1;
+}
+
+bool is_turn_start(const json::object& e) {
+  const json::value* v = e.if_contains("type");
+  return v && v->is_string() && v->get_string() == "turn/start";
+}
+
+// An FTS5 query matching any of the terms, each a quoted string: the question's words never act
+// as query syntax (AND, NEAR, column filters, '*').
+std::string match_expression(const std::vector<std::string>& terms) {
+  std::string out;
+  for (const std::string& t : terms) {
+    if (!out.empty()) out += " OR ";
+    out += '"';
+    for (char c : t) {
+      if (c == '"') out += '"';
+      out += c;
+    }
+    out += '"';
+  }
+  return out;
+}
+
+// Within a matched doc, the event to show: the most distinct terms, then the most occurrences.
+double text_score(const std::string& lowered, const std::vector<std::string>& terms) {
+  std::size_t distinct = 0, occurrences = 0;
+  for (const std::string& t : terms) {
+    std::size_t n = 0;
+    for (std::size_t at = lowered.find(t); at != std::string::npos; at = lowered.find(t, at + t.size())) ++n;
+    distinct += n > 0;
+    occurrences += n;
+  }
+  return distinct == 0 ? 0 : static_cast<double>(distinct) + std::log1p(static_cast<double>(occurrences)) / 10;
+}
+
+// FNV-1a: stable across builds and processes (the hash is stored).
+std::int64_t head_hash(int fd, std::uint64_t len, const std::string& path) {
+  std::string bytes = pread_some(fd, 0, std::size_t(len), path);
+  if (bytes.size() != len) return 0;
+  std::uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : bytes) h = (h ^ c) * 1099511628211ull;
+  return std::int64_t(h);
+}
+
+// BM25 over a contentless `detail=column` table, where FTS5's own bm25() sees no instances (its
+// xInst is empty without the text) and would rank every row alike. What the index keeps per row is
+// which terms it holds: each term held adds its IDF, in the always-positive form, so a term in
+// most rows still counts, as it must in a small store. Term frequency is 1 (no positions are kept)
+// and rows are not weighed by length (no per-row sizes are kept: a row is one turn, at most
+// ~16 KiB). More distinct terms and rarer terms rank higher.
+struct RankData {
+  std::vector<double> idf;
+};
+
+void recall_rank(const Fts5ExtensionApi* api, Fts5Context* ctx, sqlite3_context* out, int, sqlite3_value**) {
+  auto* data = static_cast<RankData*>(api->xGetAuxdata(ctx, 0));
+  if (!data) {
+    auto d = std::make_unique<RankData>();
+    sqlite3_int64 rows = 0;
+    if (api->xRowCount(ctx, &rows) != SQLITE_OK) {
+      sqlite3_result_error(out, "recall_rank: no row count", -1);
+      return;
+    }
+    for (int i = 0, n = api->xPhraseCount(ctx); i < n; ++i) {
+      sqlite3_int64 hits = 0;
+      api->xQueryPhrase(ctx, i, &hits, [](const Fts5ExtensionApi*, Fts5Context*, void* p) {
+        ++*static_cast<sqlite3_int64*>(p);
+        return SQLITE_OK;
+      });
+      d->idf.push_back(std::log(1 + (double(rows - hits) + 0.5) / (double(hits) + 0.5)));
+    }
+    data = d.get();
+    if (api->xSetAuxdata(ctx, d.release(), [](void* p) { delete static_cast<RankData*>(p); }) != SQLITE_OK) {
+      sqlite3_result_error_nomem(out);
+      return;
+    }
+  }
+  double score = 0;
+  for (int i = 0; i < int(data->idf.size()); ++i) {
+    Fts5PhraseIter it;
+    int col = -1;
+    api->xPhraseFirstColumn(ctx, i, &it, &col);
+    if (col >= 0) score += data->idf[std::size_t(i)];
+  }
+  sqlite3_result_double(out, score);
+}
+
+void register_rank(sqlite3* db) {
+  fts5_api* fts = nullptr;
+  sqlite3_stmt* s = nullptr;
+  int rc = sqlite3_prepare_v2(db, "SELECT fts5(?1)", -1, &s, nullptr);
+  if (rc == SQLITE_OK) {
+    sqlite3_bind_pointer(s, 1, static_cast<void*>(&fts), "fts5_api_ptr", nullptr);
+    sqlite3_step(s);
+  }
+  sqlite3_finalize(s);
+  if (!fts) throw SqliteError(SQLITE_ERROR, "this SQLite has no FTS5");
+  rc = fts->xCreateFunction(fts, "recall_rank", nullptr, recall_rank, nullptr);
+  if (rc != SQLITE_OK) fail(db, rc, "recall_rank");
+}
+
+void remove_db_files(const std::string& file) {
+  for (const char* suffix : {"", "-wal", "-shm", "-journal"}) ::unlink((file + suffix).c_str());
+}
+
+} // namespace
+
+ContentIndex::ContentIndex(std::string file, std::string root_key, Encoding encoding)
+    : file_(std::move(file)), root_key_(std::move(root_key)), encoding_(encoding) {
+  try {
+    open_db();
+  } catch (const SqliteError& e) {
+    // Only a damaged or foreign file is thrown away, never one another process holds busy.
+    close_db();
+    if (!damaged(e)) throw StoreError(std::string("content index: ") + e.what());
+    reset_db(e.what());
+  }
+  inotify_fd_ = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  worker_ = std::jthread([this](std::stop_token st) { worker(st); });
+}
+
+ContentIndex::~ContentIndex() {
+  worker_.request_stop();
+  if (worker_.joinable()) worker_.join();
+  close_db();
+  if (inotify_fd_ >= 0) ::close(inotify_fd_);
+}
+
+void ContentIndex::read_changes() {
+  if (inotify_fd_ < 0) return;
+  alignas(inotify_event) char buf[64 * 1024];
+  for (;;) {
+    const ssize_t n = ::read(inotify_fd_, buf, sizeof buf);
+    if (n <= 0) break;  // EAGAIN: nothing more
+    for (ssize_t at = 0; at < n;) {
+      const auto* ev = reinterpret_cast<const inotify_event*>(buf + at);
+      at += ssize_t(sizeof(inotify_event) + ev->len);
+      if (ev->mask & IN_Q_OVERFLOW) overflow_ = true;
+      auto dir = watched_.find(ev->wd);
+      if (dir == watched_.end()) continue;
+      if (ev->mask & IN_IGNORED) {  // the directory is gone: a new one there is watched anew
+        watches_.erase(dir->second);
+        watched_.erase(dir);
+      } else if (ev->len > 0) {
+        dirty_.insert(dir->second + "/" + ev->name);
+      }
+    }
+  }
+}
+
+bool ContentIndex::may_have_changed(const std::string& path, const std::unordered_set<std::string>& dirty) {
+  if (inotify_fd_ < 0) return true;
+  const std::string dir = path.substr(0, path.rfind('/'));
+  auto w = watches_.find(dir);
+  if (w == watches_.end()) {
+    // Watched from now on; what happened before is found by the stat that follows.
+    const int wd = ::inotify_add_watch(inotify_fd_, dir.c_str(),
+                                       IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_CREATE | IN_DELETE | IN_MOVED_FROM |
+                                           IN_MOVED_TO | IN_ONLYDIR | IN_DONT_FOLLOW);
+    watches_.emplace(dir, Watch{wd, catch_ups_});
+    if (wd >= 0) watched_[wd] = dir;
+    return true;
+  }
+  // Every log of a directory watched during this catch-up is looked at, not only the first.
+  return w->second.wd < 0 || w->second.since == catch_ups_ || dirty.contains(path);
+}
+
+void ContentIndex::close_db() noexcept {
+  if (db_) sqlite3_close_v2(db_);
+  db_ = nullptr;
+  data_version_ = -1;
+  records_.clear();
+  ids_.clear();
+}
+
+void ContentIndex::exec(const char* sql) {
+  int rc = sqlite3_exec(db_, sql, nullptr, nullptr, nullptr);
+  if (rc != SQLITE_OK) fail(db_, rc, sql);
+}
+
+void ContentIndex::open_db() {
+  close_db();
+  if (!file_.empty()) {
+    const std::string dir = file_.substr(0, file_.rfind('/'));
+    if (!dir.empty() && !support::make_dirs(dir, 0700))
+      throw SqliteError(SQLITE_CANTOPEN, "cannot create " + dir + ": " + std::strerror(errno));
+    // Created here so it is private from the start; SQLite gives its -wal and -shm the same mode.
+    UniqueFd fd = open_nofollow(file_, O_RDWR | O_CREAT, 0600);
+    if (!fd) throw SqliteError(SQLITE_CANTOPEN, "cannot create " + file_ + ": " + std::strerror(errno));
+  }
+  int rc = sqlite3_open_v2(file_.empty() ? ":memory:" : file_.c_str(), &db_,
+                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW,
+                           nullptr);
+  if (rc != SQLITE_OK) {
+    std::string why = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
+    close_db();
+    throw SqliteError(rc, "open " + file_ + ": " + why);
+  }
+  sqlite3_extended_result_codes(db_, 1);
+  register_rank(db_);
+  // A search waits this long for another process's transaction (a `dsh-acp store index` commits
+  // every few MB) before giving up on the index for that search.
+  sqlite3_busy_timeout(db_, 5000);
+  exec("PRAGMA journal_mode=WAL");
+  // WAL with NORMAL: a killed process loses nothing committed; a power cut may lose the last
+  // transactions, which the next catch-up redoes from the logs.
+  exec("PRAGMA synchronous=NORMAL");
+  exec("PRAGMA journal_size_limit=16777216");
+  exec("PRAGMA cache_size=-4096");
+  bool fresh = false;
+  {
+    Stmt s(db_, "SELECT count(*) FROM sqlite_schema");
+    s.step();
+    fresh = s.i64(0) == 0;
+  }
+  if (fresh) {
+    Tx tx(db_);
+    exec("CREATE TABLE meta(k TEXT PRIMARY KEY, v) WITHOUT ROWID");
+    exec("CREATE TABLE sessions(sid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, size INTEGER NOT NULL, "
+         "mtime INTEGER NOT NULL, ino INTEGER NOT NULL, count INTEGER NOT NULL, bytes INTEGER NOT NULL, "
+         "head INTEGER NOT NULL, head_len INTEGER NOT NULL)");
+    exec("CREATE TABLE docs(rowid INTEGER PRIMARY KEY AUTOINCREMENT, sid INTEGER NOT NULL, "
+         "first_seq INTEGER NOT NULL, last_seq INTEGER NOT NULL)");
+    exec("CREATE INDEX docs_sid ON docs(sid)");
+    exec("CREATE VIRTUAL TABLE fts USING fts5(text, content='', detail=column, columnsize=0, "
+         "tokenize='unicode61 remove_diacritics 2')");
+    Stmt m(db_, "INSERT INTO meta(k, v) VALUES ('schema', ?1), ('root', ?2), ('orphans', 0)");
+    m.bind(1, std::string_view(kSchema)).bind(2, root_key_).run();
+    tx.commit();
+  } else {
+    std::string schema, root;
+    Stmt s(db_, "SELECT k, v FROM meta WHERE k IN ('schema', 'root')");
+    while (s.step()) (s.text(0) == "schema" ? schema : root) = s.text(1);
+    if (schema != kSchema || root != root_key_)
+      throw SqliteError(SQLITE_NOTADB, "the content index " + file_ + " is another root's or schema's");
+    Stmt check(db_, "SELECT count(*) FROM fts WHERE fts MATCH 'x'");
+    check.step();
+  }
+}
+
+void ContentIndex::reset_db(const std::string& why) {
+  close_db();
+  if (!file_.empty()) {
+    log::warn("content index " + file_ + " cannot be used (" + why + "): building it again");
+    remove_db_files(file_);
+  }
+  try {
+    open_db();
+  } catch (const SqliteError& e) {
+    close_db();
+    throw StoreError(std::string("content index: ") + e.what());
+  }
+}
+
+template <class F>
+auto ContentIndex::guarded(F&& f) -> decltype(f()) {
+  std::lock_guard g(mu_);
+  for (int attempt = 0;; ++attempt) {
+    try {
+      if (!db_) open_db();
+      return f();
+    } catch (const SqliteError& e) {
+      // A damaged file is thrown away and rebuilt from the logs; anything else (a full disk, a
+      // lock held too long) makes the caller do without the index this time.
+      if (!damaged(e) || attempt > 0) throw StoreError(std::string("content index: ") + e.what());
+      reset_db(e.what());
+    }
+  }
+}
+
+void ContentIndex::reload_if_changed() {
+  Stmt s(db_, "PRAGMA data_version");
+  s.step();
+  // data_version changes when another connection (another process) committed: our records may
+  // then be stale.
+  if (s.i64(0) != data_version_) {
+    load_records();
+    data_version_ = s.i64(0);
+  }
+}
+
+void ContentIndex::load_records() {
+  records_.clear();
+  ids_.clear();
+  Stmt s(db_, "SELECT sid, id, size, mtime, ino, count, bytes, head, head_len FROM sessions");
+  while (s.step()) {
+    Record r{s.i64(0),  std::uint64_t(s.i64(2)), std::uint64_t(s.i64(4)), std::uint64_t(s.i64(6)),
+             s.i64(3),  s.i64(5),                s.i64(7),                s.i64(8)};
+    std::string id = s.text(1);
+    ids_[r.sid] = id;
+    records_[std::move(id)] = r;
+  }
+}
+
+std::optional<ContentIndex::Record> ContentIndex::db_record(const std::string& id) {
+  Stmt s(db_, "SELECT sid, size, mtime, ino, count, bytes, head, head_len FROM sessions WHERE id = ?1");
+  s.bind(1, id);
+  if (!s.step()) return std::nullopt;
+  return Record{s.i64(0), std::uint64_t(s.i64(1)), std::uint64_t(s.i64(3)), std::uint64_t(s.i64(5)),
+                s.i64(2), s.i64(4),                s.i64(6),                s.i64(7)};
+}
+
+void ContentIndex::forget_rows(std::int64_t sid) {
+  Stmt d(db_, "DELETE FROM docs WHERE sid = ?1");
+  d.bind(1, sid).run();
+  const std::int64_t n = sqlite3_changes64(db_);
+  if (n > 0) Stmt(db_, "UPDATE meta SET v = v + ?1 WHERE k = 'orphans'").bind(1, n).run();
+}
+
+std::int64_t ContentIndex::put_record(const std::string& id, const Record& r) {
+  Stmt s(db_,
+         "INSERT INTO sessions(id, size, mtime, ino, count, bytes, head, head_len) "
+         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT(id) DO UPDATE SET size = ?2, mtime = ?3, ino = ?4, "
+         "count = ?5, bytes = ?6, head = ?7, head_len = ?8 RETURNING sid");
+  s.bind(1, id).bind(2, std::int64_t(r.size)).bind(3, r.mtime_ns).bind(4, std::int64_t(r.ino)).bind(5, r.count);
+  s.bind(6, std::int64_t(r.bytes)).bind(7, r.head).bind(8, r.head_len);
+  s.step();
+  return s.i64(0);
+}
+
+std::size_t ContentIndex::insert_docs(std::int64_t sid, const std::vector<CommittedEvents::Event>& events) {
+  Stmt doc(db_, "INSERT INTO docs(sid, first_seq, last_seq) VALUES (?1, ?2, ?3)");
+  Stmt fts(db_, "INSERT INTO fts(rowid, text) VALUES (?1, ?2)");
+  std::string text;
+  std::int64_t first = -1, last = -1;
+  std::size_t added = 0;
+  auto flush = [&] {
+    if (text.empty()) return;
+    doc.reset();
+    doc.bind(1, sid).bind(2, first).bind(3, last).run();
+    fts.reset();
+    fts.bind(1, sqlite3_last_insert_rowid(db_)).bind(2, text).run();
+    added += text.size();
+    text.clear();
+    first = -1;
+  };
+  for (const CommittedEvents::Event& e : events) {
+    if (e.turn_start) flush();
+    for (const IndexableText& t : e.texts) {
+      if (first < 0) first = e.seq;
+      last = e.seq;
+      text += t.text;
+      text += '\n';
+    }
+    if (text.size() >= kDocBytes) flush();
+  }
+  flush();
+  return added;
+}
+
+std::size_t ContentIndex::index_log(const ContentLog& log, std::vector<std::pair<std::string, Record>>& updated,
+                                    std::stop_token stop) {
+  UniqueFd fd = open_nofollow(log.path, O_RDONLY);
+  struct stat st {};
+  if (!fd || ::fstat(fd.get(), &st) != 0) return 0;  // gone since the listing: the next catch-up forgets it
+  ++logs_read_;
+  std::optional<Record> rec = db_record(log.id);
+  Record now{rec ? rec->sid : 0, std::uint64_t(st.st_size), std::uint64_t(st.st_ino), 0, mtime_ns(st), 0, 0, 0};
+  if (rec && rec->size == now.size && rec->ino == now.ino && rec->mtime_ns == now.mtime_ns) {
+    updated.emplace_back(log.id, *rec);  // another process caught up with it already
+    return 0;
+  }
+  // Shrunk, replaced or written again: what was indexed may no longer be in the log.
+  bool scratch = !rec || now.size < rec->size || now.ino != rec->ino ||
+                 head_hash(fd.get(), std::uint64_t(rec->head_len), log.path) != rec->head;
+  now.head_len = std::int64_t(std::min<std::uint64_t>(now.size, kHeadBytes));
+  now.head = head_hash(fd.get(), std::uint64_t(now.head_len), log.path);
+  for (;;) {
+    const std::int64_t start = scratch ? 0 : rec->count;
+    std::vector<CommittedEvents::Event> events;
+    auto sink = [&](json::object&& e) {
+      const std::int64_t seq = seq_of(e);
+      if (seq < start) return;
+      CommittedEvents::Event ev{seq, is_turn_start(e), indexable_texts(e)};
+      if (ev.turn_start || !ev.texts.empty()) events.push_back(std::move(ev));
+    };
+    ScanResult scan;
+    try {
+      scan = scan_log(fd.get(), log.path, encoding_, sink, stop, EventLifetime::transient);
+    } catch (const ReadCancelled&) {
+      throw;
+    } catch (const StoreError& e) {
+      // A log that cannot be read is not found by its words (as with the plain scan); its state is
+      // recorded so it is not read again until it changes.
+      log::debug("content index: " + std::string(e.what()));
+      if (rec && scratch) forget_rows(rec->sid);
+      now.count = rec && !scratch ? rec->count : 0;
+      now.bytes = rec && !scratch ? rec->bytes : 0;
+      now.sid = put_record(log.id, now);
+      updated.emplace_back(log.id, now);
+      return 0;
+    }
+    if (!scratch && scan.state.count() < start) {  // fewer events than indexed: rewritten
+      scratch = true;
+      continue;
+    }
+    if (rec && scratch) forget_rows(rec->sid);
+    now.count = scan.state.count();
+    now.bytes = scan.committed_bytes;
+    now.sid = put_record(log.id, now);
+    updated.emplace_back(log.id, now);
+    return insert_docs(now.sid, events);
+  }
+}
+
+IndexProgress ContentIndex::catch_up(const std::vector<ContentLog>& logs, const IndexProgressFn& progress,
+                                     std::stop_token stop, bool compact) {
+  return guarded([&] {
+    reload_if_changed();
+    IndexProgress p;
+    p.total = logs.size();
+    // The events read now cover every change made before this catch-up began. If it does not get
+    // through, every log is looked at next time.
+    read_changes();
+    ++catch_ups_;
+    std::unordered_set<std::string> dirty;
+    dirty.swap(dirty_);
+    const bool everything = overflow_ || compact;
+    overflow_ = true;
+    std::unordered_set<std::string_view> listed;
+    std::vector<const ContentLog*> changed;
+    for (const ContentLog& log : logs) {
+      listed.insert(log.id);
+      struct stat st {};
+      auto it = records_.find(log.id);
+      if (!everything && it != records_.end() && !may_have_changed(log.path, dirty)) {
+        ++p.done;  // nothing happened to it since it was last looked at
+        continue;
+      }
+      if (!lstat_path(log.path, st) ||
+          (it != records_.end() && it->second.size == std::uint64_t(st.st_size) &&
+           it->second.ino == std::uint64_t(st.st_ino) && it->second.mtime_ns == mtime_ns(st))) {
+        ++p.done;
+        continue;
+      }
+      changed.push_back(&log);
+    }
+    std::vector<std::int64_t> gone;
+    for (const auto& [id, r] : records_)
+      if (!listed.contains(id)) gone.push_back(r.sid);
+    if (!gone.empty()) {
+      Tx tx(db_);
+      for (std::int64_t sid : gone) {
+        forget_rows(sid);
+        Stmt(db_, "DELETE FROM sessions WHERE sid = ?1").bind(1, sid).run();
+      }
+      tx.commit();
+      for (std::int64_t sid : gone) {
+        records_.erase(ids_[sid]);
+        ids_.erase(sid);
+      }
+    }
+    if (compact) {
+      std::int64_t orphans = 0, docs = 0;
+      {
+        Stmt s(db_, "SELECT (SELECT v FROM meta WHERE k = 'orphans'), (SELECT count(*) FROM docs)");
+        s.step();
+        orphans = s.i64(0);
+        docs = s.i64(1);
+      }
+      if (orphans > 0 && orphans * 4 > docs) {
+        rebuild_fts();
+        changed.clear();
+        p.done = 0;
+        for (const ContentLog& log : logs) changed.push_back(&log);
+      }
+    }
+    p.indexed = changed.size();
+    if (progress) progress(p);
+    std::vector<std::pair<std::string, Record>> updated;
+    std::size_t group_sessions = 0, group_bytes = 0;
+    Tx tx;
+    auto commit = [&] {
+      if (!tx.active()) return;
+      tx.commit();
+      for (auto& [id, r] : updated) {
+        ids_[r.sid] = id;
+        records_[id] = r;
+      }
+      updated.clear();
+      group_sessions = group_bytes = 0;
+      if (progress) progress(p);
+    };
+    for (const ContentLog* log : changed) {
+      if (stop.stop_requested()) throw ReadCancelled();
+      if (!tx.active()) tx.begin(db_);
+      group_bytes += index_log(*log, updated, stop);
+      ++p.done;
+      if (++group_sessions >= kGroupSessions || group_bytes >= kGroupBytes) commit();
+    }
+    commit();
+    overflow_ = false;
+    return p;
+  });
+}
+
+void ContentIndex::rebuild_fts() {
+  Tx tx(db_);
+  exec("INSERT INTO fts(fts) VALUES ('delete-all')");
+  exec("DELETE FROM docs");
+  exec("DELETE FROM sessions");
+  exec("UPDATE meta SET v = 0 WHERE k = 'orphans'");
+  tx.commit();
+  records_.clear();
+  ids_.clear();
+}
+
+std::vector<ContentHit> ContentIndex::search(const ContentQuery& query, const std::vector<ContentLog>& logs,
+                                             std::stop_token stop) {
+  std::vector<ContentHit> hits;
+  std::vector<std::string> terms = content_terms(query.words);
+  if (terms.empty() || query.limit == 0) return hits;
+  std::unordered_map<std::string_view, const std::string*> path_of;
+  for (const ContentLog& log : logs) path_of.emplace(log.id, &log.path);
+  for (const std::string& id : query.exclude) path_of.erase(id);
+
+  struct Found {
+    std::string id;
+    const std::string* path;
+    std::int64_t first, last;
+    double score;
+  };
+  std::vector<Found> found;
+  guarded([&] {
+    found.clear();
+    reload_if_changed();
+    // Best row first; the first row of a session is its best. A row's doc is looked up only as
+    // the ranking gets to it: most matching rows are never needed. Rows of docs forgotten (a
+    // session re-indexed or deleted) have no doc and are passed over.
+    Stmt s(db_, "SELECT rowid, recall_rank(fts) AS score FROM fts WHERE fts MATCH ?1 ORDER BY score DESC, rowid DESC");
+    s.bind(1, match_expression(terms));
+    Stmt doc(db_, "SELECT sid, first_seq, last_seq FROM docs WHERE rowid = ?1");
+    std::unordered_set<std::int64_t> seen;
+    while (found.size() < query.limit && s.step()) {
+      if (stop.stop_requested()) throw ReadCancelled();
+      doc.reset();
+      doc.bind(1, s.i64(0));
+      if (!doc.step()) continue;
+      const std::int64_t sid = doc.i64(0);
+      if (!seen.insert(sid).second) continue;
+      auto id = ids_.find(sid);
+      if (id == ids_.end()) continue;
+      auto path = path_of.find(id->second);
+      if (path == path_of.end()) continue;  // deleted, or not listed: never returned
+      found.push_back({id->second, path->second, doc.i64(1), doc.i64(2), s.dbl(1)});
+    }
+  });
+
+  // Outside the lock: the texts come from the logs (the index holds none), only the matched
+  // doc's events are read.
+  for (const Found& f : found) {
+    struct Best {
+      double score = -1;
+      std::int64_t seq = 0;
+      TextKind kind = TextKind::user;
+      std::string text;
+    } best;
+    std::stop_source enough;
+    auto sink = [&](json::object&& e) {
+      if (stop.stop_requested()) throw ReadCancelled();
+      const std::int64_t seq = seq_of(e);
+      if (seq > f.last) {
+        enough.request_stop();
+        return;
+      }
+      if (seq < f.first) return;
+      for (IndexableText& t : indexable_texts(e)) {
+        // A text matched through folding (diacritics) the substring count cannot see still shows.
+        double sc = text_score(lowercase_en_us(t.text), terms);
+        if (sc > best.score) best = {sc, seq, t.kind, std::move(t.text)};
+      }
+    };
+    UniqueFd fd = open_nofollow(*f.path, O_RDONLY);
+    if (!fd) continue;
+    try {
+      scan_log(fd.get(), *f.path, encoding_, sink, enough.get_token(), EventLifetime::transient);
+    } catch (const ReadCancelled&) {
+      if (stop.stop_requested()) throw;
+    } catch (const StoreError&) {
+    }
+    if (best.score < 0) continue;  // the log changed under us: no text to show, no hit
+    hits.push_back({f.id, best.seq, best.kind, make_snippet(best.text, terms), f.score});
+  }
+  return hits;
+}
+
+void ContentIndex::apply(const CommittedEvents& b) {
+  reload_if_changed();
+  std::vector<std::pair<std::string, Record>> updated;
+  Tx tx(db_);
+  std::optional<Record> rec = db_record(b.id);
+  const bool contiguous = !b.reread && (rec ? rec->ino == b.ino && rec->count >= b.first_seq : b.first_seq == 0);
+  if (!contiguous) {
+    index_log({b.id, b.path}, updated, {});
+  } else if (!rec || rec->count < b.end_seq) {
+    const std::int64_t start = rec ? rec->count : 0;
+    std::vector<CommittedEvents::Event> events;
+    for (const auto& e : b.events)
+      if (e.seq >= start) events.push_back(e);
+    Record r{rec ? rec->sid : 0, b.size, b.ino, b.size, b.mtime_ns, b.end_seq, 0, 0};
+    if (rec) {
+      r.head = rec->head;
+      r.head_len = rec->head_len;
+    } else {
+      // A new log: its first bytes, as a catch-up would have hashed them.
+      UniqueFd fd = open_nofollow(b.path, O_RDONLY);
+      r.head_len = std::int64_t(std::min<std::uint64_t>(b.size, kHeadBytes));
+      r.head = fd ? head_hash(fd.get(), std::uint64_t(r.head_len), b.path) : 0;
+    }
+    r.sid = put_record(b.id, r);
+    insert_docs(r.sid, events);
+    updated.emplace_back(b.id, r);
+  }
+  tx.commit();
+  for (auto& [id, r] : updated) {
+    ids_[r.sid] = id;
+    records_[id] = r;
+  }
+}
+
+void ContentIndex::post(CommittedEvents batch) {
+  std::size_t bytes = 0;
+  for (const auto& e : batch.events)
+    for (const auto& t : e.texts) bytes += t.text.size();
+  {
+    std::lock_guard g(queue_mu_);
+    auto it = queue_.find(batch.id);
+    if (it == queue_.end()) {
+      if (queue_.size() >= kQueueSessions || queued_bytes_ + bytes > kQueueBytes) return;
+      queued_bytes_ += bytes;
+      queue_.emplace(batch.id, std::move(batch));
+    } else {
+      CommittedEvents& q = it->second;
+      // Coalesced: one transaction for everything a session committed while the indexer was busy.
+      // Anything that does not simply continue the queued batch makes the indexer read the log.
+      if (!q.reread && !batch.reread && q.end_seq == batch.first_seq && queued_bytes_ + bytes <= kQueueBytes) {
+        queued_bytes_ += bytes;
+        for (auto& e : batch.events) q.events.push_back(std::move(e));
+      } else {
+        q.reread = true;
+        for (const auto& e : q.events)
+          for (const auto& t : e.texts) queued_bytes_ -= t.text.size();
+        q.events.clear();
+      }
+      q.end_seq = batch.end_seq;
+      q.size = batch.size;
+      q.ino = batch.ino;
+      q.mtime_ns = batch.mtime_ns;
+      q.path = std::move(batch.path);
+    }
+  }
+  queue_cv_.notify_all();
+}
+
+void ContentIndex::drain() {
+  std::unique_lock l(queue_mu_);
+  queue_cv_.wait(l, [&] { return queue_.empty() && !busy_; });
+}
+
+void ContentIndex::worker(std::stop_token stop) {
+  for (;;) {
+    CommittedEvents b;
+    {
+      std::unique_lock l(queue_mu_);
+      if (!queue_cv_.wait(l, stop, [&] { return !queue_.empty(); })) return;
+      auto it = queue_.begin();
+      for (const auto& e : it->second.events)
+        for (const auto& t : e.texts) queued_bytes_ -= t.text.size();
+      b = std::move(it->second);
+      queue_.erase(it);
+      busy_ = true;
+    }
+    try {
+      guarded([&] { apply(b); });
+    } catch (const std::exception& e) {
+      // The next search's catch-up reads the log instead.
+      log::debug("content index: " + std::string(e.what()));
+    }
+    {
+      std::lock_guard g(queue_mu_);
+      busy_ = false;
+    }
+    queue_cv_.notify_all();
+  }
+}
+
+} // namespace acp::store
