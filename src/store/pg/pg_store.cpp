@@ -878,45 +878,57 @@ std::string text_array(const std::vector<std::string>& values) {
 // A term held by at least this many texts the role can read counts as common: it weighs the least,
 // and its texts are not each looked at (a question of common words alone looks at kSearchRows).
 constexpr std::int64_t kCommonTexts = 1000;
-// Texts ranked at most: those holding a rarer term (fewer than kCommonTexts each) or every term.
+// Texts holding every term (or, when none does, any common term) looked at, at most.
 constexpr std::int64_t kSearchRows = 5000;
 
 // How many texts the role can read hold each of `n` terms ($1..$n), counting to kCommonTexts at
-// most: the GIN index finds them, and a common term costs kCommonTexts rows, not all of them.
+// most, and whether one holds them all ($(n+1)): the GIN index finds them, and a common term costs
+// kCommonTexts rows, not all of them.
 std::string term_counts_sql(std::size_t n) {
   std::string sql = "SELECT ";
-  for (std::size_t i = 1; i <= n; ++i)
-    sql += std::string(i > 1 ? ", " : "") + "(SELECT count(*) FROM (SELECT FROM dsh_acp.search WHERE tsv @@ $" +
-           std::to_string(i) + "::tsquery LIMIT " + std::to_string(kCommonTexts) + ") x)";
+  for (std::size_t i = 1; i <= n + 1; ++i)
+    sql += std::string(i > 1 ? ", " : "") + "(SELECT count(*) FROM dsh_acp.search_texts($" + std::to_string(i) +
+           "::tsquery, '{}', " + std::to_string(i <= n ? kCommonTexts : 1) + "))";
   return sql;
 }
 
-// The ranking of `n` terms: $1 the texts to look at (a tsquery), $2..$(n+1) each term alone,
-// $(n+2)..$(2n+1) their weights, $(2n+2) the excluded ids, $(2n+3) the limit. Every row is read
-// through row security: the role's own and shared sessions only. A text scores the weights of the
-// terms it holds; a session is its best text plus a thousandth of the sum of its texts (more
-// texts on the subject: ahead at a tie), and is the one session its id names for this role
-// (kPickSession: its own, else the first owner's shared one), as listings show it.
-std::string search_sql(std::size_t n) {
+// One part of a search: the texts holding `query` (a tsquery), each adding `weight` to its score.
+struct Branch {
+  std::string query;
+  double weight = 0;
+  std::int64_t limit = 0;
+};
+
+// The ranking over `branches`: $(2i-1) a branch's tsquery, $(2i) its weight, then the excluded ids
+// and the limit. The texts come from the GIN index alone (the words are never read back per row),
+// through dsh_acp.search_texts (schema.hpp): the role's own and shared sessions only. A text scores the sum of the
+// weights of the branches that found it; a session is its best text plus a thousandth of the sum
+// of its texts (more texts on the subject: ahead at a tie), and is the one session its id names for
+// this role (kPickSession: its own, else the first owner's shared one), as listings show it.
+std::string search_sql(const std::vector<Branch>& branches) {
   auto p = [](std::size_t i) { return "$" + std::to_string(i); };
-  std::string hits, score;
-  for (std::size_t i = 1; i <= n; ++i) {
-    const std::string h = "h" + std::to_string(i);
-    hits += ", tsv @@ " + p(i + 1) + "::tsquery AS " + h;
-    score += std::string(i > 1 ? " + " : "") + "CASE WHEN " + h + " THEN " + p(n + 1 + i) + "::float8 ELSE 0 END";
-  }
-  return "WITH m AS MATERIALIZED (SELECT owner, session_id, seq, part" + hits +
-         " FROM dsh_acp.search WHERE tsv @@ $1::tsquery AND NOT (session_id = ANY (" + p(2 * n + 2) + "::text[])) LIMIT " +
-         std::to_string(kSearchRows) + "), "
-         "r AS (SELECT owner, session_id, seq, part, " + score + " AS score FROM m), "
+  const std::size_t exclude = 2 * branches.size() + 1, limit = exclude + 1;
+  std::string hits;
+  for (std::size_t i = 0; i < branches.size(); ++i)
+    hits += std::string(i ? " UNION ALL " : "") + "SELECT owner, session_id, seq, part, " + p(2 * i + 2) +
+            "::float8 AS w FROM dsh_acp.search_texts(" + p(2 * i + 1) + "::tsquery, " + p(exclude) + "::text[], " +
+            std::to_string(branches[i].limit) + ")";
+  return "WITH hits AS (" + hits + "), "
+         "r AS (SELECT owner, session_id, seq, part, sum(w) AS score FROM hits GROUP BY owner, session_id, seq, part), "
          "b AS (SELECT DISTINCT ON (owner, session_id) owner, session_id, seq, part, score, "
          "sum(score) OVER (PARTITION BY owner, session_id) AS total FROM r ORDER BY owner, session_id, score DESC, seq, part), "
          "top AS (SELECT owner, session_id, seq, part, score + total / 1000 AS score FROM b "
          "WHERE NOT EXISTS (SELECT FROM dsh_acp.sessions o WHERE o.id = b.session_id AND o.owner <> b.owner AND "
          "(o.owner = current_user OR (b.owner <> current_user AND o.owner < b.owner))) "
-         "ORDER BY score DESC, session_id LIMIT " + p(2 * n + 3) + "::bigint) "
+         "ORDER BY score DESC, session_id LIMIT " + p(limit) + "::bigint) "
          "SELECT top.session_id, top.seq, x.kind, x.text, top.score FROM top "
          "JOIN dsh_acp.search x USING (owner, session_id, seq, part) ORDER BY top.score DESC, top.session_id";
+}
+
+std::string float_text(double v) {
+  char out[32];
+  const auto [end, ec] = std::to_chars(out, out + sizeof out, v);
+  return std::string(out, ec == std::errc() ? end : out);
 }
 
 TextKind kind_named(std::string_view name) {
@@ -1043,8 +1055,13 @@ std::vector<ContentHit> PgStore::search_content(const ContentQuery& query, std::
   try {
     Lease c = lease();
     // Lines written without their texts (an older dsh-acp beside this one): a few are indexed now,
-    // newest first; more wait for `dsh-acp store index`.
-    for (const std::string& id : stale_sessions(*c, kCatchUpSessions)) {
+    // newest first; more wait for `dsh-acp store index`. Looked for at most every kCatchUpEvery (the
+    // look reads every session row of the role's).
+    const auto now = std::chrono::steady_clock::now().time_since_epoch().count();
+    std::int64_t due = catch_up_due_.load(std::memory_order_relaxed);
+    const bool look = now >= due && catch_up_due_.compare_exchange_strong(
+                                        due, now + std::chrono::steady_clock::duration(kCatchUpEvery).count());
+    for (const std::string& id : look ? stale_sessions(*c, kCatchUpSessions) : std::vector<std::string>{}) {
       try {
         index_session(*c, id, stop);
       } catch (const PgError&) {
@@ -1056,46 +1073,54 @@ std::vector<ContentHit> PgStore::search_content(const ContentQuery& query, std::
     }
     std::stop_callback cancel(stop, [&c] { c->cancel(); });
     try {
-      // Each term's weight, ln(1 + kCommonTexts / texts holding it): rarer terms count more, and
-      // only texts this role can read are counted, so nothing anyone else keeps moves a score.
-      PgResult counts = c->exec(term_counts_sql(n), std::vector<Param>(operands.begin(), operands.end()));
-      std::vector<std::string> values;
-      std::string look, all;
+      std::string all;
+      for (const std::string& o : operands) all += (all.empty() ? "" : " & ") + o;
+      std::vector<Param> count_params(operands.begin(), operands.end());
+      count_params.emplace_back(all);
+      PgResult counts = c->exec(term_counts_sql(n), count_params);
+      // Each term weighs ln(1 + kCommonTexts / texts holding it): rarer terms count more, and only
+      // texts this role can read are counted, so nothing anyone else keeps moves a score. A rarer
+      // term's texts are each looked at; common terms add their weight to texts holding every
+      // term (a text holding a rarer term and only some common ones goes without theirs: at most
+      // ln 2 each).
+      std::vector<Branch> branches;
+      double common = 0;
+      std::vector<std::size_t> commons;
       for (std::size_t i = 0; i < n; ++i) {
         const std::int64_t held = counts.int64(0, int(i));
-        if (held > 0 && held < kCommonTexts) look += (look.empty() ? "" : " | ") + operands[i];
-        all += (all.empty() ? "" : " & ") + operands[i];
+        if (held == 0) continue;
+        const double w = std::log1p(double(kCommonTexts) / double(held));
+        if (held < kCommonTexts) {
+          branches.push_back({operands[i], w, kCommonTexts});
+        } else {
+          common += w;
+          commons.push_back(i);
+        }
       }
-      // The texts looked at: those holding a rarer term, or all the terms; a question of common
-      // words alone looks at the first kSearchRows texts holding them all (or any, when none does).
-      if (n > 1) look += (look.empty() ? "" : " | (") + all + (look.empty() ? "" : ")");
-      else if (look.empty()) look = all;
-      bool any_together = true;
-      if (n > 1 && look == all)
-        any_together = c->exec("SELECT EXISTS (SELECT FROM dsh_acp.search WHERE tsv @@ $1::tsquery)", {look}).value(0, 0) == "t";
-      if (!any_together) {
-        look.clear();
-        for (const std::string& o : operands) look += (look.empty() ? "" : " | ") + o;
-      }
-      values.push_back(look);
-      for (const std::string& o : operands) values.push_back(o);
-      for (std::size_t i = 0; i < n; ++i) {
-        const double held = double(std::max<std::int64_t>(1, counts.int64(0, int(i))));
-        char weight[32];
-        const auto [end, ec] = std::to_chars(weight, weight + sizeof weight, std::log1p(double(kCommonTexts) / held));
-        values.emplace_back(weight, ec == std::errc() ? end : weight);
-      }
-      values.push_back(text_array(query.exclude));
-      values.push_back(std::to_string(query.limit));
-      PgResult r = c->exec(search_sql(n), std::vector<Param>(values.begin(), values.end()));
-      for (int i = 0; i < r.rows(); ++i) {
-        ContentHit h;
-        h.session_id = std::string(r.value(i, 0));
-        h.seq = r.int64(i, 1);
-        h.kind = kind_named(r.value(i, 2));
-        h.snippet = make_snippet(r.value(i, 3), terms);
-        h.score = std::strtod(std::string(r.value(i, 4)).c_str(), nullptr);
-        hits.push_back(std::move(h));
+      const bool together = counts.int64(0, int(n)) > 0;
+      if (together && (n > 1 || branches.empty()) && !commons.empty()) branches.push_back({all, common, kSearchRows});
+      else if (branches.empty())  // common words alone, never all in one text
+        for (std::size_t i : commons)
+          branches.push_back({operands[i], std::log1p(double(kCommonTexts) / double(kCommonTexts)),
+                              kSearchRows / std::int64_t(commons.size())});
+      if (!branches.empty()) {
+        std::vector<std::string> values;
+        for (const Branch& b : branches) {
+          values.push_back(b.query);
+          values.push_back(float_text(b.weight));
+        }
+        values.push_back(text_array(query.exclude));
+        values.push_back(std::to_string(query.limit));
+        PgResult r = c->exec(search_sql(branches), std::vector<Param>(values.begin(), values.end()));
+        for (int i = 0; i < r.rows(); ++i) {
+          ContentHit h;
+          h.session_id = std::string(r.value(i, 0));
+          h.seq = r.int64(i, 1);
+          h.kind = kind_named(r.value(i, 2));
+          h.snippet = make_snippet(r.value(i, 3), terms);
+          h.score = std::strtod(std::string(r.value(i, 4)).c_str(), nullptr);
+          hits.push_back(std::move(h));
+        }
       }
     } catch (const PgError& e) {
       if (stop.stop_requested() && e.sqlstate() == "57014") throw ReadCancelled();

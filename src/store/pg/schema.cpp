@@ -261,6 +261,12 @@ DROP FUNCTION dsh_acp.session_lock_key(text);
 // - Row security as for the lines: a role reads the rows of its own and of shared sessions, inserts
 //   rows only into its own sessions, deletes only its own; they go with their session (delete and
 //   truncate triggers).
+// - Searching goes through dsh_acp.search_texts(): under row security PostgreSQL evaluates a query's
+//   own conditions only after the policy's unless they are leakproof, and the tsquery match is not,
+//   so a role's query could never use the GIN index. The function runs as the tables' owner (row
+//   security not forced on dsh_acp.search: an owner can lift it at will anyway), finds the texts
+//   through the index and returns those of the calling login role's own sessions (session_user)
+//   and of shared ones: the same rows the select policy lets that role read.
 constexpr std::string_view kVersion5 = R"sql(
 CREATE TABLE dsh_acp.search (
   owner      name NOT NULL DEFAULT current_user,
@@ -274,7 +280,6 @@ CREATE TABLE dsh_acp.search (
 );
 CREATE INDEX search_tsv ON dsh_acp.search USING gin (tsv);
 ALTER TABLE dsh_acp.search ENABLE ROW LEVEL SECURITY;
-ALTER TABLE dsh_acp.search FORCE ROW LEVEL SECURITY;
 CREATE POLICY search_select ON dsh_acp.search FOR SELECT
   USING (owner = current_user OR EXISTS (SELECT FROM dsh_acp.sessions s
                                          WHERE s.owner = search.owner AND s.id = search.session_id AND s.shared));
@@ -283,6 +288,19 @@ CREATE POLICY search_insert ON dsh_acp.search FOR INSERT
                                                WHERE s.owner = current_user AND s.id = search.session_id));
 CREATE POLICY search_delete ON dsh_acp.search FOR DELETE USING (owner = current_user);
 GRANT SELECT, INSERT, DELETE ON dsh_acp.search TO dsh_acp_user;
+CREATE FUNCTION dsh_acp.search_texts(q tsquery, exclude text[], max bigint)
+  RETURNS TABLE (owner name, session_id text, seq bigint, part smallint)
+  LANGUAGE sql STABLE SECURITY DEFINER
+  SET search_path = pg_catalog, pg_temp SET enable_seqscan = off SET jit = off
+  AS $$
+    SELECT x.owner, x.session_id, x.seq, x.part FROM dsh_acp.search x
+    WHERE x.tsv @@ q AND NOT (x.session_id = ANY (exclude))
+      AND (x.owner = session_user OR EXISTS (SELECT FROM dsh_acp.sessions s
+                                             WHERE s.owner = x.owner AND s.id = x.session_id AND s.shared))
+    LIMIT max
+  $$;
+REVOKE ALL ON FUNCTION dsh_acp.search_texts(tsquery, text[], bigint) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION dsh_acp.search_texts(tsquery, text[], bigint) TO dsh_acp_user;
 
 ALTER TABLE dsh_acp.sessions ADD COLUMN indexed_count bigint NOT NULL DEFAULT 0;
 
@@ -352,7 +370,8 @@ void check_schema(PgConnection& c) {
   PgResult r = c.exec("SELECT has_table_privilege('dsh_acp.sessions', 'SELECT, INSERT, UPDATE, DELETE')"
                       " AND has_table_privilege('dsh_acp.events', 'SELECT, INSERT, DELETE')"
                       " AND has_table_privilege('dsh_acp.session_locks', 'SELECT, INSERT, UPDATE, DELETE')"
-                      " AND has_table_privilege('dsh_acp.search', 'SELECT, INSERT, DELETE'), current_user");
+                      " AND has_table_privilege('dsh_acp.search', 'SELECT, INSERT, DELETE')"
+                      " AND has_function_privilege('dsh_acp.search_texts(tsquery, text[], bigint)', 'EXECUTE'), current_user");
   if (r.value(0, 0) != "t")
     throw SchemaDenied(c.name() + ": role \"" + std::string(r.value(0, 1)) +
                        "\" may not use the dsh_acp tables: grant it dsh_acp_user");

@@ -25,7 +25,9 @@
 //   CREATE ROLE alice LOGIN IN ROLE dsh_acp_user;
 // Row-level security (forced, also for the tables' owner; superusers bypass it): a role sees its own
 // sessions and shared ones (and their events), and inserts/updates/deletes only its own sessions and
-// inserts/deletes only events of its own. Events are never updated.
+// inserts/deletes only events of its own. Events are never updated. The search texts follow the
+// events' policies, not forced: dsh_acp.search_texts() reads them as the owner, for the GIN index
+// (schema.cpp, version 5).
 //
 // A statement that inserts, updates or deletes sessions rows sends NOTIFY dsh_acp_sessions with an
 // empty payload (kNotifyChannel); an update in a transaction that set dsh_acp.quiet to 'on'
