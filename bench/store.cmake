@@ -2,3 +2,6 @@
 # stored sessions) through the store library. Included from bench/CMakeLists.txt.
 add_executable(bench_store ${CMAKE_CURRENT_LIST_DIR}/store_bench.cpp)
 target_link_libraries(bench_store PRIVATE acp_store ${DSH_ZSTD})
+# bench_pg_search: recall by content in a PostgreSQL store (bench/pg_bench.py runs it on its cluster).
+add_executable(bench_pg_search ${CMAKE_CURRENT_LIST_DIR}/pg_search_bench.cpp)
+target_link_libraries(bench_pg_search PRIVATE acp_store_pg)

@@ -877,9 +877,9 @@ std::string text_array(const std::vector<std::string>& values) {
 
 // A term held by at least this many texts the role can read counts as common: it weighs the least,
 // and its texts are not each looked at (a question of common words alone looks at kSearchRows).
-constexpr std::int64_t kCommonTexts = 1000;
+constexpr std::int64_t kCommonTexts = 100;
 // Texts holding every term (or, when none does, any common term) looked at, at most.
-constexpr std::int64_t kSearchRows = 5000;
+constexpr std::int64_t kSearchRows = 1000;
 
 // How many texts the role can read hold each of `n` terms ($1..$n), counting to kCommonTexts at
 // most, and whether one holds them all ($(n+1)): the GIN index finds them, and a common term costs
