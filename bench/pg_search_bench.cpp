@@ -5,15 +5,16 @@
 // with its texts, in the batches' own transactions), 4 turns each: the person's question, a tool call
 // and its result (~3 KB), the agent's answer, over a generated vocabulary of 20,000 words drawn
 // log-uniformly (a few common words, a long tail of rare ones). Then prints:
-//   write     seconds for the corpus (and the share of one batch the texts take: none measured here;
-//             pg_bench.py's prompt round trips are the before/after figure)
+//   write     seconds for the corpus; and the write path's growth: sessions written with their texts
+//             against the same sessions whose words are all stop words (nothing to index), alternating
 //   size      dsh_acp.search (table, TOAST and indexes) against dsh_acp.events, as the role sees them
 //   query     search_content p50/p95 over 200 questions of 1 to 4 words (common, rare, mixed)
 //   scan      the plain scan of the logs (Backend::search_content, the default) for the same kind of
 //             question: a few, it reads every session
 //   backfill  index_content() after the role's texts are dropped (as an older dsh-acp left them):
 //             sessions per second
-// Nothing is asserted.
+// --query-only (third argument): the sessions are an earlier run's; the questions and the write
+// figure only. Nothing is asserted.
 #include "store/pg/connection.hpp"
 #include "store/pg/pg_store.hpp"
 #include "store/session_writer.hpp"
@@ -86,9 +87,30 @@ NewEvent ev(std::string type, json::object data, std::int64_t time, bool surface
 
 json::array text(const std::string& t) { return json::array{json::object{{"type", "text"}, {"text", t}}}; }
 
-void write_session(pg::PgStore& store, int i, Words& words) {
+// The same text with every word replaced by a stop word of the same length or so: nothing to index.
+std::string unindexable(const std::string& text) {
+  static const char* stop[] = {"a", "to", "the", "from", "there", "because"};
+  std::string out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    std::size_t end = text.find(' ', start);
+    if (end == std::string::npos) end = text.size();
+    out.append(out.empty() ? "" : " ").append(stop[std::min<std::size_t>(5, (end - start) / 2)]);
+    start = end + 1;
+  }
+  return out;
+}
+
+bool g_unindexable = false;
+
+std::string say(Words& words, std::size_t n) {
+  std::string t = words.text(n);
+  return g_unindexable ? unindexable(t) : t;
+}
+
+void write_session(pg::PgStore& store, int i, Words& words, const std::string& prefix = "search-") {
   SessionHeader h;
-  h.id = "search-" + std::to_string(100000 + i);
+  h.id = prefix + std::to_string(100000 + i);
   h.cwd = "/home/user/project-" + std::to_string(i % 20);
   h.createdAt = 1'700'000'000'000 + i;
   auto w = store.create(h);
@@ -96,7 +118,7 @@ void write_session(pg::PgStore& store, int i, Words& words) {
     const std::int64_t t = h.createdAt + n * 100;
     const std::string k = std::to_string(n);
     w.append({ev("turn/start", {{"turn", n}}, t),
-              ev("user/message", {{"turn", n}, {"content", text(words.text(words.between(8, 20)))}, {"id", "u" + k}}, t, true),
+              ev("user/message", {{"turn", n}, {"content", text(say(words, words.between(8, 20)))}, {"id", "u" + k}}, t, true),
               ev("step/start", {{"turn", n}, {"step", 1}}, t + 1),
               ev("assistant/message",
                  {{"turn", n},
@@ -109,12 +131,12 @@ void write_session(pg::PgStore& store, int i, Words& words) {
                   {"arguments", "{\"path\":\"src/" + word(words.pick()) + ".cpp\"}"}},
                  t + 3),
               ev("tool/result",
-                 {{"turn", n}, {"step", 1}, {"callId", "c" + k}, {"content", text(words.text(words.between(300, 500)))},
+                 {{"turn", n}, {"step", 1}, {"callId", "c" + k}, {"content", text(say(words, words.between(300, 500)))},
                   {"isError", false}, {"id", "t" + k}},
                  t + 4, true),
               ev("step/end", {{"turn", n}, {"step", 1}}, t + 5),
               ev("step/start", {{"turn", n}, {"step", 2}}, t + 6),
-              ev("assistant/message", {{"turn", n}, {"step", 2}, {"content", text(words.text(words.between(30, 80)))}, {"id", "b" + k}},
+              ev("assistant/message", {{"turn", n}, {"step", 2}, {"content", text(say(words, words.between(30, 80)))}, {"id", "b" + k}},
                  t + 7, true),
               ev("step/end", {{"turn", n}, {"step", 2}}, t + 8),
               ev("turn/end", {{"turn", n}, {"reason", {{"kind", "completed"}}}}, t + 9)},
@@ -192,6 +214,25 @@ int main(int argc, char** argv) {
   for (int k = 0; k < 3; ++k)
     std::printf("    %s: p50 %.2f ms, p95 %.2f ms\n", kinds[k], percentile(by_kind[k], 0.5), percentile(by_kind[k], 0.95));
   bench::result("pgfts_query_p95_ms", p95, "ms", "\"note\":\"p50 " + std::to_string(p50) + " ms, " + std::to_string(sessions) + " sessions\"");
+
+  {
+    // The write path's share: the same sessions with and without texts to index (stop words only:
+    // the batches then take the statement without the search rows), alternating, 4 rounds of 50.
+    std::vector<double> with, without;
+    for (int round = 0; round < 4; ++round)
+      for (bool texts : {true, false}) {
+        g_unindexable = !texts;
+        Words w(1000 + unsigned(round));
+        const auto t = Clock::now();
+        for (int i = 0; i < 50; ++i) write_session(store, round * 50 + i, w, texts ? "ab-with-" : "ab-without-");
+        (texts ? with : without).push_back(ms_since(t) / 50);
+      }
+    g_unindexable = false;
+    const double a = percentile(with, 0.5), b = percentile(without, 0.5);
+    std::printf("  a session's 4 turns written: %.2f ms with its texts, %.2f ms without (median of 4 rounds of 50): %+.1f%%\n",
+                a, b, 100 * (a - b) / b);
+    bench::result("pgfts_write_growth_pct", 100 * (a - b) / b, "%", "\"note\":\"a session of 4 turns, with vs without texts\"");
+  }
 
   if (query_only) return 0;
   std::vector<double> scans;

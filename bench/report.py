@@ -105,6 +105,7 @@ CATALOGUE += [
     ("pgfts_query_p95_ms", "PostgreSQL recall: a query, p95", "search_content over 10,000 generated sessions, 200 questions of 1-4 words, second round (bench_pg_search via pg_bench.py)", LE, 30, "ms"),
     ("pgfts_scan_ms", "PostgreSQL recall: plain scan beside it", "the default Backend::search_content (every session's lines read) on the same sessions, slowest of 2 (bench_pg_search)", REPORT, None, "ms"),
     ("pgfts_size_pct", "PostgreSQL recall: dsh_acp.search size", "table, TOAST and indexes, % of dsh_acp.events (bench_pg_search)", REPORT, None, "%"),
+    ("pgfts_write_growth_pct", "PostgreSQL recall: write path growth", "a session's 4 turns written with their texts vs the same without (stop words only), same run (bench_pg_search)", LE, 5, "%"),
     ("pgfts_backfill_s", "PostgreSQL recall: index_content backfill", "every session's texts dropped, then indexed again from the lines (bench_pg_search)", REPORT, None, "s"),
     ("peer_codex_acp_initialize_ratio", "codex-acp spawn -> initialize", "ratio to ours, same run, median of 10 (peers_bench.py)", REPORT, None, "x"),
     ("peer_codex_acp_rss_ratio", "codex-acp RSS after initialize", "ratio to ours, process tree (peers_bench.py)", REPORT, None, "x"),
