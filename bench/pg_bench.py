@@ -26,9 +26,14 @@ median of the runs; the machine's load average is printed with each figure.
   visibility           processes A and B on one store: A's session/new, then its first prompt; from A's
                        prompt answer until B's session/list first page (polled back to back by this client)
                        shows the session (also given from A's session/new answer).
+  recall by content    bench_pg_search (beside the binary, build/bench/) on a database of its own: 10,000
+                       generated sessions (PG_BENCH_SEARCH_SESSIONS) written through PgStore with their texts,
+                       then search_content p95 over 200 questions, the plain scan beside it, the size of
+                       dsh_acp.search, the index_content backfill (docs/recall.md#postgresql-stores).
 Usage: pg_bench.py DSH_ACP_BIN [--quick]   (--quick or PG_BENCH_QUICK=1: one run per figure, 20 MB replay,
        50 MB reference; the listing keeps 10,000 sessions). PG_BENCH_REPLAY_MB, PG_BENCH_REF_MB, PG_BENCH_RUNS
        override. Without PostgreSQL 15 or a binary without PostgreSQL support the file figures still print.
+       PG_BENCH_ONLY=rt,list,visible,replay,ref,search runs only those parts (rt: the prompt round trips).
 """
 import hashlib
 import json
@@ -66,6 +71,12 @@ LOAD = os.environ.get("PG_BENCH_LOAD", "")  # "copy" or "sql": how sessions get 
 CWD = "/bench/pg"          # sessions made by the figures
 BIG_CWD = "/bench/pg/big"  # the replay and reference sessions: a bucket of their own
 ROLE = "dsh_bench"
+ONLY = set(filter(None, os.environ.get("PG_BENCH_ONLY", "").split(",")))
+SEARCH_SESSIONS = int(os.environ.get("PG_BENCH_SEARCH_SESSIONS", "10000"))
+
+
+def want(part):
+    return not ONLY or part in ONLY
 
 # (key, label, comparison, target, unit): the issue's targets, which the PostgreSQL column is held to;
 # the file column is shown beside it (its own targets are docs/decisions.md#benchmarks's, in store_bench.py).
@@ -461,6 +472,19 @@ def visibility(store):
             a.close()
 
 
+def recall(cluster, base):
+    """bench_pg_search on a database of its own: its lines (and BENCH-RESULT lines) passed through."""
+    exe = os.path.join(os.path.dirname(SERVER), "bench", "bench_pg_search")
+    if not os.access(exe, os.X_OK):
+        print(f"  not measured: {exe} not built")
+        return
+    store = PgStore(cluster, base, "bench_search")
+    p = subprocess.run([exe, store.url, str(SEARCH_SESSIONS)], capture_output=True, text=True, timeout=3600)
+    sys.stdout.write(p.stdout)
+    if p.returncode != 0:
+        print(f"  bench_pg_search failed ({p.returncode}): {p.stderr.strip()[-800:]}")
+
+
 # ---- the run -----------------------------------------------------------------------------------------
 
 class Table:
@@ -544,59 +568,73 @@ def main():
             pg_rt = pg_data = None
         file_rt, file_data = FileStore(base, "rt"), FileStore(base, "data")
 
-        t0 = time.perf_counter()
-        root = listing_root(base)
-        print(f"  generated {LIST_N} sessions in {time.perf_counter() - t0:.1f} s")
-        if pg_data:
-            try:
-                took, how = pg_data.load_root(root)
-                print(f"  {LIST_N} sessions into PostgreSQL by {how}: {took:.1f} s ({LIST_N / took:.0f} sessions/s)")
-                if how.startswith("dsh-acp"):
-                    result("i17_copy_sessions_per_s", LIST_N / took, "/s", note=f"{took:.1f} s for {LIST_N} small sessions")
-            except (BenchError, subprocess.TimeoutExpired) as e:
-                print(f"  PostgreSQL: the listing sessions not copied: {e}")
-                for key, *_ in FIGURES:
-                    if key != "rt":
-                        table.put(key, "postgresql", None, str(e).splitlines()[0][:300])
-                pg_data = None
-        file_data.load_root(root)
+        if want("list") or want("visible"):
+            t0 = time.perf_counter()
+            root = listing_root(base)
+            print(f"  generated {LIST_N} sessions in {time.perf_counter() - t0:.1f} s")
+            if pg_data:
+                try:
+                    took, how = pg_data.load_root(root)
+                    print(f"  {LIST_N} sessions into PostgreSQL by {how}: {took:.1f} s ({LIST_N / took:.0f} sessions/s)")
+                    if how.startswith("dsh-acp"):
+                        result("i17_copy_sessions_per_s", LIST_N / took, "/s", note=f"{took:.1f} s for {LIST_N} small sessions")
+                except (BenchError, subprocess.TimeoutExpired) as e:
+                    print(f"  PostgreSQL: the listing sessions not copied: {e}")
+                    for key, *_ in FIGURES:
+                        if key != "rt":
+                            table.put(key, "postgresql", None, str(e).splitlines()[0][:300])
+                    pg_data = None
+            file_data.load_root(root)
         stores_rt = [s for s in (file_rt, pg_rt) if s]
         stores = [s for s in (file_data, pg_data) if s]
 
-        print(f"prompt round trips ({load()}):")
-        table.measure(["rt"], stores_rt, round_trips)
-        print(f"session/list of {LIST_N} sessions, first page ({load()}):")
-        for s in stores:
-            try:
-                listing(s, 0)  # unmeasured: the file store writes its index cache, PostgreSQL reads its pages
-            except BenchError as e:
-                print(f"  [{s.name}] first listing: {e}")
-        table.measure(["list_cold", "list_warm"], stores, listing)
-        print(f"visibility of a new session in another process ({load()}):")
-        table.measure(["visible"], stores, visibility)
+        if want("rt"):
+            print(f"prompt round trips ({load()}):")
+            table.measure(["rt"], stores_rt, round_trips)
+        if want("list"):
+            print(f"session/list of {LIST_N} sessions, first page ({load()}):")
+            for s in stores:
+                try:
+                    listing(s, 0)  # unmeasured: the file store writes its index cache, PostgreSQL reads its pages
+                except BenchError as e:
+                    print(f"  [{s.name}] first listing: {e}")
+            table.measure(["list_cold", "list_warm"], stores, listing)
+        if want("visible"):
+            print(f"visibility of a new session in another process ({load()}):")
+            table.measure(["visible"], stores, visibility)
 
-        t0 = time.perf_counter()
-        big, bucket, sizes = big_root(base)
-        print(f"generated the replay session ({sizes['pgbench-replay'] / 1e6:.0f} MB) and the reference source "
-              f"({sizes['pgbench-ref'] / 1e6:.0f} MB) in {time.perf_counter() - t0:.1f} s")
-        if pg_data:
+        if want("replay") or want("ref"):
+            t0 = time.perf_counter()
+            big, bucket, sizes = big_root(base)
+            print(f"generated the replay session ({sizes['pgbench-replay'] / 1e6:.0f} MB) and the reference source "
+                  f"({sizes['pgbench-ref'] / 1e6:.0f} MB) in {time.perf_counter() - t0:.1f} s")
+            if pg_data:
+                try:
+                    took, how = pg_data.load_root(big)
+                    mb = sum(sizes.values()) / 1e6
+                    print(f"  {mb:.0f} MB into PostgreSQL by {how}: {took:.1f} s ({mb / took:.0f} MB/s)")
+                    if how.startswith("dsh-acp"):
+                        result("i17_copy_mbps", mb / took, "MB/s", note=f"{mb:.0f} MB in 2 sessions")
+                except (BenchError, subprocess.TimeoutExpired) as e:
+                    print(f"  PostgreSQL: the big sessions not copied: {e}")
+                    for key in ("replay", "ref_rss"):
+                        table.put(key, "postgresql", None, str(e).splitlines()[0][:300])
+                    stores = [file_data]
+            # The file store gets them in its data root, a bucket beside the 10k listing sessions'.
+            os.makedirs(file_data.root, exist_ok=True)
+            os.rename(os.path.join(big, bucket), os.path.join(file_data.root, bucket))
+            if want("replay"):
+                print(f"replay, session/load of {sizes['pgbench-replay'] / 1e6:.0f} MB ({load()}):")
+                table.measure(["replay"], stores, replay, "pgbench-replay", sizes["pgbench-replay"])
+            if want("ref"):
+                print(f"reference to a {sizes['pgbench-ref'] / 1e6:.0f} MB session ({load()}):")
+                table.measure(["ref_rss"], stores, reference, "pgbench-ref", sizes["pgbench-ref"])
+        if want("search") and pg_rt:
+            print(f"recall by content, {SEARCH_SESSIONS} sessions ({load()}):")
             try:
-                took, how = pg_data.load_root(big)
-                mb = sum(sizes.values()) / 1e6
-                print(f"  {mb:.0f} MB into PostgreSQL by {how}: {took:.1f} s ({mb / took:.0f} MB/s)")
-                if how.startswith("dsh-acp"):
-                    result("i17_copy_mbps", mb / took, "MB/s", note=f"{mb:.0f} MB in 2 sessions")
+                recall(cluster, base)
             except (BenchError, subprocess.TimeoutExpired) as e:
-                print(f"  PostgreSQL: the big sessions not copied: {e}")
-                for key in ("replay", "ref_rss"):
-                    table.put(key, "postgresql", None, str(e).splitlines()[0][:300])
-                stores = [file_data]
-        # The file store gets them in its data root, a bucket beside the 10k listing sessions'.
-        os.rename(os.path.join(big, bucket), os.path.join(file_data.root, bucket))
-        print(f"replay, session/load of {sizes['pgbench-replay'] / 1e6:.0f} MB ({load()}):")
-        table.measure(["replay"], stores, replay, "pgbench-replay", sizes["pgbench-replay"])
-        print(f"reference to a {sizes['pgbench-ref'] / 1e6:.0f} MB session ({load()}):")
-        table.measure(["ref_rss"], stores, reference, "pgbench-ref", sizes["pgbench-ref"])
+                print(f"  not measured: {e}")
         table.emit()
     finally:
         cluster.stop()

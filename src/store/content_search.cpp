@@ -117,13 +117,16 @@ bool word_char(char32_t cp) { return cp == '_' || u_isalnum(static_cast<UChar32>
 
 } // namespace
 
-std::vector<std::string> content_terms(std::string_view words) {
-  constexpr std::size_t kMaxTerms = 16, kMaxTermBytes = 32;
-  std::vector<std::string> terms;
-  std::string lowered = lowercase_en_us(words);
+namespace {
+
+// Calls fn with each kept word of `text` (see content_terms) until it returns false.
+template <class Fn>
+void each_word(std::string_view text, Fn&& fn) {
+  constexpr std::size_t kMaxTermBytes = 32;
+  std::string lowered = lowercase_en_us(text);
   std::string_view s = lowered;
   std::size_t i = 0;
-  while (i < s.size() && terms.size() < kMaxTerms) {
+  while (i < s.size()) {
     support::DecodedCodePoint d = support::decode_utf8(s, i);
     if (!d.valid || !word_char(d.cp)) {
       i += d.length;
@@ -139,9 +142,29 @@ std::vector<std::string> content_terms(std::string_view words) {
     std::string_view w = s.substr(start, i - start);
     if (w.size() > kMaxTermBytes) w = w.substr(0, support::utf8_floor(w, kMaxTermBytes));
     if (letters < 2 || stop_word(w)) continue;
-    if (std::find(terms.begin(), terms.end(), w) == terms.end()) terms.emplace_back(w);
+    if (!fn(w)) return;
   }
+}
+
+} // namespace
+
+std::vector<std::string> content_terms(std::string_view words) {
+  constexpr std::size_t kMaxTerms = 16;
+  std::vector<std::string> terms;
+  each_word(words, [&](std::string_view w) {
+    if (std::find(terms.begin(), terms.end(), w) == terms.end()) terms.emplace_back(w);
+    return terms.size() < kMaxTerms;
+  });
   return terms;
+}
+
+std::vector<std::string> content_words(std::string_view text) {
+  std::vector<std::string> words;
+  each_word(text, [&](std::string_view w) {
+    words.emplace_back(w);
+    return true;
+  });
+  return words;
 }
 
 std::string make_snippet(std::string_view text, const std::vector<std::string>& terms, std::size_t max_bytes) {

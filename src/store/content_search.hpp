@@ -45,6 +45,11 @@ std::vector<IndexableText> indexable_texts(const boost::json::object& event);
 /// term; ranking rewards holding more of them and rarer ones.
 std::vector<std::string> content_terms(std::string_view words);
 
+/// Every word of `text` content_terms() would keep, in order, duplicates included, no count limit:
+/// what an index that tokenises on its own side (PostgreSQL's tsvector) stores, so a question's
+/// terms match it exactly.
+std::vector<std::string> content_words(std::string_view text);
+
 struct ContentQuery {
   std::string words;                 ///< the question as typed
   std::size_t limit = 10;            ///< sessions returned at most (> 0)

@@ -8,6 +8,7 @@
 #include "support/json_text.hpp"
 
 #include <algorithm>
+#include <array>
 
 namespace acp::store::pg {
 
@@ -24,28 +25,57 @@ constexpr std::size_t kMaxLineBytes = (1u << 30) - 1024;
 constexpr unsigned kInt8Oid = 20, kTextOid = 25, kInt8ArrayOid = 1016, kTextArrayOid = 1009;
 
 // A batch's lines: the row's count checked and moved on by the statement that inserts them, so a
-// batch that does not continue the stored log inserts nothing. Prepared once per connection; the
-// lines go as arrays in binary format (no quoting, no copy into a statement text).
-#define DSH_APPEND_BODY                                                                                          \
-  "u AS (UPDATE dsh_acp.sessions SET event_count = $2, size_bytes = size_bytes + $3, "                           \
-  "updated_at = COALESCE($4, updated_at), title = COALESCE($5, title) "                                          \
-  "WHERE owner = current_user AND id = $1 AND event_count = $6 RETURNING owner, id) "                             \
-  "INSERT INTO dsh_acp.events (owner, session_id, seq, type, time, line) "                                       \
-  "SELECT u.owner, u.id, v.seq, v.type, v.time, v.line FROM u, "
-constexpr std::string_view kAppend =
-    "WITH " DSH_APPEND_BODY "unnest($7, $8, $9, $10) AS v(seq, type, time, line)";
+// batch that does not continue the stored log inserts nothing. indexed_count moves on with it when
+// the session's texts were complete (schema.hpp, version 5). Prepared once per connection; the lines
+// go as arrays in binary format (no quoting, no copy into a statement text). A batch with texts to
+// index inserts them in the same statement (a CTE runs to completion whether or not it is read), so
+// they commit with the lines; one without uses the statement without that part.
+constexpr std::string_view kUpdateRow =
+    "u AS (UPDATE dsh_acp.sessions SET event_count = $2, size_bytes = size_bytes + $3, "
+    "updated_at = COALESCE($4, updated_at), title = COALESCE($5, title), "
+    "indexed_count = CASE WHEN indexed_count = $6 THEN $2 ELSE indexed_count END "
+    "WHERE owner = current_user AND id = $1 AND event_count = $6 RETURNING owner, id) ";
+constexpr std::string_view kInsertSearch =
+    ", t AS (INSERT INTO dsh_acp.search (owner, session_id, seq, part, kind, text, tsv) "
+    "SELECT u.owner, u.id, x.seq, x.part, x.kind, x.text, array_to_tsvector(string_to_array(x.words, ' ')) "
+    "FROM u, unnest($11, $12, $13, $14, $15) AS x(seq, part, kind, text, words)) ";
+constexpr std::string_view kInsertLines =
+    "INSERT INTO dsh_acp.events (owner, session_id, seq, type, time, line) SELECT u.owner, u.id, v.seq, v.type, v.time, v.line ";
 // Committed without waiting for the WAL flush (kAsyncCommit), and not announced (kQuietCommit):
 // set_config(..., true) lasts to the end of the statement's own transaction, so its commit and
 // trigger read it.
-constexpr std::string_view kAppendAsync =
-    "WITH s AS (SELECT set_config('synchronous_commit', 'off', true)), " DSH_APPEND_BODY
-    "s, unnest($7, $8, $9, $10) AS v(seq, type, time, line)";
-constexpr std::string_view kAppendQuiet =
-    "WITH s AS (SELECT set_config('synchronous_commit', 'off', true), set_config('dsh_acp.quiet', 'on', true)), "
-    DSH_APPEND_BODY "s, unnest($7, $8, $9, $10) AS v(seq, type, time, line)";
-#undef DSH_APPEND_BODY
+constexpr std::string_view kSetAsync = "s AS (SELECT set_config('synchronous_commit', 'off', true)), ";
+constexpr std::string_view kSetQuiet =
+    "s AS (SELECT set_config('synchronous_commit', 'off', true), set_config('dsh_acp.quiet', 'on', true)), ";
+
+struct AppendStatement {
+  std::string name, sql;
+};
+
+// Index: commit (durable, async, quiet) * 2 + whether the batch has search rows.
+const std::array<AppendStatement, 6>& append_statements() {
+  static const std::array<AppendStatement, 6> all = [] {
+    std::array<AppendStatement, 6> out;
+    const std::string_view names[] = {"dsh_acp_append", "dsh_acp_append_async", "dsh_acp_append_quiet"};
+    const std::string_view sets[] = {"", kSetAsync, kSetQuiet};
+    for (std::size_t c = 0; c < 3; ++c)
+      for (std::size_t search = 0; search < 2; ++search) {
+        std::string sql = "WITH ";
+        sql.append(sets[c]).append(kUpdateRow);
+        if (search) sql.append(kInsertSearch);
+        sql.append(kInsertLines).append(c ? "FROM u, s, " : "FROM u, ").append("unnest($7, $8, $9, $10) AS v(seq, type, time, line)");
+        out[c * 2 + search] = {std::string(names[c]) + (search ? "_search" : ""), std::move(sql)};
+      }
+    return out;
+  }();
+  return all;
+}
+
 const std::vector<unsigned> kAppendTypes{kTextOid, kInt8Oid,      kInt8Oid,      kInt8Oid,      kTextOid,
                                          kInt8Oid, kInt8ArrayOid, kTextArrayOid, kInt8ArrayOid, kTextArrayOid};
+const std::vector<unsigned> kAppendSearchTypes{kTextOid,      kInt8Oid,      kInt8Oid,      kInt8Oid,      kTextOid,
+                                               kInt8Oid,      kInt8ArrayOid, kTextArrayOid, kInt8ArrayOid, kTextArrayOid,
+                                               kInt8ArrayOid, kInt8ArrayOid, kTextArrayOid, kTextArrayOid, kTextArrayOid};
 
 void put_be32(std::string& out, std::uint32_t v) {
   for (int shift = 24; shift >= 0; shift -= 8) out.push_back(char((v >> shift) & 0xff));
@@ -94,6 +124,25 @@ Param opt_param(const std::optional<std::string>& v) {
 
 } // namespace
 
+void add_search_rows(std::vector<SearchRow>& out, const json::object& event) {
+  std::vector<IndexableText> texts = indexable_texts(event);
+  if (texts.empty()) return;
+  const json::value* seq = member_at(event, 1, "seq");
+  for (std::size_t part = 0; part < texts.size(); ++part) {
+    std::vector<std::string> words = content_words(texts[part].text);
+    if (words.empty()) continue;  // nothing a question could match
+    std::sort(words.begin(), words.end());
+    words.erase(std::unique(words.begin(), words.end()), words.end());
+    SearchRow row;
+    row.seq = seq ? safe_int(*seq).value_or(0) : 0;
+    row.part = std::int64_t(part);
+    row.kind = texts[part].kind;
+    row.text = std::move(texts[part].text);
+    for (const std::string& w : words) row.words.append(row.words.empty() ? "" : " ").append(w);
+    out.push_back(std::move(row));
+  }
+}
+
 void insert_session_row(PgConnection& c, const SessionHeader& h, Generation shape, std::string_view header_line) {
   const std::string version = std::to_string(h.version);
   const std::string created = std::to_string(h.createdAt);
@@ -122,7 +171,7 @@ void insert_session_row(PgConnection& c, const SessionHeader& h, Generation shap
 }
 
 void insert_lines(PgConnection& c, const std::string& where, const std::string& id, const std::vector<LineRow>& rows,
-                  const BatchEffect& effect, bool in_transaction, Commit commit) {
+                  const BatchEffect& effect, bool in_transaction, Commit commit, const std::vector<SearchRow>& search) {
   if (rows.empty()) return;
   for (std::size_t i = 0; i < rows.size(); ++i) {
     if (rows[i].line.size() > kMaxLineBytes)
@@ -153,6 +202,7 @@ void insert_lines(PgConnection& c, const std::string& where, const std::string& 
   }
   // A statement that is its own transaction says how it commits itself (no extra round trip).
   const Commit own = in_transaction || tx ? Commit::durable : commit;
+  std::size_t next_text = 0;  // the first search row not inserted yet
   for (const auto& [begin, end, line_bytes] : parts) {
     const bool last = end == rows.size();
     const std::int64_t first = rows[begin].seq;
@@ -168,19 +218,35 @@ void insert_lines(PgConnection& c, const std::string& where, const std::string& 
       times.add_int8(rows[i].time);
       lines.add(rows[i].line);
     }
-    const std::vector<Param> params{id,
-                                    next_bin,
-                                    bytes_bin,
-                                    last && effect.updated_at ? Param(updated_bin) : std::nullopt,
-                                    last && effect.title ? Param(*effect.title) : std::nullopt,
-                                    first_bin,
-                                    seqs.bytes(),
-                                    types.bytes(),
-                                    times.bytes(),
-                                    lines.bytes()};
-    PgResult r = own == Commit::quiet   ? c.exec_prepared("dsh_acp_append_quiet", kAppendQuiet, kAppendTypes, params)
-                 : own == Commit::async ? c.exec_prepared("dsh_acp_append_async", kAppendAsync, kAppendTypes, params)
-                                        : c.exec_prepared("dsh_acp_append", kAppend, kAppendTypes, params);
+    std::vector<Param> params{id,
+                              next_bin,
+                              bytes_bin,
+                              last && effect.updated_at ? Param(updated_bin) : std::nullopt,
+                              last && effect.title ? Param(*effect.title) : std::nullopt,
+                              first_bin,
+                              seqs.bytes(),
+                              types.bytes(),
+                              times.bytes(),
+                              lines.bytes()};
+    // The texts of the events these lines hold: seqs from this statement's first line's to the next's.
+    const std::size_t texts_begin = next_text;
+    while (next_text < search.size() && (last || search[next_text].seq < next)) ++next_text;
+    const std::size_t n_texts = next_text - texts_begin;
+    BinaryArray text_seqs(kInt8Oid, n_texts), text_parts(kInt8Oid, n_texts), kinds(kTextOid, n_texts),
+        texts(kTextOid, n_texts), words(kTextOid, n_texts);
+    for (std::size_t i = texts_begin; i < next_text; ++i) {
+      text_seqs.add_int8(search[i].seq);
+      text_parts.add_int8(search[i].part);
+      kinds.add(text_kind_name(search[i].kind));
+      texts.add(search[i].text);
+      words.add(search[i].words);
+    }
+    if (n_texts > 0)
+      for (std::string_view p : {text_seqs.bytes(), text_parts.bytes(), kinds.bytes(), texts.bytes(), words.bytes()})
+        params.emplace_back(p);
+    const AppendStatement& st =
+        append_statements()[(own == Commit::quiet ? 4 : own == Commit::async ? 2 : 0) + (n_texts > 0 ? 1 : 0)];
+    PgResult r = c.exec_prepared(st.name, st.sql, n_texts > 0 ? kAppendSearchTypes : kAppendTypes, params);
     if (r.affected() != std::int64_t(end - begin)) {
       PgResult now = c.exec("SELECT event_count FROM dsh_acp.sessions WHERE owner = current_user AND id = $1", {id});
       throw StoreError(where + ": log changed under the writer: it holds " +
@@ -224,6 +290,7 @@ void PgAppender::write(KnownLog& log, const std::string& lines, const std::vecto
   effect.bytes = lines.size();
   std::vector<LineRow> rows;
   rows.reserve(records.size());
+  std::vector<SearchRow> search;
   std::size_t at = 0;
   for (const auto& r : records) {
     const std::size_t nl = lines.find('\n', at);
@@ -240,6 +307,7 @@ void PgAppender::write(KnownLog& log, const std::string& lines, const std::vecto
       if (const json::object* d = object_member(r, 3, "data")) effect.title = std::string(string_at(*d, "title"));
     effect.updated_at = row.time;
     rows.push_back(std::move(row));
+    add_search_rows(search, r);
   }
   if (at != lines.size()) throw StoreError("internal: a batch has more lines than records");
   try {
@@ -249,7 +317,7 @@ void PgAppender::write(KnownLog& log, const std::string& lines, const std::vecto
       Transaction tx(*conn_);
       if (!sync) conn_->exec(kAsyncCommit);  // the row's insert announces the session
       insert_session_row(*conn_, log.header, shape_, header_line);
-      insert_lines(*conn_, log.path, id_, rows, effect, true);
+      insert_lines(*conn_, log.path, id_, rows, effect, true, Commit::durable, search);
       tx.commit();
       header_line_ = header_line;
       log.on_disk = true;
@@ -259,7 +327,7 @@ void PgAppender::write(KnownLog& log, const std::string& lines, const std::vecto
       // seen elsewhere even if this writer dies mid-turn); later ones leave it to the next durable
       // commit or the release.
       insert_lines(*conn_, log.path, id_, rows, effect, false,
-                   sync ? Commit::durable : unsynced_ ? Commit::quiet : Commit::async);
+                   sync ? Commit::durable : unsynced_ ? Commit::quiet : Commit::async, search);
       log.size += lines.size();
     }
     unsynced_ = !sync;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "store/backend.hpp"
+#include "store/content_search.hpp"
 #include "store/pg/connection.hpp"
 
 #include <cstdint>
@@ -24,6 +25,18 @@ struct LineRow {
   std::int64_t time = 0;
   std::string_view line;  ///< without '\n'
 };
+
+/// One text of an event for dsh_acp.search (schema.hpp, version 5).
+struct SearchRow {
+  std::int64_t seq = 0;
+  std::int64_t part = 0;  ///< its place among the event's indexable texts
+  TextKind kind = TextKind::user;
+  std::string text;
+  std::string words;  ///< its distinct content_words, joined by single spaces (never empty)
+};
+
+/// The search rows of one normalised event (store::indexable_texts); texts without a word are left out.
+void add_search_rows(std::vector<SearchRow>& out, const boost::json::object& event);
 
 /// What a batch of lines makes of its session's row.
 struct BatchEffect {
@@ -54,8 +67,11 @@ void insert_session_row(PgConnection& c, const SessionHeader& h, Generation shap
 /// change fails the batch: StoreError "log changed under the writer"). `in_transaction`: the caller
 /// holds one (and says how it commits); else one is opened when the lines need more than one
 /// statement, and `commit` says how it commits.
+/// `search`: the lines' search rows, in seq order, inserted by the same statements (and so in the
+/// same transaction) as the lines their seqs fall in.
 void insert_lines(PgConnection& c, const std::string& where, const std::string& id, const std::vector<LineRow>& rows,
-                  const BatchEffect& effect, bool in_transaction, Commit commit = Commit::durable);
+                  const BatchEffect& effect, bool in_transaction, Commit commit = Commit::durable,
+                  const std::vector<SearchRow>& search = {});
 
 class PgAppender final : public Appender {
 public:

@@ -1,5 +1,6 @@
 #include "store/pg/pg_store.hpp"
 
+#include "store/content_search.hpp"
 #include "store/errors.hpp"
 #include "store/log_scan.hpp"
 #include "store/pg/change_feed.hpp"
@@ -11,7 +12,10 @@
 #include "support/paths.hpp"
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <condition_variable>
+#include <cstdlib>
 #include <limits>
 #include <stop_token>
 
@@ -760,7 +764,9 @@ void PgStore::import_lines(const std::string& id, Generation g, const std::strin
     BatchEffect effect;
     effect.first_seq = first_seq;
     bool first_of_line = false;
+    std::vector<SearchRow> search;
     sink = [&](json::object&& e) {
+      add_search_rows(search, e);
       if (string_member(e, 0, "type") == "session/title")
         if (const json::object* d = object_member(e, 3, "data")) effect.title = std::string(string_at(*d, "title"));
       auto time = member_at(e, 2, "time");
@@ -804,7 +810,7 @@ void PgStore::import_lines(const std::string& id, Generation g, const std::strin
 
     Transaction tx(*c);
     if (first_seq == 0) insert_session_row(*c, out.header, g, header_line);
-    insert_lines(*c, where, id, rows, effect, true);
+    insert_lines(*c, where, id, rows, effect, true, Commit::durable, search);
     tx.commit();
 
     KnownLog log;
@@ -833,6 +839,298 @@ void PgStore::set_shared(const std::string& id, bool shared) {
   } catch (const PgError& e) {
     throw named(e);
   }
+}
+
+} // namespace acp::store::pg
+
+// ---- recall by content (docs/recall.md) ----
+
+namespace acp::store::pg {
+
+namespace {
+
+// A term as a tsquery operand: quoted, so the server takes it verbatim as one lexeme (never as
+// operators, whatever it holds); a quote or backslash inside is doubled, as tsquery input wants.
+std::string tsquery_operand(std::string_view term) {
+  std::string q = "'";
+  for (char ch : term) {
+    if (ch == '\'' || ch == '\\') q += ch;
+    q += ch;
+  }
+  return q + "'";
+}
+
+// A text[] in array input syntax, every element quoted.
+std::string text_array(const std::vector<std::string>& values) {
+  std::string out = "{";
+  for (const std::string& v : values) {
+    if (out.size() > 1) out += ',';
+    out += '"';
+    for (char ch : v) {
+      if (ch == '"' || ch == '\\') out += '\\';
+      out += ch;
+    }
+    out += '"';
+  }
+  return out + "}";
+}
+
+// A term held by at least this many texts the role can read counts as common: it weighs the least,
+// and its texts are not each looked at (a question of common words alone looks at kSearchRows).
+constexpr std::int64_t kCommonTexts = 100;
+// Texts holding every term (or, when none does, any common term) looked at, at most.
+constexpr std::int64_t kSearchRows = 1000;
+
+// How many texts the role can read hold each of `n` terms ($1..$n), counting to kCommonTexts at
+// most, and whether one holds them all ($(n+1)): the GIN index finds them, and a common term costs
+// kCommonTexts rows, not all of them.
+std::string term_counts_sql(std::size_t n) {
+  std::string sql = "SELECT ";
+  for (std::size_t i = 1; i <= n + 1; ++i)
+    sql += std::string(i > 1 ? ", " : "") + "(SELECT count(*) FROM dsh_acp.search_texts($" + std::to_string(i) +
+           "::tsquery, '{}', " + std::to_string(i <= n ? kCommonTexts : 1) + "))";
+  return sql;
+}
+
+// One part of a search: the texts holding `query` (a tsquery), each adding `weight` to its score.
+struct Branch {
+  std::string query;
+  double weight = 0;
+  std::int64_t limit = 0;
+};
+
+// The ranking over `branches`: $(2i-1) a branch's tsquery, $(2i) its weight, then the excluded ids
+// and the limit. The texts come from the GIN index alone (the words are never read back per row),
+// through dsh_acp.search_texts (schema.hpp): the role's own and shared sessions only. A text scores the sum of the
+// weights of the branches that found it; a session is its best text plus a thousandth of the sum
+// of its texts (more texts on the subject: ahead at a tie), and is the one session its id names for
+// this role (kPickSession: its own, else the first owner's shared one), as listings show it.
+std::string search_sql(const std::vector<Branch>& branches) {
+  auto p = [](std::size_t i) { return "$" + std::to_string(i); };
+  const std::size_t exclude = 2 * branches.size() + 1, limit = exclude + 1;
+  std::string hits;
+  for (std::size_t i = 0; i < branches.size(); ++i)
+    hits += std::string(i ? " UNION ALL " : "") + "SELECT owner, session_id, seq, part, " + p(2 * i + 2) +
+            "::float8 AS w FROM dsh_acp.search_texts(" + p(2 * i + 1) + "::tsquery, " + p(exclude) + "::text[], " +
+            std::to_string(branches[i].limit) + ")";
+  return "WITH hits AS (" + hits + "), "
+         "r AS (SELECT owner, session_id, seq, part, sum(w) AS score FROM hits GROUP BY owner, session_id, seq, part), "
+         "b AS (SELECT DISTINCT ON (owner, session_id) owner, session_id, seq, part, score, "
+         "sum(score) OVER (PARTITION BY owner, session_id) AS total FROM r ORDER BY owner, session_id, score DESC, seq, part), "
+         "top AS (SELECT owner, session_id, seq, part, score + total / 1000 AS score FROM b "
+         "WHERE NOT EXISTS (SELECT FROM dsh_acp.sessions o WHERE o.id = b.session_id AND o.owner <> b.owner AND "
+         "(o.owner = current_user OR (b.owner <> current_user AND o.owner < b.owner))) "
+         "ORDER BY score DESC, session_id LIMIT " + p(limit) + "::bigint) "
+         "SELECT top.session_id, top.seq, x.kind, x.text, top.score FROM top "
+         "JOIN dsh_acp.search x USING (owner, session_id, seq, part) ORDER BY top.score DESC, top.session_id";
+}
+
+std::string float_text(double v) {
+  char out[32];
+  const auto [end, ec] = std::to_chars(out, out + sizeof out, v);
+  return std::string(out, ec == std::errc() ? end : out);
+}
+
+TextKind kind_named(std::string_view name) {
+  for (TextKind k : {TextKind::user, TextKind::agent, TextKind::tool_title, TextKind::tool_result, TextKind::summary})
+    if (text_kind_name(k) == name) return k;
+  return TextKind::user;
+}
+
+// Rows a backfill inserts per statement.
+constexpr std::size_t kIndexRowsPerStatement = 500;
+
+// Backfilled rows: ON CONFLICT DO NOTHING, since a writer may have stored some already (texts
+// written after a gap, or by a backfill that ran beside this one).
+constexpr std::string_view kInsertSearchRows =
+    "INSERT INTO dsh_acp.search (session_id, seq, part, kind, text, tsv) "
+    "SELECT $1, x.seq, x.part, x.kind, x.text, array_to_tsvector(string_to_array(x.words, ' ')) "
+    "FROM unnest($2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::text[]) AS x(seq, part, kind, text, words) "
+    "ON CONFLICT DO NOTHING";
+
+std::string int_array(const std::vector<SearchRow>& rows, std::size_t begin, std::size_t end, bool seqs) {
+  std::string out = "{";
+  for (std::size_t i = begin; i < end; ++i) {
+    if (i > begin) out += ',';
+    out += std::to_string(seqs ? rows[i].seq : rows[i].part);
+  }
+  return out + "}";
+}
+
+} // namespace
+
+std::vector<std::string> PgStore::stale_sessions(PgConnection& c, std::size_t limit) {
+  PgResult r = c.exec("SELECT id FROM dsh_acp.sessions WHERE owner = current_user AND indexed_count < event_count"
+                      " ORDER BY created_at DESC, id LIMIT $1::bigint",
+                      {std::to_string(limit)});
+  std::vector<std::string> out;
+  for (int i = 0; i < r.rows(); ++i) out.emplace_back(r.value(i, 0));
+  return out;
+}
+
+bool PgStore::index_session(PgConnection& c, const std::string& id, std::stop_token stop) {
+  const std::string where = locator(id);
+  // Read committed: each statement sees what writers committed before it. The row's key-share lock
+  // keeps the session from being deleted (and its id made again) while its lines are read, and lets
+  // its writer go on appending: lines below the count read here are committed and never change.
+  Transaction tx(c);
+  c.exec(kQuietCommit);  // a session indexed is no change a listing shows
+  PgResult row = c.exec("SELECT header_line, event_count, indexed_count FROM dsh_acp.sessions"
+                        " WHERE owner = current_user AND id = $1 FOR KEY SHARE",
+                        {id});
+  if (row.rows() == 0) return false;
+  const std::int64_t count = row.int64(0, 1), from = row.int64(0, 2);
+  if (from >= count) return false;
+  std::vector<SearchRow> texts;
+  const EventSink sink = [&](json::object&& e) {
+    const json::value* seq = member_at(e, 1, "seq");
+    const std::int64_t s = seq ? safe_int(*seq).value_or(-1) : -1;
+    if (s >= from && s < count) add_search_rows(texts, e);
+  };
+  ScanResult out;
+  // Read from the header on: a packed line (45fc) is read in the state the lines before it leave.
+  LineWalker walker(where, sink, out, EventLifetime::transient);
+  walker.line(stored_line(row.value(0, 0), 1));
+  check_identity(out.header, id, where);
+  std::int64_t number = 1;
+  for_each_line(c, role_, id, 0, [&](std::string_view line, std::int64_t seq) {
+    if (stop.stop_requested()) throw ReadCancelled();
+    if (seq < count) walker.line(stored_line(line, ++number));
+  });
+  for (std::size_t begin = 0; begin < texts.size(); begin += kIndexRowsPerStatement) {
+    const std::size_t end = std::min(texts.size(), begin + kIndexRowsPerStatement);
+    std::vector<std::string> kinds, bodies, words;
+    for (std::size_t i = begin; i < end; ++i) {
+      kinds.emplace_back(text_kind_name(texts[i].kind));
+      bodies.push_back(texts[i].text);
+      words.push_back(texts[i].words);
+    }
+    const std::string seqs = int_array(texts, begin, end, true), parts = int_array(texts, begin, end, false),
+                      kind_list = text_array(kinds), body_list = text_array(bodies), word_list = text_array(words);
+    c.exec(kInsertSearchRows, {id, seqs, parts, kind_list, body_list, word_list});
+  }
+  c.exec("UPDATE dsh_acp.sessions SET indexed_count = $2::bigint WHERE owner = current_user AND id = $1"
+         " AND indexed_count = $3::bigint",
+         {id, std::to_string(count), std::to_string(from)});
+  tx.commit();
+  return true;
+}
+
+IndexProgress PgStore::index_content(const IndexProgressFn& progress, std::stop_token stop) {
+  IndexProgress p;
+  try {
+    Lease c = lease();
+    p.total = std::size_t(c->exec("SELECT count(DISTINCT id) FROM dsh_acp.sessions").int64(0, 0));
+    const std::vector<std::string> stale = stale_sessions(*c, std::numeric_limits<std::int64_t>::max());
+    p.done = p.total > stale.size() ? p.total - stale.size() : 0;
+    if (progress) progress(p);
+    for (const std::string& id : stale) {
+      if (stop.stop_requested()) break;
+      try {
+        if (index_session(*c, id, stop)) ++p.indexed;
+      } catch (const ReadCancelled&) {
+        break;
+      } catch (const PgError&) {
+        throw;
+      } catch (const StoreError&) {
+        // A session whose lines cannot be read (StoreCorrupt) stays unsearchable, and is tried again
+        // next time; the others are indexed.
+      }
+      p.done = std::min(p.total, p.done + 1);
+      if (progress) progress(p);
+    }
+  } catch (const PgError& e) {
+    throw named(e);
+  }
+  return p;
+}
+
+std::vector<ContentHit> PgStore::search_content(const ContentQuery& query, std::stop_token stop) {
+  std::vector<ContentHit> hits;
+  const std::vector<std::string> terms = content_terms(query.words);
+  if (terms.empty() || query.limit == 0) return hits;
+  const std::size_t n = terms.size();
+  std::vector<std::string> operands;
+  for (const std::string& t : terms) operands.push_back(tsquery_operand(t));
+  try {
+    Lease c = lease();
+    // Lines written without their texts (an older dsh-acp beside this one): a few are indexed now,
+    // newest first; more wait for `dsh-acp store index`. Looked for at most every kCatchUpEvery (the
+    // look reads every session row of the role's).
+    const auto now = std::chrono::steady_clock::now().time_since_epoch().count();
+    std::int64_t due = catch_up_due_.load(std::memory_order_relaxed);
+    const bool look = now >= due && catch_up_due_.compare_exchange_strong(
+                                        due, now + std::chrono::steady_clock::duration(kCatchUpEvery).count());
+    for (const std::string& id : look ? stale_sessions(*c, kCatchUpSessions) : std::vector<std::string>{}) {
+      try {
+        index_session(*c, id, stop);
+      } catch (const PgError&) {
+        throw;
+      } catch (const ReadCancelled&) {
+        throw;
+      } catch (const StoreError&) {
+      }
+    }
+    std::stop_callback cancel(stop, [&c] { c->cancel(); });
+    try {
+      std::string all;
+      for (const std::string& o : operands) all += (all.empty() ? "" : " & ") + o;
+      std::vector<Param> count_params(operands.begin(), operands.end());
+      count_params.emplace_back(all);
+      PgResult counts = c->exec(term_counts_sql(n), count_params);
+      // Each term weighs ln(1 + kCommonTexts / texts holding it): rarer terms count more, and only
+      // texts this role can read are counted, so nothing anyone else keeps moves a score. A rarer
+      // term's texts are each looked at; common terms add their weight to texts holding every
+      // term (a text holding a rarer term and only some common ones goes without theirs: at most
+      // ln 2 each).
+      std::vector<Branch> branches;
+      double common = 0;
+      std::vector<std::size_t> commons;
+      for (std::size_t i = 0; i < n; ++i) {
+        const std::int64_t held = counts.int64(0, int(i));
+        if (held == 0) continue;
+        const double w = std::log1p(double(kCommonTexts) / double(held));
+        if (held < kCommonTexts) {
+          branches.push_back({operands[i], w, kCommonTexts});
+        } else {
+          common += w;
+          commons.push_back(i);
+        }
+      }
+      const bool together = counts.int64(0, int(n)) > 0;
+      if (together && (n > 1 || branches.empty()) && !commons.empty()) branches.push_back({all, common, kSearchRows});
+      else if (branches.empty())  // common words alone, never all in one text
+        for (std::size_t i : commons)
+          branches.push_back({operands[i], std::log1p(double(kCommonTexts) / double(kCommonTexts)),
+                              kSearchRows / std::int64_t(commons.size())});
+      if (!branches.empty()) {
+        std::vector<std::string> values;
+        for (const Branch& b : branches) {
+          values.push_back(b.query);
+          values.push_back(float_text(b.weight));
+        }
+        values.push_back(text_array(query.exclude));
+        values.push_back(std::to_string(query.limit));
+        PgResult r = c->exec(search_sql(branches), std::vector<Param>(values.begin(), values.end()));
+        for (int i = 0; i < r.rows(); ++i) {
+          ContentHit h;
+          h.session_id = std::string(r.value(i, 0));
+          h.seq = r.int64(i, 1);
+          h.kind = kind_named(r.value(i, 2));
+          h.snippet = make_snippet(r.value(i, 3), terms);
+          h.score = std::strtod(std::string(r.value(i, 4)).c_str(), nullptr);
+          hits.push_back(std::move(h));
+        }
+      }
+    } catch (const PgError& e) {
+      if (stop.stop_requested() && e.sqlstate() == "57014") throw ReadCancelled();
+      throw;
+    }
+  } catch (const PgError& e) {
+    throw named(e);
+  }
+  if (stop.stop_requested()) throw ReadCancelled();
+  return hits;
 }
 
 } // namespace acp::store::pg

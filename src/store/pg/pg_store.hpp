@@ -92,6 +92,23 @@ public:
   void import_lines(const std::string& id, Generation g, const std::string& header_line, std::int64_t first_seq,
                     const std::vector<std::string>& lines) override;
   void set_shared(const std::string& id, bool shared) override;
+
+  /// PostgreSQL's full-text search over dsh_acp.search (docs/recall.md), under the role's row
+  /// security: its own and shared sessions only, ranked by what it can read alone (each term
+  /// weighs by how few texts this role can see hold it). Texts are written with
+  /// their lines; a few of the role's own sessions written without them (an older dsh-acp) are
+  /// indexed first (kCatchUpSessions, looked for every kCatchUpEvery), the rest by
+  /// index_content(). ReadCancelled when stopped.
+  std::vector<ContentHit> search_content(const ContentQuery& query, std::stop_token stop = {}) override;
+  /// Indexes the role's own sessions whose texts lag their lines (indexed_count < event_count), each
+  /// in a transaction of its own, without taking the writer's lock: `total` counts the sessions the
+  /// role sees, `indexed` those it indexed. Someone else's shared session that lacks texts stays
+  /// unsearchable until its owner indexes it (row security: a role writes only its own rows).
+  /// Idempotent; a stop ends it between or inside sessions (what was committed stays).
+  IndexProgress index_content(const IndexProgressFn& progress = {}, std::stop_token stop = {}) override;
+  /// How many stale sessions of its own a search indexes before answering, and how often it looks.
+  static constexpr std::size_t kCatchUpSessions = 4;
+  static constexpr std::chrono::seconds kCatchUpEvery{10};
   bool supports_sharing() const noexcept override { return true; }
   std::optional<std::string> person() const override { return role_; }
 
@@ -141,6 +158,11 @@ private:
   void give_back(PgConnection c, bool reusable, bool owes_result = false) noexcept;
   void remember(const KnownLog& log, Generation shape, const std::string& header_line);
   void forget(const std::string& id);
+  /// Indexes the texts of own session `id` from its indexed_count to its event_count (one
+  /// transaction on `c`); false when there was nothing to do (gone, or caught up meanwhile).
+  bool index_session(PgConnection& c, const std::string& id, std::stop_token stop);
+  /// The role's own sessions whose texts lag their lines, newest first, at most `limit`.
+  std::vector<std::string> stale_sessions(PgConnection& c, std::size_t limit);
   /// `e` as thrown to callers: naming the store, "connection lost" said as such.
   PgError named(const PgError& e) const;
 
@@ -159,6 +181,7 @@ private:
   };
   void changed_here() noexcept { local_changes_.fetch_add(1, std::memory_order_acq_rel); }
   std::unique_ptr<ChangeFeed> feed_;
+  std::atomic<std::int64_t> catch_up_due_{0};  ///< steady_clock ticks: when a search next looks for stale sessions
   std::atomic<std::uint64_t> local_changes_{0};
   std::mutex listings_mu_;
   std::unordered_map<std::string, CachedListing> listings_;  ///< by query; guarded by listings_mu_

@@ -244,7 +244,80 @@ GRANT SELECT, INSERT, UPDATE, DELETE ON dsh_acp.session_locks TO dsh_acp_user;
 DROP FUNCTION dsh_acp.session_lock_key(text);
 )sql";
 
-constexpr std::array<std::string_view, kSchemaVersion> kUpgrades{kVersion1, kVersion2, kVersion3, kVersion4};
+// Version 5, recall by content (docs/recall.md): dsh_acp.search holds the indexable texts of each
+// event (store::indexable_texts: one row per text, `part` its place among the event's texts), cut
+// as the file stores' index cuts them, with their words as a tsvector. The words come from the
+// writer (store::content_words, lexemes taken verbatim by array_to_tsvector) rather than from a
+// text search configuration: a question's terms (store::content_terms) are cut and lower-cased by
+// the same code, whatever the database's locale, and a path or a host name is split into its words
+// as it is in a file store's index (PostgreSQL's parser keeps "src/a_b.cpp" or "example.com" whole).
+// - The rows of a batch are inserted by the statement that inserts its lines, so whatever is
+//   committed is searchable at once (no notification needed), and nothing can be committed without
+//   them.
+// - sessions.indexed_count: the events of the session whose texts are in dsh_acp.search (0 up to it).
+//   A batch moves it on with event_count only when they were equal; lines written without texts (by
+//   an older dsh-acp, or rows from before this version) leave it behind, and `dsh-acp store index`
+//   (PgStore::index_content) catches up from there.
+// - Row security as for the lines: a role reads the rows of its own and of shared sessions, inserts
+//   rows only into its own sessions, deletes only its own; they go with their session (delete and
+//   truncate triggers).
+// - Searching goes through dsh_acp.search_texts(): under row security PostgreSQL evaluates a query's
+//   own conditions only after the policy's unless they are leakproof, and the tsquery match is not,
+//   so a role's query could never use the GIN index. The function runs as the tables' owner (row
+//   security not forced on dsh_acp.search: an owner can lift it at will anyway), finds the texts
+//   through the index and returns those of the calling login role's own sessions (session_user)
+//   and of shared ones: the same rows the select policy lets that role read.
+constexpr std::string_view kVersion5 = R"sql(
+CREATE TABLE dsh_acp.search (
+  owner      name NOT NULL DEFAULT current_user,
+  session_id text NOT NULL,
+  seq        bigint NOT NULL,
+  part       smallint NOT NULL DEFAULT 0,
+  kind       text NOT NULL,
+  text       text NOT NULL,
+  tsv        tsvector NOT NULL,
+  PRIMARY KEY (owner, session_id, seq, part)
+);
+CREATE INDEX search_tsv ON dsh_acp.search USING gin (tsv);
+ALTER TABLE dsh_acp.search ENABLE ROW LEVEL SECURITY;
+CREATE POLICY search_select ON dsh_acp.search FOR SELECT
+  USING (owner = current_user OR EXISTS (SELECT FROM dsh_acp.sessions s
+                                         WHERE s.owner = search.owner AND s.id = search.session_id AND s.shared));
+CREATE POLICY search_insert ON dsh_acp.search FOR INSERT
+  WITH CHECK (owner = current_user AND EXISTS (SELECT FROM dsh_acp.sessions s
+                                               WHERE s.owner = current_user AND s.id = search.session_id));
+CREATE POLICY search_delete ON dsh_acp.search FOR DELETE USING (owner = current_user);
+GRANT SELECT, INSERT, DELETE ON dsh_acp.search TO dsh_acp_user;
+CREATE FUNCTION dsh_acp.search_texts(q tsquery, exclude text[], max bigint)
+  RETURNS TABLE (owner name, session_id text, seq bigint, part smallint)
+  LANGUAGE sql STABLE SECURITY DEFINER
+  SET search_path = pg_catalog, pg_temp SET enable_seqscan = off SET jit = off
+  AS $$
+    SELECT x.owner, x.session_id, x.seq, x.part FROM dsh_acp.search x
+    WHERE x.tsv @@ q AND NOT (x.session_id = ANY (exclude))
+      AND (x.owner = session_user OR EXISTS (SELECT FROM dsh_acp.sessions s
+                                             WHERE s.owner = x.owner AND s.id = x.session_id AND s.shared))
+    LIMIT max
+  $$;
+REVOKE ALL ON FUNCTION dsh_acp.search_texts(tsquery, text[], bigint) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION dsh_acp.search_texts(tsquery, text[], bigint) TO dsh_acp_user;
+
+ALTER TABLE dsh_acp.sessions ADD COLUMN indexed_count bigint NOT NULL DEFAULT 0;
+
+CREATE OR REPLACE FUNCTION dsh_acp.sessions_delete_events() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  DELETE FROM dsh_acp.events WHERE owner = OLD.owner AND session_id = OLD.id;
+  DELETE FROM dsh_acp.search WHERE owner = OLD.owner AND session_id = OLD.id;
+  RETURN OLD;
+END $$;
+CREATE OR REPLACE FUNCTION dsh_acp.sessions_truncate_events() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  TRUNCATE dsh_acp.events, dsh_acp.search;
+  RETURN NULL;
+END $$;
+)sql";
+
+constexpr std::array<std::string_view, kSchemaVersion> kUpgrades{kVersion1, kVersion2, kVersion3, kVersion4, kVersion5};
 
 std::string migrate_hint(const PgConnection& c) { return "run `dsh-acp store migrate " + c.name() + "`"; }
 
@@ -296,7 +369,9 @@ void check_schema(PgConnection& c) {
                        std::to_string(*version) + ", this one knows " + std::to_string(kSchemaVersion) + ")");
   PgResult r = c.exec("SELECT has_table_privilege('dsh_acp.sessions', 'SELECT, INSERT, UPDATE, DELETE')"
                       " AND has_table_privilege('dsh_acp.events', 'SELECT, INSERT, DELETE')"
-                      " AND has_table_privilege('dsh_acp.session_locks', 'SELECT, INSERT, UPDATE, DELETE'), current_user");
+                      " AND has_table_privilege('dsh_acp.session_locks', 'SELECT, INSERT, UPDATE, DELETE')"
+                      " AND has_table_privilege('dsh_acp.search', 'SELECT, INSERT, DELETE')"
+                      " AND has_function_privilege('dsh_acp.search_texts(tsquery, text[], bigint)', 'EXECUTE'), current_user");
   if (r.value(0, 0) != "t")
     throw SchemaDenied(c.name() + ": role \"" + std::string(r.value(0, 1)) +
                        "\" may not use the dsh_acp tables: grant it dsh_acp_user");

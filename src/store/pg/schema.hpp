@@ -11,6 +11,9 @@
 //                             event_count (the next seq), created_time/updated_time (timestamptz)
 //   events                    (owner, session_id, seq) primary key, type, time (ms), line (verbatim, no '\n')
 //   session_locks             (owner, id): a writer's lock row (below)
+//   search                    (owner, session_id, seq, part) primary key, kind, text, tsv: the indexable
+//                             texts of the events (docs/recall.md), written with the lines; sessions.indexed_count
+//                             says up to which event a session's texts are there
 // Listing order uses the index on (created_at DESC, id COLLATE "en-US-x-icu"): write ORDER BY
 // created_at DESC, id COLLATE "en-US-x-icu" to use it.
 //
@@ -22,7 +25,9 @@
 //   CREATE ROLE alice LOGIN IN ROLE dsh_acp_user;
 // Row-level security (forced, also for the tables' owner; superusers bypass it): a role sees its own
 // sessions and shared ones (and their events), and inserts/updates/deletes only its own sessions and
-// inserts/deletes only events of its own. Events are never updated.
+// inserts/deletes only events of its own. Events are never updated. The search texts follow the
+// events' policies, not forced: dsh_acp.search_texts() reads them as the owner, for the GIN index
+// (schema.cpp, version 5).
 //
 // A statement that inserts, updates or deletes sessions rows sends NOTIFY dsh_acp_sessions with an
 // empty payload (kNotifyChannel); an update in a transaction that set dsh_acp.quiet to 'on'
@@ -41,7 +46,7 @@ namespace acp::store::pg {
 
 class PgConnection;
 
-constexpr int kSchemaVersion = 4;
+constexpr int kSchemaVersion = 5;
 inline constexpr std::string_view kSchemaName = "dsh_acp";
 inline constexpr std::string_view kUserRole = "dsh_acp_user";
 inline constexpr std::string_view kNotifyChannel = "dsh_acp_sessions";

@@ -1,0 +1,262 @@
+// bench_pg_search: recall by content in a PostgreSQL store (docs/recall.md#postgresql-stores), through
+// the store library (no ACP process). Run by bench/pg_bench.py against its throwaway cluster:
+//   bench_pg_search URL [SESSIONS]     URL: a migrated database, as a role in dsh_acp_user
+// Writes SESSIONS sessions (default 10,000) through PgStore writers as dsh-acp writes them (each
+// with its texts, in the batches' own transactions), 4 turns each: the person's question, a tool call
+// and its result (~3 KB), the agent's answer, over a generated vocabulary of 20,000 words drawn
+// log-uniformly (a few common words, a long tail of rare ones). Then prints:
+//   write     seconds for the corpus; and the write path's growth: sessions written with their texts
+//             against the same sessions whose words are all stop words (nothing to index), alternating
+//   size      dsh_acp.search (table, TOAST and indexes) against dsh_acp.events, as the role sees them
+//   query     search_content p50/p95 over 200 questions of 1 to 4 words (common, rare, mixed)
+//   scan      the plain scan of the logs (Backend::search_content, the default) for the same kind of
+//             question: a few, it reads every session
+//   backfill  index_content() after the role's texts are dropped (as an older dsh-acp left them):
+//             sessions per second
+// --query-only (third argument): the sessions are an earlier run's; the questions and the write
+// figure only. Nothing is asserted.
+#include "store/pg/connection.hpp"
+#include "store/pg/pg_store.hpp"
+#include "store/session_writer.hpp"
+
+#include "bench_result.hpp"
+
+#include <boost/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace json = boost::json;
+using namespace acp::store;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+double percentile(std::vector<double> v, double p) {
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, std::size_t(p * double(v.size())))];
+}
+
+constexpr std::size_t kVocabulary = 20000;
+
+// Word i of the vocabulary: syllables, so every word is distinct and none is a stop word.
+std::string word(std::size_t i) {
+  static const char* syllables[] = {"ka", "lo", "mi", "ne", "su", "ta", "ro", "vi", "pe", "du",
+                                    "za", "fo", "gi", "he", "ju", "bo", "ce", "wy", "xo", "qu"};
+  std::string w;
+  do {
+    w += syllables[i % 20];
+    i /= 20;
+  } while (i > 0);
+  return w + "n";
+}
+
+class Words {
+public:
+  explicit Words(unsigned seed) : rng_(seed) {}
+  // Log-uniform over the vocabulary: word 0 is the most common.
+  std::size_t pick() { return std::min(kVocabulary - 1, std::size_t(std::pow(double(kVocabulary), unit_(rng_))) - 1); }
+  std::string text(std::size_t n) {
+    std::string out;
+    for (std::size_t i = 0; i < n; ++i) out.append(i ? " " : "").append(word(pick()));
+    return out;
+  }
+  std::size_t between(std::size_t lo, std::size_t hi) { return lo + rng_() % (hi - lo + 1); }
+
+private:
+  std::mt19937 rng_;
+  std::uniform_real_distribution<double> unit_{0.0, 1.0};
+};
+
+NewEvent ev(std::string type, json::object data, std::int64_t time, bool surface = false) {
+  NewEvent e;
+  e.type = std::move(type);
+  e.data = std::move(data);
+  e.time = time;
+  if (surface) e.surfaceOp = json::value("append");
+  return e;
+}
+
+json::array text(const std::string& t) { return json::array{json::object{{"type", "text"}, {"text", t}}}; }
+
+// The same text with every word replaced by a stop word of the same length or so: nothing to index.
+std::string unindexable(const std::string& text) {
+  static const char* stop[] = {"a", "to", "the", "from", "there", "because"};
+  std::string out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    std::size_t end = text.find(' ', start);
+    if (end == std::string::npos) end = text.size();
+    out.append(out.empty() ? "" : " ").append(stop[std::min<std::size_t>(5, (end - start) / 2)]);
+    start = end + 1;
+  }
+  return out;
+}
+
+bool g_unindexable = false;
+
+std::string say(Words& words, std::size_t n) {
+  std::string t = words.text(n);
+  return g_unindexable ? unindexable(t) : t;
+}
+
+void write_session(pg::PgStore& store, int i, Words& words, const std::string& prefix = "search-") {
+  SessionHeader h;
+  h.id = prefix + std::to_string(100000 + i);
+  h.cwd = "/home/user/project-" + std::to_string(i % 20);
+  h.createdAt = 1'700'000'000'000 + i;
+  auto w = store.create(h);
+  for (int n = 1; n <= 4; ++n) {
+    const std::int64_t t = h.createdAt + n * 100;
+    const std::string k = std::to_string(n);
+    w.append({ev("turn/start", {{"turn", n}}, t),
+              ev("user/message", {{"turn", n}, {"content", text(say(words, words.between(8, 20)))}, {"id", "u" + k}}, t, true),
+              ev("step/start", {{"turn", n}, {"step", 1}}, t + 1),
+              ev("assistant/message",
+                 {{"turn", n},
+                  {"step", 1},
+                  {"content", json::array{json::object{{"type", "tool-call"}, {"id", "c" + k}, {"name", "read"}, {"arguments", "{}"}}}},
+                  {"id", "a" + k}},
+                 t + 2, true),
+              ev("tool/call",
+                 {{"turn", n}, {"step", 1}, {"callId", "c" + k}, {"name", "read"},
+                  {"arguments", "{\"path\":\"src/" + word(words.pick()) + ".cpp\"}"}},
+                 t + 3),
+              ev("tool/result",
+                 {{"turn", n}, {"step", 1}, {"callId", "c" + k}, {"content", text(say(words, words.between(300, 500)))},
+                  {"isError", false}, {"id", "t" + k}},
+                 t + 4, true),
+              ev("step/end", {{"turn", n}, {"step", 1}}, t + 5),
+              ev("step/start", {{"turn", n}, {"step", 2}}, t + 6),
+              ev("assistant/message", {{"turn", n}, {"step", 2}, {"content", text(say(words, words.between(30, 80)))}, {"id", "b" + k}},
+                 t + 7, true),
+              ev("step/end", {{"turn", n}, {"step", 2}}, t + 8),
+              ev("turn/end", {{"turn", n}, {"reason", {{"kind", "completed"}}}}, t + 9)},
+             n == 4);
+  }
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: bench_pg_search URL [SESSIONS]\n");
+    return 2;
+  }
+  const std::string url = argv[1];
+  const int sessions = argc > 2 ? std::atoi(argv[2]) : 10000;
+  // --query-only: the sessions are there already (an earlier run's database); only the questions.
+  const bool query_only = argc > 3 && std::string(argv[3]) == "--query-only";
+  pg::PgStoreOptions o;
+  o.url = url;
+  o.listen = false;
+  pg::PgStore store(o);
+  Words words(42);
+
+  auto t0 = Clock::now();
+  for (int i = 0; i < sessions && !query_only; ++i) write_session(store, i, words);
+  const double write_s = ms_since(t0) / 1000;
+  std::printf("pg search: %d sessions (4 turns, ~%zu texts each) written in %.1f s (%.0f sessions/s)\n", sessions,
+              std::size_t(16), write_s, sessions / write_s);
+
+  {
+    pg::PgConnection c = pg::PgConnection::connect(url);
+    c.exec("ANALYZE dsh_acp.search");
+    pg::PgResult r = c.exec("SELECT pg_total_relation_size('dsh_acp.search'), pg_total_relation_size('dsh_acp.events'),"
+                            " (SELECT count(*) FROM dsh_acp.search)");
+    const double search_mb = double(r.int64(0, 0)) / 1e6, events_mb = double(r.int64(0, 1)) / 1e6;
+    std::printf("  dsh_acp.search %.1f MB (%lld rows) beside dsh_acp.events %.1f MB: %.0f%%\n", search_mb,
+                static_cast<long long>(r.int64(0, 2)), events_mb, 100 * search_mb / events_mb);
+    bench::result("pgfts_size_pct", 100 * search_mb / events_mb, "%",
+                  "\"note\":\"search " + std::to_string(int(search_mb)) + " MB, events " + std::to_string(int(events_mb)) + " MB\"");
+  }
+
+  // Questions: common words, rare words, and mixes, 1 to 4 words.
+  Words ask(7);
+  std::vector<std::string> questions;
+  for (int i = 0; i < 200; ++i) {
+    std::string q;
+    const std::size_t n = 1 + std::size_t(i % 4);
+    for (std::size_t k = 0; k < n; ++k) {
+      const std::size_t w = i % 3 == 0 ? ask.between(0, 50) : i % 3 == 1 ? ask.between(1000, kVocabulary - 1) : ask.pick();
+      q.append(k ? " " : "").append(word(w));
+    }
+    questions.push_back(q);
+  }
+  std::vector<double> times, by_kind[3];
+  std::size_t found = 0;
+  for (int round = 0; round < 2; ++round) {  // the first round warms the cache; the second is timed
+    times.clear();
+    for (auto& k : by_kind) k.clear();
+    found = 0;
+    for (std::size_t i = 0; i < questions.size(); ++i) {
+      ContentQuery cq;
+      cq.words = questions[i];
+      cq.limit = 10;
+      auto t = Clock::now();
+      found += store.search_content(cq).empty() ? 0 : 1;
+      times.push_back(ms_since(t));
+      by_kind[i % 3].push_back(times.back());
+    }
+  }
+  const double p50 = percentile(times, 0.5), p95 = percentile(times, 0.95);
+  std::printf("  search_content: p50 %.2f ms, p95 %.2f ms, max %.2f ms over %zu questions (%zu found something)\n", p50, p95,
+              percentile(times, 1.0), questions.size(), found);
+  const char* kinds[] = {"only common words (the 50 most frequent)", "rare words", "words of any frequency"};
+  for (int k = 0; k < 3; ++k)
+    std::printf("    %s: p50 %.2f ms, p95 %.2f ms\n", kinds[k], percentile(by_kind[k], 0.5), percentile(by_kind[k], 0.95));
+  bench::result("pgfts_query_p95_ms", p95, "ms", "\"note\":\"p50 " + std::to_string(p50) + " ms, " + std::to_string(sessions) + " sessions\"");
+
+  {
+    // The write path's share: the same sessions with and without texts to index (stop words only:
+    // the batches then take the statement without the search rows), alternating, 4 rounds of 50.
+    std::vector<double> with, without;
+    for (int round = 0; round < 4; ++round)
+      for (bool texts : {true, false}) {
+        g_unindexable = !texts;
+        Words w(1000 + unsigned(round));
+        const auto t = Clock::now();
+        for (int i = 0; i < 50; ++i) write_session(store, round * 50 + i, w, texts ? "ab-with-" : "ab-without-");
+        (texts ? with : without).push_back(ms_since(t) / 50);
+      }
+    g_unindexable = false;
+    const double a = percentile(with, 0.5), b = percentile(without, 0.5);
+    std::printf("  a session's 4 turns written: %.2f ms with its texts, %.2f ms without (median of 4 rounds of 50): %+.1f%%\n",
+                a, b, 100 * (a - b) / b);
+    bench::result("pgfts_write_growth_pct", 100 * (a - b) / b, "%", "\"note\":\"a session of 4 turns, with vs without texts\"");
+  }
+
+  if (query_only) return 0;
+  std::vector<double> scans;
+  for (int i = 0; i < 2; ++i) {
+    ContentQuery cq;
+    cq.words = questions[std::size_t(i)];
+    auto t = Clock::now();
+    store.Backend::search_content(cq);
+    scans.push_back(ms_since(t));
+  }
+  std::printf("  plain scan of the logs (Backend::search_content): %.0f ms, %.0f ms\n", scans[0], scans[1]);
+  bench::result("pgfts_scan_ms", percentile(scans, 1.0), "ms", "\"note\":\"the default, for comparison\"");
+
+  {
+    // Texts dropped as an older dsh-acp would have left them; the role's own rows only.
+    pg::PgConnection c = pg::PgConnection::connect(url);
+    c.exec("DELETE FROM dsh_acp.search");
+    c.exec("UPDATE dsh_acp.sessions SET indexed_count = 0");
+  }
+  t0 = Clock::now();
+  IndexProgress p = store.index_content();
+  const double backfill_s = ms_since(t0) / 1000;
+  std::printf("  index_content backfill: %zu of %zu sessions in %.1f s (%.0f sessions/s)\n", p.indexed, p.total, backfill_s,
+              double(p.indexed) / backfill_s);
+  bench::result("pgfts_backfill_s", backfill_s, "s", "\"note\":\"" + std::to_string(p.indexed) + " sessions\"");
+  return 0;
+}
