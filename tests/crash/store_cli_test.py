@@ -240,11 +240,11 @@ def migrate():
             assert "schema is current" in p.stdout, p.stdout
         version = subprocess.run(psql + [target, "-c", "SELECT value FROM dsh_acp.meta WHERE key = 'schema_version'"],
                                  capture_output=True, text=True, check=True).stdout.strip()
-        assert version == "4", version
+        assert version == "5", version
         serve(binary, target, expect=0)
         p = run(binary, "migrate", with_database(url, db + "_missing"), expect=2)
         assert db + "_missing" in p.stderr, p.stderr
-        print("store cli: migrate created the schema (version 4), twice")
+        print("store cli: migrate created the schema (version 5), twice")
     finally:
         subprocess.run(psql + [url, "-c", f"DROP DATABASE IF EXISTS {db}"], check=True)
 
