@@ -2,6 +2,7 @@
 
 #include "store/collation.hpp"
 #include "store/errors.hpp"
+#include "store/match_score.hpp"
 #include "store/session_writer.hpp"
 
 #include <algorithm>
@@ -31,7 +32,7 @@ void Backend::set_shared(const std::string&, bool) {
 namespace {
 
 // The plain scan's ranking: distinct terms matched count most, then how often they occur. An
-// index ranks by BM25 instead; both return the session's best-matching event.
+// index ranks by its own weights; both return the session's best-matching event (match_score).
 struct ScanBest {
   double score = 0;
   std::int64_t seq = 0;
@@ -39,16 +40,6 @@ struct ScanBest {
   std::string text;
 };
 
-double scan_score(const std::string& lowered, const std::vector<std::string>& terms) {
-  std::size_t distinct = 0, occurrences = 0;
-  for (const std::string& t : terms) {
-    std::size_t n = 0;
-    for (std::size_t at = lowered.find(t); at != std::string::npos; at = lowered.find(t, at + t.size())) ++n;
-    distinct += n > 0;
-    occurrences += n;
-  }
-  return distinct == 0 ? 0 : static_cast<double>(distinct) + std::log1p(static_cast<double>(occurrences)) / 10;
-}
 
 } // namespace
 
@@ -63,7 +54,7 @@ std::vector<ContentHit> Backend::search_content(const ContentQuery& query, std::
     auto sink = [&](boost::json::object&& event) {
       if (stop.stop_requested()) throw ReadCancelled();
       for (IndexableText& t : indexable_texts(event)) {
-        double s = scan_score(lowercase_en_us(t.text), terms);
+        double s = match_score(lowercase_en_us(t.text), terms);
         total += s;
         if (s > best.score) {
           const boost::json::value* seq = event.if_contains("seq");

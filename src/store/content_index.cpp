@@ -2,6 +2,7 @@
 
 #include "store/collation.hpp"
 #include "store/errors.hpp"
+#include "store/match_score.hpp"
 #include "store/file_io.hpp"
 #include "store/log_scan.hpp"
 #include "support/log.hpp"
@@ -159,18 +160,6 @@ std::string match_expression(const std::vector<std::string>& terms) {
     out += '"';
   }
   return out;
-}
-
-// Within a matched doc, the event to show: the most distinct terms, then the most occurrences.
-double text_score(const std::string& lowered, const std::vector<std::string>& terms) {
-  std::size_t distinct = 0, occurrences = 0;
-  for (const std::string& t : terms) {
-    std::size_t n = 0;
-    for (std::size_t at = lowered.find(t); at != std::string::npos; at = lowered.find(t, at + t.size())) ++n;
-    distinct += n > 0;
-    occurrences += n;
-  }
-  return distinct == 0 ? 0 : static_cast<double>(distinct) + std::log1p(static_cast<double>(occurrences)) / 10;
 }
 
 // FNV-1a: stable across builds and processes (the hash is stored).
@@ -706,7 +695,7 @@ std::vector<ContentHit> ContentIndex::search(const ContentQuery& query, const st
       if (seq < f.first) return;
       for (IndexableText& t : indexable_texts(e)) {
         // A text matched through folding (diacritics) the substring count cannot see still shows.
-        double sc = text_score(lowercase_en_us(t.text), terms);
+        double sc = match_score(lowercase_en_us(t.text), terms);
         if (sc > best.score) best = {sc, seq, t.kind, std::move(t.text)};
       }
     };

@@ -1,4 +1,5 @@
 #include "store/content_search.hpp"
+#include "store/match_score.hpp"
 
 #include "store/collation.hpp"
 #include "support/utf8.hpp"
@@ -9,6 +10,7 @@
 #include <unicode/uchar.h>
 
 #include <algorithm>
+#include <cmath>
 #include <array>
 
 namespace acp::store {
@@ -165,6 +167,17 @@ std::vector<std::string> content_words(std::string_view text) {
     return true;
   });
   return words;
+}
+
+double match_score(const std::string& lowered, const std::vector<std::string>& terms) {
+  std::size_t distinct = 0, occurrences = 0;
+  for (const std::string& t : terms) {
+    std::size_t n = 0;
+    for (std::size_t at = lowered.find(t); at != std::string::npos; at = lowered.find(t, at + t.size())) ++n;
+    distinct += n > 0;
+    occurrences += n;
+  }
+  return distinct == 0 ? 0 : static_cast<double>(distinct) + std::log1p(static_cast<double>(occurrences)) / 10;
 }
 
 std::string make_snippet(std::string_view text, const std::vector<std::string>& terms, std::size_t max_bytes) {
