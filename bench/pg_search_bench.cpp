@@ -15,6 +15,7 @@
 //             sessions per second
 // --query-only (third argument): the sessions are an earlier run's; the questions and the write
 // figure only. Nothing is asserted.
+#include "../tests/common/new_events.hpp"
 #include "store/pg/connection.hpp"
 #include "store/pg/pg_store.hpp"
 #include "store/session_writer.hpp"
@@ -76,16 +77,8 @@ private:
   std::uniform_real_distribution<double> unit_{0.0, 1.0};
 };
 
-NewEvent ev(std::string type, json::object data, std::int64_t time, bool surface = false) {
-  NewEvent e;
-  e.type = std::move(type);
-  e.data = std::move(data);
-  e.time = time;
-  if (surface) e.surfaceOp = json::value("append");
-  return e;
-}
-
-json::array text(const std::string& t) { return json::array{json::object{{"type", "text"}, {"text", t}}}; }
+using acp::test_events::ev;
+using acp::test_events::text;
 
 // The same text with every word replaced by a stop word of the same length or so: nothing to index.
 std::string unindexable(const std::string& text) {

@@ -2,6 +2,7 @@
 // 5's dsh_acp.search): texts committed with their lines, row security between people (a role
 // never finds, nor is ranked by, what it cannot read), deletion, the migration from version 4 and
 // its backfill, and the same question finding the same session in a file root.
+#include "../common/new_events.hpp"
 #include "scratch_db.hpp"
 #include "support.hpp"
 
@@ -77,16 +78,8 @@ SessionHeader header(const std::string& id, std::int64_t created = 1000) {
   return h;
 }
 
-NewEvent ev(std::string type, json::object data, std::int64_t time, bool surface = false) {
-  NewEvent e;
-  e.type = std::move(type);
-  e.data = std::move(data);
-  e.time = time;
-  if (surface) e.surfaceOp = json::value("append");
-  return e;
-}
-
-json::array text(const std::string& t) { return json::array{json::object{{"type", "text"}, {"text", t}}}; }
+using acp::test_events::ev;
+using acp::test_events::text;
 
 // One finished turn: the person's words, a tool call and its result, the agent's answer (and its
 // reasoning, which is never indexed), written as a writer streams it (several batches).

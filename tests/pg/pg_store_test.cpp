@@ -2,6 +2,7 @@
 // database of its own, migrated, and roles of its own in dsh_acp_user. The file backend
 // (SessionStore) is the oracle: the same batches written to both read back the same, and the stored
 // lines are the file's bytes.
+#include "../common/new_events.hpp"
 #include "scratch_db.hpp"
 #include "support.hpp"
 
@@ -141,16 +142,8 @@ SessionHeader header(const std::string& id, std::optional<std::string> cwd = "/w
   return h;
 }
 
-NewEvent ev(std::string type, json::object data, std::int64_t time, bool surface = false) {
-  NewEvent e;
-  e.type = std::move(type);
-  e.data = std::move(data);
-  e.time = time;
-  if (surface) e.surfaceOp = json::value("append");
-  return e;
-}
-
-json::array text(const std::string& t) { return json::array{json::object{{"type", "text"}, {"text", t}}}; }
+using acp::test_events::ev;
+using acp::test_events::text;
 
 // The batches of one prompt turn with a tool call; `finished` false leaves it open after the call
 // (a writer that died mid-turn). Message ids are given, so a 0.1 writer mints none (the two stores
