@@ -15,7 +15,8 @@
 //   fresh      a turn written through SessionWriter, then searched for until found: the writer
 //              hands its texts to the background indexer; median of runs
 //   rss        VmRSS of this process with the listing only, then with the index open and queried
-// Usage: bench_content [--sessions N] [--mb M] [--queries Q] [--zstd] [--keep DIR]
+// Usage: bench_content [--sessions N] [--mb M] [--queries Q] [--zstd] [--keep DIR [--keep-index]]
+// --keep-index: the index a --keep run left is caught up instead of built (queries only; no build figure).
 #include "store/content_index.hpp"
 #include "store/event_builders.hpp"
 #include "store/session_store.hpp"
@@ -161,7 +162,7 @@ st::StoreOptions options(const std::string& dir, bool zstd) {
 
 int main(int argc, char** argv) {
   std::size_t sessions = 10000, mb = 1000, queries = 200;
-  bool zstd = false;
+  bool zstd = false, keep_index = false;
   std::string keep;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -171,8 +172,9 @@ int main(int argc, char** argv) {
     else if (a == "--queries") queries = std::stoul(next());
     else if (a == "--zstd") zstd = true;
     else if (a == "--keep") keep = next();
+    else if (a == "--keep-index") keep_index = true;  // with --keep: the last run's index, caught up (no build figure)
     else {
-      std::fprintf(stderr, "usage: bench_content [--sessions N] [--mb M] [--queries Q] [--zstd] [--keep DIR]\n");
+      std::fprintf(stderr, "usage: bench_content [--sessions N] [--mb M] [--queries Q] [--zstd] [--keep DIR [--keep-index]]\n");
       return 2;
     }
   }
@@ -220,7 +222,7 @@ int main(int argc, char** argv) {
   }
   const std::uint64_t log_bytes = bytes_under(dir + "/root");
   std::printf("logs: %.1f MB (%s) in %s\n", double(log_bytes) / 1e6, enc.c_str(), dir.c_str());
-  fs::remove_all(dir + "/cache");
+  if (!(reuse && keep_index)) fs::remove_all(dir + "/cache");
 
   st::SessionStore store(options(dir, zstd));
   store.list_sessions();
@@ -241,7 +243,7 @@ int main(int argc, char** argv) {
   }
   std::printf("build: %zu sessions in %.1f s (CPU %.1f s); index %.1f MB = %.1f%% of the logs\n", p.total, build_s,
               build_cpu_s, double(index_bytes) / 1e6, 100.0 * double(index_bytes) / double(log_bytes));
-  bench::result("i29_file_build_s", build_s, "s", "\"note\":\"" + note_corpus + ", " +
+  if (!keep_index) bench::result("i29_file_build_s", build_s, "s", "\"note\":\"" + note_corpus + ", " +
                                                        std::to_string(log_bytes / 1000000) + " MB\"");
   bench::result("i29_file_size_pct", 100.0 * double(index_bytes) / double(log_bytes), "%",
                 "\"note\":\"" + std::to_string(index_bytes / 1000000) + " MB of " +

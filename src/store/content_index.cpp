@@ -146,20 +146,28 @@ bool is_turn_start(const json::object& e) {
   return v && v->is_string() && v->get_string() == "turn/start";
 }
 
-// An FTS5 query matching any of the terms, each a quoted string: the question's words never act
-// as query syntax (AND, NEAR, column filters, '*').
-std::string match_expression(const std::vector<std::string>& terms) {
-  std::string out;
-  for (const std::string& t : terms) {
-    if (!out.empty()) out += " OR ";
-    out += '"';
-    for (char c : t) {
-      if (c == '"') out += '"';
-      out += c;
-    }
-    out += '"';
+std::string quoted(std::string_view token) {
+  std::string out = "\"";
+  for (char c : token) {
+    if (c == '"') out += '"';
+    out += c;
   }
-  return out;
+  return out + '"';
+}
+
+// One question term as an FTS5 expression, a quoted string: the question's words never act as
+// query syntax (AND, NEAR, column filters, '*'). The index's tokenizer splits at '_', which
+// content_terms keeps inside a word, and detail=column has no phrase queries, so a term of several
+// tokens is their AND. "" when the term holds no token.
+std::string term_expression(const std::string& term) {
+  std::string out;
+  int parts = 0;
+  for (std::size_t at = 0; at <= term.size();) {
+    std::size_t end = std::min(term.find('_', at), term.size());
+    if (end > at) out += (parts++ ? " AND " : "") + quoted(std::string_view(term).substr(at, end - at));
+    at = end + 1;
+  }
+  return parts > 1 ? "(" + out + ")" : out;
 }
 
 // FNV-1a: stable across builds and processes (the hash is stored).
@@ -171,47 +179,14 @@ std::int64_t head_hash(int fd, std::uint64_t len, const std::string& path) {
   return std::int64_t(h);
 }
 
-// BM25 over a contentless `detail=column` table, where FTS5's own bm25() sees no instances (its
-// xInst is empty without the text) and would rank every row alike. What the index keeps per row is
-// which terms it holds: each term held adds its IDF, in the always-positive form, so a term in
-// most rows still counts, as it must in a small store. Term frequency is 1 (no positions are kept)
-// and rows are not weighed by length (no per-row sizes are kept: a row is one turn, at most
-// ~16 KiB). More distinct terms and rarer terms rank higher.
-struct RankData {
-  std::vector<double> idf;
-};
-
-void recall_rank(const Fts5ExtensionApi* api, Fts5Context* ctx, sqlite3_context* out, int, sqlite3_value**) {
-  auto* data = static_cast<RankData*>(api->xGetAuxdata(ctx, 0));
-  if (!data) {
-    auto d = std::make_unique<RankData>();
-    sqlite3_int64 rows = 0;
-    if (api->xRowCount(ctx, &rows) != SQLITE_OK) {
-      sqlite3_result_error(out, "recall_rank: no row count", -1);
-      return;
-    }
-    for (int i = 0, n = api->xPhraseCount(ctx); i < n; ++i) {
-      sqlite3_int64 hits = 0;
-      api->xQueryPhrase(ctx, i, &hits, [](const Fts5ExtensionApi*, Fts5Context*, void* p) {
-        ++*static_cast<sqlite3_int64*>(p);
-        return SQLITE_OK;
-      });
-      d->idf.push_back(std::log(1 + (double(rows - hits) + 0.5) / (double(hits) + 0.5)));
-    }
-    data = d.get();
-    if (api->xSetAuxdata(ctx, d.release(), [](void* p) { delete static_cast<RankData*>(p); }) != SQLITE_OK) {
-      sqlite3_result_error_nomem(out);
-      return;
-    }
+// The number of rows of the FTS table (FTS5 keeps it; a contentless table has no cheap count(*)).
+void recall_rows(const Fts5ExtensionApi* api, Fts5Context* ctx, sqlite3_context* out, int, sqlite3_value**) {
+  sqlite3_int64 rows = 0;
+  if (api->xRowCount(ctx, &rows) != SQLITE_OK) {
+    sqlite3_result_error(out, "recall_rows: no row count", -1);
+    return;
   }
-  double score = 0;
-  for (int i = 0; i < int(data->idf.size()); ++i) {
-    Fts5PhraseIter it;
-    int col = -1;
-    api->xPhraseFirstColumn(ctx, i, &it, &col);
-    if (col >= 0) score += data->idf[std::size_t(i)];
-  }
-  sqlite3_result_double(out, score);
+  sqlite3_result_int64(out, rows);
 }
 
 void register_rank(sqlite3* db) {
@@ -224,8 +199,8 @@ void register_rank(sqlite3* db) {
   }
   sqlite3_finalize(s);
   if (!fts) throw SqliteError(SQLITE_ERROR, "this SQLite has no FTS5");
-  rc = fts->xCreateFunction(fts, "recall_rank", nullptr, recall_rank, nullptr);
-  if (rc != SQLITE_OK) fail(db, rc, "recall_rank");
+  rc = fts->xCreateFunction(fts, "recall_rows", nullptr, recall_rows, nullptr);
+  if (rc != SQLITE_OK) fail(db, rc, "recall_rows");
 }
 
 void remove_db_files(const std::string& file) {
@@ -288,8 +263,10 @@ bool ContentIndex::may_have_changed(const std::string& path, const std::unordere
                                            IN_MOVED_TO | IN_ONLYDIR | IN_DONT_FOLLOW);
     watches_.emplace(dir, Watch{wd, catch_ups_});
     if (wd >= 0) watched_[wd] = dir;
+    else unwatched_ = true;
     return true;
   }
+  if (w->second.wd < 0) unwatched_ = true;
   // Every log of a directory watched during this catch-up is looked at, not only the first.
   return w->second.wd < 0 || w->second.since == catch_ups_ || dirty.contains(path);
 }
@@ -409,6 +386,7 @@ void ContentIndex::reload_if_changed() {
 }
 
 void ContentIndex::load_records() {
+  reloaded_ = true;
   records_.clear();
   ids_.clear();
   Stmt s(db_, "SELECT sid, id, size, mtime, ino, count, bytes, head, head_len FROM sessions");
@@ -532,95 +510,124 @@ std::size_t ContentIndex::index_log(const ContentLog& log, std::vector<std::pair
   }
 }
 
-IndexProgress ContentIndex::catch_up(const std::vector<ContentLog>& logs, const IndexProgressFn& progress,
+IndexProgress ContentIndex::catch_up(const ContentListing& listing, const IndexProgressFn& progress,
                                      std::stop_token stop, bool compact) {
   return guarded([&] {
     reload_if_changed();
     IndexProgress p;
-    p.total = logs.size();
-    // The events read now cover every change made before this catch-up began. If it does not get
-    // through, every log is looked at next time.
-    read_changes();
-    ++catch_ups_;
-    std::unordered_set<std::string> dirty;
-    dirty.swap(dirty_);
-    const bool everything = overflow_ || compact;
-    overflow_ = true;
-    std::unordered_set<std::string_view> listed;
-    std::vector<const ContentLog*> changed;
-    for (const ContentLog& log : logs) {
-      listed.insert(log.id);
-      struct stat st {};
-      auto it = records_.find(log.id);
-      if (!everything && it != records_.end() && !may_have_changed(log.path, dirty)) {
-        ++p.done;  // nothing happened to it since it was last looked at
-        continue;
-      }
-      if (!lstat_path(log.path, st) ||
-          (it != records_.end() && it->second.size == std::uint64_t(st.st_size) &&
-           it->second.ino == std::uint64_t(st.st_ino) && it->second.mtime_ns == mtime_ns(st))) {
-        ++p.done;
-        continue;
-      }
-      changed.push_back(&log);
-    }
-    std::vector<std::int64_t> gone;
-    for (const auto& [id, r] : records_)
-      if (!listed.contains(id)) gone.push_back(r.sid);
-    if (!gone.empty()) {
-      Tx tx(db_);
-      for (std::int64_t sid : gone) {
-        forget_rows(sid);
-        Stmt(db_, "DELETE FROM sessions WHERE sid = ?1").bind(1, sid).run();
-      }
-      tx.commit();
-      for (std::int64_t sid : gone) {
-        records_.erase(ids_[sid]);
-        ids_.erase(sid);
-      }
-    }
-    if (compact) {
-      std::int64_t orphans = 0, docs = 0;
-      {
-        Stmt s(db_, "SELECT (SELECT v FROM meta WHERE k = 'orphans'), (SELECT count(*) FROM docs)");
-        s.step();
-        orphans = s.i64(0);
-        docs = s.i64(1);
-      }
-      if (orphans > 0 && orphans * 4 > docs) {
-        rebuild_fts();
-        changed.clear();
-        p.done = 0;
-        for (const ContentLog& log : logs) changed.push_back(&log);
-      }
+    p.total = listing.logs->size();
+    std::vector<const ContentLog*> changed = changed_logs(listing, compact);
+    p.done = p.total - changed.size();
+    if (compact && rebuild_if_mostly_unreachable()) {
+      changed.clear();
+      p.done = 0;
+      for (const ContentLog& log : *listing.logs) changed.push_back(&log);
     }
     p.indexed = changed.size();
     if (progress) progress(p);
-    std::vector<std::pair<std::string, Record>> updated;
-    std::size_t group_sessions = 0, group_bytes = 0;
-    Tx tx;
-    auto commit = [&] {
-      if (!tx.active()) return;
-      tx.commit();
-      for (auto& [id, r] : updated) {
-        ids_[r.sid] = id;
-        records_[id] = r;
-      }
-      updated.clear();
-      group_sessions = group_bytes = 0;
-      if (progress) progress(p);
-    };
-    for (const ContentLog* log : changed) {
-      if (stop.stop_requested()) throw ReadCancelled();
-      if (!tx.active()) tx.begin(db_);
-      group_bytes += index_log(*log, updated, stop);
-      ++p.done;
-      if (++group_sessions >= kGroupSessions || group_bytes >= kGroupBytes) commit();
-    }
-    commit();
+    index_logs(changed, p, progress, stop);
     overflow_ = false;
     return p;
   });
+}
+
+std::vector<const ContentLog*> ContentIndex::changed_logs(const ContentListing& listing, bool everything) {
+  // The events read now cover every change made before this catch-up began. If it does not get
+  // through, every log is looked at next time.
+  read_changes();
+  ++catch_ups_;
+  std::unordered_set<std::string> dirty;
+  dirty.swap(dirty_);
+  everything = everything || overflow_;
+  overflow_ = true;
+  const bool same_listing = listing_.logs && listing_.version == listing.version;
+  if (!same_listing) {
+    listing_ = listing;
+    by_id_.clear();
+    by_path_.clear();
+    for (const ContentLog& log : *listing.logs) {
+      by_id_.emplace(log.id, &log);
+      by_path_.emplace(log.path, &log);
+    }
+  }
+  std::vector<const ContentLog*> changed;
+  auto look_at = [&](const ContentLog& log) {
+    struct stat st {};
+    auto it = records_.find(log.id);
+    // Called for every log looked at, so each one's directory is watched from now on.
+    const bool named = may_have_changed(log.path, dirty);
+    if (!everything && it != records_.end() && !named) return;
+    if (!lstat_path(log.path, st) ||
+        (it != records_.end() && it->second.size == std::uint64_t(st.st_size) &&
+         it->second.ino == std::uint64_t(st.st_ino) && it->second.mtime_ns == mtime_ns(st)))
+      return;
+    changed.push_back(&log);
+  };
+  // Unless the listing changed, a record was dropped by another process or a directory cannot be
+  // watched, only the logs an event named can have changed.
+  const bool walk = !same_listing || everything || reloaded_ || unwatched_ || inotify_fd_ < 0;
+  reloaded_ = unwatched_ = false;
+  if (!walk) {
+    for (const std::string& path : dirty)
+      if (auto it = by_path_.find(path); it != by_path_.end()) look_at(*it->second);
+    return changed;
+  }
+  for (const ContentLog& log : *listing.logs) look_at(log);
+  std::vector<std::int64_t> gone;
+  for (const auto& [id, r] : records_)
+    if (!by_id_.contains(id)) gone.push_back(r.sid);
+  if (!gone.empty()) {
+    Tx tx(db_);
+    for (std::int64_t sid : gone) {
+      forget_rows(sid);
+      Stmt(db_, "DELETE FROM sessions WHERE sid = ?1").bind(1, sid).run();
+    }
+    tx.commit();
+    for (std::int64_t sid : gone) {
+      records_.erase(ids_[sid]);
+      ids_.erase(sid);
+    }
+  }
+  return changed;
+}
+
+bool ContentIndex::rebuild_if_mostly_unreachable() {
+  std::int64_t orphans = 0, docs = 0;
+  {
+    Stmt s(db_, "SELECT (SELECT v FROM meta WHERE k = 'orphans'), (SELECT count(*) FROM docs)");
+    s.step();
+    orphans = s.i64(0);
+    docs = s.i64(1);
+  }
+  if (orphans == 0 || orphans * 4 <= docs) return false;
+  rebuild_fts();
+  return true;
+}
+
+void ContentIndex::index_logs(const std::vector<const ContentLog*>& changed, IndexProgress& p,
+                              const IndexProgressFn& progress, std::stop_token stop) {
+  std::vector<std::pair<std::string, Record>> updated;
+  std::size_t group_sessions = 0, group_bytes = 0;
+  Tx tx;
+  auto commit = [&] {
+    if (!tx.active()) return;
+    tx.commit();
+    for (auto& [id, r] : updated) {
+      ids_[r.sid] = id;
+      records_[id] = r;
+    }
+    updated.clear();
+    group_sessions = group_bytes = 0;
+    if (progress) progress(p);
+  };
+  for (const ContentLog* log : changed) {
+    if (stop.stop_requested()) throw ReadCancelled();
+    if (!tx.active()) tx.begin(db_);
+    group_bytes += index_log(*log, updated, stop);
+    ++p.done;
+    if (++group_sessions >= kGroupSessions || group_bytes >= kGroupBytes) commit();
+  }
+  commit();
 }
 
 void ContentIndex::rebuild_fts() {
@@ -634,83 +641,163 @@ void ContentIndex::rebuild_fts() {
   ids_.clear();
 }
 
-std::vector<ContentHit> ContentIndex::search(const ContentQuery& query, const std::vector<ContentLog>& logs,
-                                             std::stop_token stop) {
+namespace {
+
+// A question's terms as the index ranks them: a row scores the sum of the IDFs of the terms it
+// holds (the index keeps no positions, so a term held counts once, and rows are not weighed by
+// length: a row is one turn, ~16 KiB at most). The IDF is BM25's always-positive form, so a term
+// in most rows still counts, as it must in a small store.
+struct RankedTerm {
+  std::string expression;
+  double idf = 0;
+};
+
+// Document frequencies are counted on the newest rows only: past this many, the term's share of
+// those rows stands for its share of all (an estimate only common terms get, whose IDF is small).
+constexpr std::int64_t kCountedRows = 2000;
+// The rarest terms that rank: their term sets are enumerated, 2^n - 1 of them.
+constexpr std::size_t kRankedTerms = 6;
+
+// The question's terms some row holds, with their IDFs, rarest first.
+std::vector<RankedTerm> rank_terms(sqlite3* db_, const std::vector<std::string>& terms) {
+  std::int64_t low = 0, high = 0, rows = -1;
+  {
+    Stmt s(db_, "SELECT (SELECT min(rowid) FROM docs), (SELECT max(rowid) FROM docs)");
+    s.step();
+    low = s.i64(0);
+    high = s.i64(1);
+  }
+  Stmt newest(db_, "SELECT rowid FROM fts WHERE fts MATCH ?1 ORDER BY rowid DESC LIMIT ?2");
+  std::vector<RankedTerm> ranked;
+  std::vector<double> df;
+  for (const std::string& term : terms) {
+    std::string expression = term_expression(term);
+    if (expression.empty()) continue;
+    newest.reset();
+    newest.bind(1, expression).bind(2, kCountedRows);
+    std::int64_t count = 0, last = 0;
+    while (newest.step()) {
+      ++count;
+      last = newest.i64(0);
+    }
+    if (count == 0) continue;  // no row holds it: it can neither match nor rank
+    if (rows < 0) {
+      Stmt r(db_, "SELECT recall_rows(fts) FROM fts WHERE fts MATCH ?1 LIMIT 1");
+      r.bind(1, expression);
+      rows = r.step() ? r.i64(0) : 0;
+    }
+    double estimate = double(count);
+    if (count == kCountedRows && high > last)
+      estimate = double(count) * double(high - low + 1) / double(high - last + 1);
+    df.push_back(estimate);
+    ranked.push_back({std::move(expression), 0});
+  }
+  for (std::size_t i = 0; i < ranked.size(); ++i) {
+    const double d = std::min(df[i], double(std::max<std::int64_t>(rows, 1)));
+    ranked[i].idf = std::log(1 + (double(rows) - d + 0.5) / (d + 0.5));
+  }
+  std::stable_sort(ranked.begin(), ranked.end(), [](const RankedTerm& a, const RankedTerm& b) { return a.idf > b.idf; });
+  return ranked;
+}
+
+} // namespace
+
+std::vector<ContentHit> ContentIndex::search(const ContentQuery& query, std::stop_token stop) {
   std::vector<ContentHit> hits;
   std::vector<std::string> terms = content_terms(query.words);
   if (terms.empty() || query.limit == 0) return hits;
-  std::unordered_map<std::string_view, const std::string*> path_of;
-  for (const ContentLog& log : logs) path_of.emplace(log.id, &log.path);
-  for (const std::string& id : query.exclude) path_of.erase(id);
+  std::vector<Found> found = guarded([&] { return ranked_sessions(terms, query, stop); });
+  // Outside the lock: the texts come from the logs (the index holds none).
+  for (const Found& f : found)
+    if (std::optional<ContentHit> hit = read_hit(f, terms, stop)) hits.push_back(std::move(*hit));
+  return hits;
+}
 
-  struct Found {
-    std::string id;
-    const std::string* path;
-    std::int64_t first, last;
-    double score;
-  };
+std::vector<ContentIndex::Found> ContentIndex::ranked_sessions(const std::vector<std::string>& terms,
+                                                               const ContentQuery& query, std::stop_token stop) {
   std::vector<Found> found;
-  guarded([&] {
-    found.clear();
-    reload_if_changed();
-    // Best row first; the first row of a session is its best. A row's doc is looked up only as
-    // the ranking gets to it: most matching rows are never needed. Rows of docs forgotten (a
-    // session re-indexed or deleted) have no doc and are passed over.
-    Stmt s(db_, "SELECT rowid, recall_rank(fts) AS score FROM fts WHERE fts MATCH ?1 ORDER BY score DESC, rowid DESC");
-    s.bind(1, match_expression(terms));
-    Stmt doc(db_, "SELECT sid, first_seq, last_seq FROM docs WHERE rowid = ?1");
-    std::unordered_set<std::int64_t> seen;
-    while (found.size() < query.limit && s.step()) {
+  reload_if_changed();
+  std::vector<RankedTerm> ranked = rank_terms(db_, terms);
+  if (ranked.empty()) return found;
+  // Every row holds exactly one set of the ranked terms, and every row of a set scores the same:
+  // the sets, best first, each streamed newest row first, give the rows in score order without
+  // ranking or sorting every matching row (most of a common term's rows are never read).
+  const std::size_t n = std::min(ranked.size(), kRankedTerms);
+  std::vector<std::pair<double, unsigned>> sets;
+  for (unsigned mask = 1; mask < (1u << n); ++mask) {
+    double score = 0;
+    for (std::size_t t = 0; t < n; ++t)
+      if (mask & (1u << t)) score += ranked[t].idf;
+    sets.emplace_back(score, mask);
+  }
+  std::sort(sets.begin(), sets.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : a.second > b.second;
+  });
+  const std::unordered_set<std::string_view> excluded(query.exclude.begin(), query.exclude.end());
+  Stmt rows(db_, "SELECT rowid FROM fts WHERE fts MATCH ?1 ORDER BY rowid DESC");
+  Stmt doc(db_, "SELECT sid, first_seq, last_seq FROM docs WHERE rowid = ?1");
+  std::unordered_set<std::int64_t> seen;
+  for (const auto& [score, mask] : sets) {
+    if (found.size() >= query.limit) break;
+    std::string held, missing;
+    for (std::size_t t = 0; t < n; ++t) {
+      std::string& to = mask & (1u << t) ? held : missing;
+      to += (to.empty() ? "" : (&to == &held ? " AND " : " OR ")) + ranked[t].expression;
+    }
+    rows.reset();
+    rows.bind(1, missing.empty() ? held : "(" + held + ") NOT (" + missing + ")");
+    while (found.size() < query.limit && rows.step()) {
       if (stop.stop_requested()) throw ReadCancelled();
       doc.reset();
-      doc.bind(1, s.i64(0));
+      doc.bind(1, rows.i64(0));
+      // Rows of docs forgotten (a session re-indexed or deleted) have no doc: passed over.
       if (!doc.step()) continue;
       const std::int64_t sid = doc.i64(0);
-      if (!seen.insert(sid).second) continue;
+      if (!seen.insert(sid).second) continue;  // a session's first row is its best
       auto id = ids_.find(sid);
-      if (id == ids_.end()) continue;
-      auto path = path_of.find(id->second);
-      if (path == path_of.end()) continue;  // deleted, or not listed: never returned
-      found.push_back({id->second, path->second, doc.i64(1), doc.i64(2), s.dbl(1)});
+      if (id == ids_.end() || excluded.contains(id->second)) continue;
+      auto log = by_id_.find(id->second);
+      if (log == by_id_.end()) continue;  // deleted, or not listed: never returned
+      found.push_back({id->second, log->second->path, doc.i64(1), doc.i64(2), score});
     }
-  });
-
-  // Outside the lock: the texts come from the logs (the index holds none), only the matched
-  // doc's events are read.
-  for (const Found& f : found) {
-    struct Best {
-      double score = -1;
-      std::int64_t seq = 0;
-      TextKind kind = TextKind::user;
-      std::string text;
-    } best;
-    std::stop_source enough;
-    auto sink = [&](json::object&& e) {
-      if (stop.stop_requested()) throw ReadCancelled();
-      const std::int64_t seq = seq_of(e);
-      if (seq > f.last) {
-        enough.request_stop();
-        return;
-      }
-      if (seq < f.first) return;
-      for (IndexableText& t : indexable_texts(e)) {
-        // A text matched through folding (diacritics) the substring count cannot see still shows.
-        double sc = match_score(lowercase_en_us(t.text), terms);
-        if (sc > best.score) best = {sc, seq, t.kind, std::move(t.text)};
-      }
-    };
-    UniqueFd fd = open_nofollow(*f.path, O_RDONLY);
-    if (!fd) continue;
-    try {
-      scan_log(fd.get(), *f.path, encoding_, sink, enough.get_token(), EventLifetime::transient);
-    } catch (const ReadCancelled&) {
-      if (stop.stop_requested()) throw;
-    } catch (const StoreError&) {
-    }
-    if (best.score < 0) continue;  // the log changed under us: no text to show, no hit
-    hits.push_back({f.id, best.seq, best.kind, make_snippet(best.text, terms), f.score});
   }
-  return hits;
+  return found;
+}
+
+std::optional<ContentHit> ContentIndex::read_hit(const Found& f, const std::vector<std::string>& terms,
+                                                 std::stop_token stop) {
+  struct Best {
+    double score = -1;
+    std::int64_t seq = 0;
+    TextKind kind = TextKind::user;
+    std::string text;
+  } best;
+  // Only the matched row's events are looked at; the read stops after them.
+  std::stop_source enough;
+  auto sink = [&](json::object&& e) {
+    if (stop.stop_requested()) throw ReadCancelled();
+    const std::int64_t seq = seq_of(e);
+    if (seq > f.last) {
+      enough.request_stop();
+      return;
+    }
+    if (seq < f.first) return;
+    for (IndexableText& t : indexable_texts(e)) {
+      // A text matched through folding (diacritics) the substring count cannot see still shows.
+      double sc = match_score(lowercase_en_us(t.text), terms);
+      if (sc > best.score) best = {sc, seq, t.kind, std::move(t.text)};
+    }
+  };
+  UniqueFd fd = open_nofollow(f.path, O_RDONLY);
+  if (!fd) return std::nullopt;
+  try {
+    scan_log(fd.get(), f.path, encoding_, sink, enough.get_token(), EventLifetime::transient);
+  } catch (const ReadCancelled&) {
+    if (stop.stop_requested()) throw;
+  } catch (const StoreError&) {
+  }
+  if (best.score < 0) return std::nullopt;  // the log changed under us: no text to show, no hit
+  return ContentHit{f.id, best.seq, best.kind, make_snippet(best.text, terms), f.score};
 }
 
 void ContentIndex::apply(const CommittedEvents& b) {

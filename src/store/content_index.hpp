@@ -21,6 +21,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <stop_token>
@@ -38,6 +39,13 @@ namespace acp::store {
 struct ContentLog {
   std::string id;
   std::string path;
+};
+
+/// The listing's logs at one version (ListingIndex::refreshed_logs_version): the same version
+/// promises the same logs, so a catch-up need not walk them again.
+struct ContentListing {
+  std::uint64_t version = 0;
+  std::shared_ptr<const std::vector<ContentLog>> logs;
 };
 
 /// The events of one committed batch worth indexing, handed over by the writer so the background
@@ -65,16 +73,16 @@ public:
   ContentIndex(const ContentIndex&) = delete;
   ContentIndex& operator=(const ContentIndex&) = delete;
 
-  /// Brings the index up to date with `logs` (the listing): every log whose (size, mtime, inode)
-  /// differs from its record is indexed from where its record ends (from scratch when it shrank
-  /// or was replaced); records of logs no longer listed are forgotten. `compact`: also rebuild the
-  /// FTS table when unreachable rows are a large share (`dsh-acp store index`).
-  IndexProgress catch_up(const std::vector<ContentLog>& logs, const IndexProgressFn& progress, std::stop_token stop,
+  /// Brings the index up to date with the listing: every log whose (size, mtime, inode) differs
+  /// from its record is indexed from where its record ends (from scratch when it shrank or was
+  /// replaced); records of logs no longer listed are forgotten. While the listing's version stays
+  /// the same, only the logs an inotify event named are looked at. `compact`: look at every log,
+  /// and rebuild the FTS table when unreachable rows are a large share (`dsh-acp store index`).
+  IndexProgress catch_up(const ContentListing& listing, const IndexProgressFn& progress, std::stop_token stop,
                          bool compact);
 
-  /// The sessions of `logs` (the listing, just caught up with) whose texts match, best first.
-  std::vector<ContentHit> search(const ContentQuery& query, const std::vector<ContentLog>& logs,
-                                 std::stop_token stop);
+  /// The sessions of the listing last caught up with whose texts match, best first.
+  std::vector<ContentHit> search(const ContentQuery& query, std::stop_token stop);
 
   /// Queues a committed batch for the background indexer; never blocks on the index. A full
   /// queue drops it (the next search's catch-up reads the log instead).
@@ -111,6 +119,24 @@ private:
   /// the texts' bytes added. The new record goes to `updated`, for after the commit.
   std::size_t index_log(const ContentLog& log, std::vector<std::pair<std::string, Record>>& updated,
                         std::stop_token stop);
+  /// The listed logs a catch-up must index (`everything`: each one whose state differs from its
+  /// record); records of logs no longer listed are forgotten.
+  std::vector<const ContentLog*> changed_logs(const ContentListing& listing, bool everything);
+  /// Empties the FTS table when unreachable rows are a quarter of all; true if it did.
+  bool rebuild_if_mostly_unreachable();
+  /// Indexes `changed` in transactions of a few hundred sessions or MB each.
+  void index_logs(const std::vector<const ContentLog*>& changed, IndexProgress& p, const IndexProgressFn& progress,
+                  std::stop_token stop);
+  /// The listed sessions whose rows match, best first: (id, path, first seq, last seq, score).
+  struct Found {
+    std::string id, path;
+    std::int64_t first = 0, last = 0;
+    double score = 0;
+  };
+  std::vector<Found> ranked_sessions(const std::vector<std::string>& terms, const ContentQuery& query,
+                                     std::stop_token stop);
+  /// The hit of a found session: its best event's text from the log (nullopt: the log changed).
+  std::optional<ContentHit> read_hit(const Found& f, const std::vector<std::string>& terms, std::stop_token stop);
   void apply(const CommittedEvents& batch);
   void rebuild_fts();
   void worker(std::stop_token stop);
@@ -139,6 +165,10 @@ private:
   std::unordered_set<std::string> dirty_;            ///< logs named by an event since the last catch-up
   bool overflow_ = false;                            ///< events were lost: look at every log
   std::int64_t data_version_ = -1;
+  bool reloaded_ = false;      ///< load_records() ran since the last catch-up
+  bool unwatched_ = true;      ///< a log's directory has no watch: the next catch-up walks every log
+  ContentListing listing_;     ///< the listing last caught up with
+  std::unordered_map<std::string_view, const ContentLog*> by_id_, by_path_;  ///< into listing_
   std::unordered_map<std::string, Record> records_;
   std::unordered_map<std::int64_t, std::string> ids_;  ///< sid -> id
 

@@ -68,6 +68,7 @@ void ListingIndex::rebuild() {
   buckets_.clear();
   root_mtime_ns_ = -1;
   sorted_valid_ = false;
+  ++logs_version_;
   dirty_ = true;
   refresh_root(true);
   for (auto& [name, b] : buckets_) sweep_bucket(name, b);
@@ -132,8 +133,10 @@ void ListingIndex::load_cache() {
     for (const auto& [bn, bk] : buckets_)
       for (const auto& [fn, en] : bk.files) listable += en.row ? 1 : 0;
     sorted_valid_ = ranks_ok && listable == sorted_.size();
+    ++logs_version_;
   } catch (const std::exception&) {
     buckets_.clear();
+    ++logs_version_;
   }
 }
 
@@ -205,6 +208,7 @@ void ListingIndex::refresh_root(bool force) {
     if (!buckets_.empty()) {
       buckets_.clear();
       sorted_valid_ = false;
+      ++logs_version_;
       dirty_ = true;
     }
     return;
@@ -224,6 +228,7 @@ void ListingIndex::refresh_root(bool force) {
     if (!std::binary_search(present.begin(), present.end(), it->first)) {
       it = buckets_.erase(it);
       sorted_valid_ = false;
+      ++logs_version_;
       dirty_ = true;
     } else {
       ++it;
@@ -280,14 +285,18 @@ void ListingIndex::sweep_bucket(const std::string& name, Bucket& b) {
       row.sizeBytes = e.size;
       e.row = std::move(row);
     }
+    // A log that only grew keeps its place among the logs; a new, lost or replaced identity does not.
+    const bool same_log = it != b.files.end() && it->second.row && e.row && it->second.row->header.id == e.row->header.id;
     b.files.insert_or_assign(file, std::move(e));
     sorted_valid_ = false;
+    if (!same_log) ++logs_version_;
     dirty_ = true;
   });
   for (auto it = b.files.begin(); it != b.files.end();) {
     if (it->second.seen != gen) {
       it = b.files.erase(it);
       sorted_valid_ = false;
+      ++logs_version_;
       dirty_ = true;
     } else {
       ++it;
@@ -346,6 +355,11 @@ void ListingIndex::visit(const ListQuery& q, const std::function<bool(const Sess
   }
 }
 
+std::uint64_t ListingIndex::refreshed_logs_version() {
+  refresh();
+  return logs_version_;
+}
+
 void ListingIndex::visit_logs(
     const std::function<void(const std::string&, const std::string&, const SessionListing&)>& fn) {
   refresh();
@@ -372,6 +386,7 @@ void ListingIndex::record_write(const std::string& bucket, const std::string& fi
     e.row.emplace();
     e.row->header = header;
     sorted_valid_ = false;
+    ++logs_version_;
   }
   e.row->title = title;
   e.row->updatedAt = updated_at;
@@ -387,6 +402,7 @@ void ListingIndex::record_delete(const std::string& bucket, const std::string& f
   if (it == buckets_.end()) return;
   if (it->second.files.erase(file)) {
     sorted_valid_ = false;
+    ++logs_version_;
     dirty_ = true;
   }
 }

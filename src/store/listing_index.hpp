@@ -58,6 +58,10 @@ public:
   void visit_logs(const std::function<void(const std::string& bucket, const std::string& file,
                                            const SessionListing& row)>& fn);
 
+  /// After the freshness check of list(): a number that changes whenever visit_logs() would give
+  /// another set of (id, place) pairs, so a caller can keep what it derived from the last visit.
+  std::uint64_t refreshed_logs_version();
+
   void record_write(const std::string& bucket, const std::string& file, const SessionHeader& header,
                     const std::optional<std::string>& title, std::int64_t updated_at, std::uint64_t size,
                     std::int64_t mtime_ns);
@@ -104,6 +108,7 @@ private:
   std::map<std::string, Bucket> buckets_;
   std::vector<const SessionListing*> sorted_;
   bool sorted_valid_ = false;
+  std::uint64_t logs_version_ = 0;  ///< see refreshed_logs_version()
   bool dirty_ = false;
   std::uint64_t generation_ = 0;
   std::uint64_t files_read_ = 0;

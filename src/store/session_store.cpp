@@ -385,29 +385,35 @@ ContentIndex* SessionStore::content_index() {
   return content_.get();
 }
 
-std::vector<ContentLog> SessionStore::content_logs() {
-  std::vector<ContentLog> logs;
+ContentListing SessionStore::content_logs() {
+  ContentListing listing;
   std::optional<std::string> text;
   std::uint64_t generation = 0;
   {
     std::lock_guard g(mu_);
-    index_->visit_logs([&](const std::string& bucket, const std::string& file, const SessionListing& row) {
-      logs.push_back({row.header.id, root_ + "/" + bucket + "/" + file});
-    });
+    listing.version = index_->refreshed_logs_version();
+    if (!content_logs_ || content_logs_version_ != listing.version) {
+      auto logs = std::make_shared<std::vector<ContentLog>>();
+      index_->visit_logs([&](const std::string& bucket, const std::string& file, const SessionListing& row) {
+        logs->push_back({row.header.id, root_ + "/" + bucket + "/" + file});
+      });
+      content_logs_ = std::move(logs);
+      content_logs_version_ = listing.version;
+    }
+    listing.logs = content_logs_;
     text = index_->take_dirty_text();
     generation = ++index_generation_;
   }
   if (text) persist_index(*text, generation);
-  return logs;
+  return listing;
 }
 
 std::vector<ContentHit> SessionStore::search_content(const ContentQuery& query, std::stop_token stop) {
   if (content_terms(query.words).empty() || query.limit == 0) return {};
   try {
     if (ContentIndex* index = content_index()) {
-      std::vector<ContentLog> logs = content_logs();
-      index->catch_up(logs, {}, stop, false);
-      return index->search(query, logs, stop);
+      index->catch_up(content_logs(), {}, stop, false);
+      return index->search(query, stop);
     }
   } catch (const ReadCancelled&) {
     throw;

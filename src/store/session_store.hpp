@@ -31,6 +31,7 @@ namespace acp::store {
 
 class ContentIndex;
 struct ContentLog;
+struct ContentListing;
 
 struct StoreOptions {
   std::string root;                      ///< made absolute once; created (0700) when missing
@@ -165,8 +166,8 @@ private:
   void remember(const KnownLog& log);  // writer -> caches and index
   static void set_index_key(KnownLog& log, const std::string& root);
   void persist_index(const std::string& text, std::uint64_t generation);
-  /// Every listed log, for the content index.
-  std::vector<ContentLog> content_logs();
+  /// Every listed log, for the content index: kept while the listing's logs stay the same.
+  ContentListing content_logs();
 
   std::string root_;
   Encoding encoding_ = Encoding::zstd;
@@ -183,6 +184,8 @@ private:
   std::string content_file_;  ///< "" without a cache directory
   std::mutex content_mu_;     ///< opening the content index
   std::unique_ptr<ContentIndex> content_;
+  std::shared_ptr<const std::vector<ContentLog>> content_logs_;  ///< guarded by mu_
+  std::uint64_t content_logs_version_ = 0;                         ///< guarded by mu_
   /// Read by writers without a lock: non-null once the index is open, so commits are handed to it.
   std::atomic<ContentIndex*> content_live_{nullptr};
 };

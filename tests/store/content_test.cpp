@@ -6,6 +6,7 @@
 #include "support.hpp"
 
 #include "store/content_index.hpp"
+#include "store/event_builders.hpp"
 #include "store/errors.hpp"
 
 #include <boost/test/unit_test.hpp>
@@ -90,6 +91,52 @@ BOOST_AUTO_TEST_CASE(builds_ranks_and_catches_up_only_what_changed) {
     search(*store, "gardening");
     BOOST_TEST(store->content_index()->logs_read() == read);  // nothing changed, nothing read
   }
+}
+
+BOOST_AUTO_TEST_CASE(a_word_with_underscores_is_found_by_the_index) {
+  // The index's tokenizer splits at '_' and keeps no positions (no phrase queries): asked as one
+  // quoted string, SQLite refuses the question and the search falls back to reading every log.
+  TempDir dir;
+  auto store = open_store(dir, Encoding::none);
+  session(*store, "snake", {"the retry_policy lives in config.toml"});
+  session(*store, "plain", {"a retry without any policy"});
+  session(*store, "other", {"nothing to see"});
+  auto hits = search(*store, "retry_policy");  // catches the index up with the listing
+  BOOST_TEST(ids_of(hits) == (std::vector<std::string>{"snake", "plain"}), boost::test_tools::per_element());
+  ContentQuery q;
+  q.words = "where is retry_policy set";
+  hits = store->content_index()->search(q, {});  // the index itself: throws where SQLite refuses
+  BOOST_TEST(ids_of(hits) == (std::vector<std::string>{"snake", "plain"}), boost::test_tools::per_element());
+  BOOST_TEST(hits[0].snippet == "the retry_policy lives in config.toml");
+}
+
+BOOST_AUTO_TEST_CASE(a_common_word_counted_on_its_newest_rows_still_ranks_below_a_rare_one) {
+  // More rows hold "alpha" than the index counts (it estimates the rest), and far more than the
+  // sessions asked for: the order is still by the terms each session holds, rarest first.
+  TempDir dir;
+  auto store = open_store(dir, Encoding::none);
+  {
+    auto w = store->create(make_header("many"));
+    std::vector<NewEvent> turns;
+    for (std::int64_t turn = 1; turn <= 2600; ++turn) {
+      turns.push_back(events::turn_start(turn));
+      turns.push_back(events::user_message("alpha filler " + std::to_string(turn)));
+      turns.push_back(events::turn_end(turn, events::reason("completed")));
+    }
+    w.append(std::move(turns), true);
+  }
+  session(*store, "rare", {"zebra crossing"});
+  session(*store, "both", {"alpha and zebra"});
+  session(*store, "none", {"gamma"});
+  auto hits = search(*store, "alpha zebra");
+  BOOST_TEST(ids_of(hits) == (std::vector<std::string>{"both", "rare", "many"}), boost::test_tools::per_element());
+  BOOST_TEST(hits[0].score > hits[1].score);
+  BOOST_TEST(hits[1].score > hits[2].score);
+  // Each session once, at its best row; the limit counts sessions, not rows.
+  auto two = ids_of(search(*store, "alpha", 2));
+  std::sort(two.begin(), two.end());
+  BOOST_TEST(two == (std::vector<std::string>{"both", "many"}), boost::test_tools::per_element());
+  BOOST_TEST(ids_of(search(*store, "alpha filler 2600")).front() == "many");
 }
 
 BOOST_AUTO_TEST_CASE(diacritics_fold_and_the_agent_and_tools_count) {
