@@ -15,6 +15,8 @@
 //   fresh      a turn written through SessionWriter, then searched for until found: the writer
 //              hands its texts to the background indexer; median of runs
 //   rss        VmRSS of this process with the listing only, then with the index open and queried
+//   write      a turn appended with fsync through a store with the index open (its texts handed to
+//              the background indexer) against one without a cache directory, alternating rounds
 // Usage: bench_content [--sessions N] [--mb M] [--queries Q] [--zstd] [--keep DIR [--keep-index]]
 // --keep-index: the index a --keep run left is caught up instead of built (queries only; no build figure).
 #include "store/content_index.hpp"
@@ -52,6 +54,13 @@ double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std
 double cpu_ms() {
   rusage u{};
   ::getrusage(RUSAGE_SELF, &u);
+  return double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1e3 + double(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e3;
+}
+
+// CPU time of the calling thread, ms.
+double thread_cpu_ms() {
+  rusage u{};
+  ::getrusage(RUSAGE_THREAD, &u);
   return double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1e3 + double(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e3;
 }
 
@@ -123,7 +132,7 @@ json::array text_block(const std::string& t) {
 
 // One prompt turn as the server writes it: streamed text in chunks, then the message, a tool round.
 void write_turn(st::SessionWriter& w, Corpus& c, const std::vector<std::string>& topic, std::int64_t time,
-                std::size_t scale) {
+                std::size_t scale, bool sync = false) {
   const std::int64_t turn = w.last_turn() + 1;
   std::vector<st::NewEvent> ev{st::events::turn_start(turn), st::events::user_message(c.text(20 + scale / 4, topic))};
   if (!w.title()) ev.push_back(st::events::session_title("a session", w.next_seq() + 1));
@@ -147,7 +156,7 @@ void write_turn(st::SessionWriter& w, Corpus& c, const std::vector<std::string>&
   reason["kind"] = "completed";
   ev.push_back(st::events::turn_end(turn, reason));
   for (auto& e : ev) e.time = time;
-  w.append(std::move(ev));
+  w.append(std::move(ev), sync);
 }
 
 st::StoreOptions options(const std::string& dir, bool zstd) {
@@ -341,6 +350,36 @@ int main(int argc, char** argv) {
                 "included); in the index by the background indexer after median %.2f ms\n",
                 percentile(fresh, 0.5), percentile(fresh, 1.0), percentile(indexed, 0.5));
     bench::result("i29_file_fresh_ms", percentile(fresh, 0.5), "ms", "\"note\":\"" + note_corpus + "\"");
+  }
+
+  // the write path: turns appended (fsync on, as a prompt's) with the index open, whose writer hands
+  // each batch's texts to the background indexer, against the same through a store of the same root
+  // without a cache directory (no index), rounds alternating; median time per turn of each
+  {
+    st::StoreOptions plain = options(dir, zstd);
+    plain.cache_dir.clear();
+    st::SessionStore without(plain);
+    std::vector<double> with_ms, without_ms;
+    double with_cpu = 0, without_cpu = 0;
+    for (int round = 0; round < 12; ++round) {
+      const bool indexed = round % 2 == 0;
+      st::SessionStore& target = indexed ? store : without;
+      auto w = target.open("s" + std::to_string(std::size_t(round) * 101 % sessions));
+      for (int t = 0; t < 15; ++t) {
+        auto t0 = Clock::now();
+        const double c0 = thread_cpu_ms();
+        write_turn(w, corpus, {}, 1790000000000 + t, 200, true);
+        (indexed ? with_ms : without_ms).push_back(ms_since(t0));
+        (indexed ? with_cpu : without_cpu) += thread_cpu_ms() - c0;
+      }
+    }
+    store.content_index()->drain();
+    const double a = percentile(with_ms, 0.5), b = percentile(without_ms, 0.5);
+    std::printf("write path: a turn (fsync on) appended in median %.3f ms with the index open, %.3f ms without "
+                "(%+.1f%%); the writing thread's CPU %.3f vs %.3f ms a turn\n",
+                a, b, 100 * (a - b) / b, with_cpu / double(with_ms.size()), without_cpu / double(without_ms.size()));
+    bench::result("i29_file_write_growth_pct", 100 * (a - b) / b, "%",
+                  "\"note\":\"" + note_corpus + ", median of 90 turns each, alternating rounds\"");
   }
 
   // the plain scan of every log, the baseline

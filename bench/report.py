@@ -111,6 +111,7 @@ CATALOGUE += [
     ("i29_file_query_p50_ms", "file content index: query p50", "the same questions (bench_content)", REPORT, None, "ms"),
     ("i29_file_scan_ms", "plain scan of the logs, same data", "Backend::search_content's default over every log, median of 3 questions (bench_content)", REPORT, None, "ms"),
     ("i29_file_fresh_ms", "file content index: a turn searchable", "a turn committed through SessionWriter -> a search finds it, median (bench_content)", LE, 100, "ms"),
+    ("i29_file_write_growth_pct", "file content index: write path growth", "a turn appended with fsync with the index open vs through a store without one, median of alternating rounds (bench_content)", LE, 5, "%"),
     ("i29_file_rss_mb", "file content index: RSS with the index open", "VmRSS with the index open and queried minus with the listing only (bench_content)", LE, 32, "MB"),
     ("pgfts_query_p95_ms", "PostgreSQL recall: a query, p95", "search_content over 10,000 generated sessions, 200 questions of 1-4 words, second round (bench_pg_search via pg_bench.py)", LE, 30, "ms"),
     ("pgfts_scan_ms", "PostgreSQL recall: plain scan beside it", "the default Backend::search_content (every session's lines read) on the same sessions, slowest of 2 (bench_pg_search)", REPORT, None, "ms"),
