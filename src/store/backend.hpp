@@ -96,8 +96,9 @@ public:
 
   // ---- readers: no lock, committed prefix, never modify a log ----
 
-  /// Whole committed log in memory. Throws SessionNotFound / StoreCorrupt.
-  virtual LogSnapshot read_log(const std::string& id) = 0;
+  /// Whole committed log in memory: read_events collecting every event. Throws SessionNotFound /
+  /// StoreCorrupt.
+  virtual LogSnapshot read_log(const std::string& id);
   /// Streams every committed event to `sink` in order; memory bounded by a chunk of the log, not
   /// its size. `stop` is checked per line (then ReadCancelled).
   virtual StreamResult read_events(const std::string& id, const EventSink& sink, std::stop_token stop = {},

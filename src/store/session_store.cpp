@@ -274,14 +274,6 @@ void SessionStore::check_identity(const SessionHeader& h, const std::string& id,
     throw StoreCorrupt(path, 1, "session header (id \"" + h.id + "\") does not match the log's location");
 }
 
-LogSnapshot SessionStore::read_log(const std::string& id) {
-  LogSnapshot snap;
-  StreamResult r = read_events(id, [&](json::object&& e) { snap.events.push_back(std::move(e)); });
-  snap.path = std::move(r.path);
-  snap.header = std::move(r.header);
-  return snap;
-}
-
 StreamResult SessionStore::read_events(const std::string& id, const EventSink& sink, std::stop_token stop,
                                        EventLifetime lifetime) {
   auto path = find_log(id);

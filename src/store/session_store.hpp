@@ -72,8 +72,6 @@ public:
 
   // ---- readers: no lock, committed prefix, never modify a log ----
 
-  /// Whole committed log in memory. Throws SessionNotFound / StoreCorrupt.
-  LogSnapshot read_log(const std::string& id) override;
   /// Streams every committed event to `sink` in order; memory is bounded by one read chunk or one
   /// zstd frame. A hard error found after some events were delivered is still thrown. `stop` is
   /// checked per line; once requested the read ends with ReadCancelled. `lifetime`: whether the

@@ -369,14 +369,6 @@ std::optional<std::string> PgStore::find_log(const std::string& id) {
   }
 }
 
-LogSnapshot PgStore::read_log(const std::string& id) {
-  LogSnapshot snap;
-  StreamResult r = read_events(id, [&](json::object&& e) { snap.events.push_back(std::move(e)); });
-  snap.path = std::move(r.path);
-  snap.header = std::move(r.header);
-  return snap;
-}
-
 StreamResult PgStore::read_events(const std::string& id, const EventSink& sink, std::stop_token stop,
                                   EventLifetime lifetime) {
   try {
