@@ -12,6 +12,7 @@
 #include "store/log_state.hpp"
 #include "store/session_types.hpp"
 #include "store/session_writer.hpp"
+#include "store/store_options.hpp"
 
 #include <boost/json/object.hpp>
 
@@ -31,19 +32,6 @@ namespace acp::store {
 
 class ContentIndex;
 struct ContentLog;
-
-struct StoreOptions {
-  std::string root;                      ///< made absolute once; created (0700) when missing
-  std::optional<Encoding> encoding;      ///< requested; nullopt = the root's, or zstd for a new root
-  /// The listing and content indexes' directory ($XDG_CACHE_HOME/dsh-acp); empty = the listing
-  /// index in memory only, no content index (search_content scans the logs).
-  std::string cache_dir;
-  std::chrono::milliseconds lock_timeout{2000};
-  /// Requested layout; nullopt = the root's, or `default_generation` for a root that holds no log.
-  std::optional<Generation> generation;
-  Generation default_generation = Generation::flat;
-  bool read_only = false;                ///< list and read, never write (a discovered harness root)
-};
 
 class SessionStore final : public Backend {
 public:
