@@ -43,16 +43,14 @@ struct StreamResult {
   std::optional<std::int64_t> capturedThroughSeq;
 };
 
-/// What a store remembers about one log between write sequences. `path` names the log in messages
-/// (a file path, or the store's redacted URL and the id); the file fields are the file backend's.
+/// What a writer knows about one log, whichever the backend. `path` names the log in messages
+/// (a file path, or the store's redacted URL and the id). What only one backend needs (a file's
+/// size and inode) stays in that backend's appender and caches.
 struct KnownLog {
-  std::string id, bucket, file, path;
+  std::string id, path;
   SessionHeader header;
   LogState state;
   bool on_disk = false;  ///< false until the first append publishes the log (header included)
-  std::uint64_t size = 0;
-  std::int64_t mtime_ns = 0;
-  std::uint64_t ino = 0, dev = 0;
 };
 
 /// How one write sequence persists: owned by a SessionWriter, holding the session's write lock
@@ -63,7 +61,7 @@ public:
   /// Persists one batch: `lines` is the batch's log text (one record per line, each ending in
   /// '\n', in the store's shape), `records` the same records normalised. When `!log.on_disk` the
   /// log is published with its header first. Either the whole batch becomes visible to readers or
-  /// none of it does (then it throws). Updates the backend's fields of `log` (on_disk, size, ...).
+  /// none of it does (then it throws). Sets `log.on_disk` once the log is published.
   /// `sync`: durable before returning.
   virtual void write(KnownLog& log, const std::string& lines, const std::vector<boost::json::object>& records,
                      bool sync) = 0;

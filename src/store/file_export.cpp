@@ -175,18 +175,11 @@ std::string SessionStore::check_log_file(const std::string& path,
   return id;
 }
 
-KnownLog SessionStore::load_for_import(const std::string& id, const std::string& path, int fd) {
+SessionStore::FileLog SessionStore::load_for_import(const std::string& id, const std::string& path, int fd) {
   struct stat st {};
   if (::fstat(fd, &st) != 0) throw_errno("stat", path, errno);
-  {
-    std::lock_guard g(mu_);
-    auto it = known_.find(id);
-    // A copy's batches come one after another: without this each would rescan the whole log.
-    if (it != known_.end() && it->second.on_disk && it->second.path == path && it->second.ino == st.st_ino &&
-        it->second.dev == st.st_dev && it->second.size == std::uint64_t(st.st_size) &&
-        it->second.mtime_ns == mtime_ns(st))
-      return it->second;
-  }
+  // A copy's batches come one after another: without this each would rescan the whole log.
+  if (auto known = cached(id, path, file_stamp(st))) return std::move(*known);
   ScanResult scan = scan_log(fd, path, encoding_);
   check_identity(scan.header, id, path);
   if (scan.torn) {
@@ -197,18 +190,14 @@ KnownLog SessionStore::load_for_import(const std::string& id, const std::string&
     scan = scan_log(fd, path, encoding_);
     if (::fstat(fd, &st) != 0) throw_errno("stat", path, errno);
   }
-  KnownLog log;
-  log.id = id;
-  log.path = path;
-  set_index_key(log, root_);
-  log.header = std::move(scan.header);
-  log.state = std::move(scan.state);
-  log.on_disk = true;
-  log.ino = st.st_ino;
-  log.dev = st.st_dev;
-  log.size = std::uint64_t(st.st_size);
-  log.mtime_ns = mtime_ns(st);
-  return log;
+  FileLog f;
+  f.log.id = id;
+  f.log.path = path;
+  f.log.header = std::move(scan.header);
+  f.log.state = std::move(scan.state);
+  f.log.on_disk = true;
+  f.stamp = file_stamp(st);
+  return f;
 }
 
 void SessionStore::import_lines(const std::string& id, Generation g, const std::string& header_line,
@@ -266,7 +255,6 @@ void SessionStore::import_lines(const std::string& id, Generation g, const std::
     KnownLog log;
     log.id = id;
     log.path = path;
-    set_index_key(log, root_);
     log.header = std::move(*h);
     FileAppender appender(*this, std::move(lock), UniqueFd());
     appender.set_header_line(header_line + "\n");
@@ -285,16 +273,16 @@ void SessionStore::import_lines(const std::string& id, Generation g, const std::
     if (errno == ENOENT) throw SessionNotFound(id);
     throw_errno("open", *path, errno);
   }
-  KnownLog log = load_for_import(id, *path, fd.get());
-  remember(log);
-  if (log.state.count() != first_seq)
-    throw InvalidBatch("session \"" + id + "\" in " + root_ + " holds " + std::to_string(log.state.count()) +
+  FileLog f = load_for_import(id, *path, fd.get());
+  remember(f.log, f.stamp);
+  if (f.log.state.count() != first_seq)
+    throw InvalidBatch("session \"" + id + "\" in " + root_ + " holds " + std::to_string(f.log.state.count()) +
                        " events; the imported lines start at seq " + std::to_string(first_seq));
   if (lines.empty()) return;
-  FileAppender appender(*this, std::move(lock), std::move(fd));
-  appender.write(log, text, records, true);  // rolled back to the old length on failure
-  for (const auto& r : records) log.state.observe(r);
-  appender.committed(log);
+  FileAppender appender(*this, std::move(lock), std::move(fd), f.stamp);
+  appender.write(f.log, text, records, true);  // rolled back to the old length on failure
+  for (const auto& r : records) f.log.state.observe(r);
+  appender.committed(f.log);
 }
 
 } // namespace acp::store
