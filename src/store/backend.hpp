@@ -126,9 +126,10 @@ public:
   virtual Generation export_lines(const std::string& id, const std::function<void(std::string_view)>& header,
                                   const std::function<void(std::string_view)>& line, std::int64_t from_seq = 0);
   /// Appends lines verbatim as one atomic batch: `first_seq` must be the log's event count (0 with
-  /// `header_line` creates the log). Lines are checked to parse and carry their seqs. Throws
-  /// StoreError when the backend cannot hold lines of generation `g`, SessionExists when
-  /// `first_seq` is 0 and the log exists.
+  /// `header_line` creates the log). Every backend checks the batch with import_check.hpp, so the
+  /// same mistake is the same InvalidBatch: lines a reader would refuse, or a wrong `first_seq`.
+  /// Throws StoreError when the backend cannot hold lines of generation `g`, SessionExists when
+  /// `first_seq` is 0 and the log exists, SessionNotFound when it is not and the log does not.
   virtual void import_lines(const std::string& id, Generation g, const std::string& header_line,
                             std::int64_t first_seq, const std::vector<std::string>& lines);
 

@@ -100,7 +100,8 @@ public:
   ReadCancelled() : StoreError("session log read was cancelled") {}
 };
 
-/// A batch handed to append() is malformed (bad seq, surface metadata on a non-surface type...).
+/// A batch handed to append() or import_lines() is malformed (bad seq, surface metadata on a
+/// non-surface type, an imported line a reader would refuse...): nothing of it was written.
 class InvalidBatch : public StoreError {
 public:
   using StoreError::StoreError;
