@@ -37,7 +37,20 @@ jsonrpc::RpcError to_rpc_error(std::exception_ptr error) {
     return jsonrpc::invalid_params("/sessionId", e.what());
   } catch (const store::InvalidSessionId& e) {
     return jsonrpc::invalid_params("/sessionId", e.what());
+  } catch (const store::SessionNotFound& e) {
+    // Gone from the store while the request ran (another process deleted it): to the client the
+    // same as a session that is not there.
+    return jsonrpc::resource_not_found(e.id());
+  } catch (const store::SessionExists& e) {
+    log::warn(std::string("session id taken: ") + e.what());
+    return jsonrpc::session_exists(e.id());
+  } catch (const store::InvalidBatch& e) {
+    // Our own records refused (never the client's params): a defect worth the error log.
+    log::error(std::string("session log write refused: ") + e.what());
+    return jsonrpc::write_refused(e.what());
   } catch (const std::exception& e) {
+    // On purpose here too: EncodingMismatch and SharingUnsupported (a store that cannot serve),
+    // ReadCancelled (only at shutdown), a plain StoreError (I/O), and everything not the store's.
     log::error(std::string("internal error: ") + e.what());
     return jsonrpc::internal(e.what());
   } catch (...) {

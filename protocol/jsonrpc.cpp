@@ -74,6 +74,15 @@ RpcError log_corrupt(std::string_view where_and_why) {
   return RpcError(code::internal_error, "Session log unreadable: " + std::string(where_and_why),
                   json::object{{"code", "SESSION_LOG_CORRUPT"}});
 }
+RpcError session_exists(std::string_view session_id) {
+  return RpcError(code::internal_error, "Session exists: session " + json::serialize(json::string(session_id)) +
+                                            " already has a log",
+                  json::object{{"code", "SESSION_EXISTS"}, {"sessionId", session_id}});
+}
+RpcError write_refused(std::string_view why) {
+  return RpcError(code::internal_error, "Session log write refused: " + std::string(why),
+                  json::object{{"code", "SESSION_WRITE_REFUSED"}});
+}
 RpcError provider_failure(std::string_view code, std::string_view message, int http_status) {
   json::object data{{"code", code}};
   if (http_status) data["status"] = http_status;

@@ -64,6 +64,10 @@ RpcError session_busy();
 /// `waiting` prompts already wait behind the session's running turn.
 RpcError prompt_queue_full(std::string_view session_id, std::size_t waiting);
 RpcError log_corrupt(std::string_view where_and_why);
+/// A new session's id already has a log (another process created it first).
+RpcError session_exists(std::string_view session_id);
+/// The store refused a batch of the session's log as malformed; nothing of it was written.
+RpcError write_refused(std::string_view why);
 RpcError provider_failure(std::string_view code, std::string_view message, int http_status);
 RpcError internal(std::string_view details);
 

@@ -13,7 +13,6 @@
 #include "store/fork_seed.hpp"
 #include "store/event_builders.hpp"
 #include "store/records.hpp"
-#include "store/session_store.hpp"
 #include "store/store_set.hpp"
 #include "support/config.hpp"
 #include "support/log.hpp"
@@ -125,7 +124,7 @@ void require_writable(const Session& session) {
 // ---- StoreHandle ----
 
 StoreHandle::StoreHandle(std::function<std::unique_ptr<store::StoreSet>()> open) : open_(std::move(open)) {}
-StoreHandle::StoreHandle(std::function<std::unique_ptr<store::SessionStore>()> open)
+StoreHandle::StoreHandle(std::function<std::unique_ptr<store::Backend>()> open)
     : open_([open = std::move(open)] {
         std::vector<std::unique_ptr<store::Backend>> roots;
         roots.push_back(open());

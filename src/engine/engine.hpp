@@ -60,7 +60,7 @@ namespace acp::support {
 struct Config;
 }
 namespace acp::store {
-class SessionStore;
+class Backend;
 class StoreSet;
 struct ListQuery;
 }
@@ -117,8 +117,8 @@ class StoreHandle {
 public:
   /// Every configured root (issue 15: several roots list and serve as one).
   explicit StoreHandle(std::function<std::unique_ptr<store::StoreSet>()> open);
-  /// One root.
-  explicit StoreHandle(std::function<std::unique_ptr<store::SessionStore>()> open);
+  /// One store of any backend.
+  explicit StoreHandle(std::function<std::unique_ptr<store::Backend>()> open);
   ~StoreHandle();
   store::StoreSet& get();
 

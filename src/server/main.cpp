@@ -135,7 +135,7 @@ int main(int argc, char** argv) {
       continue;
     }
     // Opened as `dsh-acp store` opens one (open_backend.hpp); a directory waits for first use (above).
-    store::OpenOptions o;
+    store::StoreOptions o;
     o.generation = store::parse_generation(config.store_generation);
     o.lock_timeout = std::chrono::milliseconds(config.lock_timeout_ms);
     try {

@@ -295,10 +295,10 @@ SessionCopy copy_session(st::Backend& from, st::Backend& to, const std::string& 
 }
 
 /// Opens a store for reading: a directory must exist.
-std::unique_ptr<st::Backend> open_source(const std::string& spec, const st::OpenOptions& o) {
+std::unique_ptr<st::Backend> open_source(const std::string& spec, const st::StoreOptions& o) {
   if (!st::pg::is_postgres_url(spec) && !support::is_directory(spec))
     throw UsageError(spec + ": no such directory (a store is a directory or a postgresql:// URL)");
-  st::OpenOptions ro = o;
+  st::StoreOptions ro = o;
   ro.read_only = true;
   return st::open_backend(spec, ro);
 }
@@ -310,7 +310,7 @@ int run_copy(const Args& a) {
   const std::string from_name = st::pg::redact_url(from_spec), to_name = st::pg::redact_url(to_spec);
   std::unique_ptr<st::Backend> from, to;
   try {
-    st::OpenOptions o;
+    st::StoreOptions o;
     from = open_source(from_spec, o);
     // A new destination root takes the source's shape unless told otherwise.
     o.encoding = a.encoding;
@@ -512,7 +512,7 @@ int run_verify(const Args& a) {
 /// Opens a store to index or search: read-only (the index lives in the cache directory, the
 /// server's, so both see one index).
 std::unique_ptr<st::Backend> open_for_content(const std::string& spec) {
-  st::OpenOptions o;
+  st::StoreOptions o;
   o.cache_dir = support::cache_dir_of(support::process_environment());
   return open_source(spec, o);
 }

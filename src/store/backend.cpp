@@ -10,6 +10,14 @@
 
 namespace acp::store {
 
+LogSnapshot Backend::read_log(const std::string& id) {
+  LogSnapshot snap;
+  StreamResult r = read_events(id, [&](boost::json::object&& e) { snap.events.push_back(std::move(e)); });
+  snap.path = std::move(r.path);
+  snap.header = std::move(r.header);
+  return snap;
+}
+
 SessionWriter Backend::open_or_create(const SessionHeader& header, const LockWait& wait) {
   if (exists(header.id)) return open(header.id, wait);
   return create(header, wait);

@@ -43,16 +43,14 @@ struct StreamResult {
   std::optional<std::int64_t> capturedThroughSeq;
 };
 
-/// What a store remembers about one log between write sequences. `path` names the log in messages
-/// (a file path, or the store's redacted URL and the id); the file fields are the file backend's.
+/// What a writer knows about one log, whichever the backend. `path` names the log in messages
+/// (a file path, or the store's redacted URL and the id). What only one backend needs (a file's
+/// size and inode) stays in that backend's appender and caches.
 struct KnownLog {
-  std::string id, bucket, file, path;
+  std::string id, path;
   SessionHeader header;
   LogState state;
   bool on_disk = false;  ///< false until the first append publishes the log (header included)
-  std::uint64_t size = 0;
-  std::int64_t mtime_ns = 0;
-  std::uint64_t ino = 0, dev = 0;
 };
 
 /// How one write sequence persists: owned by a SessionWriter, holding the session's write lock
@@ -63,7 +61,7 @@ public:
   /// Persists one batch: `lines` is the batch's log text (one record per line, each ending in
   /// '\n', in the store's shape), `records` the same records normalised. When `!log.on_disk` the
   /// log is published with its header first. Either the whole batch becomes visible to readers or
-  /// none of it does (then it throws). Updates the backend's fields of `log` (on_disk, size, ...).
+  /// none of it does (then it throws). Sets `log.on_disk` once the log is published.
   /// `sync`: durable before returning.
   virtual void write(KnownLog& log, const std::string& lines, const std::vector<boost::json::object>& records,
                      bool sync) = 0;
@@ -96,8 +94,9 @@ public:
 
   // ---- readers: no lock, committed prefix, never modify a log ----
 
-  /// Whole committed log in memory. Throws SessionNotFound / StoreCorrupt.
-  virtual LogSnapshot read_log(const std::string& id) = 0;
+  /// Whole committed log in memory: read_events collecting every event. Throws SessionNotFound /
+  /// StoreCorrupt.
+  virtual LogSnapshot read_log(const std::string& id);
   /// Streams every committed event to `sink` in order; memory bounded by a chunk of the log, not
   /// its size. `stop` is checked per line (then ReadCancelled).
   virtual StreamResult read_events(const std::string& id, const EventSink& sink, std::stop_token stop = {},
@@ -127,9 +126,10 @@ public:
   virtual Generation export_lines(const std::string& id, const std::function<void(std::string_view)>& header,
                                   const std::function<void(std::string_view)>& line, std::int64_t from_seq = 0);
   /// Appends lines verbatim as one atomic batch: `first_seq` must be the log's event count (0 with
-  /// `header_line` creates the log). Lines are checked to parse and carry their seqs. Throws
-  /// StoreError when the backend cannot hold lines of generation `g`, SessionExists when
-  /// `first_seq` is 0 and the log exists.
+  /// `header_line` creates the log). Every backend checks the batch with import_check.hpp, so the
+  /// same mistake is the same InvalidBatch: lines a reader would refuse, or a wrong `first_seq`.
+  /// Throws StoreError when the backend cannot hold lines of generation `g`, SessionExists when
+  /// `first_seq` is 0 and the log exists, SessionNotFound when it is not and the log does not.
   virtual void import_lines(const std::string& id, Generation g, const std::string& header_line,
                             std::int64_t first_seq, const std::vector<std::string>& lines);
 

@@ -1,12 +1,16 @@
 // Error types of the session store. Each one maps to exactly one wire outcome in the host
-// (the error table, docs/decisions.md#errors-on-the-wire), so callers catch by type instead of parsing messages:
+// (handlers/errors.cpp, the table in docs/decisions.md#errors-on-the-wire), so callers catch by type
+// instead of parsing messages:
 //   StoreCorrupt   -> -32603 "Session log unreadable: <file>:<line>: <why>" (SESSION_LOG_CORRUPT)
+//   FoldError      -> the same, "invalid session surface: <message>"
 //   SessionBusy    -> -32603 "Session busy" (SESSION_BUSY)
-//   InvalidSessionId (incl. IdTooLong) -> -32602
-//   SessionNotFound -> -32002 / SESSION_REFERENCE_READ_FAILED, depending on the caller
-//   FoldError      -> "invalid session surface: <message>"
+//   SessionNotFound -> -32002, as a session not open here (SESSION_REFERENCE_READ_FAILED for a reference)
+//   SessionExists  -> -32603 "Session exists" (SESSION_EXISTS)
+//   InvalidBatch (incl. InvalidLogText) -> -32603 "Session log write refused" (SESSION_WRITE_REFUSED)
+//   InvalidSessionId (incl. IdTooLong), SessionReadOnly -> -32602 at /sessionId
 //   ReadCancelled  -> the caller asked to stop (never reported as a failure)
-// Everything else the store throws is a plain StoreError (internal error).
+// Everything else the store throws (EncodingMismatch, SharingUnsupported, a plain StoreError) is
+// an internal error.
 #pragma once
 
 #include <cstdint>
@@ -59,10 +63,13 @@ public:
 /// No log exists for the id.
 class SessionNotFound : public StoreError {
 public:
-  explicit SessionNotFound(const std::string& id) : StoreError("session \"" + id + "\" not found") {}
+  explicit SessionNotFound(const std::string& id) : StoreError("session \"" + id + "\" not found"), id_(id) {}
+  const std::string& id() const noexcept { return id_; }
+
+private:
+  std::string id_;
 };
 
-/// create() of an id that already has a log.
 /// The session may be read but not written: its root is read-only (a discovered harness root),
 /// or it is a flat-layout log found inside a 0.1 root (docs/store-format.md#project-layout-01).
 class SessionReadOnly : public StoreError {
@@ -71,9 +78,14 @@ public:
       : StoreError("session \"" + id + "\" is read-only: " + why) {}
 };
 
+/// create() or a first import of an id that already has a log.
 class SessionExists : public StoreError {
 public:
-  explicit SessionExists(const std::string& id) : StoreError("session \"" + id + "\" already exists") {}
+  explicit SessionExists(const std::string& id) : StoreError("session \"" + id + "\" already exists"), id_(id) {}
+  const std::string& id() const noexcept { return id_; }
+
+private:
+  std::string id_;
 };
 
 /// The store cannot mark sessions shared: it has no people (a file root is one person's files).
@@ -100,7 +112,8 @@ public:
   ReadCancelled() : StoreError("session log read was cancelled") {}
 };
 
-/// A batch handed to append() is malformed (bad seq, surface metadata on a non-surface type...).
+/// A batch handed to append() or import_lines() is malformed (bad seq, surface metadata on a
+/// non-surface type, an imported line a reader would refuse...): nothing of it was written.
 class InvalidBatch : public StoreError {
 public:
   using StoreError::StoreError;

@@ -58,9 +58,8 @@ void FileAppender::publish(KnownLog& log, const std::string& lines) {
   struct stat st {};
   if (::fstat(fd_.get(), &st) != 0) throw_errno("stat", log.path, errno);
   log.on_disk = true;
-  log.ino = st.st_ino;
-  log.dev = st.st_dev;
-  log.size = bytes.size();
+  stamp_ = file_stamp(st);
+  stamp_.size = bytes.size();
 }
 
 void FileAppender::write(KnownLog& log, const std::string& lines, const std::vector<boost::json::object>& records,
@@ -92,31 +91,31 @@ void FileAppender::write(KnownLog& log, const std::string& lines, const std::vec
     if (zstd) compressed = compress_frame(lines);
     const std::string& bytes = zstd ? compressed : lines;
     try {
-      pwrite_all(fd_.get(), bytes, log.size, log.path);
+      pwrite_all(fd_.get(), bytes, stamp_.size, log.path);
       if (sync) fsync_fd(fd_.get(), log.path);
     } catch (...) {
       // Roll back to the previous length so the log never keeps half a batch.
-      if (::ftruncate(fd_.get(), off_t(log.size)) == 0) (void)::fsync(fd_.get());
+      if (::ftruncate(fd_.get(), off_t(stamp_.size)) == 0) (void)::fsync(fd_.get());
       throw;
     }
-    log.size += bytes.size();
+    stamp_.size += bytes.size();
     unsynced_ = !sync;
   }
   struct stat st {};
-  if (::fstat(fd_.get(), &st) == 0) log.mtime_ns = mtime_ns(st);
+  if (::fstat(fd_.get(), &st) == 0) stamp_.mtime_ns = mtime_ns(st);
 }
 
 void FileAppender::committed(const KnownLog& log) {
-  store_->remember(log);
+  store_->remember(log, stamp_);
   ContentIndex* index = store_->content_live_.load();
   if (!index || !batch_) return;
   CommittedEvents b = std::move(*batch_);
   batch_.reset();
   b.id = log.id;
   b.path = log.path;
-  b.size = log.size;
-  b.ino = log.ino;
-  b.mtime_ns = log.mtime_ns;
+  b.size = stamp_.size;
+  b.ino = stamp_.ino;
+  b.mtime_ns = stamp_.mtime_ns;
   b.end_seq = log.state.count();
   index->post(std::move(b));
 }

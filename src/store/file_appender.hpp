@@ -8,17 +8,17 @@
 #include "store/content_index.hpp"
 #include "store/file_io.hpp"
 #include "store/session_lock.hpp"
+#include "store/session_store.hpp"
 
 #include <optional>
 
 namespace acp::store {
 
-class SessionStore;
-
 class FileAppender final : public Appender {
 public:
-  FileAppender(SessionStore& store, SessionLock lock, UniqueFd fd)
-      : store_(&store), lock_(std::move(lock)), fd_(std::move(fd)) {}
+  /// `stamp`: the file `fd` is open on as the store last saw it (nothing when the log is new).
+  FileAppender(SessionStore& store, SessionLock lock, UniqueFd fd, FileStamp stamp = {})
+      : store_(&store), lock_(std::move(lock)), fd_(std::move(fd)), stamp_(stamp) {}
 
   void write(KnownLog& log, const std::string& lines, const std::vector<boost::json::object>& records,
              bool sync) override;
@@ -39,6 +39,7 @@ private:
   SessionStore* store_;
   SessionLock lock_;
   UniqueFd fd_;
+  FileStamp stamp_;  ///< the file after our last write: appends go at stamp_.size
   bool unsynced_ = false;
   /// The last write's texts, for the content index once committed (only while it is open).
   std::optional<CommittedEvents> batch_;

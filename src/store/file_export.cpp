@@ -8,11 +8,11 @@
 #include "store/event_model.hpp"
 #include "store/file_appender.hpp"
 #include "store/file_io.hpp"
+#include "store/import_check.hpp"
 #include "store/line_text.hpp"
 #include "store/log_source.hpp"
 #include "store/records.hpp"
 #include "support/json_text.hpp"
-#include "support/paths.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -175,18 +175,11 @@ std::string SessionStore::check_log_file(const std::string& path,
   return id;
 }
 
-KnownLog SessionStore::load_for_import(const std::string& id, const std::string& path, int fd) {
+SessionStore::FileLog SessionStore::load_for_import(const std::string& id, const std::string& path, int fd) {
   struct stat st {};
   if (::fstat(fd, &st) != 0) throw_errno("stat", path, errno);
-  {
-    std::lock_guard g(mu_);
-    auto it = known_.find(id);
-    // A copy's batches come one after another: without this each would rescan the whole log.
-    if (it != known_.end() && it->second.on_disk && it->second.path == path && it->second.ino == st.st_ino &&
-        it->second.dev == st.st_dev && it->second.size == std::uint64_t(st.st_size) &&
-        it->second.mtime_ns == mtime_ns(st))
-      return it->second;
-  }
+  // A copy's batches come one after another: without this each would rescan the whole log.
+  if (auto known = cached(id, path, file_stamp(st))) return std::move(*known);
   ScanResult scan = scan_log(fd, path, encoding_);
   check_identity(scan.header, id, path);
   if (scan.torn) {
@@ -197,18 +190,14 @@ KnownLog SessionStore::load_for_import(const std::string& id, const std::string&
     scan = scan_log(fd, path, encoding_);
     if (::fstat(fd, &st) != 0) throw_errno("stat", path, errno);
   }
-  KnownLog log;
-  log.id = id;
-  log.path = path;
-  set_index_key(log, root_);
-  log.header = std::move(scan.header);
-  log.state = std::move(scan.state);
-  log.on_disk = true;
-  log.ino = st.st_ino;
-  log.dev = st.st_dev;
-  log.size = std::uint64_t(st.st_size);
-  log.mtime_ns = mtime_ns(st);
-  return log;
+  FileLog f;
+  f.log.id = id;
+  f.log.path = path;
+  f.log.header = std::move(scan.header);
+  f.log.state = std::move(scan.state);
+  f.log.on_disk = true;
+  f.stamp = file_stamp(st);
+  return f;
 }
 
 void SessionStore::import_lines(const std::string& id, Generation g, const std::string& header_line,
@@ -217,61 +206,30 @@ void SessionStore::import_lines(const std::string& id, Generation g, const std::
     throw StoreError("cannot copy a " + gen(g) + " session into a " + gen(generation_) + " root (" + root_ +
                      "): the lines are in the other generation's shape");
   if (read_only_) throw SessionReadOnly(id, read_only_reason(root_ + "/"));
-  if (first_seq < 0) throw InvalidBatch("first seq " + std::to_string(first_seq) + " is negative");
-
-  // Every line is one record (or a packed row) continuing the seqs; the normalised events feed the
-  // log state (title, times) the listing learns.
+  std::optional<SessionHeader> header = check_import_header(id, g, header_line, first_seq);
+  // The normalised events feed the log state (title, times) the listing learns.
   std::vector<json::object> records;
+  auto keep = [&](std::size_t, json::object&& e) { records.push_back(std::move(e)); };
   std::string text;
-  std::int64_t expect = first_seq;
-  for (std::size_t i = 0; i < lines.size(); ++i) {
-    const std::string& l = lines[i];
-    const std::string where = "session \"" + id + "\": imported line " + std::to_string(i + 1) + " (seq " +
-                              std::to_string(expect) + ")";
-    if (l.find('\n') != std::string::npos) throw InvalidBatch(where + " holds a line break");
-    auto events = line_events(l);
-    if (!events) throw InvalidBatch(where + " is not a log record");
-    for (auto& e : *events) {
-      auto s = e.if_contains("seq");
-      auto si = s ? safe_int(*s) : std::nullopt;
-      if (!si || *si != expect)
-        throw InvalidBatch(where + ": seq " + (s ? support::to_json_text(*s) : std::string("(missing)")) +
-                           " does not continue the log; expected " + std::to_string(expect));
-      ++expect;
-      normalise_event(e);
-      records.push_back(std::move(e));
-    }
+  for (const std::string& l : lines) {
     text.append(l);
     text += '\n';
   }
 
-  if (first_seq == 0) {
-    boost::system::error_code ec;
-    json::value hv = support::parse_json(header_line, ec);
-    std::optional<SessionHeader> h;
-    if (!ec) h = parse_header(hv);
-    if (!h || header_line.find('\n') != std::string::npos)
-      throw InvalidBatch("session \"" + id + "\": the imported header line is not a session header");
-    if (h->id != id) throw InvalidBatch("session \"" + id + "\": the imported header names \"" + h->id + "\"");
-    if (h->version != kSessionFormatVersion)
-      throw InvalidBatch("session \"" + id + "\": unsupported session format version " + std::to_string(h->version));
-    if (h->cwd && !support::is_absolute_path(*h->cwd))
-      throw InvalidBatch("session cwd must be an absolute path: " + *h->cwd);
-    if (generation_ == Generation::project_dirs && h->cwd && h->cwd->empty())
-      throw InvalidBatch("session cwd must not be empty in a harness 0.1 store");
-    const std::string path = log_path(*h);
+  if (header) {
+    LogState after = check_import_lines(id, *header, {}, first_seq, lines, keep);
+    const std::string path = log_path(*header);
     ensure_log_dirs(path);
     SessionLock lock = SessionLock::acquire(lock_path_of(path, id), lock_timeout_, id, {});
     if (find_log(id)) throw SessionExists(id);
     KnownLog log;
     log.id = id;
     log.path = path;
-    set_index_key(log, root_);
-    log.header = std::move(*h);
+    log.header = std::move(*header);
     FileAppender appender(*this, std::move(lock), UniqueFd());
     appender.set_header_line(header_line + "\n");
     appender.write(log, text, records, true);  // published whole: header and lines, fsynced
-    for (const auto& r : records) log.state.observe(r);
+    log.state = std::move(after);
     appender.committed(log);
     return;
   }
@@ -285,16 +243,14 @@ void SessionStore::import_lines(const std::string& id, Generation g, const std::
     if (errno == ENOENT) throw SessionNotFound(id);
     throw_errno("open", *path, errno);
   }
-  KnownLog log = load_for_import(id, *path, fd.get());
-  remember(log);
-  if (log.state.count() != first_seq)
-    throw InvalidBatch("session \"" + id + "\" in " + root_ + " holds " + std::to_string(log.state.count()) +
-                       " events; the imported lines start at seq " + std::to_string(first_seq));
+  FileLog f = load_for_import(id, *path, fd.get());
+  remember(f.log, f.stamp);
+  LogState after = check_import_lines(id, f.log.header, f.log.state, first_seq, lines, keep);
   if (lines.empty()) return;
-  FileAppender appender(*this, std::move(lock), std::move(fd));
-  appender.write(log, text, records, true);  // rolled back to the old length on failure
-  for (const auto& r : records) log.state.observe(r);
-  appender.committed(log);
+  FileAppender appender(*this, std::move(lock), std::move(fd), f.stamp);
+  appender.write(f.log, text, records, true);  // rolled back to the old length on failure
+  f.log.state = std::move(after);
+  appender.committed(f.log);
 }
 
 } // namespace acp::store

@@ -17,7 +17,7 @@ namespace {
 
 // ---- PostgreSQL: the one place a URL becomes a store. -------------------------------------------
 
-std::unique_ptr<Backend> open_postgres(const std::string& url, const OpenOptions& options) {
+std::unique_ptr<Backend> open_postgres(const std::string& url, const StoreOptions& options) {
   pg::PgStoreOptions o;
   o.url = url;
   o.lock_timeout = options.lock_timeout;
@@ -34,17 +34,10 @@ void migrate_postgres(const std::string& url) {
 
 } // namespace
 
-std::unique_ptr<Backend> open_backend(const std::string& spec, const OpenOptions& options) {
+std::unique_ptr<Backend> open_backend(const std::string& spec, StoreOptions options) {
   if (pg::is_postgres_url(spec)) return open_postgres(spec, options);
-  StoreOptions o;
-  o.root = spec;
-  o.encoding = options.encoding;
-  o.generation = options.generation;
-  o.default_generation = options.default_generation;
-  o.cache_dir = options.cache_dir;
-  o.read_only = options.read_only;
-  o.lock_timeout = options.lock_timeout;
-  return std::make_unique<SessionStore>(std::move(o));
+  options.root = spec;
+  return std::make_unique<SessionStore>(std::move(options));
 }
 
 void migrate_store(const std::string& url) {

@@ -4,8 +4,8 @@
 
 #include "store/backend.hpp"
 #include "store/layout.hpp"
+#include "store/store_options.hpp"
 
-#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -15,19 +15,10 @@
 
 namespace acp::store {
 
-struct OpenOptions {
-  /// A root's options (as StoreOptions): encoding and generation are for a root that holds no log.
-  std::optional<Encoding> encoding;
-  std::optional<Generation> generation;
-  Generation default_generation = Generation::flat;
-  std::string cache_dir;  ///< listing index directory; empty = memory only
-  bool read_only = false;
-  std::chrono::milliseconds lock_timeout{2000};
-};
-
-/// Opens the store `spec` names (a URL is what pg::is_postgres_url, store/pg/url.hpp, says is one). Throws StoreError (a missing PostgreSQL schema, a root holding
-/// both encodings, ...).
-std::unique_ptr<Backend> open_backend(const std::string& spec, const OpenOptions& options);
+/// Opens the store `spec` names (a URL is what pg::is_postgres_url, store/pg/url.hpp, says is one)
+/// with `options` (its `root` is `spec`). Throws StoreError (a missing PostgreSQL schema, a root
+/// holding both encodings, ...).
+std::unique_ptr<Backend> open_backend(const std::string& spec, StoreOptions options);
 
 /// `dsh-acp store migrate URL`: creates or upgrades the PostgreSQL schema. Throws StoreError.
 void migrate_store(const std::string& url);

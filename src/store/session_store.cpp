@@ -43,12 +43,14 @@ std::string absolute_root(const std::string& root) {
 
 } // namespace
 
-// The listing index keys a log by its bucket (the root's child) and the rest of its path.
-void SessionStore::set_index_key(KnownLog& log, const std::string& root) {
-  const std::string rel = log.path.substr(root.size() + 1);
+FileStamp file_stamp(const struct stat& st) {
+  return {std::uint64_t(st.st_size), mtime_ns(st), std::uint64_t(st.st_ino), std::uint64_t(st.st_dev)};
+}
+
+std::pair<std::string, std::string> SessionStore::index_key(const std::string& path) const {
+  const std::string rel = path.substr(root_.size() + 1);
   const std::size_t slash = rel.find('/');
-  log.bucket = rel.substr(0, slash);
-  log.file = rel.substr(slash + 1);
+  return {rel.substr(0, slash), rel.substr(slash + 1)};
 }
 
 SessionStore::SessionStore(StoreOptions options) : lock_timeout_(options.lock_timeout) {
@@ -235,8 +237,8 @@ std::optional<std::string> SessionStore::find_log(const std::string& id) {
     std::lock_guard g(mu_);
     auto it = known_.find(id);
     struct stat st {};
-    if (it != known_.end() && it->second.on_disk && lstat_path(it->second.path, st) && S_ISREG(st.st_mode))
-      return it->second.path;
+    if (it != known_.end() && it->second.log.on_disk && lstat_path(it->second.log.path, st) && S_ISREG(st.st_mode))
+      return it->second.log.path;
   }
   const std::string seg = encode_segment(id);
   const std::string foreign_flat = seg + std::string(log_suffix(other(encoding_)));
@@ -272,14 +274,6 @@ void SessionStore::check_identity(const SessionHeader& h, const std::string& id,
     placed = path.size() > root_.size() && path.substr(path.rfind('/') + 1) == log_file_name(h.id, encoding_);
   if (h.id != id || !placed)
     throw StoreCorrupt(path, 1, "session header (id \"" + h.id + "\") does not match the log's location");
-}
-
-LogSnapshot SessionStore::read_log(const std::string& id) {
-  LogSnapshot snap;
-  StreamResult r = read_events(id, [&](json::object&& e) { snap.events.push_back(std::move(e)); });
-  snap.path = std::move(r.path);
-  snap.header = std::move(r.header);
-  return snap;
 }
 
 StreamResult SessionStore::read_events(const std::string& id, const EventSink& sink, std::stop_token stop,
@@ -430,18 +424,28 @@ IndexProgress SessionStore::index_content(const IndexProgressFn& progress, std::
   return index->catch_up(content_logs(), progress, stop, true);
 }
 
-void SessionStore::remember(const KnownLog& log) {
+void SessionStore::remember(const KnownLog& log, const FileStamp& stamp) {
   std::lock_guard g(mu_);
-  known_[log.id] = log;
+  known_[log.id] = FileLog{log, stamp};
   if (log.on_disk) {
     const auto& title = log.state.title();
-    index_->record_write(log.bucket, log.file, log.header,
-                         title ? std::optional<std::string>(title->title) : std::nullopt,
-                         log.state.count() > 0 ? log.state.last_time() : log.header.createdAt, log.size, log.mtime_ns);
+    const auto [bucket, file] = index_key(log.path);
+    index_->record_write(bucket, file, log.header, title ? std::optional<std::string>(title->title) : std::nullopt,
+                         log.state.count() > 0 ? log.state.last_time() : log.header.createdAt, stamp.size,
+                         stamp.mtime_ns);
   }
 }
 
-KnownLog SessionStore::load_for_write(const std::string& id, const std::string& path, UniqueFd& fd) {
+std::optional<SessionStore::FileLog> SessionStore::cached(const std::string& id, const std::string& path,
+                                                          const FileStamp& now) {
+  std::lock_guard g(mu_);
+  auto it = known_.find(id);
+  if (it == known_.end() || !it->second.log.on_disk || it->second.log.path != path || it->second.stamp != now)
+    return std::nullopt;
+  return it->second;
+}
+
+SessionStore::FileLog SessionStore::load_for_write(const std::string& id, const std::string& path, UniqueFd& fd) {
   fd = open_nofollow(path, O_RDWR);
   if (!fd) {
     if (errno == ENOENT) throw SessionNotFound(id);
@@ -449,34 +453,24 @@ KnownLog SessionStore::load_for_write(const std::string& id, const std::string& 
   }
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) throw_errno("stat", path, errno);
-  {
-    std::lock_guard g(mu_);
-    auto it = known_.find(id);
-    if (it != known_.end() && it->second.on_disk && it->second.path == path && it->second.ino == st.st_ino &&
-        it->second.dev == st.st_dev && it->second.size == std::uint64_t(st.st_size) &&
-        it->second.mtime_ns == mtime_ns(st) && !it->second.state.turn_open())
-      return it->second;  // nobody wrote since our last read or write, and no turn was left open
-    // A turn left open by a writer of this process that gave up (exception, destroyed writer)
-    // is repaired like one left by a dead process: rescan below.
-  }
+  // Nobody wrote since our last read or write, and no turn was left open. A turn left open by a
+  // writer of this process that gave up (exception, destroyed writer) is repaired like one left by
+  // a dead process: rescan below.
+  if (auto known = cached(id, path, file_stamp(st)); known && !known->log.state.turn_open()) return std::move(*known);
   ScanResult scan = scan_log(fd.get(), path, encoding_);
   check_identity(scan.header, id, path);
-  KnownLog log;
-  log.id = id;
-  log.path = path;
-  set_index_key(log, root_);
-  log.header = scan.header;
-  log.on_disk = true;
-  log.ino = st.st_ino;
-  log.dev = st.st_dev;
+  FileLog f;
+  f.log.id = id;
+  f.log.path = path;
+  f.log.header = scan.header;
+  f.log.on_disk = true;
 
   // Repair only under the lock (we hold it) and only because the tail is still torn or a turn
   // was left open by a writer that died.
-  log.state = needs_repair(scan) ? repair_log(fd.get(), path, encoding_, generation_, scan) : std::move(scan.state);
+  f.log.state = needs_repair(scan) ? repair_log(fd.get(), path, encoding_, generation_, scan) : std::move(scan.state);
   if (::fstat(fd.get(), &st) != 0) throw_errno("stat", path, errno);
-  log.size = std::uint64_t(st.st_size);
-  log.mtime_ns = mtime_ns(st);
-  return log;
+  f.stamp = file_stamp(st);
+  return f;
 }
 
 SessionWriter SessionStore::open(const std::string& id, const LockWait& wait) {
@@ -485,9 +479,10 @@ SessionWriter SessionStore::open(const std::string& id, const LockWait& wait) {
   if (auto why = read_only_reason(*path); !why.empty()) throw SessionReadOnly(id, why);
   SessionLock lock = SessionLock::acquire(lock_path_of(*path, id), lock_timeout_, id, wait);
   UniqueFd fd;
-  KnownLog log = load_for_write(id, *path, fd);
-  remember(log);
-  return SessionWriter(generation_, std::move(log), std::make_unique<FileAppender>(*this, std::move(lock), std::move(fd)));
+  FileLog f = load_for_write(id, *path, fd);
+  remember(f.log, f.stamp);
+  return SessionWriter(generation_, std::move(f.log),
+                       std::make_unique<FileAppender>(*this, std::move(lock), std::move(fd), f.stamp));
 }
 
 SessionWriter SessionStore::create(const SessionHeader& header, const LockWait& wait) {
@@ -504,7 +499,6 @@ SessionWriter SessionStore::create(const SessionHeader& header, const LockWait& 
   KnownLog log;
   log.id = header.id;
   log.path = path;
-  set_index_key(log, root_);
   log.header = header;
   log.header.version = kSessionFormatVersion;
   return SessionWriter(generation_, std::move(log), std::make_unique<FileAppender>(*this, std::move(lock), UniqueFd()));
@@ -536,12 +530,10 @@ void SessionStore::delete_session(const std::string& id, const LockWait& wait) {
   ::unlink(lock_path.c_str());
   if (generation_ == Generation::project_dirs && ::rmdir(dir.c_str()) == 0)  // left when it holds anything else
     fsync_dir(dir.substr(0, dir.rfind('/')));
-  KnownLog gone;
-  gone.path = *path;
-  set_index_key(gone, root_);
+  const auto [bucket, file] = index_key(*path);
   std::lock_guard g(mu_);
   known_.erase(id);
-  index_->record_delete(gone.bucket, gone.file);
+  index_->record_delete(bucket, file);
 }
 
 } // namespace acp::store

@@ -12,8 +12,11 @@
 #include "store/log_state.hpp"
 #include "store/session_types.hpp"
 #include "store/session_writer.hpp"
+#include "store/store_options.hpp"
 
 #include <boost/json/object.hpp>
+
+#include <sys/stat.h>
 
 #include <atomic>
 #include <chrono>
@@ -25,6 +28,7 @@
 #include <stop_token>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace acp::store {
@@ -33,18 +37,15 @@ class ContentIndex;
 struct ContentLog;
 struct ContentListing;
 
-struct StoreOptions {
-  std::string root;                      ///< made absolute once; created (0700) when missing
-  std::optional<Encoding> encoding;      ///< requested; nullopt = the root's, or zstd for a new root
-  /// The listing and content indexes' directory ($XDG_CACHE_HOME/dsh-acp); empty = the listing
-  /// index in memory only, no content index (search_content scans the logs).
-  std::string cache_dir;
-  std::chrono::milliseconds lock_timeout{2000};
-  /// Requested layout; nullopt = the root's, or `default_generation` for a root that holds no log.
-  std::optional<Generation> generation;
-  Generation default_generation = Generation::flat;
-  bool read_only = false;                ///< list and read, never write (a discovered harness root)
+/// What the file backend knows of a log file as of its last read or write: when the file still
+/// matches, nobody wrote it since and it need not be read again.
+struct FileStamp {
+  std::uint64_t size = 0;
+  std::int64_t mtime_ns = 0;
+  std::uint64_t ino = 0, dev = 0;
+  bool operator==(const FileStamp&) const = default;
 };
+FileStamp file_stamp(const struct stat& st);
 
 class SessionStore final : public Backend {
 public:
@@ -73,8 +74,6 @@ public:
 
   // ---- readers: no lock, committed prefix, never modify a log ----
 
-  /// Whole committed log in memory. Throws SessionNotFound / StoreCorrupt.
-  LogSnapshot read_log(const std::string& id) override;
   /// Streams every committed event to `sink` in order; memory is bounded by one read chunk or one
   /// zstd frame. A hard error found after some events were delivered is still thrown. `stop` is
   /// checked per line; once requested the read ends with ReadCancelled. `lifetime`: whether the
@@ -159,12 +158,20 @@ private:
   std::string lock_path_of(const std::string& path, const std::string& id) const;
   /// Creates the directories the log at `path` lives in (0700), each made durable in its parent.
   void ensure_log_dirs(const std::string& path);
-  KnownLog load_for_write(const std::string& id, const std::string& path, UniqueFd& fd);
+  /// A log as the cache holds it: the writer's view and the file it was taken from.
+  struct FileLog {
+    KnownLog log;
+    FileStamp stamp;
+  };
+  FileLog load_for_write(const std::string& id, const std::string& path, UniqueFd& fd);
   /// load_for_write without repair (import_lines): cached when unchanged, even with a turn open.
-  KnownLog load_for_import(const std::string& id, const std::string& path, int fd);
+  FileLog load_for_import(const std::string& id, const std::string& path, int fd);
+  /// The cached log of `id` when it was read from `path` and the file still matches `now`.
+  std::optional<FileLog> cached(const std::string& id, const std::string& path, const FileStamp& now);
   void check_identity(const SessionHeader& h, const std::string& id, const std::string& path) const;
-  void remember(const KnownLog& log);  // writer -> caches and index
-  static void set_index_key(KnownLog& log, const std::string& root);
+  void remember(const KnownLog& log, const FileStamp& stamp);  // writer -> caches and index
+  /// The listing index's key of the log at `path`: its bucket (the root's child) and the rest.
+  std::pair<std::string, std::string> index_key(const std::string& path) const;
   void persist_index(const std::string& text, std::uint64_t generation);
   /// Every listed log, for the content index: kept while the listing's logs stay the same.
   ContentListing content_logs();
@@ -175,7 +182,7 @@ private:
   bool read_only_ = false;
   std::chrono::milliseconds lock_timeout_;
   std::mutex mu_;
-  std::unordered_map<std::string, KnownLog> known_;
+  std::unordered_map<std::string, FileLog> known_;
   std::unique_ptr<ListingIndex> index_;
   std::uint64_t index_generation_ = 0;  ///< guarded by mu_
   std::mutex persist_mu_;               ///< orders cache-file writes

@@ -429,6 +429,18 @@ test('session/delete removes the log and the listing entry; load is then -32002;
   await b.agent.finish();
 });
 
+fileStoreOnly('a log removed behind an open session: its load is -32002, as a session not there, never an internal error', async (t) => {
+  const home = makeHome(t);
+  const a = await startIn(t, home);
+  const { sessionId: sid } = await a.ctx.request(M.session.new, { cwd: home, mcpServers: [] });
+  await a.ctx.request(M.session.prompt, { sessionId: sid, prompt: text('soon gone') });
+  rmSync(logPath(path.join(home, 'sessions'), sid));  // another process deleted it
+  // Still open on this connection, so the load gets as far as reading the log, which the store lacks.
+  await rejectsWith(a.ctx.request(M.session.load, { sessionId: sid, cwd: home, mcpServers: [] }), -32002,
+    (e) => assert.equal(e.data?.sessionId, sid));
+  await a.agent.finish();
+});
+
 test('session/delete params that break its schema are still -32602 with their pointer', async (t) => {
   const agent = startAgent(t);
   await agent.initialize();

@@ -1012,13 +1012,82 @@ BOOST_AUTO_TEST_CASE(import_refuses_lines_that_do_not_parse_or_continue_the_seqs
   }
   std::vector<std::string> text = file_lines(*files->find_log("x"));
   std::vector<std::string> skipping{text[1], text[3]};
-  BOOST_CHECK_THROW(pg->import_lines("x", Generation::flat, text[0], 0, skipping), StoreCorrupt);
-  BOOST_CHECK_THROW(pg->import_lines("x", Generation::flat, text[0], 0, {text[1], "{\"type\":"}), StoreCorrupt);
-  BOOST_CHECK_THROW(pg->import_lines("x", Generation::flat, text[0], 0, {text[1] + "\n" + text[2]}), StoreCorrupt);
-  BOOST_CHECK_THROW(pg->import_lines("y", Generation::flat, text[0], 0, {}), StoreCorrupt);  // header of another id
+  BOOST_CHECK_THROW(pg->import_lines("x", Generation::flat, text[0], 0, skipping), InvalidBatch);
+  BOOST_CHECK_THROW(pg->import_lines("x", Generation::flat, text[0], 0, {text[1], "{\"type\":"}), InvalidBatch);
+  BOOST_CHECK_THROW(pg->import_lines("x", Generation::flat, text[0], 0, {text[1] + "\n" + text[2]}), InvalidBatch);
+  BOOST_CHECK_THROW(pg->import_lines("y", Generation::flat, text[0], 0, {}), InvalidBatch);  // header of another id
   BOOST_TEST(!pg->find_log("x"));  // nothing of a refused import
   pg->import_lines("x", Generation::flat, text[0], 0, std::vector<std::string>(text.begin() + 1, text.end()));
   BOOST_TEST((exported(*pg, "x") == text));
+}
+
+// One check (store/import_check.hpp) for every backend: each bad import is refused by a file root
+// and by PostgreSQL with the same InvalidBatch and the same words, and neither keeps anything of it.
+BOOST_AUTO_TEST_CASE(a_bad_import_is_refused_alike_by_both_backends) {
+  Db db;
+  TempDir src_dir, dst_dir;
+  auto src = file_store(src_dir, Generation::flat);
+  for (const char* id : {"x", "c"}) {
+    auto w = src->create(header(id));
+    write_batches(w, turn(1));
+    write_batches(w, turn(2, true, 9000));
+  }
+  const std::vector<std::string> text = file_lines(*src->find_log("x"));
+  BOOST_TEST_REQUIRE(text.size() > 8u);
+  const std::string& head = text[0];
+  // "c" holds seqs 0..3 in both, to be continued.
+  const std::vector<std::string> c_text = file_lines(*src->find_log("c"));
+  auto files = file_store(dst_dir, Generation::flat);
+  auto pg = db.store(db.alice);
+  for (Backend* b : std::initializer_list<Backend*>{files.get(), pg.get()})
+    b->import_lines("c", Generation::flat, c_text[0], 0, {c_text.begin() + 1, c_text.begin() + 5});
+
+  struct Bad {
+    std::string what, id, header;
+    std::int64_t first_seq;
+    std::vector<std::string> lines;
+  };
+  std::string retired = head;
+  retired.insert(retired.rfind('}'), R"(,"sandboxMode":"x")");
+  std::string relative = head;
+  relative.replace(relative.find("/work/project"), 13, "work/project");
+  const std::vector<Bad> bad{
+      {"a seq gap", "x", head, 0, {text[1], text[3]}},
+      {"a line that is no JSON", "x", head, 0, {text[1], "{\"type\":"}},
+      {"a record without a seq", "x", head, 0, {text[1], R"({"type":"x","time":1})"}},
+      {"a line break inside a line", "x", head, 0, {text[1] + "\n" + text[2]}},
+      {"bytes that are not UTF-8", "x", head, 0, {text[1], text[2] + "\xC0\xAF"}},
+      {"a legacy event", "x", head, 0, {text[1], R"({"type":"mode/set","seq":1,"time":1,"data":{}})"}},
+      {"a header of another session", "y", head, 0, {}},
+      {"a header that is none", "x", R"({"type":"session"})", 0, {}},
+      {"a header with retired fields", "x", retired, 0, {}},
+      {"a relative cwd", "x", relative, 0, {}},
+      {"a negative first seq", "x", head, -1, {}},
+      {"a continuation before the end", "c", "", 3, {c_text[4]}},
+      {"a continuation after the end", "c", "", 5, {c_text[6]}},
+      {"a continuation whose seqs do not follow", "c", "", 4, {c_text[6]}},
+  };
+  for (const Bad& t : bad) {
+    BOOST_TEST_CONTEXT(t.what) {
+      std::vector<std::string> said;
+      for (Backend* b : std::initializer_list<Backend*>{files.get(), pg.get()}) {
+        try {
+          b->import_lines(t.id, Generation::flat, t.header, t.first_seq, t.lines);
+          BOOST_ERROR(b->name() << " took it");
+        } catch (const InvalidBatch& e) {
+          said.emplace_back(e.what());
+        }
+      }
+      BOOST_TEST_REQUIRE(said.size() == 2u);
+      BOOST_TEST(said[0] == said[1]);
+      BOOST_TEST(said[0].find("session \"" + t.id + "\"") != std::string::npos, said[0]);
+    }
+  }
+  for (Backend* b : std::initializer_list<Backend*>{files.get(), pg.get()}) {
+    BOOST_TEST(!b->exists("x"));
+    BOOST_TEST(!b->exists("y"));
+    BOOST_TEST(b->read_log("c").events.size() == 4u);
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -248,6 +248,36 @@ BOOST_AUTO_TEST_CASE(bad_batches_are_refused_whole) {
   BOOST_TEST(read_file(*dst->find_log("b")) == before);
 }
 
+// The words of store/import_check.cpp, which every backend refuses an import with (the PostgreSQL
+// suite compares the two backends' refusals).
+BOOST_AUTO_TEST_CASE(a_refused_import_names_the_session_the_line_and_why) {
+  TempDir a, b;
+  auto src = root_at(a / "root", Generation::flat, Encoding::none);
+  write_session(*src, "b");
+  Exported e = export_all(*src, "b");
+  auto dst = root_at(b / "root", Generation::flat, Encoding::none);
+  auto refusal = [&](const std::string& id, const std::string& header, std::int64_t first_seq,
+                     const std::vector<std::string>& lines) {
+    try {
+      dst->import_lines(id, e.generation, header, first_seq, lines);
+    } catch (const InvalidBatch& err) {
+      return std::string(err.what());
+    }
+    return std::string("taken");
+  };
+  std::vector<std::string> gap(e.lines.begin(), e.lines.begin() + 3);
+  gap.push_back(e.lines[4]);
+  BOOST_TEST(refusal("b", e.header, 0, gap) ==
+             R"(session "b": imported lines, line 4: event seq 4 is not contiguous; expected 3)");
+  BOOST_TEST(refusal("b", e.header, 0, {e.lines[0] + "\n" + e.lines[1]}) ==
+             R"(session "b": imported lines, line 1: holds a line break)");
+  BOOST_TEST(refusal("c", e.header, 0, {}) == R"(session "c": the imported header line names session "b")");
+  BOOST_TEST(refusal("b", e.header, -2, {}) == R"(session "b": the imported lines start at seq -2, which is negative)");
+  dst->import_lines("b", e.generation, e.header, 0, {e.lines.begin(), e.lines.begin() + 3});
+  BOOST_TEST(refusal("b", e.header, 2, {e.lines[2]}) ==
+             R"(session "b" holds 3 events; the imported lines start at seq 2)");
+}
+
 BOOST_AUTO_TEST_CASE(a_header_only_session_is_copied) {
   TempDir a, b;
   auto src = root_at(a / "root", Generation::flat, Encoding::zstd);

@@ -97,6 +97,45 @@ BOOST_AUTO_TEST_CASE(store_errors) {
   BOOST_TEST(data_of(e) == R"({"path":"/sessionId"})");
 }
 
+// A log that vanished under a request (another process deleted it) is the session not being
+// there, exactly as the engine says it: never an internal error.
+BOOST_AUTO_TEST_CASE(a_session_the_store_lacks_is_not_found) {
+  auto from_store = mapped(store::SessionNotFound("s1"));
+  auto from_engine = mapped(engine::SessionNotFound("s1"));
+  BOOST_TEST(from_store.code() == jsonrpc::code::resource_not_found);
+  BOOST_TEST(from_store.message() == from_engine.message());
+  BOOST_TEST(data_of(from_store) == data_of(from_engine));
+}
+
+BOOST_AUTO_TEST_CASE(a_taken_session_id_is_named) {
+  auto e = mapped(store::SessionExists("s1"));
+  BOOST_TEST(e.code() == jsonrpc::code::internal_error);
+  BOOST_TEST(e.message() == R"(Session exists: session "s1" already has a log)");
+  BOOST_TEST(data_of(e) == R"({"code":"SESSION_EXISTS","sessionId":"s1"})");
+}
+
+BOOST_AUTO_TEST_CASE(a_refused_batch_says_why) {
+  auto e = mapped(store::InvalidBatch("batch seq 4 does not continue the log; expected 3"));
+  BOOST_TEST(e.code() == jsonrpc::code::internal_error);
+  BOOST_TEST(e.message() == "Session log write refused: batch seq 4 does not continue the log; expected 3");
+  BOOST_TEST(data_of(e) == R"({"code":"SESSION_WRITE_REFUSED"})");
+  e = mapped(store::InvalidLogText("s.jsonl: line 2 of the batch is not valid UTF-8 (byte 7)"));
+  BOOST_TEST(e.message() == "Session log write refused: s.jsonl: line 2 of the batch is not valid UTF-8 (byte 7)");
+  BOOST_TEST(data_of(e) == R"({"code":"SESSION_WRITE_REFUSED"})");
+}
+
+// The store's remaining types are internal on purpose: a store that cannot serve at all (both
+// encodings in one root, an I/O failure), or sharing asked of files, which the engine answers itself.
+BOOST_AUTO_TEST_CASE(a_store_that_cannot_serve_is_an_internal_error) {
+  for (const auto& e : {mapped(store::EncodingMismatch("root holds both encodings")),
+                        mapped(store::SharingUnsupported("a file root is one person's")),
+                        mapped(store::StoreError("write: No space left on device"))}) {
+    BOOST_TEST(e.code() == jsonrpc::code::internal_error);
+    BOOST_TEST(e.message() == "Internal error");
+  }
+  BOOST_TEST(data_of(mapped(store::IdTooLong("id too long"))) == R"({"path":"/sessionId"})");
+}
+
 BOOST_AUTO_TEST_CASE(anything_else_is_an_internal_error_with_details) {
   auto e = mapped(std::runtime_error("boom"));
   BOOST_TEST(e.code() == jsonrpc::code::internal_error);

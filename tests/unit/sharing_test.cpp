@@ -59,10 +59,6 @@ public:
     if (!visible(id)) return std::nullopt;
     return files_->find_log(id);
   }
-  store::LogSnapshot read_log(const std::string& id) override {
-    require_visible(id);
-    return files_->read_log(id);
-  }
   store::StreamResult read_events(const std::string& id, const store::EventSink& sink, std::stop_token stop,
                                   store::EventLifetime lifetime) override {
     require_visible(id);

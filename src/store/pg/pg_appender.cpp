@@ -321,14 +321,12 @@ void PgAppender::write(KnownLog& log, const std::string& lines, const std::vecto
       tx.commit();
       header_line_ = header_line;
       log.on_disk = true;
-      log.size = header_line.size() + 1 + lines.size();
     } else {
       // The first unsynced batch after a durable commit announces itself (a turn's start, its title,
       // seen elsewhere even if this writer dies mid-turn); later ones leave it to the next durable
       // commit or the release.
       insert_lines(*conn_, log.path, id_, rows, effect, false,
                    sync ? Commit::durable : unsynced_ ? Commit::quiet : Commit::async, search);
-      log.size += lines.size();
     }
     unsynced_ = !sync;
   } catch (const PgError& e) {

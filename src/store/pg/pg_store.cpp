@@ -2,6 +2,7 @@
 
 #include "store/content_search.hpp"
 #include "store/errors.hpp"
+#include "store/import_check.hpp"
 #include "store/log_scan.hpp"
 #include "store/pg/change_feed.hpp"
 #include "store/pg/pg_appender.hpp"
@@ -369,14 +370,6 @@ std::optional<std::string> PgStore::find_log(const std::string& id) {
   }
 }
 
-LogSnapshot PgStore::read_log(const std::string& id) {
-  LogSnapshot snap;
-  StreamResult r = read_events(id, [&](json::object&& e) { snap.events.push_back(std::move(e)); });
-  snap.path = std::move(r.path);
-  snap.header = std::move(r.header);
-  return snap;
-}
-
 StreamResult PgStore::read_events(const std::string& id, const EventSink& sink, std::stop_token stop,
                                   EventLifetime lifetime) {
   try {
@@ -741,13 +734,11 @@ Generation PgStore::export_lines(const std::string& id, const std::function<void
 void PgStore::import_lines(const std::string& id, Generation g, const std::string& header_line, std::int64_t first_seq,
                            const std::vector<std::string>& lines) {
   if (id.empty()) throw InvalidSessionId("session id must not be empty");
-  if (first_seq < 0) throw StoreError("import into " + locator(id) + ": negative first seq");
+  std::optional<SessionHeader> header = check_import_header(id, g, header_line, first_seq);
   const std::string where = locator(id);
   try {
     Lease c = lease();
-    ScanResult out;
-    std::string stored_header;
-    if (first_seq == 0) {
+    if (header) {
       if (visible(*c, id)) throw SessionExists(id);
     } else {
       auto v = visible(*c, id);
@@ -755,71 +746,54 @@ void PgStore::import_lines(const std::string& id, Generation g, const std::strin
       if (!v->mine) throw SessionReadOnly(id, "it belongs to " + v->owner);
     }
     HeldLock held(*this, id, {});
-
-    // Every line is read as read_events would read it, continuing the stored state.
-    std::int64_t number = 1;
-    EventSink sink;
-    std::vector<LineRow> rows;
-    rows.reserve(lines.size());
-    BatchEffect effect;
-    effect.first_seq = first_seq;
-    bool first_of_line = false;
-    std::vector<SearchRow> search;
-    sink = [&](json::object&& e) {
-      add_search_rows(search, e);
-      if (string_member(e, 0, "type") == "session/title")
-        if (const json::object* d = object_member(e, 3, "data")) effect.title = std::string(string_at(*d, "title"));
-      auto time = member_at(e, 2, "time");
-      effect.updated_at = time ? safe_int(*time) : std::nullopt;
-      if (!first_of_line) return;
-      first_of_line = false;
-      LineRow& row = rows.back();
-      auto seq = member_at(e, 1, "seq");
-      row.seq = seq ? safe_int(*seq).value_or(0) : 0;
-      row.type = std::string(string_member(e, 0, "type"));
-      row.time = effect.updated_at.value_or(0);
-    };
-    LineWalker walker(where, sink, out, EventLifetime::transient);
     Loaded existing;
-    if (first_seq == 0) {
-      walker.line(stored_line(header_line, 1));
-      check_identity(out.header, id, where);
-      stored_header = header_line;
-    } else {
+    if (!header) {
       existing = load(*c, id);
       if (existing.shape != g)
         throw StoreError("import into " + where + ": the session holds harness " +
                          std::string(acp::store::generation_name(existing.shape)) + " lines, not " +
                          std::string(acp::store::generation_name(g)));
-      if (existing.log.state.count() != first_seq)
-        throw StoreError("import into " + where + ": the session holds " + std::to_string(existing.log.state.count()) +
-                         " events, the lines start at seq " + std::to_string(first_seq));
-      out.header = existing.log.header;
-      out.state = existing.log.state;
-      number = first_seq + 1;
-      stored_header = existing.header_line;
     }
+
+    // One row per line, described by its first event; the batch's title and time by its last ones.
+    std::vector<LineRow> rows;
+    rows.reserve(lines.size());
+    BatchEffect effect;
+    effect.first_seq = first_seq;
     for (const auto& l : lines) {
-      if (l.find('\n') != std::string::npos) throw StoreCorrupt(where, number + 1, "a line holds a line break");
       rows.push_back(LineRow{0, {}, 0, l});
-      first_of_line = true;
-      walker.line(stored_line(l, ++number));
       effect.bytes += l.size() + 1;
     }
-    effect.next_seq = out.state.count();
-
-    Transaction tx(*c);
-    if (first_seq == 0) insert_session_row(*c, out.header, g, header_line);
-    insert_lines(*c, where, id, rows, effect, true, Commit::durable, search);
-    tx.commit();
-
+    std::vector<SearchRow> search;
+    std::size_t described = 0;  // rows before this one have their first event
+    auto sink = [&](std::size_t line, json::object&& e) {
+      add_search_rows(search, e);
+      if (string_member(e, 0, "type") == "session/title")
+        if (const json::object* d = object_member(e, 3, "data")) effect.title = std::string(string_at(*d, "title"));
+      auto time = member_at(e, 2, "time");
+      effect.updated_at = time ? safe_int(*time) : std::nullopt;
+      if (line < described) return;
+      described = line + 1;
+      LineRow& row = rows[line];
+      auto seq = member_at(e, 1, "seq");
+      row.seq = seq ? safe_int(*seq).value_or(0) : 0;
+      row.type = std::string(string_member(e, 0, "type"));
+      row.time = effect.updated_at.value_or(0);
+    };
     KnownLog log;
     log.id = id;
     log.path = where;
-    log.header = out.header;
-    log.state = std::move(out.state);
+    log.header = header ? *header : existing.log.header;
+    log.state = check_import_lines(id, log.header, header ? LogState() : existing.log.state, first_seq, lines, sink,
+                                   EventLifetime::transient);
+    effect.next_seq = log.state.count();
+
+    Transaction tx(*c);
+    if (header) insert_session_row(*c, *header, g, header_line);
+    insert_lines(*c, where, id, rows, effect, true, Commit::durable, search);
+    tx.commit();
     log.on_disk = true;
-    remember(log, g, stored_header);
+    remember(log, g, header ? header_line : existing.header_line);
   } catch (const PgError& e) {
     forget(id);
     throw named(e);

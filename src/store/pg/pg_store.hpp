@@ -62,7 +62,6 @@ public:
   /// session of someone else that is not shared is indistinguishable from one that does not exist.
   std::optional<std::string> find_log(const std::string& id) override;
 
-  LogSnapshot read_log(const std::string& id) override;
   /// One snapshot of the session (header and events of one transaction), fetched in chunks of
   /// rows, each line read as the file reader reads a line of the session's shape.
   StreamResult read_events(const std::string& id, const EventSink& sink, std::stop_token stop = {},
