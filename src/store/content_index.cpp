@@ -4,6 +4,7 @@
 #include "store/errors.hpp"
 #include "store/match_score.hpp"
 #include "store/file_io.hpp"
+#include "store/line_text.hpp"
 #include "store/log_scan.hpp"
 #include "support/log.hpp"
 #include "support/paths.hpp"
@@ -14,10 +15,13 @@
 
 #include <fcntl.h>
 #include <sys/inotify.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -41,6 +45,10 @@ constexpr std::size_t kHeadBytes = 4096;
 // The background queue: sessions and text bytes waiting; past either, batches are dropped and
 // the next search's catch-up reads those logs instead.
 constexpr std::size_t kQueueSessions = 1024, kQueueBytes = 16u << 20;
+// How long the indexer lets a session's batches gather before indexing them (well inside the
+// 100 ms in which a turn must be searchable), and its nice value.
+constexpr std::chrono::milliseconds kGather{10};
+constexpr int kWorkerNice = 10;
 
 class SqliteError : public std::runtime_error {
 public:
@@ -201,6 +209,27 @@ void register_rank(sqlite3* db) {
   if (!fts) throw SqliteError(SQLITE_ERROR, "this SQLite has no FTS5");
   rc = fts->xCreateFunction(fts, "recall_rows", nullptr, recall_rows, nullptr);
   if (rc != SQLITE_OK) fail(db, rc, "recall_rows");
+}
+
+// The events of a batch's text from seq `start` on that have texts or start a turn; nullopt when a
+// line is not an event as we write them (the log is read instead).
+std::optional<std::vector<CommittedEvents::Event>> batch_events(std::string_view lines, std::int64_t start) {
+  std::vector<CommittedEvents::Event> events;
+  while (!lines.empty()) {
+    const std::size_t end = std::min(lines.find('\n'), lines.size());
+    const std::string_view line = lines.substr(0, end);
+    lines.remove_prefix(std::min(end + 1, lines.size()));
+    if (line.empty()) continue;
+    boost::system::error_code ec;
+    json::value v = parse_stored_line(line, ec);
+    if (ec || !v.is_object()) return std::nullopt;
+    const std::int64_t seq = seq_of(v.get_object());
+    if (seq < 0) return std::nullopt;
+    if (seq < start) continue;
+    CommittedEvents::Event e{seq, is_turn_start(v.get_object()), indexable_texts(v.get_object())};
+    if (e.turn_start || !e.texts.empty()) events.push_back(std::move(e));
+  }
+  return events;
 }
 
 void remove_db_files(const std::string& file) {
@@ -809,10 +838,13 @@ void ContentIndex::apply(const CommittedEvents& b) {
   if (!contiguous) {
     index_log({b.id, b.path}, updated, {});
   } else if (!rec || rec->count < b.end_seq) {
-    const std::int64_t start = rec ? rec->count : 0;
-    std::vector<CommittedEvents::Event> events;
-    for (const auto& e : b.events)
-      if (e.seq >= start) events.push_back(e);
+    std::optional<std::vector<CommittedEvents::Event>> events = batch_events(b.lines, rec ? rec->count : 0);
+    if (!events) {
+      index_log({b.id, b.path}, updated, {});
+      tx.commit();
+      remember(updated);
+      return;
+    }
     Record r{rec ? rec->sid : 0, b.size, b.ino, b.size, b.mtime_ns, b.end_seq, 0, 0};
     if (rec) {
       r.head = rec->head;
@@ -824,10 +856,14 @@ void ContentIndex::apply(const CommittedEvents& b) {
       r.head = fd ? head_hash(fd.get(), std::uint64_t(r.head_len), b.path) : 0;
     }
     r.sid = put_record(b.id, r);
-    insert_docs(r.sid, events);
+    insert_docs(r.sid, *events);
     updated.emplace_back(b.id, r);
   }
   tx.commit();
+  remember(updated);
+}
+
+void ContentIndex::remember(const std::vector<std::pair<std::string, Record>>& updated) {
   for (auto& [id, r] : updated) {
     ids_[r.sid] = id;
     records_[id] = r;
@@ -835,9 +871,7 @@ void ContentIndex::apply(const CommittedEvents& b) {
 }
 
 void ContentIndex::post(CommittedEvents batch) {
-  std::size_t bytes = 0;
-  for (const auto& e : batch.events)
-    for (const auto& t : e.texts) bytes += t.text.size();
+  const std::size_t bytes = batch.lines.size();
   {
     std::lock_guard g(queue_mu_);
     auto it = queue_.find(batch.id);
@@ -851,12 +885,11 @@ void ContentIndex::post(CommittedEvents batch) {
       // Anything that does not simply continue the queued batch makes the indexer read the log.
       if (!q.reread && !batch.reread && q.end_seq == batch.first_seq && queued_bytes_ + bytes <= kQueueBytes) {
         queued_bytes_ += bytes;
-        for (auto& e : batch.events) q.events.push_back(std::move(e));
+        q.lines += batch.lines;
       } else {
         q.reread = true;
-        for (const auto& e : q.events)
-          for (const auto& t : e.texts) queued_bytes_ -= t.text.size();
-        q.events.clear();
+        queued_bytes_ -= q.lines.size();
+        q.lines = std::string();
       }
       q.end_seq = batch.end_seq;
       q.size = batch.size;
@@ -870,18 +903,26 @@ void ContentIndex::post(CommittedEvents batch) {
 
 void ContentIndex::drain() {
   std::unique_lock l(queue_mu_);
+  ++draining_;
+  queue_cv_.notify_all();
   queue_cv_.wait(l, [&] { return queue_.empty() && !busy_; });
+  --draining_;
 }
 
 void ContentIndex::worker(std::stop_token stop) {
+  // Indexing is background work: where it competes with a prompt for a core, the prompt goes first.
+  (void)::setpriority(PRIO_PROCESS, pid_t(::syscall(SYS_gettid)), kWorkerNice);
   for (;;) {
     CommittedEvents b;
     {
       std::unique_lock l(queue_mu_);
       if (!queue_cv_.wait(l, stop, [&] { return !queue_.empty(); })) return;
+      // A turn commits several batches in quick succession: gathered, they are one transaction
+      // (and one FTS segment) instead of several. Woken early by drain() or a full queue.
+      queue_cv_.wait_for(l, stop, kGather, [&] { return draining_ > 0 || queued_bytes_ >= kQueueBytes / 2; });
+      if (queue_.empty()) continue;
       auto it = queue_.begin();
-      for (const auto& e : it->second.events)
-        for (const auto& t : e.texts) queued_bytes_ -= t.text.size();
+      queued_bytes_ -= it->second.lines.size();
       b = std::move(it->second);
       queue_.erase(it);
       busy_ = true;

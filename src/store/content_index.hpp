@@ -48,9 +48,10 @@ struct ContentListing {
   std::shared_ptr<const std::vector<ContentLog>> logs;
 };
 
-/// The events of one committed batch worth indexing, handed over by the writer so the background
-/// indexer need not read the log again.
+/// One committed batch, handed over by the writer so the background indexer need not read the log
+/// again.
 struct CommittedEvents {
+  /// What the indexer takes from a batch's events.
   struct Event {
     std::int64_t seq = 0;
     bool turn_start = false;
@@ -60,8 +61,8 @@ struct CommittedEvents {
   std::uint64_t size = 0, ino = 0;  ///< the file after the batch
   std::int64_t mtime_ns = 0;
   std::int64_t first_seq = 0, end_seq = 0;  ///< the batch holds seqs [first_seq, end_seq)
-  std::vector<Event> events;                ///< only those with texts or starting a turn
-  bool reread = false;                      ///< the texts are unknown: read the log
+  std::string lines;                        ///< the batch's events as written: JSON lines (plain text)
+  bool reread = false;                      ///< the events are unknown: read the log
 };
 
 class ContentIndex {
@@ -138,6 +139,8 @@ private:
   /// The hit of a found session: its best event's text from the log (nullopt: the log changed).
   std::optional<ContentHit> read_hit(const Found& f, const std::vector<std::string>& terms, std::stop_token stop);
   void apply(const CommittedEvents& batch);
+  /// Takes records committed to the database into records_ and ids_.
+  void remember(const std::vector<std::pair<std::string, Record>>& updated);
   void rebuild_fts();
   void worker(std::stop_token stop);
   template <class F> auto guarded(F&& f) -> decltype(f());
@@ -177,6 +180,7 @@ private:
   std::map<std::string, CommittedEvents> queue_;
   std::size_t queued_bytes_ = 0;
   bool busy_ = false;
+  int draining_ = 0;  ///< drain() callers waiting: the indexer does not gather
   std::atomic<std::uint64_t> logs_read_{0};
   std::jthread worker_;
 };

@@ -66,19 +66,12 @@ void FileAppender::write(KnownLog& log, const std::string& lines, const std::vec
                          bool sync) {
   batch_.reset();
   if (store_->content_live_.load() && !records.empty()) {
-    // Taken from the records the writer has at hand, so the indexer never reads the log back.
+    // The batch's own text, so the indexer never reads the log back; finding the texts in it is
+    // the indexer's work, off the prompt's path.
     CommittedEvents b;
     const boost::json::value* seq = records.front().if_contains("seq");
     b.first_seq = seq && seq->is_int64() ? seq->get_int64() : -1;
-    for (const boost::json::object& r : records) {
-      CommittedEvents::Event e;
-      const boost::json::value* s = r.if_contains("seq");
-      e.seq = s && s->is_int64() ? s->get_int64() : -1;
-      const boost::json::value* type = r.if_contains("type");
-      e.turn_start = type && type->is_string() && type->get_string() == "turn/start";
-      e.texts = indexable_texts(r);
-      if (e.turn_start || !e.texts.empty()) b.events.push_back(std::move(e));
-    }
+    b.lines = lines;
     b.reread = b.first_seq < 0;
     batch_ = std::move(b);
   }
