@@ -345,7 +345,9 @@ PgStore::PgStore(PgStoreOptions options) : options_(std::move(options)), name_(r
     throw named(e);
   }
   if (options_.listen) feed_ = std::make_unique<ChangeFeed>(options_.url, co);
-  indexer_ = std::make_unique<SearchIndexer>(*this, options_.url, co);
+  ConnectOptions indexing = co;
+  indexing.application_name = "dsh-acp indexer";  // as the listener: a connection of its own, told apart
+  indexer_ = std::make_unique<SearchIndexer>(*this, options_.url, indexing);
 }
 
 PgStore::~PgStore() { indexer_.reset(); }
