@@ -27,9 +27,11 @@ median of the runs; the machine's load average is printed with each figure.
                        prompt answer until B's session/list first page (polled back to back by this client)
                        shows the session (also given from A's session/new answer).
   recall by content    bench_pg_search (beside the binary, build/bench/) on a database of its own: 10,000
-                       generated sessions (PG_BENCH_SEARCH_SESSIONS) written through PgStore with their texts,
-                       then search_content p95 over 200 questions, the plain scan beside it, the size of
-                       dsh_acp.search, the index_content backfill (docs/recall.md#postgresql-stores).
+                       generated sessions (PG_BENCH_SEARCH_SESSIONS) written through PgStore (their texts
+                       indexed after each commit by the store's indexer), then search_content p95 over 200
+                       questions, the write path's growth with texts, a turn committed -> found by a search,
+                       the plain scan beside it, the size of dsh_acp.search, the index_content backfill
+                       (docs/recall.md#postgresql-stores).
 Usage: pg_bench.py DSH_ACP_BIN [--quick]   (--quick or PG_BENCH_QUICK=1: one run per figure, 20 MB replay,
        50 MB reference; the listing keeps 10,000 sessions). PG_BENCH_REPLAY_MB, PG_BENCH_REF_MB, PG_BENCH_RUNS
        override. Without PostgreSQL 15 or a binary without PostgreSQL support the file figures still print.

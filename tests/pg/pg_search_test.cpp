@@ -1,7 +1,8 @@
 // Recall by content in a PostgreSQL store (PgStore::search_content / index_content, schema version
-// 5's dsh_acp.search): texts committed with their lines, row security between people (a role
-// never finds, nor is ranked by, what it cannot read), deletion, the migration from version 4 and
-// its backfill, and the same question finding the same session in a file root.
+// 5's dsh_acp.search): texts indexed after their lines' commit by the writer's store (its indexer),
+// caught up from the lines when that never happened, never doubled; row security between people (a
+// role never finds, nor is ranked by, what it cannot read), deletion, the migration from version 4
+// and its backfill, and the same question finding the same session in a file root.
 #include "../common/new_events.hpp"
 #include "scratch_db.hpp"
 #include "support.hpp"
@@ -9,6 +10,7 @@
 #include "store/content_search.hpp"
 #include "store/errors.hpp"
 #include "store/pg/connection.hpp"
+#include "store/pg/pg_appender.hpp"
 #include "store/pg/pg_store.hpp"
 #include "store/pg/schema.hpp"
 #include "store/session_store.hpp"
@@ -185,22 +187,108 @@ BOOST_AUTO_TEST_CASE(own_sessions_are_found_best_first_at_their_best_text) {
   }
 }
 
-BOOST_AUTO_TEST_CASE(texts_commit_with_their_lines_and_reasoning_is_never_indexed) {
+BOOST_AUTO_TEST_CASE(texts_are_indexed_after_their_commit_and_reasoning_is_never_indexed) {
   Db db;
   auto writer = db.store(db.alice);
   auto reader = db.store(db.alice);  // another process's store: nothing shared but the database
   auto w = writer->create(header("s"));
   write_turn(w, 1, "first question about quasars", "an answer", "ok", "secret pulsar musings");
-  // Searchable as soon as the batch returned: the texts committed with the lines.
-  BOOST_TEST((ids(search(*reader, "quasars")) == std::vector<std::string>{"s"}));
-  BOOST_TEST(search(*reader, "pulsar").empty());
+  // The writer's own store finds a turn as soon as the batch returned: a search waits for its indexer.
+  BOOST_TEST((ids(search(*writer, "quasars")) == std::vector<std::string>{"s"}));
+  BOOST_TEST(search(*writer, "pulsar").empty());
   w.append({ev("turn/start", {{"turn", 2}}, 9000),
             ev("user/message", {{"turn", 2}, {"content", text("now about nebulae")}, {"id", "u2"}}, 9000, true)});
+  // Another process finds it once the writer's indexer committed the texts.
+  BOOST_TEST_REQUIRE(writer->wait_indexed(std::chrono::seconds(30)));
   BOOST_TEST((ids(search(*reader, "nebulae")) == std::vector<std::string>{"s"}));
-  // Every text of the session is there, and the session's texts are complete.
+  BOOST_TEST((ids(search(*reader, "quasars")) == std::vector<std::string>{"s"}));
+  // Every text of the session is there once, and the session's texts are complete.
   BOOST_TEST(db.count("SELECT count(*) FROM dsh_acp.search WHERE session_id = 's'") == 5);
   BOOST_TEST(db.count("SELECT count(*) FROM dsh_acp.sessions WHERE indexed_count = event_count") == 1);
   BOOST_TEST(reader->index_content().indexed == 0u);
+  // Batches without texts (the turn's end) keep the count complete by themselves.
+  w.append({ev("turn/end", {{"turn", 2}, {"reason", {{"kind", "completed"}}}}, 9001)}, true);
+  BOOST_TEST_REQUIRE(writer->wait_indexed(std::chrono::seconds(30)));
+  BOOST_TEST(db.count("SELECT count(*) FROM dsh_acp.sessions WHERE indexed_count = event_count") == 1);
+}
+
+// A writer's process killed between a batch's commit and its texts (or a queue that was full) leaves
+// lines behind indexed_count: the writer's next batch finds the gap and indexes it from the lines,
+// another process's search catches up a session nobody writes, and nothing is ever stored twice.
+BOOST_AUTO_TEST_CASE(texts_lost_before_indexing_are_caught_up_from_the_lines_once) {
+  Db db;
+  // The state a kill leaves: lines committed by the writer's statement, their texts never indexed.
+  auto commit_unindexed = [&](const std::string& id, bool create, const std::string& said) {
+    TempDir dir;
+    auto files = file_store(dir);
+    {
+      // A continued session's turn 1 is in the database already: the lines past it are turn 2's.
+      auto w = files->create(header(id));
+      if (!create) write_turn(w, 1, "otters", "rivers");
+      write_turn(w, create ? 1 : 2, said, "noted");
+    }
+    std::string header_line;
+    std::vector<std::string> lines;
+    files->export_lines(id, [&](std::string_view h) { header_line = h; }, [&](std::string_view l) { lines.emplace_back(l); });
+    const std::int64_t have = create ? 0 : db.count("SELECT event_count FROM dsh_acp.sessions WHERE id = '" + id + "'");
+    std::vector<LineRow> rows;
+    for (std::size_t i = std::size_t(have); i < lines.size(); ++i) rows.push_back(LineRow{std::int64_t(i), "x", 0, lines[i]});
+    BatchEffect effect;
+    effect.first_seq = have;
+    effect.next_seq = std::int64_t(lines.size());
+    PgConnection raw = db.db.connect(db.alice);
+    Transaction tx(raw);
+    if (create) {
+      raw.exec("INSERT INTO dsh_acp.sessions (id, generation, header_line, created_at, updated_at, event_count)"
+               " VALUES ($1, '45fc', $2, 1000, 0, 0)",
+               {id, header_line});
+    }
+    insert_lines(raw, id, id, rows, effect, true, Commit::durable, {}, true);
+    tx.commit();
+  };
+  auto lag = [&](const std::string& id) {
+    return db.count("SELECT event_count - indexed_count FROM dsh_acp.sessions WHERE id = '" + id + "'");
+  };
+
+  // A session the writer's process goes on writing: its next batch's texts find the gap, and the
+  // indexer reads the missing texts from the lines.
+  auto writer = db.store(db.alice);
+  {
+    auto w = writer->create(header("kept"));
+    write_turn(w, 1, "otters", "rivers");
+  }
+  BOOST_TEST_REQUIRE(writer->wait_indexed(std::chrono::seconds(30)));
+  commit_unindexed("kept", false, "herons fishing");
+  BOOST_TEST(lag("kept") > 0);
+  {
+    auto w = writer->open("kept");
+    write_turn(w, 3, "kingfishers dive", "fast");
+  }
+  BOOST_TEST_REQUIRE(writer->wait_indexed(std::chrono::seconds(30)));
+  BOOST_TEST(lag("kept") == 0);
+  // Turns 1 and 3 from their batches, turn 2 from the lines: 4 texts each, none twice.
+  BOOST_TEST(db.count("SELECT count(*) FROM dsh_acp.search WHERE session_id = 'kept'") == 12);
+  BOOST_TEST((ids(search(*writer, "kingfishers")) == std::vector<std::string>{"kept"}));
+  BOOST_TEST((ids(search(*writer, "herons")) == std::vector<std::string>{"kept"}));
+
+  // A session nobody writes any more: another process's search catches it up before answering.
+  commit_unindexed("orphan", true, "beavers build dams");
+  BOOST_TEST(lag("orphan") > 0);
+  auto later = db.store(db.alice);
+  BOOST_TEST((ids(search(*later, "beavers")) == std::vector<std::string>{"orphan"}));
+  BOOST_TEST(lag("orphan") == 0);
+  BOOST_TEST(db.count("SELECT count(*) FROM dsh_acp.search WHERE session_id = 'orphan'") == 4);
+
+  // Caught up again (an indexer, a backfill and a search beside each other): nothing doubles.
+  const std::int64_t rows = db.count("SELECT count(*) FROM dsh_acp.search");
+  db.super.exec("UPDATE dsh_acp.sessions SET indexed_count = 0");
+  BOOST_TEST(later->index_content().indexed == 2u);
+  BOOST_TEST(db.count("SELECT count(*) FROM dsh_acp.search") == rows);
+  BOOST_TEST(db.count("SELECT count(*) FROM dsh_acp.sessions WHERE indexed_count <> event_count") == 0);
+  // Bob cannot see, let alone index, alice's sessions.
+  auto bob = db.store(db.bob);
+  BOOST_TEST(search(*bob, "beavers").empty());
+  BOOST_TEST(bob->index_content().indexed == 0u);
 }
 
 BOOST_AUTO_TEST_CASE(a_role_finds_only_what_it_can_read_and_is_ranked_by_nothing_else) {
@@ -209,10 +297,13 @@ BOOST_AUTO_TEST_CASE(a_role_finds_only_what_it_can_read_and_is_ranked_by_nothing
   auto bob = db.store(db.bob);
   session(*alice, "a-private", "zebra crossing rules", "Stop for pedestrians.");
   session(*bob, "b-own", "zebra stripes and giraffe spots", "Camouflage.");
+  BOOST_TEST_REQUIRE(alice->wait_indexed(std::chrono::seconds(30)));
   auto before = search(*bob, "zebra giraffe");
   BOOST_TEST_REQUIRE((ids(before) == std::vector<std::string>{"b-own"}));
   // Alice writes more about zebras, privately: bob's answer and its score do not move.
   for (int i = 0; i < 3; ++i) session(*alice, "a-more-" + std::to_string(i), "zebra zebra", "zebra facts");
+  BOOST_TEST_REQUIRE(alice->wait_indexed(std::chrono::seconds(30)));
+  BOOST_TEST(db.count("SELECT count(*) FROM dsh_acp.search WHERE session_id LIKE 'a-more-%'") == 12);
   auto after = search(*bob, "zebra giraffe");
   BOOST_TEST_REQUIRE(after.size() == 1u);
   BOOST_TEST(after[0].score == before[0].score);
@@ -242,6 +333,35 @@ BOOST_AUTO_TEST_CASE(a_role_finds_only_what_it_can_read_and_is_ranked_by_nothing
                     PgError);
   BOOST_TEST(raw.exec("DELETE FROM dsh_acp.search WHERE owner = $1", {db.alice}).affected() == 0);
   BOOST_TEST((ids(search(*alice, "crossing")) == std::vector<std::string>{"a-private"}));
+}
+
+// A question of words that 100 texts or more of one's own hold is answered from the person's own
+// texts without the GIN index (whose bitmap of such a word costs every text holding it): still by how
+// many of the words a text holds, and still nothing of anyone else's.
+BOOST_AUTO_TEST_CASE(common_words_are_ranked_from_ones_own_texts) {
+  Db db;
+  auto alice = db.store(db.alice);
+  for (int i = 0; i < 60; ++i) {
+    auto w = alice->create(header("s" + std::to_string(100 + i), 1000 + i));
+    write_turn(w, 1, "apple", "apple banana", "banana");
+  }
+  {
+    auto w = alice->create(header("z-best", 5000));
+    write_turn(w, 1, "apple banana", "apple banana", "apple banana");
+  }
+  BOOST_TEST_REQUIRE(alice->wait_indexed(std::chrono::seconds(30)));
+  BOOST_TEST(db.count("SELECT count(*) FROM dsh_acp.search WHERE tsv @@ 'apple'") >= 100);
+  BOOST_TEST(db.count("SELECT count(*) FROM dsh_acp.search WHERE tsv @@ 'banana'") >= 100);
+  auto hits = search(*alice, "apple banana");
+  BOOST_TEST_REQUIRE(hits.size() == 10u);
+  BOOST_TEST(hits[0].session_id == "z-best");  // every text of it holds both
+  BOOST_TEST(hits[0].score > hits[1].score);
+  BOOST_TEST((ids(search(*alice, "apple banana", 10, {"z-best"}))[0] != "z-best"));
+  // Bob holds none of it, and reads none of it.
+  auto bob = db.store(db.bob);
+  BOOST_TEST(search(*bob, "apple banana").empty());
+  alice->set_shared("z-best", true);
+  BOOST_TEST((ids(search(*bob, "apple banana")) == std::vector<std::string>{"z-best"}));
 }
 
 BOOST_AUTO_TEST_CASE(a_deleted_session_takes_its_texts_with_it) {
@@ -325,7 +445,8 @@ BOOST_AUTO_TEST_CASE(a_version_4_database_migrates_and_index_content_backfills_i
 }
 
 // A version-4 server still running beside the migration writes lines without texts: the session's
-// indexed_count stays behind, and a later batch's texts do not move it on past the gap.
+// indexed_count stays behind, and a later batch's texts do not move it on past the gap: the indexer
+// finds the gap and reads the missing texts from the lines.
 BOOST_AUTO_TEST_CASE(lines_written_without_texts_are_caught_up_without_doubling) {
   Db db;
   auto pg = db.store(db.alice);
@@ -352,18 +473,18 @@ BOOST_AUTO_TEST_CASE(lines_written_without_texts_are_caught_up_without_doubling)
   }
   const std::int64_t gap = db.count("SELECT indexed_count FROM dsh_acp.sessions WHERE id = 's'");
   BOOST_TEST(gap < db.count("SELECT event_count FROM dsh_acp.sessions WHERE id = 's'"));
-  // This version writes on: its texts are stored, the gap stays marked.
+  // This version writes on: its texts do not continue the stored ones, so the old server's turn is
+  // read from its lines first; every turn's 4 texts are there once.
   {
     auto w = pg->open("s");
     write_turn(w, 3, "kingfishers", "dive");
   }
-  BOOST_TEST(db.count("SELECT indexed_count FROM dsh_acp.sessions WHERE id = 's'") == gap);
-  const std::int64_t before = db.count("SELECT count(*) FROM dsh_acp.search");
-  // A search catches the session up first (one of kCatchUpSessions), and finds the old server's turn.
-  BOOST_TEST((ids(search(*pg, "beavers")) == std::vector<std::string>{"s"}));
+  BOOST_TEST_REQUIRE(pg->wait_indexed(std::chrono::seconds(30)));
   BOOST_TEST(db.count("SELECT count(*) FROM dsh_acp.sessions WHERE indexed_count = event_count") == 1);
-  BOOST_TEST(db.count("SELECT count(*) FROM dsh_acp.search") == before + 4);
+  BOOST_TEST(db.count("SELECT count(*) FROM dsh_acp.search") == 12);
+  BOOST_TEST((ids(search(*pg, "beavers")) == std::vector<std::string>{"s"}));
   BOOST_TEST((ids(search(*pg, "kingfishers")) == std::vector<std::string>{"s"}));
+  BOOST_TEST(pg->index_content().indexed == 0u);
 }
 
 // Both backends index indexable_texts and search with content_terms: one question, one answer.

@@ -499,9 +499,9 @@ BOOST_AUTO_TEST_CASE(idle_connections_killed_under_the_pool_are_replaced) {
   BOOST_TEST(pg->list_sessions().size() == 1u);
   db.value("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE usename = '" + db.alice + "'");
   // Gone for the server before the store is asked again (each has told its client by then); the
-  // listener's connection comes back on its own.
+  // listener's and the indexer's connections come back on their own.
   while (db.value("SELECT count(*) FROM pg_stat_activity WHERE usename = '" + db.alice +
-                  "' AND application_name <> 'dsh-acp listener'") != "0")
+                  "' AND application_name NOT IN ('dsh-acp listener', 'dsh-acp indexer')") != "0")
     std::this_thread::sleep_for(milliseconds(5));
   BOOST_TEST(pg->list_sessions().size() == 1u);
   BOOST_TEST(pg->read_log("s").events.size() == 10u);
@@ -522,6 +522,8 @@ BOOST_AUTO_TEST_CASE(the_first_call_after_the_server_takes_connections_again_con
   // get past both the refusal and pg_terminate_backend (a backend not yet signed in is not listed
   // under its role), and live on.
   BOOST_TEST_REQUIRE(pg->wait_listening(std::chrono::hours(1)));
+  // The indexer's likewise: it connects when the turn's texts are indexed, and not again without more.
+  BOOST_TEST_REQUIRE(pg->wait_indexed(std::chrono::hours(1)));
   db.exec("ALTER ROLE " + db.alice + " NOLOGIN");
   db.value("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE usename = '" + db.alice + "'");
   while (db.value("SELECT count(*) FROM pg_stat_activity WHERE usename = '" + db.alice + "'") != "0")

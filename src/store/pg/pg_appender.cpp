@@ -26,15 +26,15 @@ constexpr unsigned kInt8Oid = 20, kTextOid = 25, kInt8ArrayOid = 1016, kTextArra
 
 // A batch's lines: the row's count checked and moved on by the statement that inserts them, so a
 // batch that does not continue the stored log inserts nothing. indexed_count moves on with it when
-// the session's texts were complete (schema.hpp, version 5). Prepared once per connection; the lines
-// go as arrays in binary format (no quoting, no copy into a statement text). A batch with texts to
-// index inserts them in the same statement (a CTE runs to completion whether or not it is read), so
-// they commit with the lines; one without uses the statement without that part.
+// the session's texts were complete and the batch leaves none to the indexer (schema.hpp, version 5).
+// Prepared once per connection; the lines go as arrays in binary format (no quoting, no copy into a
+// statement text). A batch whose texts go in with it (import_lines) inserts them in the same
+// statement (a CTE runs to completion whether or not it is read), so they commit with the lines.
 constexpr std::string_view kUpdateRow =
     "u AS (UPDATE dsh_acp.sessions SET event_count = $2, size_bytes = size_bytes + $3, "
-    "updated_at = COALESCE($4, updated_at), title = COALESCE($5, title), "
-    "indexed_count = CASE WHEN indexed_count = $6 THEN $2 ELSE indexed_count END "
-    "WHERE owner = current_user AND id = $1 AND event_count = $6 RETURNING owner, id) ";
+    "updated_at = COALESCE($4, updated_at), title = COALESCE($5, title)";
+constexpr std::string_view kAdvanceIndexed = ", indexed_count = CASE WHEN indexed_count = $6 THEN $2 ELSE indexed_count END";
+constexpr std::string_view kUpdateRowEnd = " WHERE owner = current_user AND id = $1 AND event_count = $6 RETURNING owner, id) ";
 constexpr std::string_view kInsertSearch =
     ", t AS (INSERT INTO dsh_acp.search (owner, session_id, seq, part, kind, text, tsv) "
     "SELECT u.owner, u.id, x.seq, x.part, x.kind, x.text, array_to_tsvector(string_to_array(x.words, ' ')) "
@@ -52,30 +52,60 @@ struct AppendStatement {
   std::string name, sql;
 };
 
-// Index: commit (durable, async, quiet) * 2 + whether the batch has search rows.
-const std::array<AppendStatement, 6>& append_statements() {
-  static const std::array<AppendStatement, 6> all = [] {
-    std::array<AppendStatement, 6> out;
+// What a batch does with the session's texts.
+enum class Texts {
+  advance,  ///< none to index: indexed_count moves on with event_count when they were equal
+  with,     ///< inserted by the statement
+  deferred  ///< left to the indexer: indexed_count stays
+};
+
+// Index: commit (durable, async, quiet) * 3 + Texts.
+const std::array<AppendStatement, 9>& append_statements() {
+  static const std::array<AppendStatement, 9> all = [] {
+    std::array<AppendStatement, 9> out;
     const std::string_view names[] = {"dsh_acp_append", "dsh_acp_append_async", "dsh_acp_append_quiet"};
+    const std::string_view suffixes[] = {"", "_search", "_deferred"};
     const std::string_view sets[] = {"", kSetAsync, kSetQuiet};
     for (std::size_t c = 0; c < 3; ++c)
-      for (std::size_t search = 0; search < 2; ++search) {
+      for (std::size_t texts = 0; texts < 3; ++texts) {
         std::string sql = "WITH ";
         sql.append(sets[c]).append(kUpdateRow);
-        if (search) sql.append(kInsertSearch);
+        if (Texts(texts) != Texts::deferred) sql.append(kAdvanceIndexed);
+        sql.append(kUpdateRowEnd);
+        if (Texts(texts) == Texts::with) sql.append(kInsertSearch);
         sql.append(kInsertLines).append(c ? "FROM u, s, " : "FROM u, ").append("unnest($7, $8, $9, $10) AS v(seq, type, time, line)");
-        out[c * 2 + search] = {std::string(names[c]) + (search ? "_search" : ""), std::move(sql)};
+        out[c * 3 + texts] = {std::string(names[c]).append(suffixes[texts]), std::move(sql)};
       }
     return out;
   }();
   return all;
 }
 
+// The indexer's texts (insert_search_rows): inserted only while the session's indexed_count is where
+// they start (a text stored already, by a catch-up beside it, is no conflict), then the count moved
+// on when it still is, in the same transaction. The row is locked by that last statement only: the
+// session's writer updates the same row with its next batch, and is not kept waiting while the GIN
+// index takes the words.
+constexpr std::string_view kIndexTextsName = "dsh_acp_index_texts";
+constexpr std::string_view kIndexTexts =
+    "WITH q AS (SELECT set_config('synchronous_commit', 'off', true), set_config('dsh_acp.quiet', 'on', true)) "
+    "INSERT INTO dsh_acp.search (owner, session_id, seq, part, kind, text, tsv) "
+    "SELECT s.owner, s.id, x.seq, x.part, x.kind, x.text, array_to_tsvector(string_to_array(x.words, ' ')) "
+    "FROM q, dsh_acp.sessions s, unnest($4, $5, $6, $7, $8) AS x(seq, part, kind, text, words) "
+    "WHERE s.owner = current_user AND s.id = $1 AND s.indexed_count = $2 AND s.event_count >= $3 ON CONFLICT DO NOTHING";
+constexpr std::string_view kIndexedName = "dsh_acp_indexed";
+constexpr std::string_view kIndexed =
+    "UPDATE dsh_acp.sessions SET indexed_count = $3 WHERE owner = current_user AND id = $1 AND indexed_count = $2 "
+    "AND event_count >= $3";
+
 const std::vector<unsigned> kAppendTypes{kTextOid, kInt8Oid,      kInt8Oid,      kInt8Oid,      kTextOid,
                                          kInt8Oid, kInt8ArrayOid, kTextArrayOid, kInt8ArrayOid, kTextArrayOid};
 const std::vector<unsigned> kAppendSearchTypes{kTextOid,      kInt8Oid,      kInt8Oid,      kInt8Oid,      kTextOid,
                                                kInt8Oid,      kInt8ArrayOid, kTextArrayOid, kInt8ArrayOid, kTextArrayOid,
                                                kInt8ArrayOid, kInt8ArrayOid, kTextArrayOid, kTextArrayOid, kTextArrayOid};
+
+const std::vector<unsigned> kIndexTextsTypes{kTextOid,      kInt8Oid,      kInt8Oid,      kInt8ArrayOid,
+                                             kInt8ArrayOid, kTextArrayOid, kTextArrayOid, kTextArrayOid};
 
 void put_be32(std::string& out, std::uint32_t v) {
   for (int shift = 24; shift >= 0; shift -= 8) out.push_back(char((v >> shift) & 0xff));
@@ -124,23 +154,61 @@ Param opt_param(const std::optional<std::string>& v) {
 
 } // namespace
 
-void add_search_rows(std::vector<SearchRow>& out, const json::object& event) {
+void add_search_texts(std::vector<SearchRow>& out, const json::object& event) {
   std::vector<IndexableText> texts = indexable_texts(event);
   if (texts.empty()) return;
   const json::value* seq = member_at(event, 1, "seq");
   for (std::size_t part = 0; part < texts.size(); ++part) {
-    std::vector<std::string> words = content_words(texts[part].text);
-    if (words.empty()) continue;  // nothing a question could match
-    std::sort(words.begin(), words.end());
-    words.erase(std::unique(words.begin(), words.end()), words.end());
     SearchRow row;
     row.seq = seq ? safe_int(*seq).value_or(0) : 0;
     row.part = std::int64_t(part);
     row.kind = texts[part].kind;
     row.text = std::move(texts[part].text);
-    for (const std::string& w : words) row.words.append(row.words.empty() ? "" : " ").append(w);
     out.push_back(std::move(row));
   }
+}
+
+void with_words(std::vector<SearchRow>& rows) {
+  std::erase_if(rows, [](SearchRow& row) {
+    std::vector<std::string> words = content_words(row.text);
+    std::sort(words.begin(), words.end());
+    words.erase(std::unique(words.begin(), words.end()), words.end());
+    row.words.clear();
+    for (const std::string& w : words) row.words.append(row.words.empty() ? "" : " ").append(w);
+    return row.words.empty();  // nothing a question could match
+  });
+}
+
+void add_search_rows(std::vector<SearchRow>& out, const json::object& event) {
+  std::vector<SearchRow> rows;
+  add_search_texts(rows, event);
+  with_words(rows);
+  for (SearchRow& r : rows) out.push_back(std::move(r));
+}
+
+bool insert_search_rows(PgConnection& c, const std::string& id, std::int64_t first, std::int64_t next,
+                        const std::vector<SearchRow>& rows) {
+  BinaryArray seqs(kInt8Oid, rows.size()), parts(kInt8Oid, rows.size()), kinds(kTextOid, rows.size()),
+      texts(kTextOid, rows.size()), words(kTextOid, rows.size());
+  for (const SearchRow& r : rows) {
+    seqs.add_int8(r.seq);
+    parts.add_int8(r.part);
+    kinds.add(text_kind_name(r.kind));
+    texts.add(r.text);
+    words.add(r.words);
+  }
+  const std::string first_bin = binary_int8(first), next_bin = binary_int8(next);
+  Transaction tx(c);
+  if (!rows.empty()) {
+    c.exec_prepared(std::string(kIndexTextsName), kIndexTexts, kIndexTextsTypes,
+                    {id, first_bin, next_bin, seqs.bytes(), parts.bytes(), kinds.bytes(), texts.bytes(), words.bytes()});
+  } else {
+    c.exec(kQuietCommit);
+  }
+  PgResult moved = c.exec_prepared(std::string(kIndexedName), kIndexed, {kTextOid, kInt8Oid, kInt8Oid}, {id, first_bin, next_bin});
+  if (moved.affected() != 1) return false;  // rolled back: the texts go with the count
+  tx.commit();
+  return true;
 }
 
 void insert_session_row(PgConnection& c, const SessionHeader& h, Generation shape, std::string_view header_line) {
@@ -171,7 +239,8 @@ void insert_session_row(PgConnection& c, const SessionHeader& h, Generation shap
 }
 
 void insert_lines(PgConnection& c, const std::string& where, const std::string& id, const std::vector<LineRow>& rows,
-                  const BatchEffect& effect, bool in_transaction, Commit commit, const std::vector<SearchRow>& search) {
+                  const BatchEffect& effect, bool in_transaction, Commit commit, const std::vector<SearchRow>& search,
+                  bool deferred) {
   if (rows.empty()) return;
   for (std::size_t i = 0; i < rows.size(); ++i) {
     if (rows[i].line.size() > kMaxLineBytes)
@@ -244,8 +313,9 @@ void insert_lines(PgConnection& c, const std::string& where, const std::string& 
     if (n_texts > 0)
       for (std::string_view p : {text_seqs.bytes(), text_parts.bytes(), kinds.bytes(), texts.bytes(), words.bytes()})
         params.emplace_back(p);
+    const Texts what = n_texts > 0 ? Texts::with : deferred ? Texts::deferred : Texts::advance;
     const AppendStatement& st =
-        append_statements()[(own == Commit::quiet ? 4 : own == Commit::async ? 2 : 0) + (n_texts > 0 ? 1 : 0)];
+        append_statements()[(own == Commit::quiet ? 6 : own == Commit::async ? 3 : 0) + std::size_t(what)];
     PgResult r = c.exec_prepared(st.name, st.sql, n_texts > 0 ? kAppendSearchTypes : kAppendTypes, params);
     if (r.affected() != std::int64_t(end - begin)) {
       PgResult now = c.exec("SELECT event_count FROM dsh_acp.sessions WHERE owner = current_user AND id = $1", {id});
@@ -307,9 +377,13 @@ void PgAppender::write(KnownLog& log, const std::string& lines, const std::vecto
       if (const json::object* d = object_member(r, 3, "data")) effect.title = std::string(string_at(*d, "title"));
     effect.updated_at = row.time;
     rows.push_back(std::move(row));
-    add_search_rows(search, r);
+    add_search_texts(search, r);
   }
   if (at != lines.size()) throw StoreError("internal: a batch has more lines than records");
+  // The texts are indexed after the commit, off this path (PgStore's indexer). A batch without any
+  // moves the session's indexed_count on itself, unless an earlier batch's texts are still waiting
+  // for the indexer: then its range goes there too, or the count would stop at that batch's end.
+  const bool deferred = !search.empty() || store_->index_pending(id_);
   try {
     if (!log.on_disk) {
       // Published with its header in the batch's transaction: the session appears whole or not at all.
@@ -317,7 +391,7 @@ void PgAppender::write(KnownLog& log, const std::string& lines, const std::vecto
       Transaction tx(*conn_);
       if (!sync) conn_->exec(kAsyncCommit);  // the row's insert announces the session
       insert_session_row(*conn_, log.header, shape_, header_line);
-      insert_lines(*conn_, log.path, id_, rows, effect, true, Commit::durable, search);
+      insert_lines(*conn_, log.path, id_, rows, effect, true, Commit::durable, {}, deferred);
       tx.commit();
       header_line_ = header_line;
       log.on_disk = true;
@@ -326,9 +400,10 @@ void PgAppender::write(KnownLog& log, const std::string& lines, const std::vecto
       // seen elsewhere even if this writer dies mid-turn); later ones leave it to the next durable
       // commit or the release.
       insert_lines(*conn_, log.path, id_, rows, effect, false,
-                   sync ? Commit::durable : unsynced_ ? Commit::quiet : Commit::async, search);
+                   sync ? Commit::durable : unsynced_ ? Commit::quiet : Commit::async, {}, deferred);
     }
     unsynced_ = !sync;
+    if (deferred) store_->index_later(id_, effect.first_seq, effect.next_seq, std::move(search));
   } catch (const PgError& e) {
     // The lock went with the connection: this writer is done.
     if (connection_gone(e) || !conn_->ok()) lost_ = true;

@@ -37,6 +37,19 @@ struct SearchRow {
 
 /// The search rows of one normalised event (store::indexable_texts); texts without a word are left out.
 void add_search_rows(std::vector<SearchRow>& out, const boost::json::object& event);
+/// The rows of add_search_rows without their words (texts without a word still in): what a writer
+/// takes on its own path, leaving the words to the indexer (with_words).
+void add_search_texts(std::vector<SearchRow>& out, const boost::json::object& event);
+/// Fills in the words of rows from add_search_texts and drops the rows without one.
+void with_words(std::vector<SearchRow>& rows);
+
+/// Inserts the texts of lines [first, next) of own session `id`, committed (PgStore's indexer), and
+/// moves its indexed_count from `first` to `next`, in one transaction: `rows` (with their words) stay
+/// only when indexed_count was `first` (else nothing changes and false is returned: a gap, to be caught
+/// up from the lines, or the range indexed already). Committed without waiting for the WAL flush and
+/// not announced: texts lost with a crash go with their indexed_count, and a catch-up finds them.
+bool insert_search_rows(PgConnection& c, const std::string& id, std::int64_t first, std::int64_t next,
+                        const std::vector<SearchRow>& rows);
 
 /// What a batch of lines makes of its session's row.
 struct BatchEffect {
@@ -68,10 +81,12 @@ void insert_session_row(PgConnection& c, const SessionHeader& h, Generation shap
 /// holds one (and says how it commits); else one is opened when the lines need more than one
 /// statement, and `commit` says how it commits.
 /// `search`: the lines' search rows, in seq order, inserted by the same statements (and so in the
-/// same transaction) as the lines their seqs fall in.
+/// same transaction) as the lines their seqs fall in. `deferred`: the lines' texts are left to the
+/// store's indexer, so indexed_count stays where it is; otherwise it moves on with event_count when
+/// the two were equal (the session's texts stay complete).
 void insert_lines(PgConnection& c, const std::string& where, const std::string& id, const std::vector<LineRow>& rows,
                   const BatchEffect& effect, bool in_transaction, Commit commit = Commit::durable,
-                  const std::vector<SearchRow>& search = {});
+                  const std::vector<SearchRow>& search = {}, bool deferred = false);
 
 class PgAppender final : public Appender {
 public:

@@ -6,6 +6,7 @@
 #include "store/log_scan.hpp"
 #include "store/pg/change_feed.hpp"
 #include "store/pg/pg_appender.hpp"
+#include "store/pg/pg_indexer.hpp"
 #include "store/pg/schema.hpp"
 #include "store/pg/url.hpp"
 #include "store/records.hpp"
@@ -345,9 +346,20 @@ PgStore::PgStore(PgStoreOptions options) : options_(std::move(options)), name_(r
     throw named(e);
   }
   if (options_.listen) feed_ = std::make_unique<ChangeFeed>(options_.url, co);
+  ConnectOptions indexing = co;
+  indexing.application_name = "dsh-acp indexer";  // as the listener: a connection of its own, told apart
+  indexer_ = std::make_unique<SearchIndexer>(*this, options_.url, indexing);
 }
 
-PgStore::~PgStore() = default;
+PgStore::~PgStore() { indexer_.reset(); }
+
+bool PgStore::index_pending(const std::string& id) { return indexer_->pending(id); }
+
+void PgStore::index_later(const std::string& id, std::int64_t first, std::int64_t next, std::vector<SearchRow> rows) {
+  indexer_->submit(id, first, next, std::move(rows));
+}
+
+bool PgStore::wait_indexed(std::chrono::milliseconds timeout) { return indexer_->wait_settled(timeout); }
 
 bool PgStore::wait_listening(std::chrono::milliseconds timeout) { return feed_ && feed_->wait_listening(timeout); }
 
@@ -700,6 +712,7 @@ void PgStore::delete_session(const std::string& id, const LockWait& wait) {
     PgResult r = held.connection().exec("DELETE FROM dsh_acp.sessions WHERE owner = current_user AND id = $1", {id});
     held.connection().exec("DELETE FROM dsh_acp.session_locks WHERE owner = current_user AND id = $1", {id});
     held.commit();
+    indexer_->drop(id);
     forget(id);
     if (r.affected() == 0) throw SessionNotFound(id);
   } catch (const PgError& e) {
@@ -850,51 +863,112 @@ std::string text_array(const std::vector<std::string>& values) {
 }
 
 // A term held by at least this many texts the role can read counts as common: it weighs the least,
-// and its texts are not each looked at (a question of common words alone looks at kSearchRows).
+// and its texts are not each looked at (a question of common words alone looks at kWindowTexts).
 constexpr std::int64_t kCommonTexts = 100;
 // Texts holding every term (or, when none does, any common term) looked at, at most.
 constexpr std::int64_t kSearchRows = 1000;
+// Finding a common word through the GIN index costs its whole posting list (a bitmap of every text
+// holding it: ~20 ms for a word in 100,000 texts), however few texts are wanted; reading a text's
+// tsvector back costs a few microseconds. So a search first samples kSampleTexts of the role's own
+// texts: a term held by kSampleCommon of them or more is looked for among the first kProbeTexts own
+// texts, and when kCommonTexts of them hold it, it is common without a look at the index. Either
+// way the count is the same (texts the role can read, up to kCommonTexts): only its cost differs.
+constexpr std::int64_t kSampleTexts = 200;
+constexpr std::int64_t kSampleCommon = 30;
+constexpr std::int64_t kProbeTexts = 2000;
+// A question of common words only ranks the first this many own texts (own_texts) by how many of them
+// each holds.
+constexpr std::int64_t kWindowTexts = 1000;
 
-// How many texts the role can read hold each of `n` terms ($1..$n), counting to kCommonTexts at
-// most, and whether one holds them all ($(n+1)): the GIN index finds them, and a common term costs
-// kCommonTexts rows, not all of them.
-std::string term_counts_sql(std::size_t n) {
-  std::string sql = "SELECT ";
-  for (std::size_t i = 1; i <= n + 1; ++i)
-    sql += std::string(i > 1 ? ", " : "") + "(SELECT count(*) FROM dsh_acp.search_texts($" + std::to_string(i) +
-           "::tsquery, '{}', " + std::to_string(i <= n ? kCommonTexts : 1) + "))";
-  return sql;
+// The role's own texts in the order of their key, at most `n`: the same texts every time, through the
+// primary key, of sessions in the order of their ids (random ones: any of the role's sessions), not
+// wherever a sequential scan happens to start. `detoasted`: each tsvector read once (several terms
+// are matched against it).
+std::string own_texts(std::int64_t n, bool detoasted, std::string_view columns = "") {
+  return "(SELECT " + std::string(columns) + (detoasted ? "tsv || ''::tsvector AS tsv" : "tsv") +
+         " FROM dsh_acp.search WHERE owner = current_user ORDER BY owner, session_id, seq, part LIMIT " +
+         std::to_string(n) + ")";
 }
 
-// One part of a search: the texts holding `query` (a tsquery), each adding `weight` to its score.
+// Per term ($1..$n): how many texts the role can read hold it (to kCommonTexts); then how many
+// sampled texts hold them all ($(n+1)). Each
+// CASE runs its subqueries (InitPlans, evaluated when first needed) only when the cheaper answer
+// before it did not settle the count: sample, then the probe of own texts, then the GIN index.
+std::string term_counts_sql(std::size_t n) {
+  auto p = [](std::size_t i) { return "$" + std::to_string(i) + "::tsquery"; };
+  const std::string common = std::to_string(kCommonTexts);
+  std::string sample, own, out;
+  for (std::size_t i = 1; i <= n + 1; ++i)
+    sample += std::string(i > 1 ? ", " : "") + "count(*) FILTER (WHERE tsv @@ " + p(i) + ") AS c" + std::to_string(i);
+  for (std::size_t i = 1; i <= n; ++i) {
+    const std::string k = std::to_string(i);
+    own += std::string(i > 1 ? ", " : "") + "CASE WHEN p.c" + k + " >= " + common + " THEN " + common + " WHEN p.c" + k +
+           " >= " + std::to_string(kSampleCommon) + " THEN (SELECT count(*) FROM (SELECT FROM " +
+           own_texts(kProbeTexts, false) + " w WHERE tsv @@ " + p(i) + " LIMIT " + common + ") x) ELSE 0 END AS o" + k;
+    out += std::string(i > 1 ? ", " : "") + "CASE WHEN o.o" + k + " >= " + common + " THEN " + common +
+           " ELSE (SELECT count(*) FROM dsh_acp.search_texts(" + p(i) + ", '{}', " + common + ")) END";
+  }
+  return "WITH s AS MATERIALIZED " + own_texts(kSampleTexts, true) + ", p AS MATERIALIZED (SELECT " + sample +
+         " FROM s), o AS MATERIALIZED (SELECT " + own + " FROM p) SELECT " + out + ", p.c" + std::to_string(n + 1) +
+         " FROM o, p";
+}
+
+// Parameters of a statement being built: add() gives the placeholder of a value.
+struct Params {
+  std::vector<std::string> values;
+  std::string add(std::string v) {
+    values.push_back(std::move(v));
+    return "$" + std::to_string(values.size());
+  }
+};
+
+// One part of a search: the texts holding `query` (a tsquery), each adding `weight` to its score;
+// or (`window`) the first kWindowTexts own texts holding any of `terms`, each adding the weights of
+// those it holds.
 struct Branch {
   std::string query;
   double weight = 0;
   std::int64_t limit = 0;
+  std::vector<std::pair<std::string, double>> terms;  ///< window only
 };
 
-// The ranking over `branches`: $(2i-1) a branch's tsquery, $(2i) its weight, then the excluded ids
-// and the limit. The texts come from the GIN index alone (the words are never read back per row),
-// through dsh_acp.search_texts (schema.hpp): the role's own and shared sessions only. A text scores the sum of the
-// weights of the branches that found it; a session is its best text plus a thousandth of the sum
-// of its texts (more texts on the subject: ahead at a tie), and is the one session its id names for
-// this role (kPickSession: its own, else the first owner's shared one), as listings show it.
-std::string search_sql(const std::vector<Branch>& branches) {
-  auto p = [](std::size_t i) { return "$" + std::to_string(i); };
-  const std::size_t exclude = 2 * branches.size() + 1, limit = exclude + 1;
+std::string float_text(double v);
+
+// The ranking over `branches`. The texts come from the GIN index (through dsh_acp.search_texts,
+// schema.hpp: the role's own and shared sessions only) or from the role's own texts in the table's
+// order; no text's words are read back but those. A text scores the sum of the weights of the
+// branches that found it; a session is its best text plus a thousandth of the sum of its texts (more
+// texts on the subject: ahead at a tie), and is the one session its id names for this role
+// (kPickSession: its own, else the first owner's shared one), as listings show it: a text of the
+// role's own needs no look at other sessions.
+std::string search_sql(const std::vector<Branch>& branches, Params& params, const std::string& exclude_list,
+                       std::size_t limit) {
+  const std::string exclude = params.add(exclude_list) + "::text[]";
   std::string hits;
-  for (std::size_t i = 0; i < branches.size(); ++i)
-    hits += std::string(i ? " UNION ALL " : "") + "SELECT owner, session_id, seq, part, " + p(2 * i + 2) +
-            "::float8 AS w FROM dsh_acp.search_texts(" + p(2 * i + 1) + "::tsquery, " + p(exclude) + "::text[], " +
-            std::to_string(branches[i].limit) + ")";
+  for (const Branch& b : branches) {
+    hits += hits.empty() ? "" : " UNION ALL ";
+    if (b.terms.empty()) {
+      hits += "SELECT owner, session_id, seq, part, " + params.add(float_text(b.weight)) +
+              "::float8 AS w FROM dsh_acp.search_texts(" + params.add(b.query) + "::tsquery, " + exclude + ", " +
+              std::to_string(b.limit) + ")";
+      continue;
+    }
+    std::string score;
+    for (const auto& [term, weight] : b.terms)
+      score += std::string(score.empty() ? "" : " + ") + "CASE WHEN tsv @@ " + params.add(term) + "::tsquery THEN " +
+               params.add(float_text(weight)) + "::float8 ELSE 0 END";
+    hits += "SELECT owner, session_id, seq, part, " + score + " AS w FROM " +
+            own_texts(kWindowTexts, true, "owner, session_id, seq, part, ") + " o WHERE tsv @@ " + params.add(b.query) +
+            "::tsquery AND NOT (session_id = ANY (" + exclude + "))";
+  }
   return "WITH hits AS (" + hits + "), "
          "r AS (SELECT owner, session_id, seq, part, sum(w) AS score FROM hits GROUP BY owner, session_id, seq, part), "
          "b AS (SELECT DISTINCT ON (owner, session_id) owner, session_id, seq, part, score, "
          "sum(score) OVER (PARTITION BY owner, session_id) AS total FROM r ORDER BY owner, session_id, score DESC, seq, part), "
          "top AS (SELECT owner, session_id, seq, part, score + total / 1000 AS score FROM b "
-         "WHERE NOT EXISTS (SELECT FROM dsh_acp.sessions o WHERE o.id = b.session_id AND o.owner <> b.owner AND "
-         "(o.owner = current_user OR (b.owner <> current_user AND o.owner < b.owner))) "
-         "ORDER BY score DESC, session_id LIMIT " + p(limit) + "::bigint) "
+         "WHERE b.owner = current_user OR NOT EXISTS (SELECT FROM dsh_acp.sessions o WHERE o.id = b.session_id AND "
+         "o.owner <> b.owner AND (o.owner = current_user OR (b.owner <> current_user AND o.owner < b.owner))) "
+         "ORDER BY score DESC, session_id LIMIT " + params.add(std::to_string(limit)) + "::bigint) "
          "SELECT top.session_id, top.seq, x.kind, x.text, top.score FROM top "
          "JOIN dsh_acp.search x USING (owner, session_id, seq, part) ORDER BY top.score DESC, top.session_id";
 }
@@ -1026,10 +1100,13 @@ std::vector<ContentHit> PgStore::search_content(const ContentQuery& query, std::
   const std::size_t n = terms.size();
   std::vector<std::string> operands;
   for (const std::string& t : terms) operands.push_back(tsquery_operand(t));
+  // What this process committed before the question is indexed first (normally a few milliseconds).
+  indexer_->wait_settled(kFreshWait);
   try {
     Lease c = lease();
-    // Lines written without their texts (an older dsh-acp beside this one): a few are indexed now,
-    // newest first; more wait for `dsh-acp store index`. Looked for at most every kCatchUpEvery (the
+    // Lines whose texts were never indexed (their writer's process died before its indexer got to
+    // them, or an older dsh-acp wrote them): a few are indexed now, newest first; more wait for
+    // `dsh-acp store index`. Looked for at most every kCatchUpEvery (the
     // look reads every session row of the role's).
     const auto now = std::chrono::steady_clock::now().time_since_epoch().count();
     std::int64_t due = catch_up_due_.load(std::memory_order_relaxed);
@@ -1065,27 +1142,49 @@ std::vector<ContentHit> PgStore::search_content(const ContentQuery& query, std::
         if (held == 0) continue;
         const double w = std::log1p(double(kCommonTexts) / double(held));
         if (held < kCommonTexts) {
-          branches.push_back({operands[i], w, kCommonTexts});
+          branches.push_back({operands[i], w, kCommonTexts, {}});
         } else {
           common += w;
           commons.push_back(i);
         }
       }
-      const bool together = counts.int64(0, int(n)) > 0;
-      if (together && (n > 1 || branches.empty()) && !commons.empty()) branches.push_back({all, common, kSearchRows});
-      else if (branches.empty())  // common words alone, never all in one text
-        for (std::size_t i : commons)
-          branches.push_back({operands[i], std::log1p(double(kCommonTexts) / double(kCommonTexts)),
-                              kSearchRows / std::int64_t(commons.size())});
-      if (!branches.empty()) {
-        std::vector<std::string> values;
-        for (const Branch& b : branches) {
-          values.push_back(b.query);
-          values.push_back(float_text(b.weight));
+      const double common_weight = std::log1p(1.0);
+      auto rank = [&](const std::vector<Branch>& parts) {
+        Params params;
+        const std::string sql = search_sql(parts, params, text_array(query.exclude), query.limit);
+        return c->exec(sql, std::vector<Param>(params.values.begin(), params.values.end()));
+      };
+      std::optional<PgResult> ranked;
+      if (branches.empty() && !commons.empty()) {
+        // Common words only: the role's first kWindowTexts own texts holding any, by how many they
+        // hold (the index would read every text holding each word to find them). The index only
+        // when none of those holds one (the words are common in texts shared with the role).
+        Branch window;
+        std::string any;
+        for (std::size_t i : commons) {
+          any += (any.empty() ? "" : " | ") + operands[i];
+          window.terms.emplace_back(operands[i], common_weight);
         }
-        values.push_back(text_array(query.exclude));
-        values.push_back(std::to_string(query.limit));
-        PgResult r = c->exec(search_sql(branches), std::vector<Param>(values.begin(), values.end()));
+        window.query = any;
+        ranked = rank({window});
+        if (ranked->rows() > 0) commons.clear();
+      }
+      if (!commons.empty()) {
+        // With a rarer term, the index finds the texts holding every term from that term's few (and
+        // none when no text holds them all); without one, it is asked first whether any does.
+        bool together = counts.int64(0, int(n)) > 0 || !branches.empty();
+        if (!together) {
+          PgResult any = c->exec("SELECT count(*) FROM dsh_acp.search_texts($1::tsquery, '{}', 1)", {all});
+          together = any.int64(0, 0) > 0;
+        }
+        if (together && (n > 1 || branches.empty())) branches.push_back({all, common, kSearchRows, {}});
+        else if (branches.empty())  // common words alone, never all in one text
+          for (std::size_t i : commons)
+            branches.push_back({operands[i], common_weight, kSearchRows / std::int64_t(commons.size()), {}});
+      }
+      if (!branches.empty()) ranked = rank(branches);
+      if (ranked) {
+        const PgResult& r = *ranked;
         for (int i = 0; i < r.rows(); ++i) {
           ContentHit h;
           h.session_id = std::string(r.value(i, 0));

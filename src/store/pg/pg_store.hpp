@@ -38,6 +38,8 @@ struct PgStoreOptions {
 };
 
 class ChangeFeed;
+class SearchIndexer;
+struct SearchRow;
 
 class PgStore final : public Backend {
 public:
@@ -94,10 +96,11 @@ public:
 
   /// PostgreSQL's full-text search over dsh_acp.search (docs/recall.md), under the role's row
   /// security: its own and shared sessions only, ranked by what it can read alone (each term
-  /// weighs by how few texts this role can see hold it). Texts are written with
-  /// their lines; a few of the role's own sessions written without them (an older dsh-acp) are
-  /// indexed first (kCatchUpSessions, looked for every kCatchUpEvery), the rest by
-  /// index_content(). ReadCancelled when stopped.
+  /// weighs by how few texts this role can see hold it). Texts are written after their lines'
+  /// commit by this store's indexer (pg_indexer.hpp), which a search first waits for (kFreshWait at
+  /// most); a few of the role's own sessions whose texts lag (another process died before indexing
+  /// them, or an older dsh-acp wrote them) are indexed first (kCatchUpSessions, looked for every
+  /// kCatchUpEvery), the rest by index_content(). ReadCancelled when stopped.
   std::vector<ContentHit> search_content(const ContentQuery& query, std::stop_token stop = {}) override;
   /// Indexes the role's own sessions whose texts lag their lines (indexed_count < event_count), each
   /// in a transaction of its own, without taking the writer's lock: `total` counts the sessions the
@@ -108,6 +111,11 @@ public:
   /// How many stale sessions of its own a search indexes before answering, and how often it looks.
   static constexpr std::size_t kCatchUpSessions = 4;
   static constexpr std::chrono::seconds kCatchUpEvery{10};
+  /// How long a search waits for this store's indexer to index the batches committed before it.
+  static constexpr std::chrono::milliseconds kFreshWait{2000};
+  /// Waits up to `timeout` until the indexer tried every batch this store committed before the call
+  /// (tests, benchmarks); false on timeout.
+  bool wait_indexed(std::chrono::milliseconds timeout);
   bool supports_sharing() const noexcept override { return true; }
   std::optional<std::string> person() const override { return role_; }
 
@@ -115,6 +123,7 @@ public:
 
 private:
   friend class PgAppender;
+  friend class SearchIndexer;
 
   /// A pooled connection for the length of one call.
   class Lease;
@@ -160,6 +169,10 @@ private:
   /// Indexes the texts of own session `id` from its indexed_count to its event_count (one
   /// transaction on `c`); false when there was nothing to do (gone, or caught up meanwhile).
   bool index_session(PgConnection& c, const std::string& id, std::stop_token stop);
+  /// For writers: a batch of `id` waits for the indexer; `rows` (without words) of lines
+  /// [first, next), just committed, to be indexed.
+  bool index_pending(const std::string& id);
+  void index_later(const std::string& id, std::int64_t first, std::int64_t next, std::vector<SearchRow> rows);
   /// The role's own sessions whose texts lag their lines, newest first, at most `limit`.
   std::vector<std::string> stale_sessions(PgConnection& c, std::size_t limit);
   /// `e` as thrown to callers: naming the store, "connection lost" said as such.
@@ -184,6 +197,7 @@ private:
   std::atomic<std::uint64_t> local_changes_{0};
   std::mutex listings_mu_;
   std::unordered_map<std::string, CachedListing> listings_;  ///< by query; guarded by listings_mu_
+  std::unique_ptr<SearchIndexer> indexer_;  ///< stopped first by the destructor (it calls index_session)
 
 public:
   /// Listening for other processes' changes now (tests): waits up to `timeout`.

@@ -251,13 +251,13 @@ DROP FUNCTION dsh_acp.session_lock_key(text);
 // text search configuration: a question's terms (store::content_terms) are cut and lower-cased by
 // the same code, whatever the database's locale, and a path or a host name is split into its words
 // as it is in a file store's index (PostgreSQL's parser keeps "src/a_b.cpp" or "example.com" whole).
-// - The rows of a batch are inserted by the statement that inserts its lines, so whatever is
-//   committed is searchable at once (no notification needed), and nothing can be committed without
-//   them.
+// - A writer's texts are inserted after its batch committed, by its store's indexer (pg_indexer.hpp),
+//   which moves indexed_count on in the same transaction; an import inserts them with the lines.
 // - sessions.indexed_count: the events of the session whose texts are in dsh_acp.search (0 up to it).
-//   A batch moves it on with event_count only when they were equal; lines written without texts (by
-//   an older dsh-acp, or rows from before this version) leave it behind, and `dsh-acp store index`
-//   (PgStore::index_content) catches up from there.
+//   A batch without texts moves it on with event_count only when they were equal; lines whose texts
+//   never came (an older dsh-acp, rows from before this version, a writer killed before its
+//   indexer ran) leave it behind, and a catch-up (the indexer, a search, `dsh-acp store index`:
+//   PgStore::index_content) reads the lines from there.
 // - Row security as for the lines: a role reads the rows of its own and of shared sessions, inserts
 //   rows only into its own sessions, deletes only its own; they go with their session (delete and
 //   truncate triggers).
