@@ -251,6 +251,39 @@ int main(int argc, char** argv) {
   }
 
   {
+    // The same at a prompt's pace: each session's write is timed alone, and the indexer's backlog is
+    // waited for (unmeasured) before the next one, as between two prompts, whose round trips include
+    // the model's answer. The cost on the prompt's own path: what a person waiting for a turn sees.
+    constexpr int kRounds = 12, kPerRound = 10;
+    std::vector<double> ratios;
+    for (int round = 0; round < kRounds; ++round) {
+      double took[2] = {0, 0};
+      for (bool texts : {round % 2 == 0, round % 2 != 0}) {
+        g_unindexable = !texts;
+        Words w(5000 + unsigned(round));
+        const std::string prefix = (texts ? "paced-with-" : "paced-without-") + std::to_string(::getpid()) + "-";
+        std::vector<double> each;
+        for (int i = 0; i < kPerRound; ++i) {
+          const auto t = Clock::now();
+          write_session(store, round * kPerRound + i, w, prefix);
+          each.push_back(ms_since(t));
+          while (!store.wait_indexed(std::chrono::seconds(60))) {
+          }
+        }
+        took[texts] = percentile(each, 0.5);
+      }
+      ratios.push_back(took[1] / took[0]);
+    }
+    g_unindexable = false;
+    const double growth = 100 * (percentile(ratios, 0.5) - 1);
+    std::printf("  at a prompt's pace (the indexer idle when a session's write starts): %+.1f%% (median of %d paired "
+                "rounds; they ranged %+.0f%% to %+.0f%%)\n",
+                growth, kRounds, 100 * (percentile(ratios, 0.0) - 1), 100 * (percentile(ratios, 1.0) - 1));
+    bench::result("pgfts_write_growth_paced_pct", growth, "%",
+                  "\"note\":\"a session of 4 turns, with vs without texts, the indexer's backlog waited for between sessions\"");
+  }
+
+  {
     // Freshness: a turn with a word of its own appended to a session; then searched for from another
     // store (another process's view: found once the writer's indexer committed its texts), and from
     // the writer's store (which waits for its indexer first), alternating, 20 each.

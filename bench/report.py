@@ -117,6 +117,7 @@ CATALOGUE += [
     ("pgfts_scan_ms", "PostgreSQL recall: plain scan beside it", "the default Backend::search_content (every session's lines read) on the same sessions, slowest of 2 (bench_pg_search)", REPORT, None, "ms"),
     ("pgfts_size_pct", "PostgreSQL recall: dsh_acp.search size", "table, TOAST and indexes, % of dsh_acp.events (bench_pg_search)", REPORT, None, "%"),
     ("pgfts_write_growth_pct", "PostgreSQL recall: write path growth", "a session's 4 turns written with their texts vs the same without (stop words only), the indexer's work beside it, median of 12 paired rounds (bench_pg_search)", LE, 5, "%"),
+    ("pgfts_write_growth_paced_pct", "PostgreSQL recall: write path growth at a prompt's pace", "the same, each session's write timed alone with the indexer's backlog waited for between sessions, median of 12 paired rounds (bench_pg_search)", LE, 5, "%"),
     ("pgfts_fresh_ms", "PostgreSQL recall: committed -> found", "a turn committed, then searched for from another store until found, median of 20 (bench_pg_search)", LE, 100, "ms"),
     ("pgfts_backfill_s", "PostgreSQL recall: index_content backfill", "every session's texts dropped, then indexed again from the lines (bench_pg_search)", REPORT, None, "s"),
     ("peer_codex_acp_initialize_ratio", "codex-acp spawn -> initialize", "ratio to ours, same run, median of 10 (peers_bench.py)", REPORT, None, "x"),

@@ -2,6 +2,7 @@
 
 #include "store/collation.hpp"
 #include "store/errors.hpp"
+#include "store/event_model.hpp"
 #include "store/match_score.hpp"
 #include "store/file_io.hpp"
 #include "store/line_text.hpp"
@@ -223,10 +224,13 @@ std::optional<std::vector<CommittedEvents::Event>> batch_events(std::string_view
     boost::system::error_code ec;
     json::value v = parse_stored_line(line, ec);
     if (ec || !v.is_object()) return std::nullopt;
-    const std::int64_t seq = seq_of(v.get_object());
+    json::object& event = v.get_object();
+    // In the shape the log's generation writes (a 0.1 root's records differ): read as a scan reads it.
+    normalise_event(event);
+    const std::int64_t seq = seq_of(event);
     if (seq < 0) return std::nullopt;
     if (seq < start) continue;
-    CommittedEvents::Event e{seq, is_turn_start(v.get_object()), indexable_texts(v.get_object())};
+    CommittedEvents::Event e{seq, is_turn_start(event), indexable_texts(event)};
     if (e.turn_start || !e.texts.empty()) events.push_back(std::move(e));
   }
   return events;
@@ -271,9 +275,12 @@ void ContentIndex::read_changes() {
       if (ev->mask & IN_Q_OVERFLOW) overflow_ = true;
       auto dir = watched_.find(ev->wd);
       if (dir == watched_.end()) continue;
-      if (ev->mask & IN_IGNORED) {  // the directory is gone: a new one there is watched anew
+      if (ev->mask & (IN_IGNORED | IN_MOVE_SELF)) {
+        // The directory is gone or moved: the next catch-up walks, and watches what is there now.
+        if (ev->mask & IN_MOVE_SELF) ::inotify_rm_watch(inotify_fd_, ev->wd);
         watches_.erase(dir->second);
         watched_.erase(dir);
+        unwatched_ = true;
       } else if (ev->len > 0) {
         dirty_.insert(dir->second + "/" + ev->name);
       }
@@ -289,7 +296,7 @@ bool ContentIndex::may_have_changed(const std::string& path, const std::unordere
     // Watched from now on; what happened before is found by the stat that follows.
     const int wd = ::inotify_add_watch(inotify_fd_, dir.c_str(),
                                        IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_CREATE | IN_DELETE | IN_MOVED_FROM |
-                                           IN_MOVED_TO | IN_ONLYDIR | IN_DONT_FOLLOW);
+                                           IN_MOVED_TO | IN_MOVE_SELF | IN_ONLYDIR | IN_DONT_FOLLOW);
     watches_.emplace(dir, Watch{wd, catch_ups_});
     if (wd >= 0) watched_[wd] = dir;
     else unwatched_ = true;
@@ -569,7 +576,8 @@ std::vector<const ContentLog*> ContentIndex::changed_logs(const ContentListing& 
   dirty.swap(dirty_);
   everything = everything || overflow_;
   overflow_ = true;
-  const bool same_listing = listing_.logs && listing_.version == listing.version;
+  // Versions only grow: a search that took its listing before another's newer one keeps the newer.
+  const bool same_listing = listing_.logs && listing_.version >= listing.version;
   if (!same_listing) {
     listing_ = listing;
     by_id_.clear();
@@ -601,7 +609,7 @@ std::vector<const ContentLog*> ContentIndex::changed_logs(const ContentListing& 
       if (auto it = by_path_.find(path); it != by_path_.end()) look_at(*it->second);
     return changed;
   }
-  for (const ContentLog& log : *listing.logs) look_at(log);
+  for (const ContentLog& log : *listing_.logs) look_at(log);
   std::vector<std::int64_t> gone;
   for (const auto& [id, r] : records_)
     if (!by_id_.contains(id)) gone.push_back(r.sid);
@@ -684,7 +692,8 @@ struct RankedTerm {
 // Document frequencies are counted on the newest rows only: past this many, the term's share of
 // those rows stands for its share of all (an estimate only common terms get, whose IDF is small).
 constexpr std::int64_t kCountedRows = 2000;
-// The rarest terms that rank: their term sets are enumerated, 2^n - 1 of them.
+// The rarest terms whose sets are enumerated (2^n - 1 of them); rows holding only commoner ones
+// come after all of those.
 constexpr std::size_t kRankedTerms = 6;
 
 // The question's terms some row holds, with their IDFs, rarest first.
@@ -766,15 +775,26 @@ std::vector<ContentIndex::Found> ContentIndex::ranked_sessions(const std::vector
   Stmt rows(db_, "SELECT rowid FROM fts WHERE fts MATCH ?1 ORDER BY rowid DESC");
   Stmt doc(db_, "SELECT sid, first_seq, last_seq FROM docs WHERE rowid = ?1");
   std::unordered_set<std::int64_t> seen;
+  std::vector<std::pair<double, std::string>> queries;
   for (const auto& [score, mask] : sets) {
-    if (found.size() >= query.limit) break;
     std::string held, missing;
     for (std::size_t t = 0; t < n; ++t) {
       std::string& to = mask & (1u << t) ? held : missing;
       to += (to.empty() ? "" : (&to == &held ? " AND " : " OR ")) + ranked[t].expression;
     }
+    queries.emplace_back(score, missing.empty() ? held : "(" + held + ") NOT (" + missing + ")");
+  }
+  if (ranked.size() > n) {
+    // Rows holding only commoner terms than those still match, last, scored by the rarest of them.
+    std::string rest, first;
+    for (std::size_t t = 0; t < ranked.size(); ++t)
+      (t < n ? first : rest) += std::string((t < n ? first : rest).empty() ? "" : " OR ") + ranked[t].expression;
+    queries.emplace_back(ranked[n].idf, "(" + rest + ") NOT (" + first + ")");
+  }
+  for (const auto& [score, expression] : queries) {
+    if (found.size() >= query.limit) break;
     rows.reset();
-    rows.bind(1, missing.empty() ? held : "(" + held + ") NOT (" + missing + ")");
+    rows.bind(1, expression);
     while (found.size() < query.limit && rows.step()) {
       if (stop.stop_requested()) throw ReadCancelled();
       doc.reset();
@@ -829,7 +849,7 @@ std::optional<ContentHit> ContentIndex::read_hit(const Found& f, const std::vect
   return ContentHit{f.id, best.seq, best.kind, make_snippet(best.text, terms), f.score};
 }
 
-void ContentIndex::apply(const CommittedEvents& b) {
+void ContentIndex::apply(const CommittedEvents& b, const std::optional<std::vector<CommittedEvents::Event>>& parsed) {
   reload_if_changed();
   std::vector<std::pair<std::string, Record>> updated;
   Tx tx(db_);
@@ -838,8 +858,7 @@ void ContentIndex::apply(const CommittedEvents& b) {
   if (!contiguous) {
     index_log({b.id, b.path}, updated, {});
   } else if (!rec || rec->count < b.end_seq) {
-    std::optional<std::vector<CommittedEvents::Event>> events = batch_events(b.lines, rec ? rec->count : 0);
-    if (!events) {
+    if (!parsed) {
       index_log({b.id, b.path}, updated, {});
       tx.commit();
       remember(updated);
@@ -856,7 +875,11 @@ void ContentIndex::apply(const CommittedEvents& b) {
       r.head = fd ? head_hash(fd.get(), std::uint64_t(r.head_len), b.path) : 0;
     }
     r.sid = put_record(b.id, r);
-    insert_docs(r.sid, *events);
+    const std::int64_t start = rec ? rec->count : 0;
+    std::vector<CommittedEvents::Event> events;
+    for (const CommittedEvents::Event& e : *parsed)
+      if (e.seq >= start) events.push_back(e);
+    insert_docs(r.sid, events);
     updated.emplace_back(b.id, r);
   }
   tx.commit();
@@ -911,16 +934,25 @@ void ContentIndex::drain() {
 
 void ContentIndex::worker(std::stop_token stop) {
   // Indexing is background work: where it competes with a prompt for a core, the prompt goes first.
-  (void)::setpriority(PRIO_PROCESS, pid_t(::syscall(SYS_gettid)), kWorkerNice);
+  const pid_t tid = pid_t(::syscall(SYS_gettid));
+  errno = 0;
+  const int nice = ::getpriority(PRIO_PROCESS, id_t(tid));
+  if (errno == 0) (void)::setpriority(PRIO_PROCESS, id_t(tid), std::min(nice + kWorkerNice, 19));
   for (;;) {
     CommittedEvents b;
     {
       std::unique_lock l(queue_mu_);
+      const bool was_idle = queue_.empty();
       if (!queue_cv_.wait(l, stop, [&] { return !queue_.empty(); })) return;
       // A turn commits several batches in quick succession: gathered, they are one transaction
-      // (and one FTS segment) instead of several. Woken early by drain() or a full queue.
-      queue_cv_.wait_for(l, stop, kGather, [&] { return draining_ > 0 || queued_bytes_ >= kQueueBytes / 2; });
-      if (queue_.empty()) continue;
+      // (and one FTS segment) instead of several. Only after an idle spell: a backlog goes straight
+      // through. drain() and a half-full queue end the wait at once.
+      if (was_idle)
+        queue_cv_.wait_for(l, stop, kGather, [&] {
+          return draining_ > 0 || queued_bytes_ >= kQueueBytes / 2 || queue_.size() >= kQueueSessions / 2;
+        });
+      // At shutdown what is queued is dropped: the next process's first search walks every log.
+      if (stop.stop_requested()) return;
       auto it = queue_.begin();
       queued_bytes_ -= it->second.lines.size();
       b = std::move(it->second);
@@ -928,7 +960,10 @@ void ContentIndex::worker(std::stop_token stop) {
       busy_ = true;
     }
     try {
-      guarded([&] { apply(b); });
+      // Parsed before the index's lock is taken: a search waits only for the SQLite work.
+      std::optional<std::vector<CommittedEvents::Event>> events;
+      if (!b.reread) events = batch_events(b.lines, b.first_seq);
+      guarded([&] { apply(b, events); });
     } catch (const std::exception& e) {
       // The next search's catch-up reads the log instead.
       log::debug("content index: " + std::string(e.what()));

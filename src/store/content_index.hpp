@@ -138,7 +138,8 @@ private:
                                      std::stop_token stop);
   /// The hit of a found session: its best event's text from the log (nullopt: the log changed).
   std::optional<ContentHit> read_hit(const Found& f, const std::vector<std::string>& terms, std::stop_token stop);
-  void apply(const CommittedEvents& batch);
+  /// Indexes a batch (`parsed`: its events, nullopt: read the log).
+  void apply(const CommittedEvents& batch, const std::optional<std::vector<CommittedEvents::Event>>& parsed);
   /// Takes records committed to the database into records_ and ids_.
   void remember(const std::vector<std::pair<std::string, Record>>& updated);
   void rebuild_fts();

@@ -176,6 +176,41 @@ BOOST_AUTO_TEST_CASE(our_commits_are_indexed_without_reading_the_log) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(our_commits_index_every_kind_of_text_in_both_layouts) {
+  // The writer hands over its lines in the layout's own shape (a 0.1 root writes the agent's text
+  // elsewhere in the record): the indexer reads them as a scan would.
+  for (Generation g : {Generation::flat, Generation::project_dirs}) {
+    TempDir dir;
+    auto store = open_store(dir, Encoding::none, g);
+    session(*store, "s", {"first words about parsers"});
+    BOOST_TEST(search(*store, "parsers").size() == 1u);  // opens the index
+    ContentIndex* index = store->content_index();
+    const std::uint64_t read = index->logs_read();
+    session(*store, "new", {"another zeppelin"});
+    index->drain();
+    BOOST_TEST(index->logs_read() == read);
+    // write_turn's agent answers "Hello there".
+    auto hits = search(*store, "hello", 10, {"s"});
+    BOOST_REQUIRE(hits.size() == 1u);
+    BOOST_TEST(hits[0].session_id == "new");
+    BOOST_TEST(text_kind_name(hits[0].kind) == "agent");
+    BOOST_TEST(index->logs_read() == read);  // found through the writer's lines, not a read of the log
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_question_of_many_words_still_finds_a_session_holding_only_common_ones) {
+  // Only the rarest terms' sets are enumerated; a session holding none of those but a commoner
+  // term still matches, after them.
+  TempDir dir;
+  auto store = open_store(dir, Encoding::none);
+  session(*store, "common", {"kiwi"});
+  for (int i = 0; i < 3; ++i) session(*store, "filler" + std::to_string(i), {"kiwi"});
+  session(*store, "rare", {"alpha beta gamma delta epsilon zeta eta"});
+  auto hits = search(*store, "alpha beta gamma delta epsilon zeta eta kiwi");
+  BOOST_REQUIRE(hits.size() == 5u);
+  BOOST_TEST(hits[0].session_id == "rare");
+}
+
 BOOST_AUTO_TEST_CASE(another_instances_appends_and_sessions_are_found) {
   for (Encoding enc : kEncodings) {
     TempDir dir;
