@@ -848,11 +848,8 @@ asio::awaitable<std::vector<refs::ContentMatch>> Engine::search_sessions(const S
 
 asio::awaitable<bool> Engine::has_other_sessions(const std::string& id) {
   auto other = [this, id = id] {
-    store::ListQuery query;
-    query.limit = 2;
     try {
-      for (const auto& row : services_.store.get().list_sessions(query))
-        if (row.header.id != id) return true;
+      return services_.store.get().has_session_other_than(id);
     } catch (const std::exception& e) {
       acp::log::warn(std::string("listing sessions failed: ") + e.what());
     }

@@ -51,6 +51,14 @@ struct ScanBest {
 
 } // namespace
 
+bool Backend::has_session_other_than(const std::string& id) {
+  ListQuery query;
+  query.limit = 2;
+  for (const SessionListing& row : list_sessions(query))
+    if (row.header.id != id) return true;
+  return false;
+}
+
 std::vector<ContentHit> Backend::search_content(const ContentQuery& query, std::stop_token stop) {
   std::vector<ContentHit> hits;
   std::vector<std::string> terms = content_terms(query.words);

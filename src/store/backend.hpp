@@ -104,6 +104,9 @@ public:
   /// Newest first by createdAt, ties by id in en-US collation, after `query.after`, at most
   /// `query.limit` rows.
   virtual std::vector<SessionListing> list_sessions(const ListQuery& query = {}) = 0;
+  /// Whether a listed session other than `id` exists (the recall tool is offered then). Asked once
+  /// per session on the prompt's path: a backend answers without building a listing page.
+  virtual bool has_session_other_than(const std::string& id);
 
   // ---- writers ----
 

@@ -329,6 +329,20 @@ std::vector<SessionListing> SessionStore::list_sessions(const ListQuery& query) 
   return rows;
 }
 
+bool SessionStore::has_session_other_than(const std::string& id) {
+  // Not list_sessions: a listing also writes the index cache when a session was added, which on
+  // the first prompt of every new session meant serialising every row of a large root.
+  bool found = false;
+  ListQuery query;
+  query.limit = 2;
+  std::lock_guard g(mu_);
+  index_->visit(query, [&](const SessionListing& row) {
+    found = found || row.header.id != id;
+    return !found;
+  });
+  return found;
+}
+
 void SessionStore::visit_sessions(const ListQuery& query, const std::function<bool(const SessionListing&)>& fn) {
   std::optional<std::string> text;
   std::uint64_t generation = 0;

@@ -87,6 +87,7 @@ public:
 
   /// Newest first by createdAt, ties by id in en-US collation; served from the listing index.
   std::vector<SessionListing> list_sessions(const ListQuery& query = {}) override;
+  bool has_session_other_than(const std::string& id) override;
   /// The same rows without copying them (candidate search over all sessions): `fn` returns false
   /// to stop. It runs under the store's lock: it must not call back into the store.
   void visit_sessions(const ListQuery& query, const std::function<bool(const SessionListing&)>& fn);

@@ -48,6 +48,12 @@ void mark_read_only(const Backend& root, std::vector<SessionListing>& rows) {
 
 } // namespace
 
+bool StoreSet::has_session_other_than(const std::string& id) {
+  for (auto& r : roots_)
+    if (r->has_session_other_than(id)) return true;
+  return false;
+}
+
 std::vector<SessionListing> StoreSet::list_sessions(const ListQuery& query) {
   if (roots_.size() == 1) {
     std::vector<SessionListing> rows = roots_.front()->list_sessions(query);

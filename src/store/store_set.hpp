@@ -31,6 +31,8 @@ public:
   /// Newest first over every root (ties by id in en-US collation); an id listed by two roots is
   /// shown once, from the first.
   std::vector<SessionListing> list_sessions(const ListQuery& query = {});
+  /// Whether any root lists a session other than `id`.
+  bool has_session_other_than(const std::string& id);
 
   /// A new session in the first root; SessionExists when any root holds the id.
   SessionWriter create(const SessionHeader& header);

@@ -54,6 +54,26 @@ BOOST_AUTO_TEST_CASE(lowercase_is_full_en_us_mapping) {
   BOOST_TEST(lowercase_en_us("\xC3\x9F") == "\xC3\x9F");                                   // ß unchanged
 }
 
+BOOST_AUTO_TEST_CASE(another_session_is_found_without_writing_the_cache) {
+  TempDir dir;
+  auto store = open_store(dir, Encoding::none);
+  BOOST_TEST(!store->has_session_other_than("a"));
+  make_session(*store, "a", 100);
+  BOOST_TEST(!store->has_session_other_than("a"));
+  BOOST_TEST(store->has_session_other_than("b"));
+  store->list_sessions();  // the cache as of now
+  const std::string cache = cache_file(dir);
+  BOOST_REQUIRE(!cache.empty());
+  const std::string before = read_file(cache);
+  make_session(*store, "b", 200);
+  // Asked on the first prompt of every session: the cache (every row of the root) is not rewritten.
+  BOOST_TEST(store->has_session_other_than("a"));
+  BOOST_TEST(store->has_session_other_than("b"));
+  BOOST_TEST(read_file(cache) == before);
+  store->list_sessions();
+  BOOST_TEST(read_file(cache) != before);  // a listing still writes it
+}
+
 BOOST_AUTO_TEST_CASE(newest_first_then_collated_ids) {
   TempDir dir;
   auto store = open_store(dir, Encoding::none);
