@@ -461,7 +461,8 @@ std::int64_t ContentIndex::put_record(const std::string& id, const Record& r) {
   return s.i64(0);
 }
 
-std::size_t ContentIndex::insert_docs(std::int64_t sid, const std::vector<CommittedEvents::Event>& events) {
+std::size_t ContentIndex::insert_docs(std::int64_t sid, const std::vector<CommittedEvents::Event>& events,
+                                      std::int64_t start) {
   Stmt doc(db_, "INSERT INTO docs(sid, first_seq, last_seq) VALUES (?1, ?2, ?3)");
   Stmt fts(db_, "INSERT INTO fts(rowid, text) VALUES (?1, ?2)");
   std::string text;
@@ -478,6 +479,7 @@ std::size_t ContentIndex::insert_docs(std::int64_t sid, const std::vector<Commit
     first = -1;
   };
   for (const CommittedEvents::Event& e : events) {
+    if (e.seq < start) continue;  // indexed already
     if (e.turn_start) flush();
     for (const IndexableText& t : e.texts) {
       if (first < 0) first = e.seq;
@@ -686,6 +688,7 @@ namespace {
 // in most rows still counts, as it must in a small store.
 struct RankedTerm {
   std::string expression;
+  double df = 0;  ///< rows holding it, counted or estimated
   double idf = 0;
 };
 
@@ -707,7 +710,6 @@ std::vector<RankedTerm> rank_terms(sqlite3* db_, const std::vector<std::string>&
   }
   Stmt newest(db_, "SELECT rowid FROM fts WHERE fts MATCH ?1 ORDER BY rowid DESC LIMIT ?2");
   std::vector<RankedTerm> ranked;
-  std::vector<double> df;
   for (const std::string& term : terms) {
     std::string expression = term_expression(term);
     if (expression.empty()) continue;
@@ -727,12 +729,11 @@ std::vector<RankedTerm> rank_terms(sqlite3* db_, const std::vector<std::string>&
     double estimate = double(count);
     if (count == kCountedRows && high > last)
       estimate = double(count) * double(high - low + 1) / double(high - last + 1);
-    df.push_back(estimate);
-    ranked.push_back({std::move(expression), 0});
+    ranked.push_back({std::move(expression), estimate, 0});
   }
-  for (std::size_t i = 0; i < ranked.size(); ++i) {
-    const double d = std::min(df[i], double(std::max<std::int64_t>(rows, 1)));
-    ranked[i].idf = std::log(1 + (double(rows) - d + 0.5) / (d + 0.5));
+  for (RankedTerm& t : ranked) {
+    const double d = std::min(t.df, double(std::max<std::int64_t>(rows, 1)));
+    t.idf = std::log(1 + (double(rows) - d + 0.5) / (d + 0.5));
   }
   std::stable_sort(ranked.begin(), ranked.end(), [](const RankedTerm& a, const RankedTerm& b) { return a.idf > b.idf; });
   return ranked;
@@ -875,11 +876,7 @@ void ContentIndex::apply(const CommittedEvents& b, const std::optional<std::vect
       r.head = fd ? head_hash(fd.get(), std::uint64_t(r.head_len), b.path) : 0;
     }
     r.sid = put_record(b.id, r);
-    const std::int64_t start = rec ? rec->count : 0;
-    std::vector<CommittedEvents::Event> events;
-    for (const CommittedEvents::Event& e : *parsed)
-      if (e.seq >= start) events.push_back(e);
-    insert_docs(r.sid, events);
+    insert_docs(r.sid, *parsed, rec ? rec->count : 0);
     updated.emplace_back(b.id, r);
   }
   tx.commit();

@@ -115,7 +115,8 @@ private:
   std::optional<Record> db_record(const std::string& id);
   void forget_rows(std::int64_t sid);
   std::int64_t put_record(const std::string& id, const Record& r);
-  std::size_t insert_docs(std::int64_t sid, const std::vector<CommittedEvents::Event>& events);
+  /// Adds the rows of `events` from seq `start` on; returns the texts' bytes.
+  std::size_t insert_docs(std::int64_t sid, const std::vector<CommittedEvents::Event>& events, std::int64_t start = 0);
   /// Indexes what the log at `log.path` holds beyond its record (inside a transaction); returns
   /// the texts' bytes added. The new record goes to `updated`, for after the commit.
   std::size_t index_log(const ContentLog& log, std::vector<std::pair<std::string, Record>>& updated,
