@@ -151,7 +151,10 @@ test('a lost database connection mid-turn ends the turn with an error naming the
   await prompt(alice, sid, 'before');
   const failing = alice.ctx.request(M.session.prompt, { sessionId: sid, prompt: text('stream this slowly '.repeat(40)) });
   await turnStarted(store.db, sid, 2);
-  psql(store.db, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '${store.roles.alice}'`);
+  // With a timeout, pg_terminate_backend returns once each backend has ended, having told its client:
+  // the pool then sees every killed connection as gone before it hands one out (without it, a
+  // connection idle in the pool could be taken by the next prompt before its FATAL arrived).
+  psql(store.db, `SELECT pg_terminate_backend(pid, 600000) FROM pg_stat_activity WHERE usename = '${store.roles.alice}'`);
   let outcome;
   try {
     outcome = await failing;
