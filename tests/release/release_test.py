@@ -63,9 +63,26 @@ def test_package(build, _tmp):
     shutil.rmtree(top, ignore_errors=True)
     _v, archive, debug = package(build, os.path.join(top, "a"))
     _v, again, again_debug = package(build, os.path.join(top, "b"))
-    if sha256_of(again) != sha256_of(archive) or sha256_of(again_debug) != sha256_of(debug):
-        fail("two packagings of one build differ")
+    for first, second in ((archive, again), (debug, again_debug)):
+        if sha256_of(first) != sha256_of(second):
+            fail(f"two packagings of one build differ: {os.path.basename(first)}: {tar_difference(first, second)}")
     print(f"packaged twice into {top}: the same bytes")
+
+
+def tar_difference(a, b):
+    """Which entries of two archives differ, and how (names, headers or contents)."""
+    def entries(path):
+        with tarfile.open(path) as t:
+            return {m.name: (m.get_info(), hashlib.sha256(t.extractfile(m).read()).hexdigest() if m.isfile() else "")
+                    for m in t.getmembers()}
+    ea, eb = entries(a), entries(b)
+    if ea.keys() != eb.keys():
+        return f"entries only in one: {sorted(ea.keys() ^ eb.keys())}"
+    differ = [n for n in sorted(ea) if ea[n] != eb[n]]
+    if not differ:
+        return "the same entries, headers and contents; the compressed bytes differ"
+    return "; ".join(f"{n}: header {ea[n][0]} vs {eb[n][0]}" if ea[n][0] != eb[n][0] else f"{n}: contents"
+                     for n in differ)
 
 
 def test_cleanup(build, _tmp):
