@@ -4,6 +4,7 @@
 #include "refs/mentions.hpp"
 #include "refs/uri.hpp"
 #include "store/attachments.hpp"
+#include "support/text_class.hpp"
 #include "support/utf8.hpp"
 
 #include <boost/json/serialize.hpp>
@@ -25,23 +26,13 @@ std::size_t decode_utf8(std::string_view text, std::size_t i, char32_t& cp) {
   return decoded.length;
 }
 
-bool is_js_space(char32_t cp) {
-  switch (cp) {
-  case 0x09: case 0x0A: case 0x0B: case 0x0C: case 0x0D: case 0x20: case 0xA0: case 0x1680:
-  case 0x2028: case 0x2029: case 0x202F: case 0x205F: case 0x3000: case 0xFEFF:
-    return true;
-  default:
-    return cp >= 0x2000 && cp <= 0x200A;
-  }
-}
-
 } // namespace
 
 bool is_blank(std::string_view text) {
   for (std::size_t i = 0; i < text.size();) {
     char32_t cp = 0;
     i += decode_utf8(text, i, cp);
-    if (!is_js_space(cp)) return false;
+    if (!support::is_js_whitespace(cp)) return false;
   }
   return true;
 }

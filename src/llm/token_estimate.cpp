@@ -1,5 +1,7 @@
 #include "llm/token_estimate.hpp"
 
+#include "support/ascii.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -47,8 +49,7 @@ std::optional<std::int64_t> compaction_threshold(std::optional<std::int64_t> win
 }
 
 bool names_context_too_long(std::string_view message) {
-  std::string lower(message);
-  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  const std::string lower = support::ascii_lower(message);
   static constexpr std::array<std::string_view, 8> kPhrases = {
       "maximum context length", "context_length_exceeded", "context length", "context window",
       "prompt is too long",     "too many tokens",         "input is too long", "exceeds the context"};

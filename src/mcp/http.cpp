@@ -19,6 +19,7 @@
 #include "net/endpoint.hpp"
 #include "net/sse_parser.hpp"
 #include "protocol/jsonrpc.hpp"
+#include "support/ascii.hpp"
 #include "support/event.hpp"
 #include "support/json_text.hpp"
 #include "support/utf8.hpp"
@@ -58,8 +59,7 @@ asio::ssl::context& tls_context() {
 std::string media_type(std::string_view content_type) {
   std::string type(content_type.substr(0, content_type.find(';')));
   while (!type.empty() && type.back() == ' ') type.pop_back();
-  std::transform(type.begin(), type.end(), type.begin(), [](unsigned char c) { return char(std::tolower(c)); });
-  return type;
+  return support::ascii_lower(type);
 }
 
 std::optional<std::int64_t> request_id(std::string_view frame) {

@@ -17,7 +17,7 @@ bool is_ip_literal(std::string_view host) {
 }
 
 Endpoint parse_http_url(std::string_view text) {
-  auto fail = [&](const std::string& why) { return BadUrl("invalid URL '" + std::string(text) + "': " + why); };
+  auto fail = [&](const std::string& why) { return BadUrl("invalid URL '" + std::string(text) + "': " + why, why); };
   auto parsed = urls::parse_uri(text);
   if (!parsed) throw fail(parsed.error().message());
   const urls::url_view& u = *parsed;
@@ -49,12 +49,12 @@ Endpoint parse_http_url(std::string_view text) {
 
 std::string resolve_url(std::string_view base, std::string_view reference) {
   auto b = urls::parse_uri(base);
-  if (!b) throw BadUrl("invalid URL '" + std::string(base) + "': " + b.error().message());
+  if (!b) throw BadUrl("invalid URL '" + std::string(base) + "': " + b.error().message(), b.error().message());
   auto r = urls::parse_uri_reference(reference);
-  if (!r) throw BadUrl("invalid URL reference '" + std::string(reference) + "': " + r.error().message());
+  if (!r) throw BadUrl("invalid URL reference '" + std::string(reference) + "': " + r.error().message(), r.error().message());
   urls::url out;
   if (auto done = urls::resolve(*b, *r, out); !done)
-    throw BadUrl("cannot resolve '" + std::string(reference) + "': " + done.error().message());
+    throw BadUrl("cannot resolve '" + std::string(reference) + "': " + done.error().message(), done.error().message());
   return std::string(out.buffer());
 }
 

@@ -17,10 +17,14 @@ struct Endpoint {
   std::string host_header;  ///< value of the Host header ("[::1]:8080", "api.deepseek.com")
 };
 
-/// A URL that cannot be used; the message says why.
+/// A URL that cannot be used; the message names it and says why, reason() says only why.
 class BadUrl : public std::invalid_argument {
 public:
-  using std::invalid_argument::invalid_argument;
+  BadUrl(const std::string& what, std::string reason) : std::invalid_argument(what), reason_(std::move(reason)) {}
+  const std::string& reason() const noexcept { return reason_; }
+
+private:
+  std::string reason_;
 };
 
 /// Parses an absolute http or https URL. A fragment is dropped (it is never sent). Throws BadUrl on

@@ -1,6 +1,7 @@
 #include "refs/mentions.hpp"
 
 #include "refs/uri.hpp"
+#include "support/text_class.hpp"
 #include "support/utf8.hpp"
 
 #include <optional>
@@ -58,7 +59,7 @@ std::optional<Match> match_markdown(std::string_view text, std::size_t start) {
   while (i < text.size() && text[i] != ')') {
     char32_t cp = 0;
     std::size_t len = next_code_point(text, i, cp);
-    if (is_js_whitespace(cp)) return std::nullopt;
+    if (support::is_js_whitespace(cp)) return std::nullopt;
     i += len;
   }
   if (i >= text.size()) return std::nullopt;
@@ -93,11 +94,6 @@ std::optional<Match> match_bare(std::string_view text, std::size_t start) {
 }
 
 } // namespace
-
-bool is_js_whitespace(char32_t cp) {
-  return (cp >= 0x09 && cp <= 0x0D) || cp == 0x20 || cp == 0xA0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) ||
-         cp == 0x2028 || cp == 0x2029 || cp == 0x202F || cp == 0x205F || cp == 0x3000 || cp == 0xFEFF;
-}
 
 std::string format_mention(const SessionReference& reference) {
   const std::string& label = reference.label ? *reference.label : reference.session_id;

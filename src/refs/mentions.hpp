@@ -30,7 +30,4 @@ std::string format_mention(const SessionReference& reference);
 
 ParsedText parse_text(std::string_view text);
 
-/// Whether code point `cp` is in JavaScript's `\s`.
-bool is_js_whitespace(char32_t cp);
-
 } // namespace acp::refs

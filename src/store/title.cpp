@@ -1,5 +1,6 @@
 #include "store/title.hpp"
 
+#include "support/text_class.hpp"
 #include "support/utf8.hpp"
 
 #include <vector>
@@ -11,19 +12,8 @@ namespace {
 constexpr std::size_t kTitleWords = 5;
 constexpr std::size_t kTitleBytes = 40;
 
-// JavaScript's \s.
-bool is_js_space(char32_t c) {
-  return (c >= 0x09 && c <= 0x0D) || c == 0x20 || c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) ||
-         c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000 || c == 0xFEFF;
-}
-
-// Controls (other than whitespace), zero-width, bidi and BOM characters: never part of a title.
-bool is_invisible(char32_t c) {
-  if (c < 0x20) return !(c >= 0x09 && c <= 0x0D);
-  if (c >= 0x7F && c <= 0x9F) return true;
-  return (c >= 0x200B && c <= 0x200F) || c == 0x2060 || c == 0x061C || (c >= 0x202A && c <= 0x202E) ||
-         (c >= 0x2066 && c <= 0x2069) || c == 0xFEFF || c == 0x180E;
-}
+using support::is_invisible;  // never part of a title
+using support::is_js_whitespace;
 
 struct Cursor {
   std::string_view s;
@@ -104,10 +94,10 @@ std::string shape(std::string_view text, std::size_t max_words) {
   char32_t x = next_visible(c);
   // Once past kTitleBytes nothing later can change the cut below: stop reading there.
   while (x != 0 && words < max_words && out.size() <= kTitleBytes) {
-    while (x != 0 && is_js_space(x)) x = next_visible(c);
+    while (x != 0 && is_js_whitespace(x)) x = next_visible(c);
     if (x == 0) break;
     if (!out.empty()) out.push_back(' ');
-    while (x != 0 && !is_js_space(x) && out.size() <= kTitleBytes) {
+    while (x != 0 && !is_js_whitespace(x) && out.size() <= kTitleBytes) {
       support::append_utf8(out, x);
       x = next_visible(c);
     }

@@ -1,6 +1,6 @@
 // Where requests go: the base URL split into what a socket and an HTTP request line need.
 //
-// Pure string work, no resolution. Base URLs come with and without a path (`https://api.deepseek.com`,
+// Pure string work (net::parse_http_url, Boost.URL), no resolution. Base URLs come with and without a path (`https://api.deepseek.com`,
 // `http://127.0.0.1:8080/v1/`); the request target is always that path plus `/chat/completions`.
 // The loopback test decides whether plain http is acceptable without --allow-insecure-http.
 #pragma once
@@ -20,8 +20,5 @@ Endpoint parse_base_url(std::string_view base_url);
 
 /// True for localhost, 127.0.0.0/8 and ::1 (also ::ffff:127.x.y.z).
 bool is_loopback_host(std::string_view host);
-
-/// ASCII lower-casing (host names, schemes, provider messages: never locale-dependent).
-std::string ascii_lower(std::string_view s);
 
 } // namespace acp::llm

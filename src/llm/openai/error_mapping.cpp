@@ -1,6 +1,7 @@
 #include "llm/openai/error_mapping.hpp"
 #include "llm/openai/endpoint.hpp"
 
+#include "support/ascii.hpp"
 #include "support/json_text.hpp"
 
 #include <boost/json/value.hpp>
@@ -89,7 +90,7 @@ ProviderError map_http_error(int status, std::string_view reason, std::string_vi
 bool is_retryable_status(int status) noexcept { return status == 408 || status == 429 || status >= 500; }
 
 bool names_consecutive_messages(std::string_view message) {
-  auto m = ascii_lower(message);
+  auto m = support::ascii_lower(message);
   return m.find("successive") != std::string::npos || m.find("consecutive") != std::string::npos;
 }
 

@@ -1,6 +1,7 @@
 #include "store/pg/url.hpp"
 
 #include "store/pg/libpq_loader.hpp"
+#include "support/ascii.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -11,16 +12,9 @@
 namespace acp::store::pg {
 namespace {
 
-bool starts_with_nocase(std::string_view s, std::string_view prefix) {
-  if (s.size() < prefix.size()) return false;
-  for (std::size_t i = 0; i < prefix.size(); ++i)
-    if (std::tolower(static_cast<unsigned char>(s[i])) != prefix[i]) return false;
-  return true;
-}
-
 std::size_t scheme_length(std::string_view s) {
   for (std::string_view scheme : {"postgresql://", "postgres://"})
-    if (starts_with_nocase(s, scheme)) return scheme.size();
+    if (support::starts_with_ascii_nocase(s, scheme)) return scheme.size();
   return 0;
 }
 
@@ -34,7 +28,7 @@ bool connection_string(std::string_view s) { return scheme_length(s) != 0 || s.f
 
 int hex_digit(char c) {
   if (c >= '0' && c <= '9') return c - '0';
-  c = char(std::tolower(static_cast<unsigned char>(c)));
+  c = support::ascii_lower(c);
   return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
 }
 
@@ -113,8 +107,7 @@ void for_each_password(std::string_view s, F&& f) {
       std::string_view kv = s.substr(param, end - param);
       std::size_t eq = kv.find('=');
       if (eq != std::string_view::npos) {
-        std::string key = percent_decoded(kv.substr(0, eq));
-        std::transform(key.begin(), key.end(), key.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+        const std::string key = support::ascii_lower(percent_decoded(kv.substr(0, eq)));
         const std::string value = percent_decoded(kv.substr(eq + 1));
         if (secret_keyword(key) || (key == "dbname" && connection_string(value) && url_has_password(value)))
           f(param + eq + 1, end);
