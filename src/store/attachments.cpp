@@ -6,12 +6,15 @@
 #include "support/hex.hpp"
 #include "support/image.hpp"
 #include "support/sha256.hpp"
+#include "support/text_class.hpp"
+#include "support/utf8.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <vector>
 
 namespace acp::store {
 
@@ -135,18 +138,24 @@ bool image_present(const std::string& home, const json::object& attachment) {
 
 std::string attachment_display_name(std::string_view value) {
   if (const std::size_t cut = value.find_last_of("/\\"); cut != std::string_view::npos) value.remove_prefix(cut + 1);
+  // As the harness: controls out, then trimmed as JavaScript trims, then at most 255 UTF-16 units.
+  // Beyond it: the invisible characters go too (C1, zero-width, bidirectional overrides and
+  // isolates), which would let a file name shown on a card read as another.
+  std::vector<char32_t> kept;
+  for (std::size_t i = 0; i < value.size();) {
+    const support::DecodedCodePoint d = support::decode_utf8(value, i);
+    i += d.length;
+    if (d.cp >= 0x20 && !support::is_invisible(d.cp)) kept.push_back(d.cp);
+  }
+  std::size_t first = 0, last = kept.size();
+  while (first < last && support::is_js_whitespace(kept[first])) ++first;
+  while (last > first && support::is_js_whitespace(kept[last - 1])) --last;
   std::string clean;
-  for (char c : value)
-    if (static_cast<unsigned char>(c) >= 0x20 && c != 0x7F) clean += c;
-  const auto space = [](char c) { return c == ' ' || c == '\t'; };
-  while (!clean.empty() && space(clean.back())) clean.pop_back();
-  std::size_t start = 0;
-  while (start < clean.size() && space(clean[start])) ++start;
-  clean.erase(0, start);
-  if (clean.size() > 255) {
-    std::size_t end = 255;
-    while (end > 0 && (static_cast<unsigned char>(clean[end]) & 0xC0) == 0x80) --end;  // a whole code point
-    clean.resize(end);
+  std::size_t units = 0;
+  for (std::size_t i = first; i < last; ++i) {
+    units += kept[i] > 0xFFFF ? 2 : 1;
+    if (units > 255) break;  // a character that does not fit whole is left out
+    support::append_utf8(clean, kept[i]);
   }
   return clean;
 }

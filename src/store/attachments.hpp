@@ -34,8 +34,9 @@ std::optional<std::string> read_image(const std::string& harness_home, const boo
 /// Whether the object a reference names exists (a stat, no reading).
 bool image_present(const std::string& harness_home, const boost::json::object& attachment);
 
-/// The display name the harness would record for a client's file name or URI: the last path
-/// segment (either separator), control characters removed, trimmed, at most 255 characters; "" = none.
+/// The display name recorded for a client's file name or URI, as the harness records it — the last
+/// path segment (either separator), control characters removed, trimmed, at most 255 UTF-16 units —
+/// but with the invisible characters removed too (support::is_invisible); "" = none.
 std::string attachment_display_name(std::string_view value);
 
 } // namespace acp::store

@@ -320,6 +320,24 @@ BOOST_AUTO_TEST_CASE(display_names_are_leaf_names) {
   BOOST_TEST(store::attachment_display_name(std::string(300, 'x')).size() == 255u);
 }
 
+// What a card shows is what the name says: no override reverses part of it, no invisible character
+// hides in it, and the harness's limits (JavaScript's trim, 255 UTF-16 units) hold for any script.
+BOOST_AUTO_TEST_CASE(display_names_lose_invisible_characters_and_keep_whole_characters) {
+  // "invoice\u202Egnp.exe" shows as "invoiceexe.png" where the override is honoured.
+  BOOST_TEST(store::attachment_display_name("invoice\u202Egnp.exe") == "invoicegnp.exe");
+  BOOST_TEST(store::attachment_display_name("a\u2066b\u2069\u200Bc\u0085d\u009Be\uFEFF") == "abcde");
+  // Unicode spaces are trimmed as JavaScript trims them; inner ones stay.
+  BOOST_TEST(store::attachment_display_name("\u3000\u00A0shot 1.png\u2029") == "shot 1.png");
+  // 255 UTF-16 units: 255 CJK characters (765 bytes), and a character outside the BMP (two units)
+  // is left out whole when only one unit is left.
+  std::string cjk;
+  for (int i = 0; i < 300; ++i) cjk += "\u56FE";
+  BOOST_TEST(store::attachment_display_name(cjk).size() == 255u * 3);
+  BOOST_TEST(store::attachment_display_name(std::string(254, 'x') + "\U0001F600") == std::string(254, 'x'));
+  BOOST_TEST(store::attachment_display_name(std::string(253, 'x') + "\U0001F600") ==
+             std::string(253, 'x') + "\U0001F600");
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(image_prompts)
