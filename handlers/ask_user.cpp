@@ -9,6 +9,8 @@
 
 #include <boost/json.hpp>
 
+#include <algorithm>
+
 namespace acp::handlers {
 
 namespace json = boost::json;
@@ -49,7 +51,7 @@ json::value elicitation_params(const std::string& session_id, const engine::User
   return wire::encode(req);
 }
 
-engine::UserAnswer read_elicitation_answer(const json::value& result) {
+engine::UserAnswer read_elicitation_answer(const json::value& result, const std::vector<std::string>& choices) {
   using Kind = engine::UserAnswer::Kind;
   protocol::CreateElicitationResponse answer;
   try {
@@ -61,6 +63,10 @@ engine::UserAnswer read_elicitation_answer(const json::value& result) {
   if (answer.action != "accept") return {Kind::dismissed, {}};
   const json::value* given = answer.content ? answer.content->if_contains(kAnswerField) : nullptr;
   if (!given || given->is_null()) return {Kind::dismissed, {}};
+  // The form offered these and nothing else: what the model reads as the user's choice must be one.
+  if (!choices.empty() &&
+      (!given->is_string() || std::find(choices.begin(), choices.end(), given->get_string()) == choices.end()))
+    return {Kind::failed, "the client's answer is not one of the choices offered"};
   return {Kind::answered, answer_text(*given)};
 }
 
@@ -72,7 +78,7 @@ boost::asio::awaitable<engine::UserAnswer> ask_user(HandlerContext& ctx, std::st
   try {
     auto asking = ctx.call_client(session_id, std::string(methods::elicitation_create), std::move(params));
     json::value result = co_await std::move(asking);
-    co_return read_elicitation_answer(result);
+    co_return read_elicitation_answer(result, question.choices);
   } catch (const protocol::ClientCallFailed& e) {
     log::warn("elicitation/create failed: " + std::string(e.what()));
     co_return engine::UserAnswer{Kind::failed, e.what()};

@@ -17,8 +17,9 @@ bool client_elicits_forms(const boost::json::object& client_capabilities);
 boost::json::value elicitation_params(const std::string& session_id, const engine::UserQuestion& question);
 
 /// The client's answer as the engine knows it; anything but accept with an answer, decline or
-/// cancel is read as a dismissal (fail-closed: no answer the user did not give).
-engine::UserAnswer read_elicitation_answer(const boost::json::value& result);
+/// cancel is read as a dismissal (fail-closed: no answer the user did not give). With `choices`, an
+/// answer that is not one of them is a failure (the client did not keep to the form).
+engine::UserAnswer read_elicitation_answer(const boost::json::value& result, const std::vector<std::string>& choices = {});
 
 /// Asks over the connection; cancelling the awaiting operation withdraws the request.
 boost::asio::awaitable<engine::UserAnswer> ask_user(HandlerContext& ctx, std::string session_id,

@@ -102,6 +102,24 @@ BOOST_AUTO_TEST_CASE(answers_are_read_fail_closed) {
   BOOST_TEST((read(R"([])").kind == Kind::failed));
 }
 
+// A client that does not keep to the form's choices: the model never reads its answer as the user's choice.
+BOOST_AUTO_TEST_CASE(an_answer_outside_the_choices_is_not_taken) {
+  using Kind = UserAnswer::Kind;
+  const std::vector<std::string> choices{"keep", "drop"};
+  auto read = [&](const char* text) { return acp::handlers::read_elicitation_answer(json::parse(text), choices); };
+  BOOST_TEST((read(R"({"action":"accept","content":{"answer":"drop"}})").kind == Kind::answered));
+  BOOST_TEST(read(R"({"action":"accept","content":{"answer":"drop"}})").text == "drop");
+  for (const char* outside : {R"({"action":"accept","content":{"answer":"delete everything"}})",
+                              R"({"action":"accept","content":{"answer":"Drop"}})",
+                              R"({"action":"accept","content":{"answer":["keep","drop"]}})",
+                              R"({"action":"accept","content":{"answer":1}})"}) {
+    const UserAnswer a = read(outside);
+    BOOST_TEST((a.kind == Kind::failed), outside);
+    BOOST_TEST(a.text.find("not one of the choices") != std::string::npos);
+  }
+  BOOST_TEST((read(R"({"action":"decline"})").kind == Kind::declined));
+}
+
 BOOST_AUTO_TEST_CASE(only_form_clients_are_asked) {
   auto caps = [](const char* text) { return acp::handlers::client_elicits_forms(json::parse(text).as_object()); };
   BOOST_TEST(caps(R"({"elicitation":{"form":{}}})"));
