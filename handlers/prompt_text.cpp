@@ -4,6 +4,7 @@
 #include "refs/mentions.hpp"
 #include "refs/uri.hpp"
 #include "store/attachments.hpp"
+#include "support/image_metadata.hpp"
 #include "support/text_class.hpp"
 #include "support/utf8.hpp"
 
@@ -83,6 +84,10 @@ support::PlacedImage admit_image(const protocol::ImageContent& block, const std:
     throw jsonrpc::invalid_params(where + "/data", "the image is " + std::to_string(header->width) + "x" +
                                                       std::to_string(header->height) + " pixels, more than " +
                                                       std::to_string(kMaxImageSide) + " on a side");
+  // Where and by whom a picture was taken stays here: neither stored nor sent (support/image_metadata.hpp).
+  if (!support::strip_image_metadata(*bytes, header->media_type))
+    throw jsonrpc::invalid_params(where + "/data", "the image data is not a valid " + block.mimeType +
+                                                      " image: its structure is damaged or cut short");
   std::string name = block.uri ? store::attachment_display_name(*block.uri) : std::string();
   return support::PlacedImage{0, *header, std::move(*bytes), std::move(name)};
 }

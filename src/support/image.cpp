@@ -1,17 +1,14 @@
 #include "support/image.hpp"
 
+#include "support/byte_order.hpp"
+
 #include <array>
 
 namespace acp::support {
 
-namespace {
+using namespace bytes;
 
-std::uint32_t byte_at(std::string_view b, std::size_t i) { return static_cast<unsigned char>(b[i]); }
-std::uint32_t be16(std::string_view b, std::size_t i) { return byte_at(b, i) << 8 | byte_at(b, i + 1); }
-std::uint32_t le16(std::string_view b, std::size_t i) { return byte_at(b, i) | byte_at(b, i + 1) << 8; }
-std::uint32_t le24(std::string_view b, std::size_t i) { return le16(b, i) | byte_at(b, i + 2) << 16; }
-std::uint32_t be32(std::string_view b, std::size_t i) { return be16(b, i) << 16 | be16(b, i + 2); }
-std::uint32_t le32(std::string_view b, std::size_t i) { return le16(b, i) | le16(b, i + 2) << 16; }
+namespace {
 
 std::optional<ImageHeader> sized(std::string_view type, std::uint32_t width, std::uint32_t height) {
   if (width == 0 || height == 0) return std::nullopt;
@@ -47,26 +44,6 @@ std::optional<ImageHeader> webp(std::string_view b) {
   }
   if (chunk == "VP8X") return sized("image/webp", le24(b, 24) + 1, le24(b, 27) + 1);
   return std::nullopt;
-}
-
-// The orientation tag (0x0112) of an APP1 Exif segment's first IFD; 0 when it has none.
-unsigned exif_orientation(std::string_view seg) {
-  if (seg.size() < 14 || seg.substr(0, 6) != std::string_view("Exif\0\0", 6)) return 0;
-  const std::string_view tiff = seg.substr(6);
-  const bool little = tiff.substr(0, 2) == "II";
-  if (!little && tiff.substr(0, 2) != "MM") return 0;
-  auto u16 = [&](std::size_t i) { return little ? le16(tiff, i) : be16(tiff, i); };
-  auto u32 = [&](std::size_t i) { return little ? le32(tiff, i) : be32(tiff, i); };
-  if (u16(2) != 42) return 0;
-  const std::size_t ifd = u32(4);
-  if (ifd > tiff.size() || tiff.size() - ifd < 2) return 0;
-  const std::size_t entries = u16(ifd);
-  for (std::size_t e = 0; e < entries; ++e) {
-    const std::size_t at = ifd + 2 + e * 12;
-    if (at > tiff.size() || tiff.size() - at < 12) return 0;
-    if (u16(at) == 0x0112 && u16(at + 2) == 3) return u16(at + 8);
-  }
-  return 0;
 }
 
 std::optional<ImageHeader> jpeg(std::string_view b) {
@@ -106,6 +83,25 @@ constexpr std::array<signed char, 256> decoding_table() {
 }
 
 } // namespace
+
+unsigned exif_orientation(std::string_view seg) {
+  if (seg.size() < 14 || seg.substr(0, 6) != std::string_view("Exif\0\0", 6)) return 0;
+  const std::string_view tiff = seg.substr(6);
+  const bool little = tiff.substr(0, 2) == "II";
+  if (!little && tiff.substr(0, 2) != "MM") return 0;
+  auto u16 = [&](std::size_t i) { return little ? le16(tiff, i) : be16(tiff, i); };
+  auto u32 = [&](std::size_t i) { return little ? le32(tiff, i) : be32(tiff, i); };
+  if (u16(2) != 42) return 0;
+  const std::size_t ifd = u32(4);
+  if (ifd > tiff.size() || tiff.size() - ifd < 2) return 0;
+  const std::size_t entries = u16(ifd);
+  for (std::size_t e = 0; e < entries; ++e) {
+    const std::size_t at = ifd + 2 + e * 12;
+    if (at > tiff.size() || tiff.size() - at < 12) return 0;
+    if (u16(at) == 0x0112 && u16(at + 2) == 3) return u16(at + 8);
+  }
+  return 0;
+}
 
 std::optional<ImageHeader> probe_image(std::string_view b) {
   if (b.size() >= 8 && b.substr(0, 8) == std::string_view("\x89PNG\r\n\x1a\n", 8)) return png(b);

@@ -31,6 +31,10 @@ struct PlacedImage {
 /// types, the header is cut short, or it states a zero side.
 std::optional<ImageHeader> probe_image(std::string_view bytes);
 
+/// The orientation (tag 0x0112, 1-8) in the first IFD of a JPEG APP1 segment's body that holds Exif;
+/// 0 when it holds none.
+unsigned exif_orientation(std::string_view app1_body);
+
 /// Canonical RFC 4648 base64 (padding required, no whitespace, no URL alphabet, zero unused bits),
 /// as the harness admits it; nullopt for anything else.
 std::optional<std::string> base64_decode(std::string_view text);

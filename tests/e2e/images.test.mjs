@@ -135,6 +135,27 @@ test('an image alone is a prompt', async (t) => {
   await a.agent.finish();
 });
 
+test('an image\'s metadata is neither stored nor sent to the model nor replayed', async (t) => {
+  const dirs = makeDirs(t);
+  const a = await start(t, dirs);
+  const { sessionId } = await a.ctx.request(M.session.new, { cwd: dirs.cwd, mcpServers: [] });
+  const clean = png(2, 2);
+  const tagged = png(2, 2, 0, { GPSPosition: '48.8584 N, 2.2945 E', Author: 'Alice Example' });
+  assert.notDeepEqual(tagged, clean);
+  await a.ctx.request(M.session.prompt, { sessionId, prompt: [imageBlock(tagged)] });
+  // The echo model reports the bytes it was sent: the clean image's.
+  assert.match(answerOf(updatesOf(a.agent, sessionId)), new RegExp(`^image in \\[2\\]: image/png, 2x2, ${clean.length} bytes$`, 'm'));
+  const [user] = userMessages(dirs.store, sessionId);
+  assert.equal(user.content[0].attachment.attachmentId, `sha256:${sha256(clean)}`);
+  assert.deepEqual(readFileSync(objectPath(dirs.dshHome, sha256(clean))), clean);
+  await a.agent.finish();
+  const b = await start(t, dirs);
+  await b.ctx.request(M.session.load, { sessionId, cwd: dirs.cwd, mcpServers: [] });
+  const [shown] = updatesOf(b.agent, sessionId).filter((u) => u.sessionUpdate === 'user_message_chunk');
+  assert.equal(shown.content.data, clean.toString('base64'));
+  await b.agent.finish();
+});
+
 test('images over the size limits, of another type than declared, or not canonical base64 are -32602; nothing is logged or stored', async (t) => {
   const dirs = makeDirs(t);
   const a = await start(t, dirs);

@@ -8,6 +8,7 @@
 #include "store/attachments.hpp"
 #include "support/hex.hpp"
 #include "support/image.hpp"
+#include "support/image_metadata.hpp"
 #include "support/sha256.hpp"
 
 #include <boost/json.hpp>
@@ -336,6 +337,162 @@ BOOST_AUTO_TEST_CASE(display_names_lose_invisible_characters_and_keep_whole_char
   BOOST_TEST(store::attachment_display_name(std::string(254, 'x') + "\U0001F600") == std::string(254, 'x'));
   BOOST_TEST(store::attachment_display_name(std::string(253, 'x') + "\U0001F600") ==
              std::string(253, 'x') + "\U0001F600");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// What a picture says about where and by whom it was taken (support/image_metadata.hpp): gone from
+// each of the four types, with everything a viewer needs kept byte for byte.
+BOOST_AUTO_TEST_SUITE(image_metadata)
+
+using namespace std::string_view_literals;
+
+std::string stripped(std::string bytes, std::string_view type) {
+  BOOST_REQUIRE(support::strip_image_metadata(bytes, type));
+  return bytes;
+}
+
+std::string jpeg_segment(char marker, std::string_view body) {
+  std::string out("\xff", 1);
+  out += marker;
+  out += static_cast<char>(((body.size() + 2) >> 8) & 0xFF);
+  out += static_cast<char>((body.size() + 2) & 0xFF);
+  return out + std::string(body);
+}
+
+BOOST_AUTO_TEST_CASE(a_png_loses_its_texts_times_exif_and_what_follows_its_end) {
+  const std::string clean = png(3, 2);
+  const std::size_t idat = clean.find("IDAT") - 4;
+  std::string tagged = clean.substr(0, idat);
+  png_chunk(tagged, "tEXt", std::string("GPSPosition\0" "48.8584 N, 2.2945 E", 31));
+  png_chunk(tagged, "iTXt", "XML:com.adobe.xmp\0\0\0\0\0<x:xmpmeta>Alice's phone</x:xmpmeta>"sv);
+  png_chunk(tagged, "gAMA", std::string("\0\0\xb1\x8f", 4));  // rendering: kept
+  png_chunk(tagged, "eXIf", "MM\0*GPS"sv);
+  png_chunk(tagged, "tIME", std::string("\x07\xea\x0c\x07\x0c\x00\x00", 7));
+  tagged += clean.substr(idat);
+  tagged += "appended: serial 12345";
+  const std::string out = stripped(tagged, "image/png");
+  std::string expected = clean.substr(0, idat);
+  png_chunk(expected, "gAMA", std::string("\0\0\xb1\x8f", 4));
+  expected += clean.substr(idat);
+  BOOST_TEST(out == expected);
+  check(out, "image/png", 3, 2);
+  // Nothing to take out: the same bytes.
+  BOOST_TEST(stripped(clean, "image/png") == clean);
+}
+
+BOOST_AUTO_TEST_CASE(a_jpeg_loses_exif_xmp_comments_and_trailers_but_keeps_its_orientation) {
+  const std::string plain = jpeg(40, 30);  // JFIF, tables, frame, scan, end
+  BOOST_TEST(stripped(plain, "image/jpeg") == plain);
+  // A phone's picture: Exif with GPS and the orientation 6 (turned: shows 30x40), XMP, IPTC, a
+  // comment, an ICC profile (kept: colours depend on it), a second picture after the end.
+  const std::string turned = jpeg(40, 30, 6);
+  std::string exif("Exif\0\0MM\0\x2a\0\0\0\x08\0\x02", 16);
+  exif += std::string("\x88\x25\x00\x04\x00\x00\x00\x01\x00\x00\x00\x26", 12);  // GPS IFD pointer
+  exif += std::string("\x01\x12\x00\x03\x00\x00\x00\x01\x00\x06\x00\x00", 12);  // orientation 6
+  exif += std::string("\0\0\0\0", 4) + "GPS 48.8584N 2.2945E";
+  const std::string icc = jpeg_segment('\xe2', std::string("ICC_PROFILE\0\x01\x01profile", 21));
+  std::string phone("\xff\xd8", 2);
+  phone += jpeg_segment('\xe1', exif);
+  phone += jpeg_segment('\xe1', "http://ns.adobe.com/xap/1.0/\0<x:xmpmeta>Alice</x:xmpmeta>"sv);
+  phone += jpeg_segment('\xed', "Photoshop 3.0\0" "8BIM by-line: Alice"sv);
+  phone += jpeg_segment('\xfe', "taken at home");
+  phone += icc;
+  const std::size_t tables = turned.find("\xff\xdb");
+  phone += turned.substr(tables);  // DQT, SOF (40x30), SOS, scan, EOI
+  phone += "\xff\xd8 a second picture, with its own Exif";
+  check(phone, "image/jpeg", 30, 40);
+  const std::string out = stripped(phone, "image/jpeg");
+  for (std::string_view gone : {"GPS", "xmpmeta", "8BIM", "taken at home", "second picture"})
+    BOOST_TEST(out.find(gone) == std::string::npos, gone);
+  BOOST_TEST(out.find(icc) != std::string::npos);
+  check(out, "image/jpeg", 30, 40);  // still turned
+  // The orientation alone is what the Exif segment now says: the same segment jpeg() writes.
+  BOOST_TEST(out == turned.substr(0, tables) + icc + turned.substr(tables));
+}
+
+BOOST_AUTO_TEST_CASE(a_jpeg_scan_is_copied_whole_through_stuffed_bytes_and_restarts) {
+  std::string j = jpeg(8, 8);
+  const std::size_t end = j.rfind("\xff\xd9");
+  j.insert(end, std::string("\x12\xff\x00\x34\xff\xd0\x56\xff\xff\xd1\x78", 11));
+  j.insert(end + 11, jpeg_segment('\xfe', "in between"));  // a comment between scan data and the end
+  std::string expected = j;
+  expected.erase(expected.find("\xff\xfe"), 4 + 10);
+  BOOST_TEST(stripped(j, "image/jpeg") == expected);
+}
+
+BOOST_AUTO_TEST_CASE(a_webp_loses_its_exif_and_xmp_chunks_and_their_flags) {
+  std::string w = webp_extended(5, 7);
+  w[20] = '\x0c';  // VP8X flags: EXIF and XMP present
+  auto chunk = [](std::string_view type, std::string_view data) {
+    std::string c(type);
+    put_le32(c, static_cast<std::uint32_t>(data.size()));
+    c += data;
+    if (data.size() % 2) c += '\0';
+    return c;
+  };
+  const std::string image = chunk("VP8L", webp_lossless(5, 7).substr(20));
+  w += image + chunk("EXIF", "MM\0*GPS 48.8N"sv) + chunk("XMP ", "<x:xmpmeta>Alice</x:xmpmeta>");
+  std::string riff_size;
+  put_le32(riff_size, static_cast<std::uint32_t>(w.size() - 8));
+  w.replace(4, 4, riff_size);
+  w += "trailing";
+  const std::string out = stripped(w, "image/webp");
+  std::string expected = webp_extended(5, 7) + image;
+  put_le32(riff_size = "", static_cast<std::uint32_t>(expected.size() - 8));
+  expected.replace(4, 4, riff_size);
+  BOOST_TEST(out == expected);
+  check(out, "image/webp", 5, 7);
+  BOOST_TEST(stripped(webp_lossy(3, 3), "image/webp") == webp_lossy(3, 3));
+}
+
+BOOST_AUTO_TEST_CASE(a_gif_loses_comments_and_xmp_but_keeps_looping) {
+  const std::string g = gif(4, 4);  // header, colour table, one image, trailer
+  BOOST_TEST(stripped(g, "image/gif") == g);
+  const std::size_t image = 13 + 6;
+  const std::string loop("\x21\xff\x0bNETSCAPE2.0\x03\x01\x00\x00\x00", 19);
+  std::string tagged = g.substr(0, image) + loop;
+  tagged += std::string("\x21\xfe\x0ftaken by Alice!\x00", 19);                       // a comment
+  tagged += std::string("\x21\xff\x0bXMP DataXMP\x06<Alice\x00", 22);                    // XMP
+  tagged += g.substr(image) + "after the trailer";
+  BOOST_TEST(stripped(tagged, "image/gif") == g.substr(0, image) + loop + g.substr(image));
+}
+
+BOOST_AUTO_TEST_CASE(a_damaged_structure_is_refused_and_left_alone) {
+  std::string p = png(3, 2);
+  p.resize(p.size() - 6);  // IEND cut short
+  const std::string before = p;
+  BOOST_TEST(!support::strip_image_metadata(p, "image/png"));
+  BOOST_TEST(p == before);
+  std::string j = jpeg(8, 8);
+  j.insert(2, std::string("\xff\xe1\x7f\xff" "Exif", 8));  // a segment longer than the file
+  BOOST_TEST(!support::strip_image_metadata(j, "image/jpeg"));
+  std::string g = gif(4, 4);
+  g.insert(19, "\x21\xfe\x30short");  // a comment block past the end
+  g.resize(g.size() - 3);
+  BOOST_TEST(!support::strip_image_metadata(g, "image/gif"));
+  // A JPEG cut short inside its pixels is no damage: what there is stays.
+  std::string cut = jpeg(8, 8);
+  cut.resize(cut.size() - 2);
+  BOOST_TEST(stripped(cut, "image/jpeg") == cut);
+  // Admission: the image is refused, naming the block.
+  std::string message;
+  BOOST_TEST(rpc_code({image_block(before, "image/png")}, message) == -32602);
+  BOOST_TEST(message.find("/prompt/0/data") != std::string::npos, message);
+  BOOST_TEST(message.find("damaged") != std::string::npos, message);
+}
+
+BOOST_AUTO_TEST_CASE(an_admitted_image_carries_no_metadata_into_the_prompt) {
+  std::string tagged = png(3, 2);
+  const std::string clean = tagged;
+  tagged.insert(clean.find("IDAT") - 4, [] {
+    std::string c;
+    png_chunk(c, "tEXt", std::string("Location\0home", 13));
+    return c;
+  }());
+  const handlers::RenderedPrompt out = handlers::render_prompt({image_block(tagged, "image/png")});
+  BOOST_REQUIRE(out.images.size() == 1u);
+  BOOST_TEST(out.images[0].bytes == clean);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -20,8 +20,9 @@ function chunk(type, data) {
   crc.writeUInt32BE(crc32(body));
   return Buffer.concat([len, body, crc]);
 }
-/** A decodable 8-bit RGB PNG of width x height; `pad` bytes of a private chunk make it as large as wanted. */
-export function png(width, height, pad = 0) {
+/** A decodable 8-bit RGB PNG of width x height; `pad` bytes of a private chunk make it as large as wanted;
+ * `texts` (keyword -> text) become tEXt chunks, the metadata a camera or an editor writes. */
+export function png(width, height, pad = 0, texts = {}) {
   const ihdr = Buffer.alloc(13);
   ihdr.writeUInt32BE(width, 0);
   ihdr.writeUInt32BE(height, 4);
@@ -35,6 +36,7 @@ export function png(width, height, pad = 0) {
     Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
     chunk('IHDR', ihdr),
     ...(pad > 0 ? [chunk('prVt', Buffer.alloc(pad, 7))] : []),
+    ...Object.entries(texts).map(([k, v]) => chunk('tEXt', Buffer.from(`${k}\0${v}`, 'latin1'))),
     chunk('IDAT', deflateSync(Buffer.from(rows))),
     chunk('IEND', Buffer.alloc(0)),
   ]);
