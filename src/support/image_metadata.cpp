@@ -65,7 +65,7 @@ Kept jpeg(std::string_view b) {
   std::string out("\xFF\xD8", 2);
   std::size_t insert_at = 2;  // where a kept orientation goes: after a leading JFIF segment
   unsigned orientation = 0;
-  bool dropped = false;
+  bool dropped = false, framed = false;
   std::size_t i = 2;
   while (i < b.size()) {
     if (byte_at(b, i) != 0xFF) return std::nullopt;
@@ -82,14 +82,19 @@ Kept jpeg(std::string_view b) {
       out += static_cast<char>(marker);
       continue;
     }
+    // 0x00 is a stuffed byte, 0x02-0xBF are reserved: no segment starts so (once a segment dropped
+    // before it joins it to a scan's data, it would read as that data).
+    if (marker < 0xC0) return std::nullopt;
     if (i + 2 > b.size()) return std::nullopt;
     const std::size_t length = be16(b, i);
     if (length < 2 || length > b.size() - i) return std::nullopt;
     const std::string_view body = b.substr(i + 2, length - 2);
     const std::size_t next = i + length;
+    // As probe_image reads it: the first Exif orientation before the frame header turns the image.
+    if (marker >= 0xC0 && marker <= 0xCF && marker != 0xC4 && marker != 0xC8 && marker != 0xCC) framed = true;
     if (!jpeg_segment_kept(marker, body)) {
       dropped = true;
-      if (marker == 0xE1 && orientation == 0) orientation = exif_orientation(body);
+      if (marker == 0xE1 && orientation == 0 && !framed) orientation = exif_orientation(body);
       i = next;
       continue;
     }
@@ -142,6 +147,7 @@ Kept png(std::string_view b) {
 Kept webp(std::string_view b) {
   // The RIFF's own length says where the file ends; bytes past it are not the image's.
   const std::size_t end = std::min<std::size_t>(b.size(), std::size_t(le32(b, 4)) + 8);
+  if (end < 20) return std::nullopt;  // not even one chunk's header inside the RIFF
   std::string out(b.substr(0, 12));
   bool dropped = end < b.size();
   std::optional<std::size_t> flags;  // the VP8X flags byte in `out`
@@ -162,6 +168,7 @@ Kept webp(std::string_view b) {
     i = next;
   }
   if (!dropped) return std::string();
+  if (out.size() == 12) return std::nullopt;  // nothing but metadata: no picture at all
   if (flags) out[*flags] = static_cast<char>(byte_at(out, *flags) & ~0x0Cu);  // no EXIF (0x08), no XMP (0x04)
   put_le32(out, 4, static_cast<std::uint32_t>(out.size() - 8));
   return out;

@@ -471,6 +471,14 @@ BOOST_AUTO_TEST_CASE(a_damaged_structure_is_refused_and_left_alone) {
   g.insert(19, "\x21\xfe\x30short");  // a comment block past the end
   g.resize(g.size() - 3);
   BOOST_TEST(!support::strip_image_metadata(g, "image/gif"));
+  // Found by fuzzing: a "segment" opened by FF 00 (a stuffed byte, no marker) after an application
+  // segment that follows a scan; once that segment went, the bytes read as scan data.
+  std::string stuffed = jpeg(8, 8);
+  stuffed.insert(stuffed.rfind("\xff\xd9"), jpeg_segment('\xe1', "Exif") + std::string("\xff\x00\x00\x04" "ab", 6));
+  BOOST_TEST(!support::strip_image_metadata(stuffed, "image/jpeg"));
+  // Found by fuzzing: a WebP of nothing but metadata has no picture left.
+  std::string bare = riff("XMP ", "<x:xmpmeta/>");
+  BOOST_TEST(!support::strip_image_metadata(bare, "image/webp"));
   // A JPEG cut short inside its pixels is no damage: what there is stays.
   std::string cut = jpeg(8, 8);
   cut.resize(cut.size() - 2);
