@@ -63,16 +63,6 @@ void note_missing_cwd(const std::string& cwd) {
     log::info("session cwd " + cwd + " is not a directory (accepted)");
 }
 
-// Whole-log reads (session/load replays, resume's model scan) at once per connection: a replay to a
-// slow client holds up to 8 MiB of frames back and a pool thread, so twenty loads must not run twenty
-// reads (measured: 227 MB peak with eight at once).
-constexpr std::size_t kConcurrentLogReads = 2;
-// Lock waits at once (each sleeps in flock for up to the lock timeout); more queue behind them and
-// still end at their own deadlines.
-constexpr std::size_t kLockWaitThreads = 4;
-// Reference preparations and whole-log re-reads at once; more queue behind them.
-constexpr std::size_t kBulkReadThreads = 4;
-
 // Automatic compaction needs at least this much new material (estimated tokens) to be worth a
 // summary request; /compact and the context-too-long retry take any.
 constexpr std::int64_t kMinAutoCompactTokens = 256;
@@ -88,31 +78,6 @@ Ownership ownership_of(const store::Backend& holder, const store::SessionListing
   return o;
 }
 
-
-// Runs store work that takes a session's write lock: tried at once on `home` (the session's strand
-// or the pool); only when another writer holds the lock does it run again on `waits`, waiting until
-// the lock timeout counted from now, or until `stop` (then SessionBusy). So a wait never holds a
-// thread that appends. (Reference parameters, copied before suspending: see offload.hpp.)
-template <class R>
-asio::awaitable<R> with_lock(const asio::any_io_executor& home_in, const asio::any_io_executor& waits_in,
-                             const std::function<R(const store::LockWait&)>& work_in, const std::stop_token& stop_in) {
-  const asio::any_io_executor home = home_in;
-  const asio::any_io_executor waits = waits_in;
-  const std::function<R(const store::LockWait&)> work = work_in;
-  store::LockWait wait{false, std::chrono::steady_clock::now(), stop_in};
-  auto attempt = [&work, &wait]() -> std::optional<R> {
-    try {
-      return work(wait);
-    } catch (const store::SessionBusy&) {
-      return std::nullopt;
-    }
-  };
-  std::optional<R> done = std::move(*co_await offload(home, attempt));
-  if (done) co_return std::move(*done);
-  wait.wait = true;
-  auto waiting = [&work, &wait] { return work(wait); };
-  co_return std::move(*co_await offload(waits, waiting));
-}
 
 } // namespace
 
@@ -140,9 +105,7 @@ store::StoreSet& StoreHandle::get() {
 // ---- Engine ----
 
 Engine::Engine(EngineServices services, asio::any_io_executor executor, asio::any_io_executor pool)
-    : services_(std::move(services)), executor_(executor), pool_(std::move(pool)),
-      log_read_freed_(executor), lock_waits_(kLockWaitThreads, /*lowered=*/false), bulk_reads_(kBulkReadThreads),
-      log_readers_(kConcurrentLogReads) {}
+    : services_(std::move(services)), scheduler_(std::move(executor), std::move(pool)) {}
 
 Engine::~Engine() = default;
 
@@ -159,7 +122,7 @@ std::shared_ptr<Session> Engine::require(const std::string& id) const {
 
 Engine::Attaching::Attaching(Engine& engine, std::string id) : engine_(engine), id_(std::move(id)) {
   auto& wait = engine_.attaching_[id_];
-  if (!wait) wait = std::make_shared<AttachWait>(engine_.executor_);
+  if (!wait) wait = std::make_shared<AttachWait>(engine_.scheduler_.connection());
   ++wait->count;
 }
 
@@ -196,7 +159,7 @@ asio::awaitable<std::shared_ptr<Session>> Engine::create_session(const std::stri
   header.cwd = cwd;
   header.createdAt =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-  auto session = std::make_shared<Session>(header.id, header, executor_, asio::make_strand(pool_));
+  auto session = std::make_shared<Session>(header.id, header, scheduler_.connection(), scheduler_.session_strand());
   session->mode = default_mode();
   // The header alone, atomically and fsynced: the session exists for every later process.
   auto create = [this, header] {
@@ -233,7 +196,7 @@ asio::awaitable<std::shared_ptr<Session>> Engine::fork_session(const ForkRequest
     LoggedChoices choices;
     std::string provider, model;
   };
-  auto fork = [this, header, request, stop = stopping_.get_token()]() mutable -> Forked {
+  auto fork = [this, header, request, stop = scheduler_.stopping()]() mutable -> Forked {
     note_missing_cwd(*header.cwd);
     store::StoreSet& store = services_.store.get();
     store::Backend* holder = store.holder(request.source_id);
@@ -309,8 +272,9 @@ asio::awaitable<std::shared_ptr<Session>> Engine::fork_session(const ForkRequest
     out.header = header;
     return out;
   };
-  Forked forked = std::move(*co_await offload(bulk_reads_.executor(), fork));
-  auto session = std::make_shared<Session>(forked.header.id, forked.header, executor_, asio::make_strand(pool_));
+  const asio::any_io_executor bulk = scheduler_.bulk_reads();
+  Forked forked = std::move(*co_await offload(bulk, fork));
+  auto session = std::make_shared<Session>(forked.header.id, forked.header, scheduler_.connection(), scheduler_.session_strand());
   session->mode = forked.choices.mode.value_or(default_mode());
   session->permissions = std::move(forked.choices.permissions);
   session->ownership = std::move(forked.ownership);
@@ -335,7 +299,7 @@ asio::awaitable<void> Engine::check_directories(const std::vector<std::string>& 
         throw InvalidInput("/additionalDirectories/" + std::to_string(i), "must name an existing directory");
     }
   };
-  co_await offload(pool_, check);
+  co_await offload(scheduler_.pool(), check);
 }
 
 asio::awaitable<StoredSession> Engine::find_stored(const std::string& id, const std::string& cwd) {
@@ -352,7 +316,7 @@ asio::awaitable<StoredSession> Engine::find_stored(const std::string& id, const 
     store.read_log(id);
     throw store::StoreCorrupt(*store.find_log(id), 1, "invalid session header");
   };
-  std::optional<StoredSession> stored = std::move(*co_await offload(pool_, lookup));
+  std::optional<StoredSession> stored = std::move(*co_await offload(scheduler_.pool(), lookup));
   if (!stored) {
     if (auto attached = find(id)) stored = StoredSession{attached->header, attached->ownership};
   }
@@ -370,7 +334,7 @@ asio::awaitable<std::pair<std::string, std::string>> Engine::read_log(const std:
   std::string id = id_in;
   EventSink sink = sink_in;
   std::function<void()> boundary = boundary_in;
-  auto read = [this, id, &sink, &boundary, stop = stopping_.get_token()] {
+  auto read = [this, id, &sink, &boundary, stop = scheduler_.stopping()] {
     std::pair<std::string, std::string> model;
     if (boundary) boundary();
     // The replay translates each event into updates and lets it go.
@@ -384,17 +348,10 @@ asio::awaitable<std::pair<std::string, std::string>> Engine::read_log(const std:
     if (boundary) boundary();
     return model;
   };
-  // At most kConcurrentLogReads at once; the others wait here (on this thread, without polling).
-  while (log_reads_ >= kConcurrentLogReads) co_await log_read_freed_.wait();
-  ++log_reads_;
-  struct Slot {
-    Engine& engine;
-    ~Slot() {
-      --engine.log_reads_;
-      engine.log_read_freed_.notify_one();
-    }
-  } slot{*this};
-  co_return std::move(*co_await offload(log_readers_.executor(), read));
+  std::pair<std::string, std::string> model;
+  const std::function<void()> replay = [&read, &model] { model = read(); };
+  co_await scheduler_.replay(replay);
+  co_return model;
 }
 
 std::shared_ptr<Session> Engine::attach(const StoredSession& stored,
@@ -413,7 +370,7 @@ std::shared_ptr<Session> Engine::attach(const store::SessionHeader& header,
     if (additional_directories) existing->additional_directories = *additional_directories;
     return existing;
   }
-  auto session = std::make_shared<Session>(header.id, header, executor_, asio::make_strand(pool_));
+  auto session = std::make_shared<Session>(header.id, header, scheduler_.connection(), scheduler_.session_strand());
   session->mode = default_mode();  // load and resume put the log's choice in its place, when it holds one
   if (additional_directories) session->additional_directories = *additional_directories;
   session->logged_provider = logged_provider;
@@ -433,10 +390,9 @@ asio::awaitable<std::unique_ptr<TurnLog>> Engine::open_log(const std::shared_ptr
         return std::make_unique<TurnLog>(services_.store.get().open_or_create(header, wait));
       };
   const asio::any_io_executor home = session->strand;
-  const asio::any_io_executor waits = lock_waits_.executor();
   const std::stop_token stop = stop_in;
   try {
-    co_return co_await with_lock(home, waits, open, stop);
+    co_return co_await scheduler_.with_lock(home, open, stop);
   } catch (const store::SessionBusy&) {
     if (!turn->cancel_requested) throw;
   }
@@ -456,7 +412,8 @@ asio::awaitable<bool> Engine::refresh_conversation(Session& session, std::int64_
     return conversation;
   };
   try {
-    session.conversation = std::move(*co_await offload(bulk_reads_.executor(), read));
+    const asio::any_io_executor bulk = scheduler_.bulk_reads();
+    session.conversation = std::move(*co_await offload(bulk, read));
   } catch (const store::ReadCancelled&) {
     co_return false;
   }
@@ -492,11 +449,10 @@ asio::awaitable<void> Engine::log_mode(QueueSlot& slot) {
           return writer.append({mode_event(mode)}, /*sync=*/true);
         };
     const asio::any_io_executor home = session->strand;
-    const asio::any_io_executor waits = lock_waits_.executor();
-    const std::stop_token stop = stopping_.get_token();
+    const std::stop_token stop = scheduler_.stopping();
     std::vector<json::object> records;
     try {
-      records = co_await with_lock(home, waits, append, stop);
+      records = co_await scheduler_.with_lock(home, append, stop);
     } catch (const std::exception& e) {
       acp::log::warn("session " + session->id + ": the mode " + std::string(mode_id(mode)) +
                      " holds here but could not be logged: " + e.what());
@@ -536,7 +492,7 @@ asio::awaitable<llm::StopKind> Engine::prompt(QueueSlot& slot, PromptInput input
 asio::awaitable<llm::StopKind> Engine::prompt(const std::string& id_in, PromptInput input, TurnObserver& observer) {
   const std::string id = id_in;
   require_writable(*require(id));
-  const auto turn = std::make_shared<Turn>(executor_);
+  const auto turn = std::make_shared<Turn>(scheduler_.connection());
   QueueSlot slot = co_await enqueue(id, turn, input.text.size());
   auto running = prompt(slot, std::move(input), observer);
   co_return co_await std::move(running);
@@ -619,7 +575,7 @@ asio::awaitable<CompactResult> Engine::run_compaction(const std::shared_ptr<Sess
   llm::Completion completion;
   std::string error;
   try {
-    auto call = asio::co_spawn(executor_, services_.provider.stream(request, sink),
+    auto call = asio::co_spawn(scheduler_.connection(), services_.provider.stream(request, sink),
                                asio::bind_cancellation_slot(turn->signal.slot(), asio::use_awaitable));
     completion = co_await std::move(call);
   } catch (const std::exception& e) {
@@ -681,7 +637,7 @@ asio::awaitable<CompactResult> Engine::compact(const std::string& id_in, const s
   const std::string id = id_in;
   const std::string focus = focus_in;
   require_writable(*require(id));
-  const auto turn = std::make_shared<Turn>(executor_);
+  const auto turn = std::make_shared<Turn>(scheduler_.connection());
   QueueSlot slot = co_await enqueue(id, turn, focus.size());
   co_return co_await compact(slot, focus, observer);
 }
@@ -703,7 +659,7 @@ asio::awaitable<void> Engine::close(const std::string& id) {
     session->queue.cancel_prompts();
     co_await session->queue.drained();
     // Let the last prompt's own answer go out first (it is sent when its coroutine returns).
-    co_await asio::post(executor_, asio::use_awaitable);
+    co_await asio::post(scheduler_.connection(), asio::use_awaitable);
   }
   // Its MCP servers end with it.
   if (std::shared_ptr<McpTools> mcp = session->mcp) co_await mcp->stop();
@@ -726,8 +682,9 @@ asio::awaitable<void> Engine::remove(const std::string& id) {
       return false;
     }
   };
-  const std::stop_token stop = stopping_.get_token();
-  const bool deleted = co_await with_lock(pool_, lock_waits_.executor(), remove, stop);
+  const std::stop_token stop = scheduler_.stopping();
+  const asio::any_io_executor pool = scheduler_.pool();
+  const bool deleted = co_await scheduler_.with_lock(pool, remove, stop);
   if (!deleted) log::debug("session/delete " + id + ": no such session here (nothing to delete)");
 }
 
@@ -769,18 +726,18 @@ asio::awaitable<void> Engine::stop_mcp_servers() {
   for (auto& [id, s] : sessions_)
     if (s->mcp) sets.push_back(s->mcp);
   std::size_t left = sets.size();
-  support::Event done(executor_);
+  support::Event done(scheduler_.connection());
   // Awaited to the end whatever happens to the caller: the stops refer to `left` and `done`.
   co_await asio::this_coro::reset_cancellation_state(asio::cancellation_filter<asio::cancellation_type::none>());
   for (auto& set : sets)
-    asio::co_spawn(executor_, set->stop(), [&left, &done](std::exception_ptr) {
+    asio::co_spawn(scheduler_.connection(), set->stop(), [&left, &done](std::exception_ptr) {
       if (--left == 0) done.set();
     });
   while (left > 0) co_await done.wait();
 }
 
 void Engine::stop() {
-  stopping_.request_stop();
+  scheduler_.stop();
   cancel_all();
 }
 
@@ -819,7 +776,7 @@ asio::awaitable<std::vector<store::SessionListing>> Engine::list(const store::Li
   if (query_in.cwd) require_absolute(*query_in.cwd, "/cwd");
   store::ListQuery query = query_in;
   auto list = [this, query] { return services_.store.get().list_sessions(query); };
-  co_return std::move(*co_await offload(pool_, list));
+  co_return std::move(*co_await offload(scheduler_.pool(), list));
 }
 
 asio::awaitable<std::vector<refs::Candidate>> Engine::candidates(const Session& session, const std::string& query,
@@ -829,7 +786,7 @@ asio::awaitable<std::vector<refs::Candidate>> Engine::candidates(const Session& 
   auto list = [this, target, query = query, limit = limit, match_titles] {
     return services_.references.list_candidates(target, query, limit, {}, match_titles);
   };
-  co_return std::move(*co_await offload(pool_, list));
+  co_return std::move(*co_await offload(scheduler_.pool(), list));
 }
 
 asio::awaitable<std::vector<refs::ContentMatch>> Engine::search_sessions(const Session* session, const std::string& words,
@@ -843,7 +800,7 @@ asio::awaitable<std::vector<refs::ContentMatch>> Engine::search_sessions(const S
       return {};
     }
   };
-  co_return std::move(*co_await offload(pool_, search));
+  co_return std::move(*co_await offload(scheduler_.pool(), search));
 }
 
 asio::awaitable<bool> Engine::has_other_sessions(const std::string& id) {
@@ -855,7 +812,7 @@ asio::awaitable<bool> Engine::has_other_sessions(const std::string& id) {
     }
     return false;
   };
-  co_return *co_await offload(pool_, other);
+  co_return *co_await offload(scheduler_.pool(), other);
 }
 
 void Engine::label_references(std::vector<refs::SessionReference>& references) {

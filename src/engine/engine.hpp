@@ -2,43 +2,17 @@
 // providers behind plain C++ types. It knows nothing of ACP or JSON-RPC (nothing here includes
 // protocol/ or handlers/); handlers translate wire structs to these calls and back.
 //
-// Scheduling model
-// - The engine lives on the connection's executor (one thread). Its coroutines run there and only
-//   there; they never block: every file operation — create, append, fsync, lock wait, log read,
-//   index save — is offloaded.
-// - Each session has a strand over the shared thread pool: that session's file work is serialised
-//   on it (appends keep their order without locks), while different sessions proceed in parallel.
-//   Session-less store work (listing, lookup, delete) runs on the pool directly. Nothing that may
-//   take long runs there, so one session's append never queues behind another session's wait:
-// - Taking a session's write lock is tried at once (on the strand or pool); only when another
-//   writer holds it does the wait (up to 2 s) move to the lock-wait threads, bounded (waits beyond
-//   them queue, each still ending at its own deadline).
-// - Bulk reads run on threads of their own at a lower CPU priority (support::BackgroundThreads),
-//   bounded: reference preparation and whole-log re-reads on `bulk_reads_`, replays on
-//   `log_readers_`. Reference preparation reads its sources on reader threads that the reference
-//   service joins before it returns.
-// - Every offloaded job that may take long is stoppable: lock waits, reference reads and re-reads
-//   observe their turn's stop token, replays and deletes' lock waits the engine's (stop()), so a
-//   shutdown never waits for them.
-// - One cancellation object per turn (Turn): session/cancel, session/close and shutdown cancel it;
-//   the model stream, the reference reads and any waits of the turn observe it. Every child task of
-//   a turn (reads, writes, the model stream) is awaited before the turn completes, and the turn's
-//   `finished` event wakes whoever waits for it. Nothing sleep-polls.
-// - The conversation sent to the model is derived from the log by Conversation (one fold), fed the
-//   records we append and, when another process appended, the log read back.
-// - Compaction (compaction.hpp) runs inside a turn that holds the session's write lock: its summary
-//   request is a model stream under the turn's cancellation object, its records are appended on the
-//   strand (the checkpoint batch fsynced) and observed by the Conversation like any other.
+// Where its work runs (threads, strands, lock waits, bulk reads, cancellation): scheduler.hpp.
 #pragma once
 
 #include "engine/ask_user.hpp"
 #include "engine/permissions.hpp"
+#include "engine/scheduler.hpp"
 #include "engine/session.hpp"
 #include "engine/tool_runner.hpp"
 #include "llm/provider.hpp"
 #include "refs/types.hpp"
 #include "store/session_types.hpp"
-#include "support/background_threads.hpp"
 #include "support/event.hpp"
 #include "support/image.hpp"
 
@@ -262,7 +236,7 @@ public:
   const support::Config& config() const noexcept { return services_.config; }
   llm::Provider& provider() noexcept { return services_.provider; }
   const refs::SessionReferenceService& references() const noexcept { return services_.references; }
-  boost::asio::any_io_executor pool() const { return pool_; }
+  boost::asio::any_io_executor pool() const { return scheduler_.pool(); }
 
   // ---- sessions of this connection ----
 
@@ -418,8 +392,6 @@ private:
   std::string system_prompt(const Session& session) const;
 
   EngineServices services_;
-  boost::asio::any_io_executor executor_;
-  boost::asio::any_io_executor pool_;
   std::map<std::string, std::shared_ptr<Session>> sessions_;
   /// Loads and resumes under way, by session id: how many, and the event set when the last ends.
   struct AttachWait {
@@ -428,18 +400,9 @@ private:
     support::Event done;
   };
   std::map<std::string, std::shared_ptr<AttachWait>> attaching_;
-  /// Whole-log reads (replays) running: each may hold megabytes of frames back, so they are few.
-  std::size_t log_reads_ = 0;
-  support::Event log_read_freed_;
-  std::stop_source stopping_;  ///< stop()
-  bool closing_ = false;       ///< cancel_all(): the connection is shutting down
-  // Last members: joined before anything their jobs use is destroyed.
-  /// Lock waits of sessions another writer holds (normal priority: they only sleep).
-  support::BackgroundThreads lock_waits_;
-  /// Reference preparation and whole-log re-reads (lowered priority).
-  support::BackgroundThreads bulk_reads_;
-  /// Replays (one thread per concurrent read, lowered priority).
-  support::BackgroundThreads log_readers_;
+  bool closing_ = false;  ///< cancel_all(): the connection is shutting down
+  /// The last member: its threads are joined before anything their jobs use is destroyed.
+  Scheduler scheduler_;
 };
 
 /// A model call's usage: the provider's count when it gave one (`reported`, unless a stand-in),

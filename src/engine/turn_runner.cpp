@@ -186,7 +186,7 @@ asio::awaitable<bool> TurnRunner::prepare_references(PromptInput& input) {
     return engine_.services_.references.prepare(target, content, input.references, stop);
   };
   try {
-    std::optional<refs::PreparedMessage> prepared = co_await offload(engine_.bulk_reads_.executor(), prepare);
+    std::optional<refs::PreparedMessage> prepared = co_await offload(engine_.scheduler_.bulk_reads(), prepare);
     context_ = std::move(prepared->additional_context);
   } catch (const refs::SessionReferenceError& e) {
     if (e.code() != refs::ErrorCode::cancelled && !cancelled()) throw;
@@ -196,7 +196,7 @@ asio::awaitable<bool> TurnRunner::prepare_references(PromptInput& input) {
 
 std::stop_token TurnRunner::waits_end() const {
   // A prompt cancelled in line is logged all the same: its waits end only with the process.
-  return unstarted_ ? engine_.stopping_.get_token() : turn_->stop.get_token();
+  return unstarted_ ? engine_.scheduler_.stopping() : turn_->stop.get_token();
 }
 
 asio::awaitable<bool> TurnRunner::open(bool logs_when_cancelled) {
@@ -329,7 +329,7 @@ asio::awaitable<llm::StopKind> TurnRunner::prompt(PromptInput& input) {
     ToolLimits limits;
     limits.max_result_bytes = static_cast<std::size_t>(engine_.services_.config.max_tool_result_bytes);
     try {
-      return {std::make_unique<ToolRunner>(tools::Roots(cwd, dirs), editor, engine_.bulk_reads_.executor(), limits,
+      return {std::make_unique<ToolRunner>(tools::Roots(cwd, dirs), editor, engine_.scheduler_.bulk_reads(), limits,
                                            hidden_variables()),
               std::string()};
     } catch (const std::invalid_argument& e) {
@@ -378,7 +378,7 @@ asio::awaitable<void> TurnRunner::steps() {
         session_->logged_model = model_;
       }
     }
-    Step step(log_->turn(), log_->step(), engine_.executor_);
+    Step step(log_->turn(), log_->step(), engine_.scheduler_.connection());
     step.writes->log = log_.get();
     step.writes->turn = turn_;
     co_await stream(step);
@@ -453,7 +453,7 @@ asio::awaitable<void> TurnRunner::stream(Step& step) {
   auto writes = step.writes;
   auto write_chunks = [this, &buffer, writes] {
     ++writes->in_flight;
-    asio::post(session_->strand, [writes, batch = buffer.take(), home = engine_.executor_]() mutable {
+    asio::post(session_->strand, [writes, batch = buffer.take(), home = engine_.scheduler_.connection()]() mutable {
       if (!writes->error) {
         try {
           writes->log->chunks(std::move(batch));
@@ -499,7 +499,7 @@ asio::awaitable<void> TurnRunner::stream(Step& step) {
     std::optional<std::string> too_long;
     writes->streaming = true;
     try {
-      auto call = asio::co_spawn(engine_.executor_, engine_.services_.provider.stream(request, sink),
+      auto call = asio::co_spawn(engine_.scheduler_.connection(), engine_.services_.provider.stream(request, sink),
                                  asio::bind_cancellation_slot(turn_->signal.slot(), asio::use_awaitable));
       step.completion = co_await std::move(call);
     } catch (const llm::ProviderError& e) {
@@ -591,12 +591,12 @@ asio::awaitable<std::vector<std::optional<T>>> TurnRunner::run_all(std::vector<a
     std::size_t left;
     support::Event done;
   };
-  auto state = std::make_shared<State>(engine_.executor_, ops.size());
+  auto state = std::make_shared<State>(engine_.scheduler_.connection(), ops.size());
   if (ops.empty()) co_return std::move(state->results);
   std::vector<std::list<asio::cancellation_signal>::iterator> mine;
   for (std::size_t i = 0; i < ops.size(); ++i) {
     mine.push_back(call_signals_.emplace(call_signals_.end()));
-    asio::co_spawn(engine_.executor_, std::move(ops[i]),
+    asio::co_spawn(engine_.scheduler_.connection(), std::move(ops[i]),
                    asio::bind_cancellation_slot(mine.back()->slot(), [state, i](std::exception_ptr e, T out) {
                      if (!e) state->results[i] = std::move(out);
                      else {
@@ -690,7 +690,7 @@ asio::awaitable<ToolOutcome> TurnRunner::recall(const llm::ToolCall& call) {
     return engine_.services_.references.prepare(target, content, r.sessions, stop);
   };
   try {
-    std::optional<refs::PreparedMessage> prepared = co_await offload(engine_.bulk_reads_.executor(), prepare);
+    std::optional<refs::PreparedMessage> prepared = co_await offload(engine_.scheduler_.bulk_reads(), prepare);
     if (!prepared->additional_context) co_return error_outcome("Error: recall: nothing to reference");
     recalled_.push_back(std::move(*prepared->additional_context));
     out.text = describe_recall_references(r.sessions);
