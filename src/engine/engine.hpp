@@ -223,9 +223,54 @@ struct EngineServices {
   std::string system_prompt_template;  ///< with {cwd} and {date} placeholders
 };
 
+/// What a turn (TurnRunner) needs of the engine that runs it, and nothing else: the services, where
+/// work runs, the session's log and conversation, compaction, the model request and the other
+/// sessions recall reads. Engine implements it; a turn sees no more of the engine than this.
+class TurnHost {
+public:
+  virtual const support::Config& config() const = 0;
+  virtual llm::Provider& provider() = 0;
+  virtual const refs::SessionReferenceService& references() const = 0;
+  virtual Scheduler& scheduler() = 0;
+  /// The connection is shutting down (cancel_all()): a prompt cancelled in line writes nothing.
+  virtual bool closing() const = 0;
+
+  /// Opens the session's log for a turn (its write lock taken), a wait ended by `stop`; nullptr
+  /// when the turn was cancelled while waiting for the lock.
+  virtual boost::asio::awaitable<std::unique_ptr<TurnLog>> open_log(const std::shared_ptr<Session>& session,
+                                                                   const std::shared_ptr<Turn>& turn,
+                                                                   const std::stop_token& stop) = 0;
+  /// Reads the conversation back from the log; false when `stop` ended the read.
+  virtual boost::asio::awaitable<bool> refresh_conversation(Session& session, std::int64_t log_events,
+                                                            const std::stop_token& stop) = 0;
+  /// One compaction inside the open turn of `log` (docs/store-format.md#compaction); observes what it writes.
+  virtual boost::asio::awaitable<CompactResult> run_compaction(const std::shared_ptr<Session>& session, TurnLog& log,
+                                                               const std::shared_ptr<Turn>& turn,
+                                                               TurnObserver& observer, const std::string& focus,
+                                                               bool manual) = 0;
+
+  virtual bool offers_models() const = 0;
+  virtual std::string session_model(const Session& session) const = 0;
+  virtual std::optional<std::int64_t> context_window(const std::string& model) const = 0;
+  /// The system prompt and the conversation, for `model`.
+  virtual llm::Request model_request(const Session& session, const std::string& model) const = 0;
+  /// The request's estimated tokens, without building it (no copy of the conversation).
+  virtual std::int64_t estimate_request(const Session& session) const = 0;
+
+  virtual boost::asio::awaitable<bool> has_other_sessions(const std::string& id) = 0;
+  virtual boost::asio::awaitable<std::vector<refs::ContentMatch>> search_sessions(const Session* session,
+                                                                                  const std::string& words,
+                                                                                  std::size_t limit,
+                                                                                  std::stop_token stop) = 0;
+  virtual void label_references(std::vector<refs::SessionReference>& references) = 0;
+
+protected:
+  ~TurnHost() = default;  // never deleted through this interface
+};
+
 class TurnRunner;
 
-class Engine {
+class Engine : private TurnHost {
 public:
   /// `executor`: the connection's thread; `pool`: where file work runs.
   Engine(EngineServices services, boost::asio::any_io_executor executor, boost::asio::any_io_executor pool);
@@ -233,9 +278,9 @@ public:
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
-  const support::Config& config() const noexcept { return services_.config; }
-  llm::Provider& provider() noexcept { return services_.provider; }
-  const refs::SessionReferenceService& references() const noexcept { return services_.references; }
+  const support::Config& config() const noexcept override { return services_.config; }
+  llm::Provider& provider() noexcept override { return services_.provider; }
+  const refs::SessionReferenceService& references() const noexcept override { return services_.references; }
   boost::asio::any_io_executor pool() const { return scheduler_.pool(); }
 
   // ---- sessions of this connection ----
@@ -322,7 +367,7 @@ public:
   /// while a prompt or command runs, it logs the mode when it is over (the handler's log_mode(slot)).
   boost::asio::awaitable<void> log_mode(const std::shared_ptr<Session>& session);
   /// The context window (tokens) of `model`: configured, else published (DeepSeek), else none.
-  std::optional<std::int64_t> context_window(const std::string& model) const;
+  std::optional<std::int64_t> context_window(const std::string& model) const override;
   /// Cancels the session's running turn and every prompt waiting in line (session/cancel); prompts
   /// that arrive later are not affected.
   void cancel(const std::string& id);
@@ -348,10 +393,10 @@ public:
   std::size_t running_turns() const;
 
   // ---- models ----
-  bool offers_models() const;
+  bool offers_models() const override;
   /// The configured model, then config.models, then the session's own choice, each once.
   std::vector<std::string> model_choices(const Session& session) const;
-  std::string session_model(const Session& session) const;
+  std::string session_model(const Session& session) const override;
   /// Throws InvalidInput(/value) for a model that is not a choice.
   void set_model(Session& session, const std::string& model);
 
@@ -364,31 +409,30 @@ public:
   /// Stored sessions by what was said in them (docs/recall.md), best first, at most `limit`;
   /// `session`, when given, is left out. A cancel of `stop` ends the search (then empty).
   boost::asio::awaitable<std::vector<refs::ContentMatch>> search_sessions(const Session* session, const std::string& words,
-                                                                          std::size_t limit, std::stop_token stop = {});
+                                                                          std::size_t limit,
+                                                                          std::stop_token stop = {}) override;
 
   /// Whether the stores hold a session other than `id` (the recall tool is offered only then).
-  boost::asio::awaitable<bool> has_other_sessions(const std::string& id);
+  boost::asio::awaitable<bool> has_other_sessions(const std::string& id) override;
   /// Labels references by their sessions' latest titles (a reference without a listed session keeps
   /// its label). Blocks: call it off the connection thread.
-  void label_references(std::vector<refs::SessionReference>& references);
+  void label_references(std::vector<refs::SessionReference>& references) override;
 
 private:
-  friend class TurnRunner;
-  /// Opens the session's log for a turn (its write lock taken), a wait ended by `stop`; nullptr
-  /// when the turn was cancelled while waiting for the lock.
+  // ---- TurnHost: what a turn sees of the engine ----
+  Scheduler& scheduler() override { return scheduler_; }
+  bool closing() const override { return closing_; }
   boost::asio::awaitable<std::unique_ptr<TurnLog>> open_log(const std::shared_ptr<Session>& session,
                                                            const std::shared_ptr<Turn>& turn,
-                                                           const std::stop_token& stop);
-  /// Reads the conversation back from the log; false when `stop` ended the read.
+                                                           const std::stop_token& stop) override;
   boost::asio::awaitable<bool> refresh_conversation(Session& session, std::int64_t log_events,
-                                                    const std::stop_token& stop);
-  /// One compaction inside the open turn of `log` (docs/store-format.md#compaction); observes what it writes.
+                                                    const std::stop_token& stop) override;
   boost::asio::awaitable<CompactResult> run_compaction(const std::shared_ptr<Session>& session, TurnLog& log,
                                                        const std::shared_ptr<Turn>& turn, TurnObserver& observer,
-                                                       const std::string& focus, bool manual);
-  llm::Request model_request(const Session& session, const std::string& model) const;
-  /// The request's estimated tokens, without building it (no copy of the conversation).
-  std::int64_t estimate_request(const Session& session) const;
+                                                       const std::string& focus, bool manual) override;
+  llm::Request model_request(const Session& session, const std::string& model) const override;
+  std::int64_t estimate_request(const Session& session) const override;
+
   std::string system_prompt(const Session& session) const;
 
   EngineServices services_;

@@ -155,9 +155,9 @@ struct TurnRunner::Step {
   std::exception_ptr failure;
 };
 
-TurnRunner::TurnRunner(Engine& engine, std::shared_ptr<Session> session, std::shared_ptr<Turn> turn,
+TurnRunner::TurnRunner(TurnHost& host, std::shared_ptr<Session> session, std::shared_ptr<Turn> turn,
                        TurnObserver& observer)
-    : engine_(engine), session_(std::move(session)), turn_(std::move(turn)), observer_(observer),
+    : host_(host), session_(std::move(session)), turn_(std::move(turn)), observer_(observer),
       ending_(std::make_unique<TurnEnding>()) {}
 
 TurnRunner::~TurnRunner() = default;
@@ -183,10 +183,11 @@ asio::awaitable<bool> TurnRunner::prepare_references(PromptInput& input) {
   refs::Target target{session_->id, session_->header.cwd};
   json::array content{json::object{{"type", "text"}, {"text", input.text}}};
   auto prepare = [this, target, content, &input, stop = turn_->stop.get_token()] {
-    return engine_.services_.references.prepare(target, content, input.references, stop);
+    return host_.references().prepare(target, content, input.references, stop);
   };
   try {
-    std::optional<refs::PreparedMessage> prepared = co_await offload(engine_.scheduler_.bulk_reads(), prepare);
+    const asio::any_io_executor bulk = host_.scheduler().bulk_reads();
+    std::optional<refs::PreparedMessage> prepared = co_await offload(bulk, prepare);
     context_ = std::move(prepared->additional_context);
   } catch (const refs::SessionReferenceError& e) {
     if (e.code() != refs::ErrorCode::cancelled && !cancelled()) throw;
@@ -196,19 +197,19 @@ asio::awaitable<bool> TurnRunner::prepare_references(PromptInput& input) {
 
 std::stop_token TurnRunner::waits_end() const {
   // A prompt cancelled in line is logged all the same: its waits end only with the process.
-  return unstarted_ ? engine_.scheduler_.stopping() : turn_->stop.get_token();
+  return unstarted_ ? host_.scheduler().stopping() : turn_->stop.get_token();
 }
 
 asio::awaitable<bool> TurnRunner::open(bool logs_when_cancelled) {
   if (cancelled() && !unstarted_) co_return false;
   // Taking the write lock may wait for another process (up to 2 s; a cancel ends the wait).
-  log_ = co_await engine_.open_log(session_, turn_, waits_end());
+  log_ = co_await host_.open_log(session_, turn_, waits_end());
   if (!log_) co_return false;
   // The lock came: a prompt still logs what the user sent (they see it on reload), ended
   // `aborted`; work that has nothing to show for itself (/compact) stops here.
   if (cancelled() && !logs_when_cancelled) co_return false;
   if (!session_->conversation_known || session_->conversation.next_seq() != log_->writer().next_seq()) {
-    const bool read = co_await engine_.refresh_conversation(*session_, log_->writer().next_seq(), waits_end());
+    const bool read = co_await host_.refresh_conversation(*session_, log_->writer().next_seq(), waits_end());
     if (!read || (cancelled() && !logs_when_cancelled)) co_return false;
   }
   co_return true;
@@ -222,9 +223,9 @@ asio::awaitable<void> TurnRunner::begin(PromptInput& input) {
     json::array snapshot{json::object{{"type", "text"}, {"text", context_->prompt}}};
     prefix.push_back(events::user_message(std::move(snapshot), context_->source));
   }
-  model_ = engine_.session_model(*session_);
-  provider_name_ = engine_.services_.provider.name();
-  if (engine_.offers_models() && (session_->logged_provider != provider_name_ || session_->logged_model != model_)) {
+  model_ = host_.session_model(*session_);
+  provider_name_ = host_.provider().name();
+  if (host_.offers_models() && (session_->logged_provider != provider_name_ || session_->logged_model != model_)) {
     store::NewEvent e;
     e.type = "request/header";
     e.data = json::object{{"header", {{"config", {{"provider", provider_name_}, {"model", model_}}}}},
@@ -234,9 +235,9 @@ asio::awaitable<void> TurnRunner::begin(PromptInput& input) {
   const bool header_written = request_header_.has_value();
   // Automatic compaction: decided before writing, from the request this turn would send.
   const std::optional<std::int64_t> threshold =
-      llm::compaction_threshold(engine_.context_window(model_), engine_.services_.config.compact_at);
+      llm::compaction_threshold(host_.context_window(model_), host_.config().compact_at);
   if (threshold) {
-    std::int64_t estimate = engine_.estimate_request(*session_) +
+    std::int64_t estimate = host_.estimate_request(*session_) +
                             llm::estimate_message_tokens({llm::Role::user, input.text}) +
                             (context_ ? llm::estimate_message_tokens({llm::Role::user, context_->prompt}) : 0);
     compact_first_ = estimate > *threshold;
@@ -271,14 +272,14 @@ asio::awaitable<void> TurnRunner::begin(PromptInput& input) {
 
 asio::awaitable<json::array> TurnRunner::save_images(PromptInput& input) {
   // Every object is whole on disk before the log names it (store/attachments.hpp).
-  auto save = [&input, home = engine_.services_.config.harness_home] {
+  auto save = [&input, home = host_.config().harness_home] {
     std::vector<json::object> refs;
     for (const auto& image : input.images)
       refs.push_back(store::save_image(home, image.bytes, image.header.media_type, image.header.width,
                                        image.header.height, image.name));
     return refs;
   };
-  std::vector<json::object> refs = std::move(*co_await offload(engine_.pool(), save));
+  std::vector<json::object> refs = std::move(*co_await offload(host_.scheduler().pool(), save));
   // The harness's order: text and images as the prompt had them, the text between images one block.
   json::array content;
   std::size_t from = 0;
@@ -299,12 +300,12 @@ asio::awaitable<void> TurnRunner::load_images(llm::Request& request) {
   for (const auto& m : request.messages) any = any || !m.images.empty();
   if (!any) co_return;
   // A model that takes no images reads their placeholders.
-  if (!support::takes_images(engine_.services_.config, model_)) {
+  if (!support::takes_images(host_.config(), model_)) {
     for (auto& m : request.messages) m.images.clear();
     co_return;
   }
-  auto load = [&request, home = engine_.services_.config.harness_home] { engine::load_images(request.messages, home); };
-  co_await offload(engine_.pool(), load);
+  auto load = [&request, home = host_.config().harness_home] { engine::load_images(request.messages, home); };
+  co_await offload(host_.scheduler().pool(), load);
 }
 
 asio::awaitable<llm::StopKind> TurnRunner::prompt(PromptInput& input) {
@@ -312,7 +313,7 @@ asio::awaitable<llm::StopKind> TurnRunner::prompt(PromptInput& input) {
   // logged, in a turn ended `aborted`, and nothing else is done (no references read, no model).
   // A session closing or deleted, or a process shutting down, writes nothing more.
   unstarted_ = cancelled();
-  bool ready = !unstarted_ || (!session_->closed && !engine_.closing_);
+  bool ready = !unstarted_ || (!session_->closed && !host_.closing());
   // (Each co_await its own statement: GCC 12 miscompiles co_await inside `||`.)
   if (ready && !unstarted_) ready = co_await prepare_references(input);
   if (ready) ready = co_await open(/*logs_when_cancelled=*/true);
@@ -327,9 +328,9 @@ asio::awaitable<llm::StopKind> TurnRunner::prompt(PromptInput& input) {
   auto make_tools = [this, cwd = session_->cwd(), dirs = session_->additional_directories,
                      editor = observer_.editor()]() -> std::pair<std::unique_ptr<ToolRunner>, std::string> {
     ToolLimits limits;
-    limits.max_result_bytes = static_cast<std::size_t>(engine_.services_.config.max_tool_result_bytes);
+    limits.max_result_bytes = static_cast<std::size_t>(host_.config().max_tool_result_bytes);
     try {
-      return {std::make_unique<ToolRunner>(tools::Roots(cwd, dirs), editor, engine_.scheduler_.bulk_reads(), limits,
+      return {std::make_unique<ToolRunner>(tools::Roots(cwd, dirs), editor, host_.scheduler().bulk_reads(), limits,
                                            hidden_variables()),
               std::string()};
     } catch (const std::invalid_argument& e) {
@@ -340,7 +341,7 @@ asio::awaitable<llm::StopKind> TurnRunner::prompt(PromptInput& input) {
   try {
     if (!unstarted_) {
       asks_user_ = observer_.can_ask_user();
-      if (!session_->others_seen) session_->others_seen = co_await engine_.has_other_sessions(session_->id);
+      if (!session_->others_seen) session_->others_seen = co_await host_.has_other_sessions(session_->id);
       recalls_ = session_->others_seen;
       std::pair<std::unique_ptr<ToolRunner>, std::string> made = std::move(*co_await offload(session_->strand, make_tools));
       tools_ = std::move(made.first);
@@ -348,7 +349,7 @@ asio::awaitable<llm::StopKind> TurnRunner::prompt(PromptInput& input) {
     }
     co_await begin(input);
     if (compact_first_ && !cancelled()) {
-      CompactResult result = co_await engine_.run_compaction(session_, *log_, turn_, observer_, no_focus_, false);
+      CompactResult result = co_await host_.run_compaction(session_, *log_, turn_, observer_, no_focus_, false);
       compacted_ = result.kind == CompactResult::Kind::compacted;
     }
     co_await steps();
@@ -361,7 +362,7 @@ asio::awaitable<llm::StopKind> TurnRunner::prompt(PromptInput& input) {
 }
 
 asio::awaitable<void> TurnRunner::steps() {
-  const std::int64_t limit = engine_.services_.config.max_steps;
+  const std::int64_t limit = host_.config().max_steps;
   for (std::int64_t n = 1;; ++n) {
     if (cancelled()) co_return;  // close(): aborted
     if (n > 1 || compact_first_) {
@@ -378,7 +379,7 @@ asio::awaitable<void> TurnRunner::steps() {
         session_->logged_model = model_;
       }
     }
-    Step step(log_->turn(), log_->step(), engine_.scheduler_.connection());
+    Step step(log_->turn(), log_->step(), host_.scheduler().connection());
     step.writes->log = log_.get();
     step.writes->turn = turn_;
     co_await stream(step);
@@ -453,7 +454,7 @@ asio::awaitable<void> TurnRunner::stream(Step& step) {
   auto writes = step.writes;
   auto write_chunks = [this, &buffer, writes] {
     ++writes->in_flight;
-    asio::post(session_->strand, [writes, batch = buffer.take(), home = engine_.scheduler_.connection()]() mutable {
+    asio::post(session_->strand, [writes, batch = buffer.take(), home = host_.scheduler().connection()]() mutable {
       if (!writes->error) {
         try {
           writes->log->chunks(std::move(batch));
@@ -487,7 +488,7 @@ asio::awaitable<void> TurnRunner::stream(Step& step) {
   };
   const llm::DeltaSink sink(deliver, room);
 
-  llm::Request request = engine_.model_request(*session_, model_);
+  llm::Request request = host_.model_request(*session_, model_);
   request.tools = tool_definitions();
   co_await load_images(request);
   step.completion.provider = provider_name_;
@@ -499,7 +500,7 @@ asio::awaitable<void> TurnRunner::stream(Step& step) {
     std::optional<std::string> too_long;
     writes->streaming = true;
     try {
-      auto call = asio::co_spawn(engine_.scheduler_.connection(), engine_.services_.provider.stream(request, sink),
+      auto call = asio::co_spawn(host_.scheduler().connection(), host_.provider().stream(request, sink),
                                  asio::bind_cancellation_slot(turn_->signal.slot(), asio::use_awaitable));
       step.completion = co_await std::move(call);
     } catch (const llm::ProviderError& e) {
@@ -524,22 +525,22 @@ asio::awaitable<void> TurnRunner::stream(Step& step) {
       *ending_ = TurnEnding{TurnEnding::Kind::error, "log write failed", std::nullopt};
     }
     if (!too_long) break;
-    if (!retried && !compacted_ && engine_.services_.config.compact_at > 0 && !cancelled()) {
+    if (!retried && !compacted_ && host_.config().compact_at > 0 && !cancelled()) {
       retried = true;
       // (No chunk was written: a too-long request fails before any output, so the compaction's
       // records are the next in the log and the conversation.)
       acp::log::info("session " + session_->id + ": the provider found the request too long (" + *too_long +
                      "): compacting");
-      CompactResult result = co_await engine_.run_compaction(session_, *log_, turn_, observer_, no_focus_, true);
+      CompactResult result = co_await host_.run_compaction(session_, *log_, turn_, observer_, no_focus_, true);
       if (result.kind == CompactResult::Kind::compacted) {
         compacted_ = true;
-        request = engine_.model_request(*session_, model_);
+        request = host_.model_request(*session_, model_);
         request.tools = tool_definitions();
         co_await load_images(request);
         continue;
       }
     }
-    const std::optional<std::int64_t> window = engine_.context_window(model_);
+    const std::optional<std::int64_t> window = host_.context_window(model_);
     std::string message = "The conversation does not fit the model's context window (" +
                           (window ? std::to_string(*window) + " tokens" : "window of " + model_ + " not configured") +
                           "; this request is estimated at " +
@@ -568,7 +569,7 @@ asio::awaitable<void> TurnRunner::stream(Step& step) {
   const std::int64_t answer_tokens =
       tokens(answer_bytes) + llm::kMessageOverheadTokens + llm::kToolCallOverheadTokens * calls;
   observer_.model_call(model_call_usage(request, step.completion.usage, answer_tokens, tokens(thought_bytes),
-                                        engine_.context_window(model_)));
+                                        host_.context_window(model_)));
 }
 
 std::vector<llm::ToolDefinition> TurnRunner::tool_definitions() const {
@@ -591,12 +592,12 @@ asio::awaitable<std::vector<std::optional<T>>> TurnRunner::run_all(std::vector<a
     std::size_t left;
     support::Event done;
   };
-  auto state = std::make_shared<State>(engine_.scheduler_.connection(), ops.size());
+  auto state = std::make_shared<State>(host_.scheduler().connection(), ops.size());
   if (ops.empty()) co_return std::move(state->results);
   std::vector<std::list<asio::cancellation_signal>::iterator> mine;
   for (std::size_t i = 0; i < ops.size(); ++i) {
     mine.push_back(call_signals_.emplace(call_signals_.end()));
-    asio::co_spawn(engine_.scheduler_.connection(), std::move(ops[i]),
+    asio::co_spawn(host_.scheduler().connection(), std::move(ops[i]),
                    asio::bind_cancellation_slot(mine.back()->slot(), [state, i](std::exception_ptr e, T out) {
                      if (!e) state->results[i] = std::move(out);
                      else {
@@ -638,7 +639,7 @@ asio::awaitable<ToolOutcome> TurnRunner::run_one(const llm::ToolCall& call_in, R
   if (route == Route::mcp && session_->mcp) {
     out = co_await session_->mcp->call(call.name, call.arguments);
     make_text_valid(out);  // a server's failure quotes its stderr
-    out.text = capped(std::move(out.text), static_cast<std::size_t>(engine_.services_.config.max_tool_result_bytes));
+    out.text = capped(std::move(out.text), static_cast<std::size_t>(host_.config().max_tool_result_bytes));
   } else if (route == Route::builtin) {
     std::function<void(const std::string&)> on_terminal = [this, id = call.id](const std::string& terminal) {
       if (!session_->closed) observer_.tool_running(id, terminal);
@@ -650,7 +651,7 @@ asio::awaitable<ToolOutcome> TurnRunner::run_one(const llm::ToolCall& call_in, R
       out = error_outcome(std::move(*error));
     } else {
       const UserAnswer answer = co_await observer_.ask_user(std::get<UserQuestion>(question));
-      out = user_answer_outcome(answer, static_cast<std::size_t>(engine_.services_.config.max_tool_result_bytes));
+      out = user_answer_outcome(answer, static_cast<std::size_t>(host_.config().max_tool_result_bytes));
     }
   } else if (route == Route::recall) {
     out = co_await recall(call);
@@ -661,7 +662,7 @@ asio::awaitable<ToolOutcome> TurnRunner::run_one(const llm::ToolCall& call_in, R
 }
 
 asio::awaitable<ToolOutcome> TurnRunner::recall(const llm::ToolCall& call) {
-  const std::size_t max_references = static_cast<std::size_t>(engine_.services_.references.config().max_references);
+  const std::size_t max_references = static_cast<std::size_t>(host_.references().config().max_references);
   std::variant<RecallRequest, std::string> request = read_recall_request(call.arguments, max_references);
   if (auto* error = std::get_if<std::string>(&request)) co_return error_outcome(std::move(*error));
   RecallRequest& r = std::get<RecallRequest>(request);
@@ -669,7 +670,7 @@ asio::awaitable<ToolOutcome> TurnRunner::recall(const llm::ToolCall& call) {
   if (!r.query.empty()) {
     std::vector<refs::ContentMatch> found;
     try {
-      found = co_await engine_.search_sessions(session_.get(), r.query, kRecallResults, turn_->stop.get_token());
+      found = co_await host_.search_sessions(session_.get(), r.query, kRecallResults, turn_->stop.get_token());
     } catch (const std::exception& e) {
       co_return error_outcome(std::string("Error: recall: the search failed: ") + e.what());
     }
@@ -686,11 +687,12 @@ asio::awaitable<ToolOutcome> TurnRunner::recall(const llm::ToolCall& call) {
   refs::Target target{session_->id, session_->header.cwd};
   json::array content{json::object{{"type", "text"}, {"text", describe_recall_references(r.sessions)}}};
   auto prepare = [this, target, content, &r, stop = turn_->stop.get_token()] {
-    engine_.label_references(r.sessions);
-    return engine_.services_.references.prepare(target, content, r.sessions, stop);
+    host_.label_references(r.sessions);
+    return host_.references().prepare(target, content, r.sessions, stop);
   };
   try {
-    std::optional<refs::PreparedMessage> prepared = co_await offload(engine_.scheduler_.bulk_reads(), prepare);
+    const asio::any_io_executor bulk = host_.scheduler().bulk_reads();
+    std::optional<refs::PreparedMessage> prepared = co_await offload(bulk, prepare);
     if (!prepared->additional_context) co_return error_outcome("Error: recall: nothing to reference");
     recalled_.push_back(std::move(*prepared->additional_context));
     out.text = describe_recall_references(r.sessions);
@@ -915,7 +917,7 @@ asio::awaitable<CompactResult> TurnRunner::compact(const std::string& focus_in) 
     co_return result;
   }
   // Nothing worth condensing: no turn, no log write.
-  if (!plan_compaction(session_->conversation, {engine_.services_.config.compact_keep_turns, 1}, result.message)) {
+  if (!plan_compaction(session_->conversation, {host_.config().compact_keep_turns, 1}, result.message)) {
     co_await release();
     co_return result;
   }
@@ -928,7 +930,7 @@ asio::awaitable<CompactResult> TurnRunner::compact(const std::string& focus_in) 
     if (cancelled()) {
       result.kind = CompactResult::Kind::cancelled;
     } else {
-      result = co_await engine_.run_compaction(session_, *log_, turn_, observer_, focus, true);
+      result = co_await host_.run_compaction(session_, *log_, turn_, observer_, focus, true);
     }
     json::object reason = result.kind == CompactResult::Kind::cancelled ? events::reason("aborted")
                           : result.kind == CompactResult::Kind::failed ? events::error_reason(0, result.message)

@@ -41,7 +41,7 @@ struct TurnEnding;
 
 class TurnRunner {
 public:
-  TurnRunner(Engine& engine, std::shared_ptr<Session> session, std::shared_ptr<Turn> turn, TurnObserver& observer);
+  TurnRunner(TurnHost& host, std::shared_ptr<Session> session, std::shared_ptr<Turn> turn, TurnObserver& observer);
   ~TurnRunner();
   TurnRunner(const TurnRunner&) = delete;
   TurnRunner& operator=(const TurnRunner&) = delete;
@@ -90,7 +90,7 @@ private:
   /// What ends the turn's lock wait and log re-read.
   std::stop_token waits_end() const;
 
-  Engine& engine_;
+  TurnHost& host_;  ///< all it sees of the engine
   std::shared_ptr<Session> session_;
   std::shared_ptr<Turn> turn_;
   TurnObserver& observer_;
