@@ -58,6 +58,45 @@ struct ChunkWrites {
   asio::steady_timer written;  ///< connection thread: cancelled as each batch is written
 };
 
+// Writes one batch on the session's strand (none after a batch failed) and frees it there, not on
+// the connection thread; then tells the connection thread (`home`), where a first failure stops
+// the model stream.
+void post_chunks(const std::shared_ptr<ChunkWrites>& writes, const asio::strand<asio::any_io_executor>& strand,
+                 ChunkBatch batch, const asio::any_io_executor& home) {
+  ++writes->in_flight;
+  asio::post(strand, [writes, batch = std::move(batch), home]() mutable {
+    if (!writes->error) {
+      try {
+        writes->log->chunks(std::move(batch));
+      } catch (...) {
+        writes->error = std::current_exception();
+      }
+    }
+    ChunkBatch().swap(batch);
+    asio::post(home, [writes, failed = writes->error != nullptr] {
+      --writes->in_flight;
+      writes->written.cancel();
+      if (failed && !writes->failed && writes->streaming) writes->turn->signal.emit(asio::cancellation_type::terminal);
+      writes->failed = writes->failed || failed;
+    });
+  });
+}
+
+// The retry policy, its rule in one place: a request the provider finds too long for its context
+// window is compacted and sent again once, never when this turn already compacted or compaction is
+// off (--compact-at 0); otherwise the turn fails naming the window and the estimate.
+class TooLongRetry {
+public:
+  bool allows(bool compacted, double compact_at) {
+    if (used_ || compacted || compact_at <= 0) return false;
+    used_ = true;
+    return true;
+  }
+
+private:
+  bool used_ = false;
+};
+
 // A turn that streamed this many chunks frees enough to be worth giving back to the system.
 constexpr std::int64_t kTrimAfterChunks = 4096;
 
@@ -449,84 +488,93 @@ asio::awaitable<void> TurnRunner::steps() {
   }
 }
 
-asio::awaitable<void> TurnRunner::stream(Step& step) {
-  auto& buffer = step.buffer;
-  auto writes = step.writes;
-  auto write_chunks = [this, &buffer, writes] {
-    ++writes->in_flight;
-    asio::post(session_->strand, [writes, batch = buffer.take(), home = host_.scheduler().connection()]() mutable {
-      if (!writes->error) {
-        try {
-          writes->log->chunks(std::move(batch));
-        } catch (...) {
-          writes->error = std::current_exception();
-        }
-      }
-      ChunkBatch().swap(batch);  // freed here, not on the connection thread
-      asio::post(home, [writes, failed = writes->error != nullptr] {
-        --writes->in_flight;
-        writes->written.cancel();
-        if (failed && !writes->failed && writes->streaming) writes->turn->signal.emit(asio::cancellation_type::terminal);
-        writes->failed = writes->failed || failed;
-      });
-    });
-  };
-  auto deliver = [&](const llm::Delta& delta) {
-    // Cancellation is racy: a delta arriving after cancel is dropped, never sent after the reply.
-    if (cancelled() || writes->failed) return;
-    if (buffer.add(delta)) write_chunks();
+// ---- the model stream: the chunk writer, the provider call, the retry policy ----
+
+llm::DeltaSink TurnRunner::chunk_writer(Step& step) {
+  // Each delta goes to the client at once and into the log in batches on the session's strand.
+  // Cancellation is racy: a delta arriving after cancel is dropped, never sent after the reply.
+  auto deliver = [this, &step](const llm::Delta& delta) {
+    if (cancelled() || step.writes->failed) return;
+    if (step.buffer.add(delta))
+      post_chunks(step.writes, session_->strand, step.buffer.take(), host_.scheduler().connection());
     if (!session_->closed && delta.kind != llm::DeltaKind::tool_call)
-      observer_.placed_delta(delta, DeltaPlace{log_->turn(), log_->step(), buffer.current_block()});
+      observer_.placed_delta(delta, DeltaPlace{log_->turn(), log_->step(), step.buffer.current_block()});
   };
+  auto room = [this, &step] { return chunk_room(step); };
+  return llm::DeltaSink(deliver, room);
+}
+
+asio::awaitable<void> TurnRunner::chunk_room(Step& step) {
   // Back-pressure: the model produces no more while chunk batches wait for the disk or the client
   // for its updates. A cancel ends every wait (the model stream observes it next); a failed batch
   // stops the stream itself, so a provider that keeps billing is not read any further.
-  auto room = [&]() -> asio::awaitable<void> {
-    while (writes->in_flight >= kChunkWritesInFlight && !cancelled() && !writes->failed)
-      co_await writes->written.async_wait(asio::as_tuple(asio::use_awaitable));
-    if (!cancelled() && !session_->closed && !writes->failed) co_await observer_.room();
-  };
-  const llm::DeltaSink sink(deliver, room);
+  const std::shared_ptr<ChunkWrites> writes = step.writes;
+  while (writes->in_flight >= kChunkWritesInFlight && !cancelled() && !writes->failed)
+    co_await writes->written.async_wait(asio::as_tuple(asio::use_awaitable));
+  if (!cancelled() && !session_->closed && !writes->failed) co_await observer_.room();
+}
 
+asio::awaitable<llm::Request> TurnRunner::model_request() {
   llm::Request request = host_.model_request(*session_, model_);
   request.tools = tool_definitions();
   co_await load_images(request);
+  co_return request;
+}
+
+asio::awaitable<std::optional<std::string>> TurnRunner::call_provider(const llm::Request& request,
+                                                                      const llm::DeltaSink& sink, Step& step) {
+  std::optional<std::string> too_long;
+  step.writes->streaming = true;
+  try {
+    auto call = asio::co_spawn(host_.scheduler().connection(), host_.provider().stream(request, sink),
+                               asio::bind_cancellation_slot(turn_->signal.slot(), asio::use_awaitable));
+    step.completion = co_await std::move(call);
+  } catch (const llm::ProviderError& e) {
+    if (context_too_long(e)) {
+      too_long = e.what();
+    } else {
+      step.failure = std::make_exception_ptr(ProviderFailed(provider_name_, e));
+      *ending_ = TurnEnding{TurnEnding::Kind::error, e.what(), e.code()};
+      if (e.output_started() && !cancelled() && !session_->closed)
+        observer_.placed_delta({llm::DeltaKind::text, "\n\n[The answer was cut off: " + std::string(e.what()) + "]"},
+                               DeltaPlace{log_->turn(), log_->step(), step.buffer.current_block()});
+    }
+  } catch (const std::exception& e) {
+    step.failure = std::current_exception();
+    *ending_ = TurnEnding{TurnEnding::Kind::error, e.what(), std::nullopt};
+  }
+  step.writes->streaming = false;
+  turn_->signal.slot().clear();
+  if (step.writes->failed && !step.failure) {
+    // The stream was stopped because the log could not take its chunks.
+    step.failure = std::make_exception_ptr(std::runtime_error("log write failed"));
+    *ending_ = TurnEnding{TurnEnding::Kind::error, "log write failed", std::nullopt};
+  }
+  co_return too_long;
+}
+
+void TurnRunner::fail_too_long(Step& step, const llm::Request& request, const std::string& too_long) {
+  const std::optional<std::int64_t> window = host_.context_window(model_);
+  std::string message = "The conversation does not fit the model's context window (" +
+                        (window ? std::to_string(*window) + " tokens" : "window of " + model_ + " not configured") +
+                        "; this request is estimated at " +
+                        std::to_string(llm::estimate_request_tokens(request.messages)) +
+                        " tokens). Use /compact or start a new session. The provider said: " + too_long;
+  step.failure = std::make_exception_ptr(
+      ProviderFailed(provider_name_, llm::ProviderError("PROVIDER_BAD_REQUEST", message, 400)));
+  *ending_ = TurnEnding{TurnEnding::Kind::error, message, std::string("PROVIDER_BAD_REQUEST")};
+}
+
+asio::awaitable<void> TurnRunner::stream(Step& step) {
+  const llm::DeltaSink sink = chunk_writer(step);
+  llm::Request request = co_await model_request();
   step.completion.provider = provider_name_;
   step.completion.model = model_;
-  // A request the provider finds too long for its context window is compacted once and retried
-  // once (unless this turn already compacted); otherwise the turn fails naming window and estimate.
-  bool retried = false;
+  TooLongRetry retry;
   while (!cancelled()) {
-    std::optional<std::string> too_long;
-    writes->streaming = true;
-    try {
-      auto call = asio::co_spawn(host_.scheduler().connection(), host_.provider().stream(request, sink),
-                                 asio::bind_cancellation_slot(turn_->signal.slot(), asio::use_awaitable));
-      step.completion = co_await std::move(call);
-    } catch (const llm::ProviderError& e) {
-      if (context_too_long(e)) {
-        too_long = e.what();
-      } else {
-        step.failure = std::make_exception_ptr(ProviderFailed(provider_name_, e));
-        *ending_ = TurnEnding{TurnEnding::Kind::error, e.what(), e.code()};
-        if (e.output_started() && !cancelled() && !session_->closed)
-          observer_.placed_delta({llm::DeltaKind::text, "\n\n[The answer was cut off: " + std::string(e.what()) + "]"},
-                                 DeltaPlace{log_->turn(), log_->step(), step.buffer.current_block()});
-      }
-    } catch (const std::exception& e) {
-      step.failure = std::current_exception();
-      *ending_ = TurnEnding{TurnEnding::Kind::error, e.what(), std::nullopt};
-    }
-    writes->streaming = false;
-    turn_->signal.slot().clear();
-    if (writes->failed && !step.failure) {
-      // The stream was stopped because the log could not take its chunks.
-      step.failure = std::make_exception_ptr(std::runtime_error("log write failed"));
-      *ending_ = TurnEnding{TurnEnding::Kind::error, "log write failed", std::nullopt};
-    }
+    const std::optional<std::string> too_long = co_await call_provider(request, sink, step);
     if (!too_long) break;
-    if (!retried && !compacted_ && host_.config().compact_at > 0 && !cancelled()) {
-      retried = true;
+    if (!cancelled() && retry.allows(compacted_, host_.config().compact_at)) {
       // (No chunk was written: a too-long request fails before any output, so the compaction's
       // records are the next in the log and the conversation.)
       acp::log::info("session " + session_->id + ": the provider found the request too long (" + *too_long +
@@ -534,24 +582,18 @@ asio::awaitable<void> TurnRunner::stream(Step& step) {
       CompactResult result = co_await host_.run_compaction(session_, *log_, turn_, observer_, no_focus_, true);
       if (result.kind == CompactResult::Kind::compacted) {
         compacted_ = true;
-        request = host_.model_request(*session_, model_);
-        request.tools = tool_definitions();
-        co_await load_images(request);
+        request = co_await model_request();
         continue;
       }
     }
-    const std::optional<std::int64_t> window = host_.context_window(model_);
-    std::string message = "The conversation does not fit the model's context window (" +
-                          (window ? std::to_string(*window) + " tokens" : "window of " + model_ + " not configured") +
-                          "; this request is estimated at " +
-                          std::to_string(llm::estimate_request_tokens(request.messages)) +
-                          " tokens). Use /compact or start a new session. The provider said: " + *too_long;
-    step.failure = std::make_exception_ptr(
-        ProviderFailed(provider_name_, llm::ProviderError("PROVIDER_BAD_REQUEST", message, 400)));
-    *ending_ = TurnEnding{TurnEnding::Kind::error, message, std::string("PROVIDER_BAD_REQUEST")};
+    fail_too_long(step, request, *too_long);
     break;
   }
   if (step.failure || cancelled() || step.completion.stop == llm::StopKind::cancelled || session_->closed) co_return;
+  report_usage(step, request);
+}
+
+void TurnRunner::report_usage(const Step& step, const llm::Request& request) {
   // The answer as the next request carries it (text and calls), and its reasoning, which it does not.
   std::int64_t answer_bytes = 0, thought_bytes = 0, calls = 0;
   for (const auto& block : step.buffer.blocks()) {

@@ -65,7 +65,23 @@ private:
   /// Loads the request's images when the model takes them, else leaves their placeholders alone.
   boost::asio::awaitable<void> load_images(llm::Request& request);
   boost::asio::awaitable<void> steps();
+  /// One step's model call: the request sent, retried once compacted when it is too long.
   boost::asio::awaitable<void> stream(Step& step);
+  /// The chunk writer: the sink the provider streams into (deltas to the observer and the log).
+  llm::DeltaSink chunk_writer(Step& step);
+  /// Awaited before the model produces more: chunk batches and the client caught up.
+  boost::asio::awaitable<void> chunk_room(Step& step);
+  /// The provider call: one model stream under the turn's cancellation, its failure mapped onto
+  /// the step. Returns the provider's words when the request was too long (the retry policy's to
+  /// decide). `request` and `sink` belong to the caller's frame for the whole call.
+  boost::asio::awaitable<std::optional<std::string>> call_provider(const llm::Request& request,
+                                                                   const llm::DeltaSink& sink, Step& step);
+  /// The step fails: the request does not fit the context window.
+  void fail_too_long(Step& step, const llm::Request& request, const std::string& too_long);
+  /// The conversation as the model is sent it: tools offered, images loaded.
+  boost::asio::awaitable<llm::Request> model_request();
+  /// The answered call's usage, to the observer.
+  void report_usage(const Step& step, const llm::Request& request);
   boost::asio::awaitable<void> run_tools(const std::vector<llm::ToolCall>& calls);
   boost::asio::awaitable<void> close(std::exception_ptr& failure);
   boost::asio::awaitable<void> release();
