@@ -482,18 +482,31 @@ asio::awaitable<void> Engine::log_mode(const std::shared_ptr<Session>& session_i
   co_await log_mode(*slot);
 }
 
-asio::awaitable<llm::StopKind> Engine::prompt(QueueSlot& slot, PromptInput input, TurnObserver& observer) {
+// The set-up prompt and compact share, before they wait in line: the session is attached and takes
+// writes; the turn is the slot's own.
+asio::awaitable<QueueSlot> Engine::enqueue_turn(const std::string& id_in, std::size_t bytes) {
+  const std::string id = id_in;
+  require_writable(*require(id));
+  const auto turn = std::make_shared<Turn>(scheduler_.connection());
+  co_return co_await enqueue(id, turn, bytes);
+}
+
+// ... and in the slot: checked again (the session may have been attached anew meanwhile), and run
+// by a TurnRunner that sees the engine as its TurnHost only.
+TurnRunner Engine::turn_runner(QueueSlot& slot, TurnObserver& observer) {
   std::shared_ptr<Session> session = slot.session();
   require_writable(*session);
-  TurnRunner runner(*this, session, slot.turn(), observer);
+  return TurnRunner(*this, std::move(session), slot.turn(), observer);
+}
+
+asio::awaitable<llm::StopKind> Engine::prompt(QueueSlot& slot, PromptInput input, TurnObserver& observer) {
+  TurnRunner runner = turn_runner(slot, observer);
   co_return co_await runner.prompt(input);
 }
 
 asio::awaitable<llm::StopKind> Engine::prompt(const std::string& id_in, PromptInput input, TurnObserver& observer) {
   const std::string id = id_in;
-  require_writable(*require(id));
-  const auto turn = std::make_shared<Turn>(scheduler_.connection());
-  QueueSlot slot = co_await enqueue(id, turn, input.text.size());
+  QueueSlot slot = co_await enqueue_turn(id, input.text.size());
   auto running = prompt(slot, std::move(input), observer);
   co_return co_await std::move(running);
 }
@@ -626,9 +639,7 @@ asio::awaitable<CompactResult> Engine::run_compaction(const std::shared_ptr<Sess
 
 asio::awaitable<CompactResult> Engine::compact(QueueSlot& slot, const std::string& focus_in, TurnObserver& observer) {
   const std::string focus = focus_in;
-  std::shared_ptr<Session> session = slot.session();
-  require_writable(*session);
-  TurnRunner runner(*this, session, slot.turn(), observer);
+  TurnRunner runner = turn_runner(slot, observer);
   co_return co_await runner.compact(focus);
 }
 
@@ -636,9 +647,7 @@ asio::awaitable<CompactResult> Engine::compact(const std::string& id_in, const s
                                                TurnObserver& observer) {
   const std::string id = id_in;
   const std::string focus = focus_in;
-  require_writable(*require(id));
-  const auto turn = std::make_shared<Turn>(scheduler_.connection());
-  QueueSlot slot = co_await enqueue(id, turn, focus.size());
+  QueueSlot slot = co_await enqueue_turn(id, focus.size());
   co_return co_await compact(slot, focus, observer);
 }
 

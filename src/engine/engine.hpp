@@ -434,6 +434,10 @@ private:
   std::int64_t estimate_request(const Session& session) const override;
 
   std::string system_prompt(const Session& session) const;
+  /// What prompt() and compact() share: enqueue() with a turn of its own, for a session that takes
+  /// writes (ReadOnlySession otherwise); then, in the slot, the runner of that turn.
+  boost::asio::awaitable<QueueSlot> enqueue_turn(const std::string& id, std::size_t bytes);
+  TurnRunner turn_runner(QueueSlot& slot, TurnObserver& observer);
 
   EngineServices services_;
   std::map<std::string, std::shared_ptr<Session>> sessions_;

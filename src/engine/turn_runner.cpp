@@ -239,6 +239,12 @@ std::stop_token TurnRunner::waits_end() const {
   return unstarted_ ? host_.scheduler().stopping() : turn_->stop.get_token();
 }
 
+asio::awaitable<bool> TurnRunner::start(bool go, bool logs_when_cancelled) {
+  if (go) go = co_await open(logs_when_cancelled);
+  if (!go) co_await release();
+  co_return go;
+}
+
 asio::awaitable<bool> TurnRunner::open(bool logs_when_cancelled) {
   if (cancelled() && !unstarted_) co_return false;
   // Taking the write lock may wait for another process (up to 2 s; a cancel ends the wait).
@@ -355,11 +361,28 @@ asio::awaitable<llm::StopKind> TurnRunner::prompt(PromptInput& input) {
   bool ready = !unstarted_ || (!session_->closed && !host_.closing());
   // (Each co_await its own statement: GCC 12 miscompiles co_await inside `||`.)
   if (ready && !unstarted_) ready = co_await prepare_references(input);
-  if (ready) ready = co_await open(/*logs_when_cancelled=*/true);
-  if (!ready) {
-    co_await release();
-    co_return llm::StopKind::cancelled;
+  ready = co_await start(ready, /*logs_when_cancelled=*/true);
+  if (!ready) co_return llm::StopKind::cancelled;
+  std::exception_ptr failure;
+  try {
+    if (!unstarted_) co_await offer_tools();
+    co_await begin(input);
+    if (compact_first_ && !cancelled()) {
+      CompactResult result = co_await host_.run_compaction(session_, *log_, turn_, observer_, no_focus_, false);
+      compacted_ = result.kind == CompactResult::Kind::compacted;
+    }
+    co_await steps();
+  } catch (...) {
+    failure = std::current_exception();
   }
+  co_await close(failure);
+  co_return stop_;
+}
+
+asio::awaitable<void> TurnRunner::offer_tools() {
+  asks_user_ = observer_.can_ask_user();
+  if (!session_->others_seen) session_->others_seen = co_await host_.has_other_sessions(session_->id);
+  recalls_ = session_->others_seen;
   // Built-in tools work inside the session's roots; roots that do not exist (a cwd the client has
   // not created) leave the model without them.
   // (What it needs of the session is copied here: a load may change the directories meanwhile.)
@@ -376,28 +399,9 @@ asio::awaitable<llm::StopKind> TurnRunner::prompt(PromptInput& input) {
       return {nullptr, e.what()};
     }
   };
-  std::exception_ptr failure;
-  try {
-    if (!unstarted_) {
-      asks_user_ = observer_.can_ask_user();
-      if (!session_->others_seen) session_->others_seen = co_await host_.has_other_sessions(session_->id);
-      recalls_ = session_->others_seen;
-      std::pair<std::unique_ptr<ToolRunner>, std::string> made = std::move(*co_await offload(session_->strand, make_tools));
-      tools_ = std::move(made.first);
-      if (!tools_) acp::log::info("session " + session_->id + ": no built-in tools: " + made.second);
-    }
-    co_await begin(input);
-    if (compact_first_ && !cancelled()) {
-      CompactResult result = co_await host_.run_compaction(session_, *log_, turn_, observer_, no_focus_, false);
-      compacted_ = result.kind == CompactResult::Kind::compacted;
-    }
-    co_await steps();
-  } catch (...) {
-    failure = std::current_exception();
-  }
-  co_await close(failure);
-  if (failure) std::rethrow_exception(failure);
-  co_return stop_;
+  std::pair<std::unique_ptr<ToolRunner>, std::string> made = std::move(*co_await offload(session_->strand, make_tools));
+  tools_ = std::move(made.first);
+  if (!tools_) acp::log::info("session " + session_->id + ": no built-in tools: " + made.second);
 }
 
 asio::awaitable<void> TurnRunner::steps() {
@@ -929,6 +933,7 @@ asio::awaitable<void> TurnRunner::close(std::exception_ptr& failure) {
   }
   if (ended_) session_->conversation_known = true;
   co_await release();
+  if (failure) std::rethrow_exception(failure);
 }
 
 asio::awaitable<void> TurnRunner::release() {
@@ -952,9 +957,8 @@ asio::awaitable<void> TurnRunner::release() {
 asio::awaitable<CompactResult> TurnRunner::compact(const std::string& focus_in) {
   const std::string focus = focus_in;  // copied before the first suspension (see Engine::create_session)
   CompactResult result;
-  const bool ready = co_await open(/*logs_when_cancelled=*/false);
+  const bool ready = co_await start(true, /*logs_when_cancelled=*/false);
   if (!ready) {
-    co_await release();
     result.kind = CompactResult::Kind::cancelled;
     co_return result;
   }
@@ -984,7 +988,6 @@ asio::awaitable<CompactResult> TurnRunner::compact(const std::string& focus_in) 
     failure = std::current_exception();
   }
   co_await close(failure);
-  if (failure) std::rethrow_exception(failure);
   co_return result;
 }
 

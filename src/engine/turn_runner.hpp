@@ -59,6 +59,11 @@ private:
   boost::asio::awaitable<bool> prepare_references(PromptInput& input);
   /// The lock taken and the conversation current; false when the turn is not to go on.
   boost::asio::awaitable<bool> open(bool logs_when_cancelled);
+  /// The set-up prompt() and compact() share: open() when `go`, else (or when open() says no) the
+  /// log let go at once. Whether the turn goes on.
+  boost::asio::awaitable<bool> start(bool go, bool logs_when_cancelled);
+  /// The tools offered this turn (decided once, at its start): built-in, ask_user, recall.
+  boost::asio::awaitable<void> offer_tools();
   boost::asio::awaitable<void> begin(PromptInput& input);
   /// Saves the prompt's images in the attachment store; returns the message's content blocks.
   boost::asio::awaitable<boost::json::array> save_images(PromptInput& input);
@@ -83,6 +88,8 @@ private:
   /// The answered call's usage, to the observer.
   void report_usage(const Step& step, const llm::Request& request);
   boost::asio::awaitable<void> run_tools(const std::vector<llm::ToolCall>& calls);
+  /// The end prompt() and compact() share: the turn ended in the log (when begun) and the lock let
+  /// go, whatever happened; then `failure` (or the end's own) rethrown.
   boost::asio::awaitable<void> close(std::exception_ptr& failure);
   boost::asio::awaitable<void> release();
 
