@@ -79,6 +79,123 @@ Ownership ownership_of(const store::Backend& holder, const store::SessionListing
 }
 
 
+// A new session's header: a fresh id, `cwd`, created now.
+store::SessionHeader new_header(const std::string& cwd) {
+  static thread_local boost::uuids::random_generator uuid_generator;
+  store::SessionHeader header;
+  header.id = boost::uuids::to_string(uuid_generator());
+  header.cwd = cwd;
+  header.createdAt =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return header;
+}
+
+// What a fork's first write leaves for its session object.
+struct Forked {
+  store::SessionHeader header;
+  Ownership ownership;
+  LoggedChoices choices;
+  std::string provider, model;
+};
+
+// Whose the fork's source `id` is (`holder` serves it), as listed.
+Ownership fork_source(store::StoreSet& store, const store::Backend& holder, const std::string& id) {
+  std::optional<Ownership> source;
+  for (auto& listing : store.list_sessions())
+    if (listing.header.id == id) source = ownership_of(holder, listing);
+  if (source) return *source;
+  // As find_stored: a log the index does not list has no valid header, and reading it says so.
+  store.read_log(id);
+  throw store::StoreCorrupt(*store.find_log(id), 1, "invalid session header");
+}
+
+// Reads the source as far as the seed needs: the read ends where the seed does (a fork at an early
+// message of a long log reads little of it), or at `stop`. Kept events (not transient): the seed is
+// written after the read. Throws InvalidInput when the fork point is not in the log.
+store::ForkSeed read_seed(store::StoreSet& store, const ForkRequest& request, const std::stop_token& stop) {
+  store::ForkSeed cut(request.fork_point);
+  std::stop_source enough;
+  const std::stop_callback relay(stop, [&enough] { enough.request_stop(); });
+  bool decided = false;
+  try {
+    store.read_events(
+        request.source_id,
+        [&](json::object&& e) {
+          if (!decided && !cut.observe(std::move(e))) {
+            decided = true;
+            enough.request_stop();
+          }
+        },
+        enough.get_token());
+  } catch (const store::ReadCancelled&) {
+    if (!decided) throw;
+  }
+  if (!cut.reached())
+    throw InvalidInput(request.fork_point_path,
+                       "names no message of session " + request.source_id + " (a messageId it sent in a chunk)");
+  return cut;
+}
+
+store::ForkProvenance fork_provenance(const ForkRequest& request, const store::Backend& holder, const Ownership& source,
+                                      std::int64_t copied, std::size_t seed_length) {
+  store::ForkProvenance provenance;
+  provenance.session_id = request.source_id;
+  if (holder.person()) {
+    provenance.store = holder.name();
+    provenance.owner = source.owner;
+  }
+  if (copied > 0) provenance.through_seq = copied - 1;
+  provenance.message_id = request.message_id;
+  provenance.seed_length = static_cast<std::int64_t>(seed_length);
+  provenance.inherits_choices = source.mine;
+  return provenance;
+}
+
+// The fork's first batch: the seed, its dsh-acp/fork record and, where the store writes 0.1.1, the
+// seed's end; what the seed chose (model, mode, permissions) noted in `out`.
+std::vector<store::NewEvent> fork_batch(std::vector<json::object>& seed, const store::ForkProvenance& provenance,
+                                        store::Generation generation, Forked& out) {
+  std::vector<store::NewEvent> batch;
+  batch.reserve(seed.size() + 2);
+  for (auto& e : seed) {
+    note_request_header(e, out.provider, out.model);
+    out.choices.observe(e);
+    batch.push_back(store::as_new_event(std::move(e)));
+  }
+  seed.clear();
+  store::NewEvent fork_record = store::fork_event(provenance);
+  out.choices.observe(json::object{{"type", fork_record.type}, {"data", fork_record.data}});
+  batch.push_back(std::move(fork_record));
+  // 0.1.1 marks the end of a seed it was constructed with this way (it voids a compaction the seed
+  // left open); 45fc has no such type.
+  if (generation == store::Generation::project_dirs) {
+    store::NewEvent end_seed;
+    end_seed.type = "session/end-seed";
+    batch.push_back(std::move(end_seed));
+  }
+  return batch;
+}
+
+// The summary request of a compaction: a model stream under the turn's cancellation, its text
+// gathered in `text`. Returns why it failed, "" when it answered. (The caller's frame holds every
+// referent for the whole call.)
+asio::awaitable<std::string> summarise(llm::Provider& provider, const asio::any_io_executor& home,
+                                       const llm::Request& request, Turn& turn, llm::Completion& completion,
+                                       std::string& text) {
+  auto sink = [&text](const llm::Delta& d) {
+    if (d.kind == llm::DeltaKind::text) text += d.text;
+  };
+  try {
+    auto call = asio::co_spawn(home, provider.stream(request, sink),
+                               asio::bind_cancellation_slot(turn.signal.slot(), asio::use_awaitable));
+    completion = co_await std::move(call);
+  } catch (const std::exception& e) {
+    // A failure must never be taken for success: the text streamed so far is a cut-off summary.
+    co_return std::string(*e.what() ? e.what() : "the summary request failed");
+  }
+  co_return std::string();
+}
+
 } // namespace
 
 // Someone else's shared session takes no writes here: refused before anything is read or logged.
@@ -153,12 +270,7 @@ asio::awaitable<std::shared_ptr<Session>> Engine::create_session(const std::stri
   std::vector<std::string> additional_directories = directories_in;
   require_absolute(cwd, "/cwd");
   co_await check_directories(additional_directories);
-  static thread_local boost::uuids::random_generator uuid_generator;
-  store::SessionHeader header;
-  header.id = boost::uuids::to_string(uuid_generator());
-  header.cwd = cwd;
-  header.createdAt =
-      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const store::SessionHeader header = new_header(cwd);
   auto session = std::make_shared<Session>(header.id, header, scheduler_.connection(), scheduler_.session_strand());
   session->mode = default_mode();
   // The header alone, atomically and fsynced: the session exists for every later process.
@@ -183,87 +295,21 @@ asio::awaitable<std::shared_ptr<Session>> Engine::fork_session(const ForkRequest
   const ForkRequest request = request_in;
   require_absolute(request.cwd, "/cwd");
   co_await check_directories(request.additional_directories);
-  static thread_local boost::uuids::random_generator uuid_generator;
-  store::SessionHeader header;
-  header.id = boost::uuids::to_string(uuid_generator());
-  header.cwd = request.cwd;
-  header.createdAt =
-      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  store::SessionHeader header = new_header(request.cwd);
   header.parentSession = request.source_id;
-  struct Forked {
-    store::SessionHeader header;
-    Ownership ownership;
-    LoggedChoices choices;
-    std::string provider, model;
-  };
   auto fork = [this, header, request, stop = scheduler_.stopping()]() mutable -> Forked {
     note_missing_cwd(*header.cwd);
     store::StoreSet& store = services_.store.get();
     store::Backend* holder = store.holder(request.source_id);
     if (!holder) throw SessionNotFound(request.source_id);
-    std::optional<Ownership> source;
-    for (auto& listing : store.list_sessions())
-      if (listing.header.id == request.source_id) source = ownership_of(*holder, listing);
-    if (!source) {
-      // As find_stored: a log the index does not list has no valid header, and reading it says so.
-      store.read_log(request.source_id);
-      throw store::StoreCorrupt(*store.find_log(request.source_id), 1, "invalid session header");
-    }
-    store::ForkSeed cut(request.fork_point);
-    // The read ends where the seed does (a fork at an early message of a long log reads little of
-    // it), or at the engine's stop. Kept events (not transient): the seed is written after the read.
-    std::stop_source enough;
-    const std::stop_callback relay(stop, [&enough] { enough.request_stop(); });
-    bool decided = false;
-    try {
-      store.read_events(
-          request.source_id,
-          [&](json::object&& e) {
-            if (!decided && !cut.observe(std::move(e))) {
-              decided = true;
-              enough.request_stop();
-            }
-          },
-          enough.get_token());
-    } catch (const store::ReadCancelled&) {
-      if (!decided) throw;
-    }
-    if (!cut.reached())
-      throw InvalidInput(request.fork_point_path,
-                         "names no message of session " + request.source_id + " (a messageId it sent in a chunk)");
+    const Ownership source = fork_source(store, *holder, request.source_id);
+    store::ForkSeed cut = read_seed(store, request, stop);
     const std::int64_t copied = cut.copied();
     std::vector<json::object> seed = cut.finish();
-    store::ForkProvenance provenance;
-    provenance.session_id = request.source_id;
-    if (holder->person()) {
-      provenance.store = holder->name();
-      provenance.owner = source->owner;
-    }
-    if (copied > 0) provenance.through_seq = copied - 1;
-    provenance.message_id = request.message_id;
-    provenance.seed_length = static_cast<std::int64_t>(seed.size());
-    provenance.inherits_choices = source->mine;
+    const store::ForkProvenance provenance = fork_provenance(request, *holder, source, copied, seed.size());
     header.seedLength = provenance.seed_length;
-
     Forked out;
-    std::vector<store::NewEvent> batch;
-    batch.reserve(seed.size() + 2);
-    for (auto& e : seed) {
-      note_request_header(e, out.provider, out.model);
-      out.choices.observe(e);
-      batch.push_back(store::as_new_event(std::move(e)));
-    }
-    seed.clear();
-    store::NewEvent fork_record = store::fork_event(provenance);
-    out.choices.observe(json::object{{"type", fork_record.type}, {"data", fork_record.data}});
-    batch.push_back(std::move(fork_record));
-    // 0.1.1 marks the end of a seed it was constructed with this way (it voids a compaction the seed
-    // left open); 45fc has no such type.
-    if (store.primary().generation() == store::Generation::project_dirs) {
-      store::NewEvent end_seed;
-      end_seed.type = "session/end-seed";
-      batch.push_back(std::move(end_seed));
-    }
+    std::vector<store::NewEvent> batch = fork_batch(seed, provenance, store.primary().generation(), out);
     // The header and the whole seed in the log's first write: the fork appears whole or not at all.
     store::SessionWriter writer = store.create(header);
     writer.append(std::move(batch), /*sync=*/true);
@@ -582,19 +628,8 @@ asio::awaitable<CompactResult> Engine::run_compaction(const std::shared_ptr<Sess
 
   llm::Request request = summary_request(session->conversation, *plan, model, focus, window);
   std::string text;
-  auto sink = [&text](const llm::Delta& d) {
-    if (d.kind == llm::DeltaKind::text) text += d.text;
-  };
   llm::Completion completion;
-  std::string error;
-  try {
-    auto call = asio::co_spawn(scheduler_.connection(), services_.provider.stream(request, sink),
-                               asio::bind_cancellation_slot(turn->signal.slot(), asio::use_awaitable));
-    completion = co_await std::move(call);
-  } catch (const std::exception& e) {
-    // A failure must never be taken for success: the text streamed so far is a cut-off summary.
-    error = *e.what() ? e.what() : "the summary request failed";
-  }
+  std::string error = co_await summarise(services_.provider, scheduler_.connection(), request, *turn, completion, text);
   json::array blocks = summary_blocks(text);
   if (turn->cancel_requested || completion.stop == llm::StopKind::cancelled) {
     result.kind = CompactResult::Kind::cancelled;

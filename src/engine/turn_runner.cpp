@@ -408,71 +408,15 @@ asio::awaitable<void> TurnRunner::steps() {
   const std::int64_t limit = host_.config().max_steps;
   for (std::int64_t n = 1;; ++n) {
     if (cancelled()) co_return;  // close(): aborted
-    if (n > 1 || compact_first_) {
-      const bool with_header = header_pending_;
-      auto step_start = [this, with_header] {
-        std::optional<store::NewEvent> header;
-        if (with_header) header = std::move(request_header_);
-        return log_->open_step(std::move(header));
-      };
-      co_await write(step_start);
-      if (with_header) {
-        header_pending_ = false;
-        session_->logged_provider = provider_name_;
-        session_->logged_model = model_;
-      }
-    }
+    if (n > 1 || compact_first_) co_await open_step();
     Step step(log_->turn(), log_->step(), host_.scheduler().connection());
     step.writes->log = log_.get();
     step.writes->turn = turn_;
     co_await stream(step);
-    std::vector<llm::ToolCall> calls = step.buffer.tool_calls();
-    TurnEnding& ending = *ending_;
-    if (cancelled()) {
-      step.failure = nullptr;
-      step.completion.stop = llm::StopKind::cancelled;
-      ending = TurnEnding{TurnEnding::Kind::aborted, {}, std::nullopt};
-      calls.clear();
-    } else if (!step.failure) {
-      switch (step.completion.stop) {
-      case llm::StopKind::max_tokens: ending.kind = TurnEnding::Kind::max_tokens; break;
-      case llm::StopKind::refusal: ending.kind = TurnEnding::Kind::refused; break;
-      case llm::StopKind::cancelled: ending.kind = TurnEnding::Kind::aborted; break;
-      case llm::StopKind::end_turn:
-      case llm::StopKind::max_turn_requests: ending.kind = TurnEnding::Kind::completed; break;
-      }
-      // A cut-off answer's calls are not run: their arguments may be cut too.
-      if (ending.kind != TurnEnding::Kind::completed) calls.clear();
-      step.buffer.close(step.completion, ending.kind == TurnEnding::Kind::refused);
-    } else {
-      calls.clear();
-    }
+    std::vector<llm::ToolCall> calls = settle(step);
     stop_ = step.completion.stop;
     if (calls.empty()) {
-      // The strand runs this after every chunk batch posted: the turn's last events are durable
-      // before the prompt is answered, and no write of this turn is left running.
-      auto finish = [this, &step, &ending] {
-        if (step.writes->error) {
-          try {
-            std::rethrow_exception(step.writes->error);
-          } catch (const std::exception& e) {
-            ending = TurnEnding{TurnEnding::Kind::error, std::string("log write failed: ") + e.what(), std::nullopt};
-          }
-        }
-        ChunkBatch last = step.writes->error ? ChunkBatch{} : step.buffer.take();
-        return log_->finish(std::move(last), step.buffer.blocks(), step.completion, ending);
-      };
-      try {
-        co_await write(finish);
-      } catch (...) {
-        // A chunk batch the log could not take failed first (a store connection gone): that says
-        // why; the end failing after it (the writer's lock went with it) is only its consequence.
-        if (step.writes->error) std::rethrow_exception(step.writes->error);
-        throw;
-      }
-      ended_ = true;
-      if (step.writes->failed) std::rethrow_exception(step.writes->error ? step.writes->error : step.failure);
-      if (step.failure) std::rethrow_exception(step.failure);
+      co_await finish(step);
       co_return;
     }
     auto answer = [this, &step] {
@@ -490,6 +434,74 @@ asio::awaitable<void> TurnRunner::steps() {
       co_return;
     }
   }
+}
+
+asio::awaitable<void> TurnRunner::open_step() {
+  const bool with_header = header_pending_;
+  auto step_start = [this, with_header] {
+    std::optional<store::NewEvent> header;
+    if (with_header) header = std::move(request_header_);
+    return log_->open_step(std::move(header));
+  };
+  co_await write(step_start);
+  if (with_header) {
+    header_pending_ = false;
+    session_->logged_provider = provider_name_;
+    session_->logged_model = model_;
+  }
+}
+
+std::vector<llm::ToolCall> TurnRunner::settle(Step& step) {
+  std::vector<llm::ToolCall> calls = step.buffer.tool_calls();
+  TurnEnding& ending = *ending_;
+  if (cancelled()) {
+    step.failure = nullptr;
+    step.completion.stop = llm::StopKind::cancelled;
+    ending = TurnEnding{TurnEnding::Kind::aborted, {}, std::nullopt};
+    calls.clear();
+  } else if (!step.failure) {
+    switch (step.completion.stop) {
+    case llm::StopKind::max_tokens: ending.kind = TurnEnding::Kind::max_tokens; break;
+    case llm::StopKind::refusal: ending.kind = TurnEnding::Kind::refused; break;
+    case llm::StopKind::cancelled: ending.kind = TurnEnding::Kind::aborted; break;
+    case llm::StopKind::end_turn:
+    case llm::StopKind::max_turn_requests: ending.kind = TurnEnding::Kind::completed; break;
+    }
+    // A cut-off answer's calls are not run: their arguments may be cut too.
+    if (ending.kind != TurnEnding::Kind::completed) calls.clear();
+    step.buffer.close(step.completion, ending.kind == TurnEnding::Kind::refused);
+  } else {
+    calls.clear();
+  }
+  return calls;
+}
+
+asio::awaitable<void> TurnRunner::finish(Step& step) {
+  TurnEnding& ending = *ending_;
+  // The strand runs this after every chunk batch posted: the turn's last events are durable
+  // before the prompt is answered, and no write of this turn is left running.
+  auto last = [this, &step, &ending] {
+    if (step.writes->error) {
+      try {
+        std::rethrow_exception(step.writes->error);
+      } catch (const std::exception& e) {
+        ending = TurnEnding{TurnEnding::Kind::error, std::string("log write failed: ") + e.what(), std::nullopt};
+      }
+    }
+    ChunkBatch batch = step.writes->error ? ChunkBatch{} : step.buffer.take();
+    return log_->finish(std::move(batch), step.buffer.blocks(), step.completion, ending);
+  };
+  try {
+    co_await write(last);
+  } catch (...) {
+    // A chunk batch the log could not take failed first (a store connection gone): that says
+    // why; the end failing after it (the writer's lock went with it) is only its consequence.
+    if (step.writes->error) std::rethrow_exception(step.writes->error);
+    throw;
+  }
+  ended_ = true;
+  if (step.writes->failed) std::rethrow_exception(step.writes->error ? step.writes->error : step.failure);
+  if (step.failure) std::rethrow_exception(step.failure);
 }
 
 // ---- the model stream: the chunk writer, the provider call, the retry policy ----

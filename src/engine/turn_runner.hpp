@@ -70,6 +70,13 @@ private:
   /// Loads the request's images when the model takes them, else leaves their placeholders alone.
   boost::asio::awaitable<void> load_images(llm::Request& request);
   boost::asio::awaitable<void> steps();
+  /// step/start of a step after the first (the request/header held back for it, if any).
+  boost::asio::awaitable<void> open_step();
+  /// How the step's answer ends the turn, if it does: the ending noted, and the calls to run (none
+  /// when cancelled, failed or cut off).
+  std::vector<llm::ToolCall> settle(Step& step);
+  /// The turn's last step: its closing records and turn/end, fsynced; then its failure rethrown.
+  boost::asio::awaitable<void> finish(Step& step);
   /// One step's model call: the request sent, retried once compacted when it is too long.
   boost::asio::awaitable<void> stream(Step& step);
   /// The chunk writer: the sink the provider streams into (deltas to the observer and the log).
