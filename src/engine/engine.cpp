@@ -63,16 +63,6 @@ void note_missing_cwd(const std::string& cwd) {
     log::info("session cwd " + cwd + " is not a directory (accepted)");
 }
 
-// Whole-log reads (session/load replays, resume's model scan) at once per connection: a replay to a
-// slow client holds up to 8 MiB of frames back and a pool thread, so twenty loads must not run twenty
-// reads (measured: 227 MB peak with eight at once).
-constexpr std::size_t kConcurrentLogReads = 2;
-// Lock waits at once (each sleeps in flock for up to the lock timeout); more queue behind them and
-// still end at their own deadlines.
-constexpr std::size_t kLockWaitThreads = 4;
-// Reference preparations and whole-log re-reads at once; more queue behind them.
-constexpr std::size_t kBulkReadThreads = 4;
-
 // Automatic compaction needs at least this much new material (estimated tokens) to be worth a
 // summary request; /compact and the context-too-long retry take any.
 constexpr std::int64_t kMinAutoCompactTokens = 256;
@@ -89,29 +79,121 @@ Ownership ownership_of(const store::Backend& holder, const store::SessionListing
 }
 
 
-// Runs store work that takes a session's write lock: tried at once on `home` (the session's strand
-// or the pool); only when another writer holds the lock does it run again on `waits`, waiting until
-// the lock timeout counted from now, or until `stop` (then SessionBusy). So a wait never holds a
-// thread that appends. (Reference parameters, copied before suspending: see offload.hpp.)
-template <class R>
-asio::awaitable<R> with_lock(const asio::any_io_executor& home_in, const asio::any_io_executor& waits_in,
-                             const std::function<R(const store::LockWait&)>& work_in, const std::stop_token& stop_in) {
-  const asio::any_io_executor home = home_in;
-  const asio::any_io_executor waits = waits_in;
-  const std::function<R(const store::LockWait&)> work = work_in;
-  store::LockWait wait{false, std::chrono::steady_clock::now(), stop_in};
-  auto attempt = [&work, &wait]() -> std::optional<R> {
-    try {
-      return work(wait);
-    } catch (const store::SessionBusy&) {
-      return std::nullopt;
-    }
+// A new session's header: a fresh id, `cwd`, created now.
+store::SessionHeader new_header(const std::string& cwd) {
+  static thread_local boost::uuids::random_generator uuid_generator;
+  store::SessionHeader header;
+  header.id = boost::uuids::to_string(uuid_generator());
+  header.cwd = cwd;
+  header.createdAt =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return header;
+}
+
+// What a fork's first write leaves for its session object.
+struct Forked {
+  store::SessionHeader header;
+  Ownership ownership;
+  LoggedChoices choices;
+  std::string provider, model;
+};
+
+// Whose the fork's source `id` is (`holder` serves it), as listed.
+Ownership fork_source(store::StoreSet& store, const store::Backend& holder, const std::string& id) {
+  std::optional<Ownership> source;
+  for (auto& listing : store.list_sessions())
+    if (listing.header.id == id) source = ownership_of(holder, listing);
+  if (source) return *source;
+  // As find_stored: a log the index does not list has no valid header, and reading it says so.
+  store.read_log(id);
+  throw store::StoreCorrupt(*store.find_log(id), 1, "invalid session header");
+}
+
+// Reads the source as far as the seed needs: the read ends where the seed does (a fork at an early
+// message of a long log reads little of it), or at `stop`. Kept events (not transient): the seed is
+// written after the read. Throws InvalidInput when the fork point is not in the log.
+store::ForkSeed read_seed(store::StoreSet& store, const ForkRequest& request, const std::stop_token& stop) {
+  store::ForkSeed cut(request.fork_point);
+  std::stop_source enough;
+  const std::stop_callback relay(stop, [&enough] { enough.request_stop(); });
+  bool decided = false;
+  try {
+    store.read_events(
+        request.source_id,
+        [&](json::object&& e) {
+          if (!decided && !cut.observe(std::move(e))) {
+            decided = true;
+            enough.request_stop();
+          }
+        },
+        enough.get_token());
+  } catch (const store::ReadCancelled&) {
+    if (!decided) throw;
+  }
+  if (!cut.reached())
+    throw InvalidInput(request.fork_point_path,
+                       "names no message of session " + request.source_id + " (a messageId it sent in a chunk)");
+  return cut;
+}
+
+store::ForkProvenance fork_provenance(const ForkRequest& request, const store::Backend& holder, const Ownership& source,
+                                      std::int64_t copied, std::size_t seed_length) {
+  store::ForkProvenance provenance;
+  provenance.session_id = request.source_id;
+  if (holder.person()) {
+    provenance.store = holder.name();
+    provenance.owner = source.owner;
+  }
+  if (copied > 0) provenance.through_seq = copied - 1;
+  provenance.message_id = request.message_id;
+  provenance.seed_length = static_cast<std::int64_t>(seed_length);
+  provenance.inherits_choices = source.mine;
+  return provenance;
+}
+
+// The fork's first batch: the seed, its dsh-acp/fork record and, where the store writes 0.1.1, the
+// seed's end; what the seed chose (model, mode, permissions) noted in `out`.
+std::vector<store::NewEvent> fork_batch(std::vector<json::object>& seed, const store::ForkProvenance& provenance,
+                                        store::Generation generation, Forked& out) {
+  std::vector<store::NewEvent> batch;
+  batch.reserve(seed.size() + 2);
+  for (auto& e : seed) {
+    note_request_header(e, out.provider, out.model);
+    out.choices.observe(e);
+    batch.push_back(store::as_new_event(std::move(e)));
+  }
+  seed.clear();
+  store::NewEvent fork_record = store::fork_event(provenance);
+  out.choices.observe(json::object{{"type", fork_record.type}, {"data", fork_record.data}});
+  batch.push_back(std::move(fork_record));
+  // 0.1.1 marks the end of a seed it was constructed with this way (it voids a compaction the seed
+  // left open); 45fc has no such type.
+  if (generation == store::Generation::project_dirs) {
+    store::NewEvent end_seed;
+    end_seed.type = "session/end-seed";
+    batch.push_back(std::move(end_seed));
+  }
+  return batch;
+}
+
+// The summary request of a compaction: a model stream under the turn's cancellation, its text
+// gathered in `text`. Returns why it failed, "" when it answered. (The caller's frame holds every
+// referent for the whole call.)
+asio::awaitable<std::string> summarise(llm::Provider& provider, const asio::any_io_executor& home,
+                                       const llm::Request& request, Turn& turn, llm::Completion& completion,
+                                       std::string& text) {
+  auto sink = [&text](const llm::Delta& d) {
+    if (d.kind == llm::DeltaKind::text) text += d.text;
   };
-  std::optional<R> done = std::move(*co_await offload(home, attempt));
-  if (done) co_return std::move(*done);
-  wait.wait = true;
-  auto waiting = [&work, &wait] { return work(wait); };
-  co_return std::move(*co_await offload(waits, waiting));
+  try {
+    auto call = asio::co_spawn(home, provider.stream(request, sink),
+                               asio::bind_cancellation_slot(turn.signal.slot(), asio::use_awaitable));
+    completion = co_await std::move(call);
+  } catch (const std::exception& e) {
+    // A failure must never be taken for success: the text streamed so far is a cut-off summary.
+    co_return std::string(*e.what() ? e.what() : "the summary request failed");
+  }
+  co_return std::string();
 }
 
 } // namespace
@@ -140,9 +222,7 @@ store::StoreSet& StoreHandle::get() {
 // ---- Engine ----
 
 Engine::Engine(EngineServices services, asio::any_io_executor executor, asio::any_io_executor pool)
-    : services_(std::move(services)), executor_(executor), pool_(std::move(pool)),
-      log_read_freed_(executor), lock_waits_(kLockWaitThreads, /*lowered=*/false), bulk_reads_(kBulkReadThreads),
-      log_readers_(kConcurrentLogReads) {}
+    : services_(std::move(services)), scheduler_(std::move(executor), std::move(pool)) {}
 
 Engine::~Engine() = default;
 
@@ -159,7 +239,7 @@ std::shared_ptr<Session> Engine::require(const std::string& id) const {
 
 Engine::Attaching::Attaching(Engine& engine, std::string id) : engine_(engine), id_(std::move(id)) {
   auto& wait = engine_.attaching_[id_];
-  if (!wait) wait = std::make_shared<AttachWait>(engine_.executor_);
+  if (!wait) wait = std::make_shared<AttachWait>(engine_.scheduler_.connection());
   ++wait->count;
 }
 
@@ -190,13 +270,8 @@ asio::awaitable<std::shared_ptr<Session>> Engine::create_session(const std::stri
   std::vector<std::string> additional_directories = directories_in;
   require_absolute(cwd, "/cwd");
   co_await check_directories(additional_directories);
-  static thread_local boost::uuids::random_generator uuid_generator;
-  store::SessionHeader header;
-  header.id = boost::uuids::to_string(uuid_generator());
-  header.cwd = cwd;
-  header.createdAt =
-      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-  auto session = std::make_shared<Session>(header.id, header, executor_, asio::make_strand(pool_));
+  const store::SessionHeader header = new_header(cwd);
+  auto session = std::make_shared<Session>(header.id, header, scheduler_.connection(), scheduler_.session_strand());
   session->mode = default_mode();
   // The header alone, atomically and fsynced: the session exists for every later process.
   auto create = [this, header] {
@@ -220,87 +295,21 @@ asio::awaitable<std::shared_ptr<Session>> Engine::fork_session(const ForkRequest
   const ForkRequest request = request_in;
   require_absolute(request.cwd, "/cwd");
   co_await check_directories(request.additional_directories);
-  static thread_local boost::uuids::random_generator uuid_generator;
-  store::SessionHeader header;
-  header.id = boost::uuids::to_string(uuid_generator());
-  header.cwd = request.cwd;
-  header.createdAt =
-      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  store::SessionHeader header = new_header(request.cwd);
   header.parentSession = request.source_id;
-  struct Forked {
-    store::SessionHeader header;
-    Ownership ownership;
-    LoggedChoices choices;
-    std::string provider, model;
-  };
-  auto fork = [this, header, request, stop = stopping_.get_token()]() mutable -> Forked {
+  auto fork = [this, header, request, stop = scheduler_.stopping()]() mutable -> Forked {
     note_missing_cwd(*header.cwd);
     store::StoreSet& store = services_.store.get();
     store::Backend* holder = store.holder(request.source_id);
     if (!holder) throw SessionNotFound(request.source_id);
-    std::optional<Ownership> source;
-    for (auto& listing : store.list_sessions())
-      if (listing.header.id == request.source_id) source = ownership_of(*holder, listing);
-    if (!source) {
-      // As find_stored: a log the index does not list has no valid header, and reading it says so.
-      store.read_log(request.source_id);
-      throw store::StoreCorrupt(*store.find_log(request.source_id), 1, "invalid session header");
-    }
-    store::ForkSeed cut(request.fork_point);
-    // The read ends where the seed does (a fork at an early message of a long log reads little of
-    // it), or at the engine's stop. Kept events (not transient): the seed is written after the read.
-    std::stop_source enough;
-    const std::stop_callback relay(stop, [&enough] { enough.request_stop(); });
-    bool decided = false;
-    try {
-      store.read_events(
-          request.source_id,
-          [&](json::object&& e) {
-            if (!decided && !cut.observe(std::move(e))) {
-              decided = true;
-              enough.request_stop();
-            }
-          },
-          enough.get_token());
-    } catch (const store::ReadCancelled&) {
-      if (!decided) throw;
-    }
-    if (!cut.reached())
-      throw InvalidInput(request.fork_point_path,
-                         "names no message of session " + request.source_id + " (a messageId it sent in a chunk)");
+    const Ownership source = fork_source(store, *holder, request.source_id);
+    store::ForkSeed cut = read_seed(store, request, stop);
     const std::int64_t copied = cut.copied();
     std::vector<json::object> seed = cut.finish();
-    store::ForkProvenance provenance;
-    provenance.session_id = request.source_id;
-    if (holder->person()) {
-      provenance.store = holder->name();
-      provenance.owner = source->owner;
-    }
-    if (copied > 0) provenance.through_seq = copied - 1;
-    provenance.message_id = request.message_id;
-    provenance.seed_length = static_cast<std::int64_t>(seed.size());
-    provenance.inherits_choices = source->mine;
+    const store::ForkProvenance provenance = fork_provenance(request, *holder, source, copied, seed.size());
     header.seedLength = provenance.seed_length;
-
     Forked out;
-    std::vector<store::NewEvent> batch;
-    batch.reserve(seed.size() + 2);
-    for (auto& e : seed) {
-      note_request_header(e, out.provider, out.model);
-      out.choices.observe(e);
-      batch.push_back(store::as_new_event(std::move(e)));
-    }
-    seed.clear();
-    store::NewEvent fork_record = store::fork_event(provenance);
-    out.choices.observe(json::object{{"type", fork_record.type}, {"data", fork_record.data}});
-    batch.push_back(std::move(fork_record));
-    // 0.1.1 marks the end of a seed it was constructed with this way (it voids a compaction the seed
-    // left open); 45fc has no such type.
-    if (store.primary().generation() == store::Generation::project_dirs) {
-      store::NewEvent end_seed;
-      end_seed.type = "session/end-seed";
-      batch.push_back(std::move(end_seed));
-    }
+    std::vector<store::NewEvent> batch = fork_batch(seed, provenance, store.primary().generation(), out);
     // The header and the whole seed in the log's first write: the fork appears whole or not at all.
     store::SessionWriter writer = store.create(header);
     writer.append(std::move(batch), /*sync=*/true);
@@ -309,8 +318,9 @@ asio::awaitable<std::shared_ptr<Session>> Engine::fork_session(const ForkRequest
     out.header = header;
     return out;
   };
-  Forked forked = std::move(*co_await offload(bulk_reads_.executor(), fork));
-  auto session = std::make_shared<Session>(forked.header.id, forked.header, executor_, asio::make_strand(pool_));
+  const asio::any_io_executor bulk = scheduler_.bulk_reads();
+  Forked forked = std::move(*co_await offload(bulk, fork));
+  auto session = std::make_shared<Session>(forked.header.id, forked.header, scheduler_.connection(), scheduler_.session_strand());
   session->mode = forked.choices.mode.value_or(default_mode());
   session->permissions = std::move(forked.choices.permissions);
   session->ownership = std::move(forked.ownership);
@@ -335,7 +345,7 @@ asio::awaitable<void> Engine::check_directories(const std::vector<std::string>& 
         throw InvalidInput("/additionalDirectories/" + std::to_string(i), "must name an existing directory");
     }
   };
-  co_await offload(pool_, check);
+  co_await offload(scheduler_.pool(), check);
 }
 
 asio::awaitable<StoredSession> Engine::find_stored(const std::string& id, const std::string& cwd) {
@@ -352,7 +362,7 @@ asio::awaitable<StoredSession> Engine::find_stored(const std::string& id, const 
     store.read_log(id);
     throw store::StoreCorrupt(*store.find_log(id), 1, "invalid session header");
   };
-  std::optional<StoredSession> stored = std::move(*co_await offload(pool_, lookup));
+  std::optional<StoredSession> stored = std::move(*co_await offload(scheduler_.pool(), lookup));
   if (!stored) {
     if (auto attached = find(id)) stored = StoredSession{attached->header, attached->ownership};
   }
@@ -370,7 +380,7 @@ asio::awaitable<std::pair<std::string, std::string>> Engine::read_log(const std:
   std::string id = id_in;
   EventSink sink = sink_in;
   std::function<void()> boundary = boundary_in;
-  auto read = [this, id, &sink, &boundary, stop = stopping_.get_token()] {
+  auto read = [this, id, &sink, &boundary, stop = scheduler_.stopping()] {
     std::pair<std::string, std::string> model;
     if (boundary) boundary();
     // The replay translates each event into updates and lets it go.
@@ -384,17 +394,10 @@ asio::awaitable<std::pair<std::string, std::string>> Engine::read_log(const std:
     if (boundary) boundary();
     return model;
   };
-  // At most kConcurrentLogReads at once; the others wait here (on this thread, without polling).
-  while (log_reads_ >= kConcurrentLogReads) co_await log_read_freed_.wait();
-  ++log_reads_;
-  struct Slot {
-    Engine& engine;
-    ~Slot() {
-      --engine.log_reads_;
-      engine.log_read_freed_.notify_one();
-    }
-  } slot{*this};
-  co_return std::move(*co_await offload(log_readers_.executor(), read));
+  std::pair<std::string, std::string> model;
+  const std::function<void()> replay = [&read, &model] { model = read(); };
+  co_await scheduler_.replay(replay);
+  co_return model;
 }
 
 std::shared_ptr<Session> Engine::attach(const StoredSession& stored,
@@ -413,7 +416,7 @@ std::shared_ptr<Session> Engine::attach(const store::SessionHeader& header,
     if (additional_directories) existing->additional_directories = *additional_directories;
     return existing;
   }
-  auto session = std::make_shared<Session>(header.id, header, executor_, asio::make_strand(pool_));
+  auto session = std::make_shared<Session>(header.id, header, scheduler_.connection(), scheduler_.session_strand());
   session->mode = default_mode();  // load and resume put the log's choice in its place, when it holds one
   if (additional_directories) session->additional_directories = *additional_directories;
   session->logged_provider = logged_provider;
@@ -433,10 +436,9 @@ asio::awaitable<std::unique_ptr<TurnLog>> Engine::open_log(const std::shared_ptr
         return std::make_unique<TurnLog>(services_.store.get().open_or_create(header, wait));
       };
   const asio::any_io_executor home = session->strand;
-  const asio::any_io_executor waits = lock_waits_.executor();
   const std::stop_token stop = stop_in;
   try {
-    co_return co_await with_lock(home, waits, open, stop);
+    co_return co_await scheduler_.with_lock(home, open, stop);
   } catch (const store::SessionBusy&) {
     if (!turn->cancel_requested) throw;
   }
@@ -456,7 +458,8 @@ asio::awaitable<bool> Engine::refresh_conversation(Session& session, std::int64_
     return conversation;
   };
   try {
-    session.conversation = std::move(*co_await offload(bulk_reads_.executor(), read));
+    const asio::any_io_executor bulk = scheduler_.bulk_reads();
+    session.conversation = std::move(*co_await offload(bulk, read));
   } catch (const store::ReadCancelled&) {
     co_return false;
   }
@@ -492,11 +495,10 @@ asio::awaitable<void> Engine::log_mode(QueueSlot& slot) {
           return writer.append({mode_event(mode)}, /*sync=*/true);
         };
     const asio::any_io_executor home = session->strand;
-    const asio::any_io_executor waits = lock_waits_.executor();
-    const std::stop_token stop = stopping_.get_token();
+    const std::stop_token stop = scheduler_.stopping();
     std::vector<json::object> records;
     try {
-      records = co_await with_lock(home, waits, append, stop);
+      records = co_await scheduler_.with_lock(home, append, stop);
     } catch (const std::exception& e) {
       acp::log::warn("session " + session->id + ": the mode " + std::string(mode_id(mode)) +
                      " holds here but could not be logged: " + e.what());
@@ -526,18 +528,31 @@ asio::awaitable<void> Engine::log_mode(const std::shared_ptr<Session>& session_i
   co_await log_mode(*slot);
 }
 
-asio::awaitable<llm::StopKind> Engine::prompt(QueueSlot& slot, PromptInput input, TurnObserver& observer) {
+// The set-up prompt and compact share, before they wait in line: the session is attached and takes
+// writes; the turn is the slot's own.
+asio::awaitable<QueueSlot> Engine::enqueue_turn(const std::string& id_in, std::size_t bytes) {
+  const std::string id = id_in;
+  require_writable(*require(id));
+  const auto turn = std::make_shared<Turn>(scheduler_.connection());
+  co_return co_await enqueue(id, turn, bytes);
+}
+
+// ... and in the slot: checked again (the session may have been attached anew meanwhile), and run
+// by a TurnRunner that sees the engine as its TurnHost only.
+TurnRunner Engine::turn_runner(QueueSlot& slot, TurnObserver& observer) {
   std::shared_ptr<Session> session = slot.session();
   require_writable(*session);
-  TurnRunner runner(*this, session, slot.turn(), observer);
+  return TurnRunner(*this, std::move(session), slot.turn(), observer);
+}
+
+asio::awaitable<llm::StopKind> Engine::prompt(QueueSlot& slot, PromptInput input, TurnObserver& observer) {
+  TurnRunner runner = turn_runner(slot, observer);
   co_return co_await runner.prompt(input);
 }
 
 asio::awaitable<llm::StopKind> Engine::prompt(const std::string& id_in, PromptInput input, TurnObserver& observer) {
   const std::string id = id_in;
-  require_writable(*require(id));
-  const auto turn = std::make_shared<Turn>(executor_);
-  QueueSlot slot = co_await enqueue(id, turn, input.text.size());
+  QueueSlot slot = co_await enqueue_turn(id, input.text.size());
   auto running = prompt(slot, std::move(input), observer);
   co_return co_await std::move(running);
 }
@@ -613,19 +628,8 @@ asio::awaitable<CompactResult> Engine::run_compaction(const std::shared_ptr<Sess
 
   llm::Request request = summary_request(session->conversation, *plan, model, focus, window);
   std::string text;
-  auto sink = [&text](const llm::Delta& d) {
-    if (d.kind == llm::DeltaKind::text) text += d.text;
-  };
   llm::Completion completion;
-  std::string error;
-  try {
-    auto call = asio::co_spawn(executor_, services_.provider.stream(request, sink),
-                               asio::bind_cancellation_slot(turn->signal.slot(), asio::use_awaitable));
-    completion = co_await std::move(call);
-  } catch (const std::exception& e) {
-    // A failure must never be taken for success: the text streamed so far is a cut-off summary.
-    error = *e.what() ? e.what() : "the summary request failed";
-  }
+  std::string error = co_await summarise(services_.provider, scheduler_.connection(), request, *turn, completion, text);
   json::array blocks = summary_blocks(text);
   if (turn->cancel_requested || completion.stop == llm::StopKind::cancelled) {
     result.kind = CompactResult::Kind::cancelled;
@@ -670,9 +674,7 @@ asio::awaitable<CompactResult> Engine::run_compaction(const std::shared_ptr<Sess
 
 asio::awaitable<CompactResult> Engine::compact(QueueSlot& slot, const std::string& focus_in, TurnObserver& observer) {
   const std::string focus = focus_in;
-  std::shared_ptr<Session> session = slot.session();
-  require_writable(*session);
-  TurnRunner runner(*this, session, slot.turn(), observer);
+  TurnRunner runner = turn_runner(slot, observer);
   co_return co_await runner.compact(focus);
 }
 
@@ -680,9 +682,7 @@ asio::awaitable<CompactResult> Engine::compact(const std::string& id_in, const s
                                                TurnObserver& observer) {
   const std::string id = id_in;
   const std::string focus = focus_in;
-  require_writable(*require(id));
-  const auto turn = std::make_shared<Turn>(executor_);
-  QueueSlot slot = co_await enqueue(id, turn, focus.size());
+  QueueSlot slot = co_await enqueue_turn(id, focus.size());
   co_return co_await compact(slot, focus, observer);
 }
 
@@ -703,7 +703,7 @@ asio::awaitable<void> Engine::close(const std::string& id) {
     session->queue.cancel_prompts();
     co_await session->queue.drained();
     // Let the last prompt's own answer go out first (it is sent when its coroutine returns).
-    co_await asio::post(executor_, asio::use_awaitable);
+    co_await asio::post(scheduler_.connection(), asio::use_awaitable);
   }
   // Its MCP servers end with it.
   if (std::shared_ptr<McpTools> mcp = session->mcp) co_await mcp->stop();
@@ -726,8 +726,9 @@ asio::awaitable<void> Engine::remove(const std::string& id) {
       return false;
     }
   };
-  const std::stop_token stop = stopping_.get_token();
-  const bool deleted = co_await with_lock(pool_, lock_waits_.executor(), remove, stop);
+  const std::stop_token stop = scheduler_.stopping();
+  const asio::any_io_executor pool = scheduler_.pool();
+  const bool deleted = co_await scheduler_.with_lock(pool, remove, stop);
   if (!deleted) log::debug("session/delete " + id + ": no such session here (nothing to delete)");
 }
 
@@ -769,18 +770,18 @@ asio::awaitable<void> Engine::stop_mcp_servers() {
   for (auto& [id, s] : sessions_)
     if (s->mcp) sets.push_back(s->mcp);
   std::size_t left = sets.size();
-  support::Event done(executor_);
+  support::Event done(scheduler_.connection());
   // Awaited to the end whatever happens to the caller: the stops refer to `left` and `done`.
   co_await asio::this_coro::reset_cancellation_state(asio::cancellation_filter<asio::cancellation_type::none>());
   for (auto& set : sets)
-    asio::co_spawn(executor_, set->stop(), [&left, &done](std::exception_ptr) {
+    asio::co_spawn(scheduler_.connection(), set->stop(), [&left, &done](std::exception_ptr) {
       if (--left == 0) done.set();
     });
   while (left > 0) co_await done.wait();
 }
 
 void Engine::stop() {
-  stopping_.request_stop();
+  scheduler_.stop();
   cancel_all();
 }
 
@@ -819,7 +820,7 @@ asio::awaitable<std::vector<store::SessionListing>> Engine::list(const store::Li
   if (query_in.cwd) require_absolute(*query_in.cwd, "/cwd");
   store::ListQuery query = query_in;
   auto list = [this, query] { return services_.store.get().list_sessions(query); };
-  co_return std::move(*co_await offload(pool_, list));
+  co_return std::move(*co_await offload(scheduler_.pool(), list));
 }
 
 asio::awaitable<std::vector<refs::Candidate>> Engine::candidates(const Session& session, const std::string& query,
@@ -829,7 +830,7 @@ asio::awaitable<std::vector<refs::Candidate>> Engine::candidates(const Session& 
   auto list = [this, target, query = query, limit = limit, match_titles] {
     return services_.references.list_candidates(target, query, limit, {}, match_titles);
   };
-  co_return std::move(*co_await offload(pool_, list));
+  co_return std::move(*co_await offload(scheduler_.pool(), list));
 }
 
 asio::awaitable<std::vector<refs::ContentMatch>> Engine::search_sessions(const Session* session, const std::string& words,
@@ -843,7 +844,7 @@ asio::awaitable<std::vector<refs::ContentMatch>> Engine::search_sessions(const S
       return {};
     }
   };
-  co_return std::move(*co_await offload(pool_, search));
+  co_return std::move(*co_await offload(scheduler_.pool(), search));
 }
 
 asio::awaitable<bool> Engine::has_other_sessions(const std::string& id) {
@@ -855,7 +856,7 @@ asio::awaitable<bool> Engine::has_other_sessions(const std::string& id) {
     }
     return false;
   };
-  co_return *co_await offload(pool_, other);
+  co_return *co_await offload(scheduler_.pool(), other);
 }
 
 void Engine::label_references(std::vector<refs::SessionReference>& references) {

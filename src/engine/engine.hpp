@@ -2,43 +2,17 @@
 // providers behind plain C++ types. It knows nothing of ACP or JSON-RPC (nothing here includes
 // protocol/ or handlers/); handlers translate wire structs to these calls and back.
 //
-// Scheduling model
-// - The engine lives on the connection's executor (one thread). Its coroutines run there and only
-//   there; they never block: every file operation — create, append, fsync, lock wait, log read,
-//   index save — is offloaded.
-// - Each session has a strand over the shared thread pool: that session's file work is serialised
-//   on it (appends keep their order without locks), while different sessions proceed in parallel.
-//   Session-less store work (listing, lookup, delete) runs on the pool directly. Nothing that may
-//   take long runs there, so one session's append never queues behind another session's wait:
-// - Taking a session's write lock is tried at once (on the strand or pool); only when another
-//   writer holds it does the wait (up to 2 s) move to the lock-wait threads, bounded (waits beyond
-//   them queue, each still ending at its own deadline).
-// - Bulk reads run on threads of their own at a lower CPU priority (support::BackgroundThreads),
-//   bounded: reference preparation and whole-log re-reads on `bulk_reads_`, replays on
-//   `log_readers_`. Reference preparation reads its sources on reader threads that the reference
-//   service joins before it returns.
-// - Every offloaded job that may take long is stoppable: lock waits, reference reads and re-reads
-//   observe their turn's stop token, replays and deletes' lock waits the engine's (stop()), so a
-//   shutdown never waits for them.
-// - One cancellation object per turn (Turn): session/cancel, session/close and shutdown cancel it;
-//   the model stream, the reference reads and any waits of the turn observe it. Every child task of
-//   a turn (reads, writes, the model stream) is awaited before the turn completes, and the turn's
-//   `finished` event wakes whoever waits for it. Nothing sleep-polls.
-// - The conversation sent to the model is derived from the log by Conversation (one fold), fed the
-//   records we append and, when another process appended, the log read back.
-// - Compaction (compaction.hpp) runs inside a turn that holds the session's write lock: its summary
-//   request is a model stream under the turn's cancellation object, its records are appended on the
-//   strand (the checkpoint batch fsynced) and observed by the Conversation like any other.
+// Where its work runs (threads, strands, lock waits, bulk reads, cancellation): scheduler.hpp.
 #pragma once
 
 #include "engine/ask_user.hpp"
 #include "engine/permissions.hpp"
+#include "engine/scheduler.hpp"
 #include "engine/session.hpp"
 #include "engine/tool_runner.hpp"
 #include "llm/provider.hpp"
 #include "refs/types.hpp"
 #include "store/session_types.hpp"
-#include "support/background_threads.hpp"
 #include "support/event.hpp"
 #include "support/image.hpp"
 
@@ -249,9 +223,54 @@ struct EngineServices {
   std::string system_prompt_template;  ///< with {cwd} and {date} placeholders
 };
 
+/// What a turn (TurnRunner) needs of the engine that runs it, and nothing else: the services, where
+/// work runs, the session's log and conversation, compaction, the model request and the other
+/// sessions recall reads. Engine implements it; a turn sees no more of the engine than this.
+class TurnHost {
+public:
+  virtual const support::Config& config() const = 0;
+  virtual llm::Provider& provider() = 0;
+  virtual const refs::SessionReferenceService& references() const = 0;
+  virtual Scheduler& scheduler() = 0;
+  /// The connection is shutting down (cancel_all()): a prompt cancelled in line writes nothing.
+  virtual bool closing() const = 0;
+
+  /// Opens the session's log for a turn (its write lock taken), a wait ended by `stop`; nullptr
+  /// when the turn was cancelled while waiting for the lock.
+  virtual boost::asio::awaitable<std::unique_ptr<TurnLog>> open_log(const std::shared_ptr<Session>& session,
+                                                                   const std::shared_ptr<Turn>& turn,
+                                                                   const std::stop_token& stop) = 0;
+  /// Reads the conversation back from the log; false when `stop` ended the read.
+  virtual boost::asio::awaitable<bool> refresh_conversation(Session& session, std::int64_t log_events,
+                                                            const std::stop_token& stop) = 0;
+  /// One compaction inside the open turn of `log` (docs/store-format.md#compaction); observes what it writes.
+  virtual boost::asio::awaitable<CompactResult> run_compaction(const std::shared_ptr<Session>& session, TurnLog& log,
+                                                               const std::shared_ptr<Turn>& turn,
+                                                               TurnObserver& observer, const std::string& focus,
+                                                               bool manual) = 0;
+
+  virtual bool offers_models() const = 0;
+  virtual std::string session_model(const Session& session) const = 0;
+  virtual std::optional<std::int64_t> context_window(const std::string& model) const = 0;
+  /// The system prompt and the conversation, for `model`.
+  virtual llm::Request model_request(const Session& session, const std::string& model) const = 0;
+  /// The request's estimated tokens, without building it (no copy of the conversation).
+  virtual std::int64_t estimate_request(const Session& session) const = 0;
+
+  virtual boost::asio::awaitable<bool> has_other_sessions(const std::string& id) = 0;
+  virtual boost::asio::awaitable<std::vector<refs::ContentMatch>> search_sessions(const Session* session,
+                                                                                  const std::string& words,
+                                                                                  std::size_t limit,
+                                                                                  std::stop_token stop) = 0;
+  virtual void label_references(std::vector<refs::SessionReference>& references) = 0;
+
+protected:
+  ~TurnHost() = default;  // never deleted through this interface
+};
+
 class TurnRunner;
 
-class Engine {
+class Engine : private TurnHost {
 public:
   /// `executor`: the connection's thread; `pool`: where file work runs.
   Engine(EngineServices services, boost::asio::any_io_executor executor, boost::asio::any_io_executor pool);
@@ -259,10 +278,10 @@ public:
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
-  const support::Config& config() const noexcept { return services_.config; }
-  llm::Provider& provider() noexcept { return services_.provider; }
-  const refs::SessionReferenceService& references() const noexcept { return services_.references; }
-  boost::asio::any_io_executor pool() const { return pool_; }
+  const support::Config& config() const noexcept override { return services_.config; }
+  llm::Provider& provider() noexcept override { return services_.provider; }
+  const refs::SessionReferenceService& references() const noexcept override { return services_.references; }
+  boost::asio::any_io_executor pool() const { return scheduler_.pool(); }
 
   // ---- sessions of this connection ----
 
@@ -348,7 +367,7 @@ public:
   /// while a prompt or command runs, it logs the mode when it is over (the handler's log_mode(slot)).
   boost::asio::awaitable<void> log_mode(const std::shared_ptr<Session>& session);
   /// The context window (tokens) of `model`: configured, else published (DeepSeek), else none.
-  std::optional<std::int64_t> context_window(const std::string& model) const;
+  std::optional<std::int64_t> context_window(const std::string& model) const override;
   /// Cancels the session's running turn and every prompt waiting in line (session/cancel); prompts
   /// that arrive later are not affected.
   void cancel(const std::string& id);
@@ -374,10 +393,10 @@ public:
   std::size_t running_turns() const;
 
   // ---- models ----
-  bool offers_models() const;
+  bool offers_models() const override;
   /// The configured model, then config.models, then the session's own choice, each once.
   std::vector<std::string> model_choices(const Session& session) const;
-  std::string session_model(const Session& session) const;
+  std::string session_model(const Session& session) const override;
   /// Throws InvalidInput(/value) for a model that is not a choice.
   void set_model(Session& session, const std::string& model);
 
@@ -390,36 +409,37 @@ public:
   /// Stored sessions by what was said in them (docs/recall.md), best first, at most `limit`;
   /// `session`, when given, is left out. A cancel of `stop` ends the search (then empty).
   boost::asio::awaitable<std::vector<refs::ContentMatch>> search_sessions(const Session* session, const std::string& words,
-                                                                          std::size_t limit, std::stop_token stop = {});
+                                                                          std::size_t limit,
+                                                                          std::stop_token stop = {}) override;
 
   /// Whether the stores hold a session other than `id` (the recall tool is offered only then).
-  boost::asio::awaitable<bool> has_other_sessions(const std::string& id);
+  boost::asio::awaitable<bool> has_other_sessions(const std::string& id) override;
   /// Labels references by their sessions' latest titles (a reference without a listed session keeps
   /// its label). Blocks: call it off the connection thread.
-  void label_references(std::vector<refs::SessionReference>& references);
+  void label_references(std::vector<refs::SessionReference>& references) override;
 
 private:
-  friend class TurnRunner;
-  /// Opens the session's log for a turn (its write lock taken), a wait ended by `stop`; nullptr
-  /// when the turn was cancelled while waiting for the lock.
+  // ---- TurnHost: what a turn sees of the engine ----
+  Scheduler& scheduler() override { return scheduler_; }
+  bool closing() const override { return closing_; }
   boost::asio::awaitable<std::unique_ptr<TurnLog>> open_log(const std::shared_ptr<Session>& session,
                                                            const std::shared_ptr<Turn>& turn,
-                                                           const std::stop_token& stop);
-  /// Reads the conversation back from the log; false when `stop` ended the read.
+                                                           const std::stop_token& stop) override;
   boost::asio::awaitable<bool> refresh_conversation(Session& session, std::int64_t log_events,
-                                                    const std::stop_token& stop);
-  /// One compaction inside the open turn of `log` (docs/store-format.md#compaction); observes what it writes.
+                                                    const std::stop_token& stop) override;
   boost::asio::awaitable<CompactResult> run_compaction(const std::shared_ptr<Session>& session, TurnLog& log,
                                                        const std::shared_ptr<Turn>& turn, TurnObserver& observer,
-                                                       const std::string& focus, bool manual);
-  llm::Request model_request(const Session& session, const std::string& model) const;
-  /// The request's estimated tokens, without building it (no copy of the conversation).
-  std::int64_t estimate_request(const Session& session) const;
+                                                       const std::string& focus, bool manual) override;
+  llm::Request model_request(const Session& session, const std::string& model) const override;
+  std::int64_t estimate_request(const Session& session) const override;
+
   std::string system_prompt(const Session& session) const;
+  /// What prompt() and compact() share: enqueue() with a turn of its own, for a session that takes
+  /// writes (ReadOnlySession otherwise); then, in the slot, the runner of that turn.
+  boost::asio::awaitable<QueueSlot> enqueue_turn(const std::string& id, std::size_t bytes);
+  TurnRunner turn_runner(QueueSlot& slot, TurnObserver& observer);
 
   EngineServices services_;
-  boost::asio::any_io_executor executor_;
-  boost::asio::any_io_executor pool_;
   std::map<std::string, std::shared_ptr<Session>> sessions_;
   /// Loads and resumes under way, by session id: how many, and the event set when the last ends.
   struct AttachWait {
@@ -428,18 +448,9 @@ private:
     support::Event done;
   };
   std::map<std::string, std::shared_ptr<AttachWait>> attaching_;
-  /// Whole-log reads (replays) running: each may hold megabytes of frames back, so they are few.
-  std::size_t log_reads_ = 0;
-  support::Event log_read_freed_;
-  std::stop_source stopping_;  ///< stop()
-  bool closing_ = false;       ///< cancel_all(): the connection is shutting down
-  // Last members: joined before anything their jobs use is destroyed.
-  /// Lock waits of sessions another writer holds (normal priority: they only sleep).
-  support::BackgroundThreads lock_waits_;
-  /// Reference preparation and whole-log re-reads (lowered priority).
-  support::BackgroundThreads bulk_reads_;
-  /// Replays (one thread per concurrent read, lowered priority).
-  support::BackgroundThreads log_readers_;
+  bool closing_ = false;  ///< cancel_all(): the connection is shutting down
+  /// The last member: its threads are joined before anything their jobs use is destroyed.
+  Scheduler scheduler_;
 };
 
 /// A model call's usage: the provider's count when it gave one (`reported`, unless a stand-in),

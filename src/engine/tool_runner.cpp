@@ -309,79 +309,90 @@ asio::awaitable<ToolOutcome> ToolRunner::bash(const json::object& args,
     if (!target.exists) throw ToolFailure("workdir \"" + *dir + "\" does not exist");
     workdir = target.path;
   }
-  ToolOutcome out;
   if (editor_ && editor_->runs_commands()) {
-    auto creating = editor_->create_terminal(command, workdir, limits_.max_result_bytes);
-    const std::string id = co_await std::move(creating);
-    out.terminal_id = id;
-    if (on_terminal) on_terminal(id);
-    bool timed_out = false, cancelled = false;
-    std::exception_ptr failure;
-    try {
-      auto r = co_await (outcome_of(editor_->wait_for_terminal_exit(id)) || sleep_for(timeout));
-      timed_out = r.index() == 1;
-      if (!timed_out && std::get<0>(r).first) std::rethrow_exception(std::get<0>(r).first);
-    } catch (const EditorCallError& e) {
-      cancelled = e.cancelled();
-      if (!cancelled) failure = std::current_exception();
-    } catch (const boost::system::system_error&) {
-      cancelled = true;
-    }
-    // What follows must happen even when the turn was cancelled: the command must not run on.
-    co_await asio::this_coro::reset_cancellation_state();
-    co_await asio::this_coro::throw_if_cancelled(false);
-    std::string text;
-    CommandExit exit;
-    if (timed_out) exit.timed_out = timeout;
-    try {
-      if (timed_out || cancelled) {
-        auto killing = within(limits_.cleanup_grace, as_value(editor_->kill_terminal(id)));
-        co_await std::move(killing);
-      }
-      auto reading = within(limits_.cleanup_grace, editor_->terminal_output(id));
-      std::optional<TerminalOutput> read = co_await std::move(reading);
-      TerminalOutput output = read ? std::move(*read) : TerminalOutput{};
-      text = std::move(output.output);
-      if (output.exit) {
-        // Kept after a kill too: the card says how the command ended, the model's note why.
-        exit.exit_code = output.exit->exit_code;
-        exit.signal = output.exit->signal;
-        if (!timed_out && !cancelled) {
-          if (exit.exit_code && *exit.exit_code != 0) text += (text.empty() || text.back() == '\n' ? "" : "\n") + std::string("[exit code: ") + std::to_string(*exit.exit_code) + "]";
-          else if (exit.signal) text += (text.empty() || text.back() == '\n' ? "" : "\n") + std::string("[killed by signal ") + *exit.signal + "]";
-        }
-      }
-    } catch (const EditorCallError&) {
-    }
-    out.command_exit = std::move(exit);
-    try {
-      auto releasing = within(limits_.cleanup_grace, as_value(editor_->release_terminal(id)));
-      const std::optional<bool> released = co_await std::move(releasing);
-      if (!released) acp::log::warn("terminal " + id + ": the client did not answer terminal/release");
-    } catch (const EditorCallError&) {
-    }
-    if (failure) std::rethrow_exception(failure);
-    if (timed_out) {
-      out.is_error = true;  // the command did not finish: its card fails
-      text += (text.empty() || text.back() == '\n' ? "" : "\n") + tools::timeout_note(timeout);
-    }
-    if (cancelled) {
-      out.cancelled = true;
-      out.is_error = true;
-      text += (text.empty() || text.back() == '\n' ? "" : "\n") + std::string("[cancelled: the command was killed]");
-    }
-    out.text = text.empty() ? "(no output)" : text;
-    co_return out;
+    auto running = bash_in_terminal(command, workdir, timeout, on_terminal);
+    co_return co_await std::move(running);
   }
   // Confined to the session's roots in every mode: consent decides whether it runs, not where it writes.
   tools::CommandRequest request{command, workdir, timeout, limits_.max_result_bytes, hidden_env_, roots_.dirs()};
   tools::CommandOutcome result = co_await tools::run_command(std::move(request));
+  ToolOutcome out;
   out.text = tools::describe_outcome(result, timeout);
   out.command_exit = CommandExit{result.exit_code, std::nullopt, std::nullopt};
   if (result.signal) out.command_exit->signal = tools::signal_name(*result.signal);
   if (result.timed_out) out.command_exit->timed_out = timeout;
   out.cancelled = result.cancelled;
   out.is_error = result.cancelled || result.timed_out;
+  co_return out;
+}
+
+asio::awaitable<ToolOutcome> ToolRunner::bash_in_terminal(const std::string& command_in, const std::string& workdir_in,
+                                                          std::chrono::milliseconds timeout,
+                                                          const std::function<void(const std::string&)>& on_terminal_in) {
+  const std::string command = command_in;
+  const std::string workdir = workdir_in;
+  const std::function<void(const std::string&)> on_terminal = on_terminal_in;
+  ToolOutcome out;
+  auto creating = editor_->create_terminal(command, workdir, limits_.max_result_bytes);
+  const std::string id = co_await std::move(creating);
+  out.terminal_id = id;
+  if (on_terminal) on_terminal(id);
+  bool timed_out = false, cancelled = false;
+  std::exception_ptr failure;
+  try {
+    auto r = co_await (outcome_of(editor_->wait_for_terminal_exit(id)) || sleep_for(timeout));
+    timed_out = r.index() == 1;
+    if (!timed_out && std::get<0>(r).first) std::rethrow_exception(std::get<0>(r).first);
+  } catch (const EditorCallError& e) {
+    cancelled = e.cancelled();
+    if (!cancelled) failure = std::current_exception();
+  } catch (const boost::system::system_error&) {
+    cancelled = true;
+  }
+  // What follows must happen even when the turn was cancelled: the command must not run on.
+  co_await asio::this_coro::reset_cancellation_state();
+  co_await asio::this_coro::throw_if_cancelled(false);
+  std::string text;
+  CommandExit exit;
+  if (timed_out) exit.timed_out = timeout;
+  try {
+    if (timed_out || cancelled) {
+      auto killing = within(limits_.cleanup_grace, as_value(editor_->kill_terminal(id)));
+      co_await std::move(killing);
+    }
+    auto reading = within(limits_.cleanup_grace, editor_->terminal_output(id));
+    std::optional<TerminalOutput> read = co_await std::move(reading);
+    TerminalOutput output = read ? std::move(*read) : TerminalOutput{};
+    text = std::move(output.output);
+    if (output.exit) {
+      // Kept after a kill too: the card says how the command ended, the model's note why.
+      exit.exit_code = output.exit->exit_code;
+      exit.signal = output.exit->signal;
+      if (!timed_out && !cancelled) {
+        if (exit.exit_code && *exit.exit_code != 0) text += (text.empty() || text.back() == '\n' ? "" : "\n") + std::string("[exit code: ") + std::to_string(*exit.exit_code) + "]";
+        else if (exit.signal) text += (text.empty() || text.back() == '\n' ? "" : "\n") + std::string("[killed by signal ") + *exit.signal + "]";
+      }
+    }
+  } catch (const EditorCallError&) {
+  }
+  out.command_exit = std::move(exit);
+  try {
+    auto releasing = within(limits_.cleanup_grace, as_value(editor_->release_terminal(id)));
+    const std::optional<bool> released = co_await std::move(releasing);
+    if (!released) acp::log::warn("terminal " + id + ": the client did not answer terminal/release");
+  } catch (const EditorCallError&) {
+  }
+  if (failure) std::rethrow_exception(failure);
+  if (timed_out) {
+    out.is_error = true;  // the command did not finish: its card fails
+    text += (text.empty() || text.back() == '\n' ? "" : "\n") + tools::timeout_note(timeout);
+  }
+  if (cancelled) {
+    out.cancelled = true;
+    out.is_error = true;
+    text += (text.empty() || text.back() == '\n' ? "" : "\n") + std::string("[cancelled: the command was killed]");
+  }
+  out.text = text.empty() ? "(no output)" : text;
   co_return out;
 }
 

@@ -83,6 +83,11 @@ private:
   boost::asio::awaitable<ToolOutcome> edit(const boost::json::object& args);
   boost::asio::awaitable<ToolOutcome> bash(const boost::json::object& args,
                                            const std::function<void(const std::string&)>& on_terminal);
+  /// bash in the editor's terminal: created, awaited up to `timeout`, killed when it timed out or
+  /// the turn was cancelled, its output read and the terminal released whatever happened.
+  boost::asio::awaitable<ToolOutcome> bash_in_terminal(const std::string& command, const std::string& workdir,
+                                                       std::chrono::milliseconds timeout,
+                                                       const std::function<void(const std::string&)>& on_terminal);
   boost::asio::awaitable<ToolOutcome> search(const std::string& name, const boost::json::object& args);
   boost::asio::awaitable<std::optional<std::string>> editor_text(const std::string& path, bool on_disk);
 

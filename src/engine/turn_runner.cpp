@@ -58,6 +58,45 @@ struct ChunkWrites {
   asio::steady_timer written;  ///< connection thread: cancelled as each batch is written
 };
 
+// Writes one batch on the session's strand (none after a batch failed) and frees it there, not on
+// the connection thread; then tells the connection thread (`home`), where a first failure stops
+// the model stream.
+void post_chunks(const std::shared_ptr<ChunkWrites>& writes, const asio::strand<asio::any_io_executor>& strand,
+                 ChunkBatch batch, const asio::any_io_executor& home) {
+  ++writes->in_flight;
+  asio::post(strand, [writes, batch = std::move(batch), home]() mutable {
+    if (!writes->error) {
+      try {
+        writes->log->chunks(std::move(batch));
+      } catch (...) {
+        writes->error = std::current_exception();
+      }
+    }
+    ChunkBatch().swap(batch);
+    asio::post(home, [writes, failed = writes->error != nullptr] {
+      --writes->in_flight;
+      writes->written.cancel();
+      if (failed && !writes->failed && writes->streaming) writes->turn->signal.emit(asio::cancellation_type::terminal);
+      writes->failed = writes->failed || failed;
+    });
+  });
+}
+
+// The retry policy, its rule in one place: a request the provider finds too long for its context
+// window is compacted and sent again once, never when this turn already compacted or compaction is
+// off (--compact-at 0); otherwise the turn fails naming the window and the estimate.
+class TooLongRetry {
+public:
+  bool allows(bool compacted, double compact_at) {
+    if (used_ || compacted || compact_at <= 0) return false;
+    used_ = true;
+    return true;
+  }
+
+private:
+  bool used_ = false;
+};
+
 // A turn that streamed this many chunks frees enough to be worth giving back to the system.
 constexpr std::int64_t kTrimAfterChunks = 4096;
 
@@ -155,9 +194,9 @@ struct TurnRunner::Step {
   std::exception_ptr failure;
 };
 
-TurnRunner::TurnRunner(Engine& engine, std::shared_ptr<Session> session, std::shared_ptr<Turn> turn,
+TurnRunner::TurnRunner(TurnHost& host, std::shared_ptr<Session> session, std::shared_ptr<Turn> turn,
                        TurnObserver& observer)
-    : engine_(engine), session_(std::move(session)), turn_(std::move(turn)), observer_(observer),
+    : host_(host), session_(std::move(session)), turn_(std::move(turn)), observer_(observer),
       ending_(std::make_unique<TurnEnding>()) {}
 
 TurnRunner::~TurnRunner() = default;
@@ -183,10 +222,11 @@ asio::awaitable<bool> TurnRunner::prepare_references(PromptInput& input) {
   refs::Target target{session_->id, session_->header.cwd};
   json::array content{json::object{{"type", "text"}, {"text", input.text}}};
   auto prepare = [this, target, content, &input, stop = turn_->stop.get_token()] {
-    return engine_.services_.references.prepare(target, content, input.references, stop);
+    return host_.references().prepare(target, content, input.references, stop);
   };
   try {
-    std::optional<refs::PreparedMessage> prepared = co_await offload(engine_.bulk_reads_.executor(), prepare);
+    const asio::any_io_executor bulk = host_.scheduler().bulk_reads();
+    std::optional<refs::PreparedMessage> prepared = co_await offload(bulk, prepare);
     context_ = std::move(prepared->additional_context);
   } catch (const refs::SessionReferenceError& e) {
     if (e.code() != refs::ErrorCode::cancelled && !cancelled()) throw;
@@ -196,19 +236,25 @@ asio::awaitable<bool> TurnRunner::prepare_references(PromptInput& input) {
 
 std::stop_token TurnRunner::waits_end() const {
   // A prompt cancelled in line is logged all the same: its waits end only with the process.
-  return unstarted_ ? engine_.stopping_.get_token() : turn_->stop.get_token();
+  return unstarted_ ? host_.scheduler().stopping() : turn_->stop.get_token();
+}
+
+asio::awaitable<bool> TurnRunner::start(bool go, bool logs_when_cancelled) {
+  if (go) go = co_await open(logs_when_cancelled);
+  if (!go) co_await release();
+  co_return go;
 }
 
 asio::awaitable<bool> TurnRunner::open(bool logs_when_cancelled) {
   if (cancelled() && !unstarted_) co_return false;
   // Taking the write lock may wait for another process (up to 2 s; a cancel ends the wait).
-  log_ = co_await engine_.open_log(session_, turn_, waits_end());
+  log_ = co_await host_.open_log(session_, turn_, waits_end());
   if (!log_) co_return false;
   // The lock came: a prompt still logs what the user sent (they see it on reload), ended
   // `aborted`; work that has nothing to show for itself (/compact) stops here.
   if (cancelled() && !logs_when_cancelled) co_return false;
   if (!session_->conversation_known || session_->conversation.next_seq() != log_->writer().next_seq()) {
-    const bool read = co_await engine_.refresh_conversation(*session_, log_->writer().next_seq(), waits_end());
+    const bool read = co_await host_.refresh_conversation(*session_, log_->writer().next_seq(), waits_end());
     if (!read || (cancelled() && !logs_when_cancelled)) co_return false;
   }
   co_return true;
@@ -222,9 +268,9 @@ asio::awaitable<void> TurnRunner::begin(PromptInput& input) {
     json::array snapshot{json::object{{"type", "text"}, {"text", context_->prompt}}};
     prefix.push_back(events::user_message(std::move(snapshot), context_->source));
   }
-  model_ = engine_.session_model(*session_);
-  provider_name_ = engine_.services_.provider.name();
-  if (engine_.offers_models() && (session_->logged_provider != provider_name_ || session_->logged_model != model_)) {
+  model_ = host_.session_model(*session_);
+  provider_name_ = host_.provider().name();
+  if (host_.offers_models() && (session_->logged_provider != provider_name_ || session_->logged_model != model_)) {
     store::NewEvent e;
     e.type = "request/header";
     e.data = json::object{{"header", {{"config", {{"provider", provider_name_}, {"model", model_}}}}},
@@ -234,9 +280,9 @@ asio::awaitable<void> TurnRunner::begin(PromptInput& input) {
   const bool header_written = request_header_.has_value();
   // Automatic compaction: decided before writing, from the request this turn would send.
   const std::optional<std::int64_t> threshold =
-      llm::compaction_threshold(engine_.context_window(model_), engine_.services_.config.compact_at);
+      llm::compaction_threshold(host_.context_window(model_), host_.config().compact_at);
   if (threshold) {
-    std::int64_t estimate = engine_.estimate_request(*session_) +
+    std::int64_t estimate = host_.estimate_request(*session_) +
                             llm::estimate_message_tokens({llm::Role::user, input.text}) +
                             (context_ ? llm::estimate_message_tokens({llm::Role::user, context_->prompt}) : 0);
     compact_first_ = estimate > *threshold;
@@ -271,14 +317,14 @@ asio::awaitable<void> TurnRunner::begin(PromptInput& input) {
 
 asio::awaitable<json::array> TurnRunner::save_images(PromptInput& input) {
   // Every object is whole on disk before the log names it (store/attachments.hpp).
-  auto save = [&input, home = engine_.services_.config.harness_home] {
+  auto save = [&input, home = host_.config().harness_home] {
     std::vector<json::object> refs;
     for (const auto& image : input.images)
       refs.push_back(store::save_image(home, image.bytes, image.header.media_type, image.header.width,
                                        image.header.height, image.name));
     return refs;
   };
-  std::vector<json::object> refs = std::move(*co_await offload(engine_.pool(), save));
+  std::vector<json::object> refs = std::move(*co_await offload(host_.scheduler().pool(), save));
   // The harness's order: text and images as the prompt had them, the text between images one block.
   json::array content;
   std::size_t from = 0;
@@ -299,12 +345,12 @@ asio::awaitable<void> TurnRunner::load_images(llm::Request& request) {
   for (const auto& m : request.messages) any = any || !m.images.empty();
   if (!any) co_return;
   // A model that takes no images reads their placeholders.
-  if (!support::takes_images(engine_.services_.config, model_)) {
+  if (!support::takes_images(host_.config(), model_)) {
     for (auto& m : request.messages) m.images.clear();
     co_return;
   }
-  auto load = [&request, home = engine_.services_.config.harness_home] { engine::load_images(request.messages, home); };
-  co_await offload(engine_.pool(), load);
+  auto load = [&request, home = host_.config().harness_home] { engine::load_images(request.messages, home); };
+  co_await offload(host_.scheduler().pool(), load);
 }
 
 asio::awaitable<llm::StopKind> TurnRunner::prompt(PromptInput& input) {
@@ -312,43 +358,17 @@ asio::awaitable<llm::StopKind> TurnRunner::prompt(PromptInput& input) {
   // logged, in a turn ended `aborted`, and nothing else is done (no references read, no model).
   // A session closing or deleted, or a process shutting down, writes nothing more.
   unstarted_ = cancelled();
-  bool ready = !unstarted_ || (!session_->closed && !engine_.closing_);
+  bool ready = !unstarted_ || (!session_->closed && !host_.closing());
   // (Each co_await its own statement: GCC 12 miscompiles co_await inside `||`.)
   if (ready && !unstarted_) ready = co_await prepare_references(input);
-  if (ready) ready = co_await open(/*logs_when_cancelled=*/true);
-  if (!ready) {
-    co_await release();
-    co_return llm::StopKind::cancelled;
-  }
-  // Built-in tools work inside the session's roots; roots that do not exist (a cwd the client has
-  // not created) leave the model without them.
-  // (What it needs of the session is copied here: a load may change the directories meanwhile.)
-  // Unusable roots are an answer, not an exception: nothing is thrown across threads here.
-  auto make_tools = [this, cwd = session_->cwd(), dirs = session_->additional_directories,
-                     editor = observer_.editor()]() -> std::pair<std::unique_ptr<ToolRunner>, std::string> {
-    ToolLimits limits;
-    limits.max_result_bytes = static_cast<std::size_t>(engine_.services_.config.max_tool_result_bytes);
-    try {
-      return {std::make_unique<ToolRunner>(tools::Roots(cwd, dirs), editor, engine_.bulk_reads_.executor(), limits,
-                                           hidden_variables()),
-              std::string()};
-    } catch (const std::invalid_argument& e) {
-      return {nullptr, e.what()};
-    }
-  };
+  ready = co_await start(ready, /*logs_when_cancelled=*/true);
+  if (!ready) co_return llm::StopKind::cancelled;
   std::exception_ptr failure;
   try {
-    if (!unstarted_) {
-      asks_user_ = observer_.can_ask_user();
-      if (!session_->others_seen) session_->others_seen = co_await engine_.has_other_sessions(session_->id);
-      recalls_ = session_->others_seen;
-      std::pair<std::unique_ptr<ToolRunner>, std::string> made = std::move(*co_await offload(session_->strand, make_tools));
-      tools_ = std::move(made.first);
-      if (!tools_) acp::log::info("session " + session_->id + ": no built-in tools: " + made.second);
-    }
+    if (!unstarted_) co_await offer_tools();
     co_await begin(input);
     if (compact_first_ && !cancelled()) {
-      CompactResult result = co_await engine_.run_compaction(session_, *log_, turn_, observer_, no_focus_, false);
+      CompactResult result = co_await host_.run_compaction(session_, *log_, turn_, observer_, no_focus_, false);
       compacted_ = result.kind == CompactResult::Kind::compacted;
     }
     co_await steps();
@@ -356,79 +376,47 @@ asio::awaitable<llm::StopKind> TurnRunner::prompt(PromptInput& input) {
     failure = std::current_exception();
   }
   co_await close(failure);
-  if (failure) std::rethrow_exception(failure);
   co_return stop_;
 }
 
+asio::awaitable<void> TurnRunner::offer_tools() {
+  asks_user_ = observer_.can_ask_user();
+  if (!session_->others_seen) session_->others_seen = co_await host_.has_other_sessions(session_->id);
+  recalls_ = session_->others_seen;
+  // Built-in tools work inside the session's roots; roots that do not exist (a cwd the client has
+  // not created) leave the model without them.
+  // (What it needs of the session is copied here: a load may change the directories meanwhile.)
+  // Unusable roots are an answer, not an exception: nothing is thrown across threads here.
+  auto make_tools = [this, cwd = session_->cwd(), dirs = session_->additional_directories,
+                     editor = observer_.editor()]() -> std::pair<std::unique_ptr<ToolRunner>, std::string> {
+    ToolLimits limits;
+    limits.max_result_bytes = static_cast<std::size_t>(host_.config().max_tool_result_bytes);
+    try {
+      return {std::make_unique<ToolRunner>(tools::Roots(cwd, dirs), editor, host_.scheduler().bulk_reads(), limits,
+                                           hidden_variables()),
+              std::string()};
+    } catch (const std::invalid_argument& e) {
+      return {nullptr, e.what()};
+    }
+  };
+  std::pair<std::unique_ptr<ToolRunner>, std::string> made = std::move(*co_await offload(session_->strand, make_tools));
+  tools_ = std::move(made.first);
+  if (!tools_) acp::log::info("session " + session_->id + ": no built-in tools: " + made.second);
+}
+
 asio::awaitable<void> TurnRunner::steps() {
-  const std::int64_t limit = engine_.services_.config.max_steps;
+  const std::int64_t limit = host_.config().max_steps;
   for (std::int64_t n = 1;; ++n) {
     if (cancelled()) co_return;  // close(): aborted
-    if (n > 1 || compact_first_) {
-      const bool with_header = header_pending_;
-      auto step_start = [this, with_header] {
-        std::optional<store::NewEvent> header;
-        if (with_header) header = std::move(request_header_);
-        return log_->open_step(std::move(header));
-      };
-      co_await write(step_start);
-      if (with_header) {
-        header_pending_ = false;
-        session_->logged_provider = provider_name_;
-        session_->logged_model = model_;
-      }
-    }
-    Step step(log_->turn(), log_->step(), engine_.executor_);
+    if (n > 1 || compact_first_) co_await open_step();
+    Step step(log_->turn(), log_->step(), host_.scheduler().connection());
     step.writes->log = log_.get();
     step.writes->turn = turn_;
     co_await stream(step);
-    std::vector<llm::ToolCall> calls = step.buffer.tool_calls();
-    TurnEnding& ending = *ending_;
-    if (cancelled()) {
-      step.failure = nullptr;
-      step.completion.stop = llm::StopKind::cancelled;
-      ending = TurnEnding{TurnEnding::Kind::aborted, {}, std::nullopt};
-      calls.clear();
-    } else if (!step.failure) {
-      switch (step.completion.stop) {
-      case llm::StopKind::max_tokens: ending.kind = TurnEnding::Kind::max_tokens; break;
-      case llm::StopKind::refusal: ending.kind = TurnEnding::Kind::refused; break;
-      case llm::StopKind::cancelled: ending.kind = TurnEnding::Kind::aborted; break;
-      case llm::StopKind::end_turn:
-      case llm::StopKind::max_turn_requests: ending.kind = TurnEnding::Kind::completed; break;
-      }
-      // A cut-off answer's calls are not run: their arguments may be cut too.
-      if (ending.kind != TurnEnding::Kind::completed) calls.clear();
-      step.buffer.close(step.completion, ending.kind == TurnEnding::Kind::refused);
-    } else {
-      calls.clear();
-    }
+    std::vector<llm::ToolCall> calls = settle(step);
     stop_ = step.completion.stop;
     if (calls.empty()) {
-      // The strand runs this after every chunk batch posted: the turn's last events are durable
-      // before the prompt is answered, and no write of this turn is left running.
-      auto finish = [this, &step, &ending] {
-        if (step.writes->error) {
-          try {
-            std::rethrow_exception(step.writes->error);
-          } catch (const std::exception& e) {
-            ending = TurnEnding{TurnEnding::Kind::error, std::string("log write failed: ") + e.what(), std::nullopt};
-          }
-        }
-        ChunkBatch last = step.writes->error ? ChunkBatch{} : step.buffer.take();
-        return log_->finish(std::move(last), step.buffer.blocks(), step.completion, ending);
-      };
-      try {
-        co_await write(finish);
-      } catch (...) {
-        // A chunk batch the log could not take failed first (a store connection gone): that says
-        // why; the end failing after it (the writer's lock went with it) is only its consequence.
-        if (step.writes->error) std::rethrow_exception(step.writes->error);
-        throw;
-      }
-      ended_ = true;
-      if (step.writes->failed) std::rethrow_exception(step.writes->error ? step.writes->error : step.failure);
-      if (step.failure) std::rethrow_exception(step.failure);
+      co_await finish(step);
       co_return;
     }
     auto answer = [this, &step] {
@@ -448,109 +436,180 @@ asio::awaitable<void> TurnRunner::steps() {
   }
 }
 
-asio::awaitable<void> TurnRunner::stream(Step& step) {
-  auto& buffer = step.buffer;
-  auto writes = step.writes;
-  auto write_chunks = [this, &buffer, writes] {
-    ++writes->in_flight;
-    asio::post(session_->strand, [writes, batch = buffer.take(), home = engine_.executor_]() mutable {
-      if (!writes->error) {
-        try {
-          writes->log->chunks(std::move(batch));
-        } catch (...) {
-          writes->error = std::current_exception();
-        }
+asio::awaitable<void> TurnRunner::open_step() {
+  const bool with_header = header_pending_;
+  auto step_start = [this, with_header] {
+    std::optional<store::NewEvent> header;
+    if (with_header) header = std::move(request_header_);
+    return log_->open_step(std::move(header));
+  };
+  co_await write(step_start);
+  if (with_header) {
+    header_pending_ = false;
+    session_->logged_provider = provider_name_;
+    session_->logged_model = model_;
+  }
+}
+
+std::vector<llm::ToolCall> TurnRunner::settle(Step& step) {
+  std::vector<llm::ToolCall> calls = step.buffer.tool_calls();
+  TurnEnding& ending = *ending_;
+  if (cancelled()) {
+    step.failure = nullptr;
+    step.completion.stop = llm::StopKind::cancelled;
+    ending = TurnEnding{TurnEnding::Kind::aborted, {}, std::nullopt};
+    calls.clear();
+  } else if (!step.failure) {
+    switch (step.completion.stop) {
+    case llm::StopKind::max_tokens: ending.kind = TurnEnding::Kind::max_tokens; break;
+    case llm::StopKind::refusal: ending.kind = TurnEnding::Kind::refused; break;
+    case llm::StopKind::cancelled: ending.kind = TurnEnding::Kind::aborted; break;
+    case llm::StopKind::end_turn:
+    case llm::StopKind::max_turn_requests: ending.kind = TurnEnding::Kind::completed; break;
+    }
+    // A cut-off answer's calls are not run: their arguments may be cut too.
+    if (ending.kind != TurnEnding::Kind::completed) calls.clear();
+    step.buffer.close(step.completion, ending.kind == TurnEnding::Kind::refused);
+  } else {
+    calls.clear();
+  }
+  return calls;
+}
+
+asio::awaitable<void> TurnRunner::finish(Step& step) {
+  TurnEnding& ending = *ending_;
+  // The strand runs this after every chunk batch posted: the turn's last events are durable
+  // before the prompt is answered, and no write of this turn is left running.
+  auto last = [this, &step, &ending] {
+    if (step.writes->error) {
+      try {
+        std::rethrow_exception(step.writes->error);
+      } catch (const std::exception& e) {
+        ending = TurnEnding{TurnEnding::Kind::error, std::string("log write failed: ") + e.what(), std::nullopt};
       }
-      ChunkBatch().swap(batch);  // freed here, not on the connection thread
-      asio::post(home, [writes, failed = writes->error != nullptr] {
-        --writes->in_flight;
-        writes->written.cancel();
-        if (failed && !writes->failed && writes->streaming) writes->turn->signal.emit(asio::cancellation_type::terminal);
-        writes->failed = writes->failed || failed;
-      });
-    });
+    }
+    ChunkBatch batch = step.writes->error ? ChunkBatch{} : step.buffer.take();
+    return log_->finish(std::move(batch), step.buffer.blocks(), step.completion, ending);
   };
-  auto deliver = [&](const llm::Delta& delta) {
-    // Cancellation is racy: a delta arriving after cancel is dropped, never sent after the reply.
-    if (cancelled() || writes->failed) return;
-    if (buffer.add(delta)) write_chunks();
+  try {
+    co_await write(last);
+  } catch (...) {
+    // A chunk batch the log could not take failed first (a store connection gone): that says
+    // why; the end failing after it (the writer's lock went with it) is only its consequence.
+    if (step.writes->error) std::rethrow_exception(step.writes->error);
+    throw;
+  }
+  ended_ = true;
+  if (step.writes->failed) std::rethrow_exception(step.writes->error ? step.writes->error : step.failure);
+  if (step.failure) std::rethrow_exception(step.failure);
+}
+
+// ---- the model stream: the chunk writer, the provider call, the retry policy ----
+
+llm::DeltaSink TurnRunner::chunk_writer(Step& step) {
+  // Each delta goes to the client at once and into the log in batches on the session's strand.
+  // Cancellation is racy: a delta arriving after cancel is dropped, never sent after the reply.
+  auto deliver = [this, &step](const llm::Delta& delta) {
+    if (cancelled() || step.writes->failed) return;
+    if (step.buffer.add(delta))
+      post_chunks(step.writes, session_->strand, step.buffer.take(), host_.scheduler().connection());
     if (!session_->closed && delta.kind != llm::DeltaKind::tool_call)
-      observer_.placed_delta(delta, DeltaPlace{log_->turn(), log_->step(), buffer.current_block()});
+      observer_.placed_delta(delta, DeltaPlace{log_->turn(), log_->step(), step.buffer.current_block()});
   };
+  auto room = [this, &step] { return chunk_room(step); };
+  return llm::DeltaSink(deliver, room);
+}
+
+asio::awaitable<void> TurnRunner::chunk_room(Step& step) {
   // Back-pressure: the model produces no more while chunk batches wait for the disk or the client
   // for its updates. A cancel ends every wait (the model stream observes it next); a failed batch
   // stops the stream itself, so a provider that keeps billing is not read any further.
-  auto room = [&]() -> asio::awaitable<void> {
-    while (writes->in_flight >= kChunkWritesInFlight && !cancelled() && !writes->failed)
-      co_await writes->written.async_wait(asio::as_tuple(asio::use_awaitable));
-    if (!cancelled() && !session_->closed && !writes->failed) co_await observer_.room();
-  };
-  const llm::DeltaSink sink(deliver, room);
+  const std::shared_ptr<ChunkWrites> writes = step.writes;
+  while (writes->in_flight >= kChunkWritesInFlight && !cancelled() && !writes->failed)
+    co_await writes->written.async_wait(asio::as_tuple(asio::use_awaitable));
+  if (!cancelled() && !session_->closed && !writes->failed) co_await observer_.room();
+}
 
-  llm::Request request = engine_.model_request(*session_, model_);
+asio::awaitable<llm::Request> TurnRunner::model_request() {
+  llm::Request request = host_.model_request(*session_, model_);
   request.tools = tool_definitions();
   co_await load_images(request);
+  co_return request;
+}
+
+asio::awaitable<std::optional<std::string>> TurnRunner::call_provider(const llm::Request& request,
+                                                                      const llm::DeltaSink& sink, Step& step) {
+  std::optional<std::string> too_long;
+  step.writes->streaming = true;
+  try {
+    auto call = asio::co_spawn(host_.scheduler().connection(), host_.provider().stream(request, sink),
+                               asio::bind_cancellation_slot(turn_->signal.slot(), asio::use_awaitable));
+    step.completion = co_await std::move(call);
+  } catch (const llm::ProviderError& e) {
+    if (context_too_long(e)) {
+      too_long = e.what();
+    } else {
+      step.failure = std::make_exception_ptr(ProviderFailed(provider_name_, e));
+      *ending_ = TurnEnding{TurnEnding::Kind::error, e.what(), e.code()};
+      if (e.output_started() && !cancelled() && !session_->closed)
+        observer_.placed_delta({llm::DeltaKind::text, "\n\n[The answer was cut off: " + std::string(e.what()) + "]"},
+                               DeltaPlace{log_->turn(), log_->step(), step.buffer.current_block()});
+    }
+  } catch (const std::exception& e) {
+    step.failure = std::current_exception();
+    *ending_ = TurnEnding{TurnEnding::Kind::error, e.what(), std::nullopt};
+  }
+  step.writes->streaming = false;
+  turn_->signal.slot().clear();
+  if (step.writes->failed && !step.failure) {
+    // The stream was stopped because the log could not take its chunks.
+    step.failure = std::make_exception_ptr(std::runtime_error("log write failed"));
+    *ending_ = TurnEnding{TurnEnding::Kind::error, "log write failed", std::nullopt};
+  }
+  co_return too_long;
+}
+
+void TurnRunner::fail_too_long(Step& step, const llm::Request& request, const std::string& too_long) {
+  const std::optional<std::int64_t> window = host_.context_window(model_);
+  std::string message = "The conversation does not fit the model's context window (" +
+                        (window ? std::to_string(*window) + " tokens" : "window of " + model_ + " not configured") +
+                        "; this request is estimated at " +
+                        std::to_string(llm::estimate_request_tokens(request.messages)) +
+                        " tokens). Use /compact or start a new session. The provider said: " + too_long;
+  step.failure = std::make_exception_ptr(
+      ProviderFailed(provider_name_, llm::ProviderError("PROVIDER_BAD_REQUEST", message, 400)));
+  *ending_ = TurnEnding{TurnEnding::Kind::error, message, std::string("PROVIDER_BAD_REQUEST")};
+}
+
+asio::awaitable<void> TurnRunner::stream(Step& step) {
+  const llm::DeltaSink sink = chunk_writer(step);
+  llm::Request request = co_await model_request();
   step.completion.provider = provider_name_;
   step.completion.model = model_;
-  // A request the provider finds too long for its context window is compacted once and retried
-  // once (unless this turn already compacted); otherwise the turn fails naming window and estimate.
-  bool retried = false;
+  TooLongRetry retry;
   while (!cancelled()) {
-    std::optional<std::string> too_long;
-    writes->streaming = true;
-    try {
-      auto call = asio::co_spawn(engine_.executor_, engine_.services_.provider.stream(request, sink),
-                                 asio::bind_cancellation_slot(turn_->signal.slot(), asio::use_awaitable));
-      step.completion = co_await std::move(call);
-    } catch (const llm::ProviderError& e) {
-      if (context_too_long(e)) {
-        too_long = e.what();
-      } else {
-        step.failure = std::make_exception_ptr(ProviderFailed(provider_name_, e));
-        *ending_ = TurnEnding{TurnEnding::Kind::error, e.what(), e.code()};
-        if (e.output_started() && !cancelled() && !session_->closed)
-          observer_.placed_delta({llm::DeltaKind::text, "\n\n[The answer was cut off: " + std::string(e.what()) + "]"},
-                                 DeltaPlace{log_->turn(), log_->step(), step.buffer.current_block()});
-      }
-    } catch (const std::exception& e) {
-      step.failure = std::current_exception();
-      *ending_ = TurnEnding{TurnEnding::Kind::error, e.what(), std::nullopt};
-    }
-    writes->streaming = false;
-    turn_->signal.slot().clear();
-    if (writes->failed && !step.failure) {
-      // The stream was stopped because the log could not take its chunks.
-      step.failure = std::make_exception_ptr(std::runtime_error("log write failed"));
-      *ending_ = TurnEnding{TurnEnding::Kind::error, "log write failed", std::nullopt};
-    }
+    const std::optional<std::string> too_long = co_await call_provider(request, sink, step);
     if (!too_long) break;
-    if (!retried && !compacted_ && engine_.services_.config.compact_at > 0 && !cancelled()) {
-      retried = true;
+    if (!cancelled() && retry.allows(compacted_, host_.config().compact_at)) {
       // (No chunk was written: a too-long request fails before any output, so the compaction's
       // records are the next in the log and the conversation.)
       acp::log::info("session " + session_->id + ": the provider found the request too long (" + *too_long +
                      "): compacting");
-      CompactResult result = co_await engine_.run_compaction(session_, *log_, turn_, observer_, no_focus_, true);
+      CompactResult result = co_await host_.run_compaction(session_, *log_, turn_, observer_, no_focus_, true);
       if (result.kind == CompactResult::Kind::compacted) {
         compacted_ = true;
-        request = engine_.model_request(*session_, model_);
-        request.tools = tool_definitions();
-        co_await load_images(request);
+        request = co_await model_request();
         continue;
       }
     }
-    const std::optional<std::int64_t> window = engine_.context_window(model_);
-    std::string message = "The conversation does not fit the model's context window (" +
-                          (window ? std::to_string(*window) + " tokens" : "window of " + model_ + " not configured") +
-                          "; this request is estimated at " +
-                          std::to_string(llm::estimate_request_tokens(request.messages)) +
-                          " tokens). Use /compact or start a new session. The provider said: " + *too_long;
-    step.failure = std::make_exception_ptr(
-        ProviderFailed(provider_name_, llm::ProviderError("PROVIDER_BAD_REQUEST", message, 400)));
-    *ending_ = TurnEnding{TurnEnding::Kind::error, message, std::string("PROVIDER_BAD_REQUEST")};
+    fail_too_long(step, request, *too_long);
     break;
   }
   if (step.failure || cancelled() || step.completion.stop == llm::StopKind::cancelled || session_->closed) co_return;
+  report_usage(step, request);
+}
+
+void TurnRunner::report_usage(const Step& step, const llm::Request& request) {
   // The answer as the next request carries it (text and calls), and its reasoning, which it does not.
   std::int64_t answer_bytes = 0, thought_bytes = 0, calls = 0;
   for (const auto& block : step.buffer.blocks()) {
@@ -568,7 +627,7 @@ asio::awaitable<void> TurnRunner::stream(Step& step) {
   const std::int64_t answer_tokens =
       tokens(answer_bytes) + llm::kMessageOverheadTokens + llm::kToolCallOverheadTokens * calls;
   observer_.model_call(model_call_usage(request, step.completion.usage, answer_tokens, tokens(thought_bytes),
-                                        engine_.context_window(model_)));
+                                        host_.context_window(model_)));
 }
 
 std::vector<llm::ToolDefinition> TurnRunner::tool_definitions() const {
@@ -591,12 +650,12 @@ asio::awaitable<std::vector<std::optional<T>>> TurnRunner::run_all(std::vector<a
     std::size_t left;
     support::Event done;
   };
-  auto state = std::make_shared<State>(engine_.executor_, ops.size());
+  auto state = std::make_shared<State>(host_.scheduler().connection(), ops.size());
   if (ops.empty()) co_return std::move(state->results);
   std::vector<std::list<asio::cancellation_signal>::iterator> mine;
   for (std::size_t i = 0; i < ops.size(); ++i) {
     mine.push_back(call_signals_.emplace(call_signals_.end()));
-    asio::co_spawn(engine_.executor_, std::move(ops[i]),
+    asio::co_spawn(host_.scheduler().connection(), std::move(ops[i]),
                    asio::bind_cancellation_slot(mine.back()->slot(), [state, i](std::exception_ptr e, T out) {
                      if (!e) state->results[i] = std::move(out);
                      else {
@@ -638,7 +697,7 @@ asio::awaitable<ToolOutcome> TurnRunner::run_one(const llm::ToolCall& call_in, R
   if (route == Route::mcp && session_->mcp) {
     out = co_await session_->mcp->call(call.name, call.arguments);
     make_text_valid(out);  // a server's failure quotes its stderr
-    out.text = capped(std::move(out.text), static_cast<std::size_t>(engine_.services_.config.max_tool_result_bytes));
+    out.text = capped(std::move(out.text), static_cast<std::size_t>(host_.config().max_tool_result_bytes));
   } else if (route == Route::builtin) {
     std::function<void(const std::string&)> on_terminal = [this, id = call.id](const std::string& terminal) {
       if (!session_->closed) observer_.tool_running(id, terminal);
@@ -650,7 +709,7 @@ asio::awaitable<ToolOutcome> TurnRunner::run_one(const llm::ToolCall& call_in, R
       out = error_outcome(std::move(*error));
     } else {
       const UserAnswer answer = co_await observer_.ask_user(std::get<UserQuestion>(question));
-      out = user_answer_outcome(answer, static_cast<std::size_t>(engine_.services_.config.max_tool_result_bytes));
+      out = user_answer_outcome(answer, static_cast<std::size_t>(host_.config().max_tool_result_bytes));
     }
   } else if (route == Route::recall) {
     out = co_await recall(call);
@@ -661,7 +720,7 @@ asio::awaitable<ToolOutcome> TurnRunner::run_one(const llm::ToolCall& call_in, R
 }
 
 asio::awaitable<ToolOutcome> TurnRunner::recall(const llm::ToolCall& call) {
-  const std::size_t max_references = static_cast<std::size_t>(engine_.services_.references.config().max_references);
+  const std::size_t max_references = static_cast<std::size_t>(host_.references().config().max_references);
   std::variant<RecallRequest, std::string> request = read_recall_request(call.arguments, max_references);
   if (auto* error = std::get_if<std::string>(&request)) co_return error_outcome(std::move(*error));
   RecallRequest& r = std::get<RecallRequest>(request);
@@ -669,7 +728,7 @@ asio::awaitable<ToolOutcome> TurnRunner::recall(const llm::ToolCall& call) {
   if (!r.query.empty()) {
     std::vector<refs::ContentMatch> found;
     try {
-      found = co_await engine_.search_sessions(session_.get(), r.query, kRecallResults, turn_->stop.get_token());
+      found = co_await host_.search_sessions(session_.get(), r.query, kRecallResults, turn_->stop.get_token());
     } catch (const std::exception& e) {
       co_return error_outcome(std::string("Error: recall: the search failed: ") + e.what());
     }
@@ -686,11 +745,12 @@ asio::awaitable<ToolOutcome> TurnRunner::recall(const llm::ToolCall& call) {
   refs::Target target{session_->id, session_->header.cwd};
   json::array content{json::object{{"type", "text"}, {"text", describe_recall_references(r.sessions)}}};
   auto prepare = [this, target, content, &r, stop = turn_->stop.get_token()] {
-    engine_.label_references(r.sessions);
-    return engine_.services_.references.prepare(target, content, r.sessions, stop);
+    host_.label_references(r.sessions);
+    return host_.references().prepare(target, content, r.sessions, stop);
   };
   try {
-    std::optional<refs::PreparedMessage> prepared = co_await offload(engine_.bulk_reads_.executor(), prepare);
+    const asio::any_io_executor bulk = host_.scheduler().bulk_reads();
+    std::optional<refs::PreparedMessage> prepared = co_await offload(bulk, prepare);
     if (!prepared->additional_context) co_return error_outcome("Error: recall: nothing to reference");
     recalled_.push_back(std::move(*prepared->additional_context));
     out.text = describe_recall_references(r.sessions);
@@ -885,6 +945,7 @@ asio::awaitable<void> TurnRunner::close(std::exception_ptr& failure) {
   }
   if (ended_) session_->conversation_known = true;
   co_await release();
+  if (failure) std::rethrow_exception(failure);
 }
 
 asio::awaitable<void> TurnRunner::release() {
@@ -908,14 +969,13 @@ asio::awaitable<void> TurnRunner::release() {
 asio::awaitable<CompactResult> TurnRunner::compact(const std::string& focus_in) {
   const std::string focus = focus_in;  // copied before the first suspension (see Engine::create_session)
   CompactResult result;
-  const bool ready = co_await open(/*logs_when_cancelled=*/false);
+  const bool ready = co_await start(true, /*logs_when_cancelled=*/false);
   if (!ready) {
-    co_await release();
     result.kind = CompactResult::Kind::cancelled;
     co_return result;
   }
   // Nothing worth condensing: no turn, no log write.
-  if (!plan_compaction(session_->conversation, {engine_.services_.config.compact_keep_turns, 1}, result.message)) {
+  if (!plan_compaction(session_->conversation, {host_.config().compact_keep_turns, 1}, result.message)) {
     co_await release();
     co_return result;
   }
@@ -928,7 +988,7 @@ asio::awaitable<CompactResult> TurnRunner::compact(const std::string& focus_in) 
     if (cancelled()) {
       result.kind = CompactResult::Kind::cancelled;
     } else {
-      result = co_await engine_.run_compaction(session_, *log_, turn_, observer_, focus, true);
+      result = co_await host_.run_compaction(session_, *log_, turn_, observer_, focus, true);
     }
     json::object reason = result.kind == CompactResult::Kind::cancelled ? events::reason("aborted")
                           : result.kind == CompactResult::Kind::failed ? events::error_reason(0, result.message)
@@ -940,7 +1000,6 @@ asio::awaitable<CompactResult> TurnRunner::compact(const std::string& focus_in) 
     failure = std::current_exception();
   }
   co_await close(failure);
-  if (failure) std::rethrow_exception(failure);
   co_return result;
 }
 

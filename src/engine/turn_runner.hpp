@@ -41,7 +41,7 @@ struct TurnEnding;
 
 class TurnRunner {
 public:
-  TurnRunner(Engine& engine, std::shared_ptr<Session> session, std::shared_ptr<Turn> turn, TurnObserver& observer);
+  TurnRunner(TurnHost& host, std::shared_ptr<Session> session, std::shared_ptr<Turn> turn, TurnObserver& observer);
   ~TurnRunner();
   TurnRunner(const TurnRunner&) = delete;
   TurnRunner& operator=(const TurnRunner&) = delete;
@@ -59,14 +59,44 @@ private:
   boost::asio::awaitable<bool> prepare_references(PromptInput& input);
   /// The lock taken and the conversation current; false when the turn is not to go on.
   boost::asio::awaitable<bool> open(bool logs_when_cancelled);
+  /// The set-up prompt() and compact() share: open() when `go`, else (or when open() says no) the
+  /// log let go at once. Whether the turn goes on.
+  boost::asio::awaitable<bool> start(bool go, bool logs_when_cancelled);
+  /// The tools offered this turn (decided once, at its start): built-in, ask_user, recall.
+  boost::asio::awaitable<void> offer_tools();
   boost::asio::awaitable<void> begin(PromptInput& input);
   /// Saves the prompt's images in the attachment store; returns the message's content blocks.
   boost::asio::awaitable<boost::json::array> save_images(PromptInput& input);
   /// Loads the request's images when the model takes them, else leaves their placeholders alone.
   boost::asio::awaitable<void> load_images(llm::Request& request);
   boost::asio::awaitable<void> steps();
+  /// step/start of a step after the first (the request/header held back for it, if any).
+  boost::asio::awaitable<void> open_step();
+  /// How the step's answer ends the turn, if it does: the ending noted, and the calls to run (none
+  /// when cancelled, failed or cut off).
+  std::vector<llm::ToolCall> settle(Step& step);
+  /// The turn's last step: its closing records and turn/end, fsynced; then its failure rethrown.
+  boost::asio::awaitable<void> finish(Step& step);
+  /// One step's model call: the request sent, retried once compacted when it is too long.
   boost::asio::awaitable<void> stream(Step& step);
+  /// The chunk writer: the sink the provider streams into (deltas to the observer and the log).
+  llm::DeltaSink chunk_writer(Step& step);
+  /// Awaited before the model produces more: chunk batches and the client caught up.
+  boost::asio::awaitable<void> chunk_room(Step& step);
+  /// The provider call: one model stream under the turn's cancellation, its failure mapped onto
+  /// the step. Returns the provider's words when the request was too long (the retry policy's to
+  /// decide). `request` and `sink` belong to the caller's frame for the whole call.
+  boost::asio::awaitable<std::optional<std::string>> call_provider(const llm::Request& request,
+                                                                   const llm::DeltaSink& sink, Step& step);
+  /// The step fails: the request does not fit the context window.
+  void fail_too_long(Step& step, const llm::Request& request, const std::string& too_long);
+  /// The conversation as the model is sent it: tools offered, images loaded.
+  boost::asio::awaitable<llm::Request> model_request();
+  /// The answered call's usage, to the observer.
+  void report_usage(const Step& step, const llm::Request& request);
   boost::asio::awaitable<void> run_tools(const std::vector<llm::ToolCall>& calls);
+  /// The end prompt() and compact() share: the turn ended in the log (when begun) and the lock let
+  /// go, whatever happened; then `failure` (or the end's own) rethrown.
   boost::asio::awaitable<void> close(std::exception_ptr& failure);
   boost::asio::awaitable<void> release();
 
@@ -90,7 +120,7 @@ private:
   /// What ends the turn's lock wait and log re-read.
   std::stop_token waits_end() const;
 
-  Engine& engine_;
+  TurnHost& host_;  ///< all it sees of the engine
   std::shared_ptr<Session> session_;
   std::shared_ptr<Turn> turn_;
   TurnObserver& observer_;
