@@ -4,6 +4,7 @@
 // people is played by PeopleStore: a real file root for the logs, owners and shared flags in memory
 // as a PostgreSQL store's sessions table keeps them. A plain file root cannot share.
 #include "engine_fixture.hpp"
+#include "handler_fixture.hpp"
 
 #include "handlers/handlers.hpp"
 #include "handlers/router.hpp"
@@ -137,39 +138,36 @@ struct PersonProcess {
 
 // A HandlerContext over one engine that keeps every notification.
 struct Wire {
-  Wire(engine::Engine& engine, Fixture& f)
-      : ctx{engine, f.config, f.io.get_executor(), [this](const protocol::SessionNotification& n) { sent.push_back(n); },
-            [this](std::string, std::vector<std::string> batch) -> asio::awaitable<bool> {
-              for (auto& f : batch) frames += f;
-              co_return true;
-            },
-            nullptr, {}} {}
-  std::vector<protocol::SessionNotification> sent;
-  std::string frames;  ///< replayed frames, concatenated
+  Wire(engine::Engine& engine, Fixture& f) : ctx{engine, f.config, f.io.get_executor(), channel} {}
+  RecordingChannel channel;
   handlers::HandlerContext ctx;
 
+  std::size_t sent() const { return channel.notes.size(); }
+  /// The replayed frames, concatenated.
+  std::string replayed() const {
+    std::string out;
+    for (const auto& f : channel.replayed) out += f;
+    return out;
+  }
   /// The agent message text sent since notification `from`.
   std::string said(std::size_t from = 0) const {
     std::string out;
-    for (std::size_t i = from; i < sent.size(); ++i)
-      if (auto* c = std::get_if<protocol::AgentMessageChunk>(&sent[i].update))
-        if (auto* t = std::get_if<protocol::TextContent>(&c->content)) out += t->text;
+    for (const auto* c : channel.updates<protocol::AgentMessageChunk>(from))
+      if (auto* t = std::get_if<protocol::TextContent>(&c->content)) out += t->text;
     return out;
   }
   /// The `shared` values of the config_option_update notifications sent since `from`.
   std::vector<std::string> shared_updates(std::size_t from = 0) const {
     std::vector<std::string> out;
-    for (std::size_t i = from; i < sent.size(); ++i)
-      if (auto* u = std::get_if<protocol::ConfigOptionUpdate>(&sent[i].update))
-        for (const auto& o : u->configOptions)
-          if (o.id == "shared") out.push_back(o.currentValue);
+    for (const auto* u : channel.updates<protocol::ConfigOptionUpdate>(from))
+      for (const auto& o : u->configOptions)
+        if (o.id == "shared") out.push_back(o.currentValue);
     return out;
   }
   std::vector<std::string> commands() const {
     std::vector<std::string> out;
-    for (const auto& n : sent)
-      if (auto* u = std::get_if<protocol::AvailableCommandsUpdate>(&n.update))
-        for (const auto& c : u->availableCommands) out.push_back(c.name);
+    for (const auto* u : channel.updates<protocol::AvailableCommandsUpdate>())
+      for (const auto& c : u->availableCommands) out.push_back(c.name);
     return out;
   }
 };
@@ -225,7 +223,7 @@ BOOST_FIXTURE_TEST_CASE(share_and_unshare_commands_and_the_shared_option_round_t
   BOOST_TEST((std::find(commands.begin(), commands.end(), "share") != commands.end()));
   BOOST_TEST((std::find(commands.begin(), commands.end(), "unshare") != commands.end()));
 
-  std::size_t from = w.sent.size();
+  std::size_t from = w.sent();
   auto answer = run(handlers::session_prompt(w.ctx, prompt(id, "/share")));
   BOOST_TEST((answer.stopReason == protocol::StopReason::end_turn));
   BOOST_TEST(w.said(from) == "Shared: people with access to this store can now see and reference this session.");
@@ -234,7 +232,7 @@ BOOST_FIXTURE_TEST_CASE(share_and_unshare_commands_and_the_shared_option_round_t
   BOOST_TEST(provider.requests.empty(), "commands never reach the model");
   BOOST_TEST(events(*process(), id).empty(), "sharing writes no log record");
 
-  from = w.sent.size();
+  from = w.sent();
   run(handlers::session_prompt(w.ctx, prompt(id, "  /unshare  ")));
   BOOST_TEST(w.said(from) == "No longer shared.");
   BOOST_TEST(!directory->row(id)->shared);
@@ -279,7 +277,7 @@ BOOST_FIXTURE_TEST_CASE(share_on_a_file_store_says_it_cannot_and_the_turn_ends_n
   BOOST_TEST((answer.stopReason == protocol::StopReason::end_turn));
   BOOST_TEST(w.said() == "Cannot share this session: sharing needs a PostgreSQL store; " + root +
                              "/store is one person's files.");
-  std::size_t from = w.sent.size();
+  std::size_t from = w.sent();
   answer = run(handlers::session_prompt(w.ctx, prompt(id, "/unshare")));
   BOOST_TEST((answer.stopReason == protocol::StopReason::end_turn));
   BOOST_TEST(w.said(from).starts_with("Cannot unshare this session: sharing needs a PostgreSQL store; "));
@@ -339,19 +337,19 @@ BOOST_FIXTURE_TEST_CASE(someone_elses_shared_session_loads_read_only_and_prompts
   PersonProcess alice(*this, directory, "alice");
   Wire w(alice.engine, *this);
   auto loaded = run(handlers::session_load(w.ctx, load_request(id, root)));
-  BOOST_TEST(w.frames.find("bob's question") != std::string::npos, "the history is replayed");
+  BOOST_TEST(w.replayed().find("bob's question") != std::string::npos, "the history is replayed");
   BOOST_TEST(option_value(*loaded.configOptions, "shared") == "(none)", "not hers to share");
   BOOST_TEST(w.commands() == (std::vector<std::string>{"compact", "ref"}), "nor /share and /unshare");
 
   const std::string refusal = "Invalid params: /sessionId: session " + id + " belongs to bob and is read-only here";
   for (const char* text : {"a question of alice's", "/compact", "/share", "/unshare"}) {
     BOOST_TEST_CONTEXT(text) {
-      const std::size_t from = w.sent.size();
+      const std::size_t from = w.sent();
       auto e = rpc_error_of([&] { run(handlers::session_prompt(w.ctx, prompt(id, text))); });
       BOOST_TEST(e.code() == -32602);
       BOOST_TEST(e.message() == refusal);
       BOOST_TEST(data_of(e) == R"({"path":"/sessionId"})");
-      BOOST_TEST(w.sent.size() == from, "nothing sent before the refusal");
+      BOOST_TEST(w.sent() == from, "nothing sent before the refusal");
     }
   }
   // The mention of another session is not even prepared: refused before anything is read.
@@ -370,7 +368,7 @@ BOOST_FIXTURE_TEST_CASE(someone_elses_shared_session_loads_read_only_and_prompts
   BOOST_TEST(directory->row(id)->shared);
 
   // Reading commands still answer in it.
-  const std::size_t from = w.sent.size();
+  const std::size_t from = w.sent();
   auto answer = run(handlers::session_prompt(w.ctx, prompt(id, "/ref")));
   BOOST_TEST((answer.stopReason == protocol::StopReason::end_turn));
   BOOST_TEST(w.said(from).find(other) != std::string::npos);

@@ -2,6 +2,7 @@
 // live text deltas (session/prompt) and replay (session/load), for text whose JSON escaping is many
 // times its size. Plus the small session/list and session/cancel rules.
 #include "engine_fixture.hpp"
+#include "handler_fixture.hpp"
 
 #include "handlers/handlers.hpp"
 #include "handlers/message_id.hpp"
@@ -52,22 +53,13 @@ std::pair<std::string, std::string> chunk_of(const std::string& frame) {
   return {kind, std::string(update.at("content").at("text").as_string())};
 }
 
-asio::awaitable<bool> keep(std::vector<std::string>* all, std::vector<std::string> frames) {
-  for (auto& frame : frames) all->push_back(std::move(frame));
-  co_return true;
-}
-
 // A handler context over a fixture process that records every frame it is given, serialised.
 struct Frames {
   explicit Frames(Process& p, Fixture& f)
-      : ctx{p.engine, f.config, f.io.get_executor(),
-            [this](const protocol::SessionNotification& note) {
-              all.push_back(handlers::notification_frame(note));  // as the connection does
-            },
-            [this](std::string, std::vector<std::string> frames) { return keep(&all, std::move(frames)); }, nullptr,
-            [this](const std::string&, std::string frame) { all.push_back(std::move(frame)); }} {}
-  std::vector<std::string> all;
+      : ctx{p.engine, f.config, f.io.get_executor(), channel}, all(channel.frames) {}
+  RecordingChannel channel;
   handlers::HandlerContext ctx;
+  std::vector<std::string>& all;
 };
 
 } // namespace

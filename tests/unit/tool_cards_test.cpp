@@ -2,6 +2,7 @@
 // answers permission questions, then session/load of the same session in a new process. What the
 // client sees live and what a reload shows, compared card by card.
 #include "engine_fixture.hpp"
+#include "handler_fixture.hpp"
 
 #include "handlers/handlers.hpp"
 #include "handlers/text_chunks.hpp"
@@ -37,27 +38,20 @@ struct Client {
   }
 };
 
-asio::awaitable<bool> keep(std::vector<std::string>* all, std::vector<std::string> frames) {
-  for (auto& frame : frames) all->push_back(std::move(frame));
-  co_return true;
-}
-
 // A handler context over a fixture process that records every frame written; `client` (if any)
 // answers our requests, with the terminal capability.
 struct Frames {
   Frames(Process& p, Fixture& f, Client* client = nullptr, bool terminal = true)
-      : ctx{p.engine, f.config, f.io.get_executor(),
-            [this](const protocol::SessionNotification& note) { all.push_back(handlers::notification_frame(note)); },
-            [this](std::string, std::vector<std::string> frames) { return keep(&all, std::move(frames)); }, nullptr,
-            [this](const std::string&, std::string frame) { all.push_back(std::move(frame)); }} {
+      : ctx{p.engine, f.config, f.io.get_executor(), channel}, all(channel.frames) {
     if (!client) return;
-    ctx.call_client = [client](std::string, std::string method, json::value params) {
+    channel.client = [client](std::string method, json::value params) {
       return client->call(std::move(method), std::move(params));
     };
     ctx.client_capabilities = json::object{{"terminal", terminal}};
   }
-  std::vector<std::string> all;
+  RecordingChannel channel;
   handlers::HandlerContext ctx;
+  std::vector<std::string>& all;
 };
 
 // One tool card as the frames built it: every update in order, and the fields merged (the last
