@@ -1,8 +1,12 @@
 // What the tests that call handlers directly stand in for the connection with: a ClientChannel that
-// records everything sent to the client and answers our requests from a script (or has no client).
+// records everything sent to the client and answers our requests from a script (or has no client),
+// and a HandlerContext over a fixture engine that sends through one.
 #pragma once
 
+#include "engine_fixture.hpp"
+
 #include "handlers/client_channel.hpp"
+#include "handlers/handler_context.hpp"
 #include "handlers/text_chunks.hpp"
 #include "protocol/wire.hpp"
 
@@ -15,9 +19,6 @@
 #include <vector>
 
 namespace engine_fixture {
-
-namespace asio = boost::asio;
-namespace json = boost::json;
 
 class RecordingChannel final : public acp::handlers::ClientChannel {
 public:
@@ -65,6 +66,24 @@ public:
 
 private:
   static asio::awaitable<bool> accepted() { co_return true; }
+};
+
+/// A HandlerContext over one engine of the fixture, its client a RecordingChannel (without a client
+/// to ask until with_client).
+struct Wire {
+  Wire(engine::Engine& engine, Fixture& f) : ctx{engine, f.config, f.io.get_executor(), channel} {}
+  Wire(Process& p, Fixture& f) : Wire(p.engine, f) {}
+  Wire(const Wire&) = delete;
+  Wire& operator=(const Wire&) = delete;
+
+  /// A client that answers our requests with `answer` and said at initialize it can do `capabilities`.
+  void with_client(RecordingChannel::Client answer, json::object capabilities = {}) {
+    channel.client = std::move(answer);
+    ctx.client_capabilities = std::move(capabilities);
+  }
+
+  RecordingChannel channel;
+  acp::handlers::HandlerContext ctx;
 };
 
 } // namespace engine_fixture

@@ -1,7 +1,6 @@
 // Session modes and "always" rules through the handlers: modes in the load/resume answers, the
 // `mode` config option, session/set_mode and its errors, current_mode_update, and the rules and the
 // mode of the log restored into the attached session by session/load and session/resume.
-#include "engine_fixture.hpp"
 #include "handler_fixture.hpp"
 
 #include "engine/permission_log.hpp"
@@ -14,19 +13,12 @@ using namespace engine_fixture;
 
 namespace {
 
-// A HandlerContext over one process's engine that keeps every notification and takes every frame.
-struct Wire {
-  Wire(Process& p, Fixture& f) : ctx{p.engine, f.config, f.io.get_executor(), channel} {}
-  RecordingChannel channel;
-  handlers::HandlerContext ctx;
-
-  std::vector<std::string> mode_updates() const {
-    std::vector<std::string> out;
-    for (const auto* u : channel.updates<protocol::CurrentModeUpdate>()) out.push_back(u->currentModeId);
-    return out;
-  }
-  std::size_t option_updates() const { return channel.updates<protocol::ConfigOptionUpdate>().size(); }
-};
+std::vector<std::string> mode_updates(const Wire& w) {
+  std::vector<std::string> out;
+  for (const auto* u : w.channel.updates<protocol::CurrentModeUpdate>()) out.push_back(u->currentModeId);
+  return out;
+}
+std::size_t option_updates(const Wire& w) { return w.channel.updates<protocol::ConfigOptionUpdate>().size(); }
 
 std::string option_value(const std::vector<protocol::SessionConfigOption>& options, std::string_view id) {
   for (const auto& o : options)
@@ -110,8 +102,8 @@ BOOST_FIXTURE_TEST_CASE(set_mode_and_the_mode_option_switch_and_announce_it, Fix
 
   run(handlers::session_set_mode(w.ctx, protocol::SetSessionModeRequest{id, "read-only", {}}));
   BOOST_TEST((session->mode == engine::SessionMode::read_only));
-  BOOST_TEST(w.mode_updates() == std::vector<std::string>{"read-only"});
-  BOOST_TEST(w.option_updates() == 1u, "set_mode also tells clients that show only config options");
+  BOOST_TEST(mode_updates(w) == std::vector<std::string>{"read-only"});
+  BOOST_TEST(option_updates(w) == 1u, "set_mode also tells clients that show only config options");
   // The same mode again: nothing changes, nothing is sent.
   run(handlers::session_set_mode(w.ctx, protocol::SetSessionModeRequest{id, "read-only", {}}));
   BOOST_TEST(w.channel.notes.size() == 2u);
@@ -121,8 +113,8 @@ BOOST_FIXTURE_TEST_CASE(set_mode_and_the_mode_option_switch_and_announce_it, Fix
   BOOST_TEST((session->mode == engine::SessionMode::auto_approve));
   BOOST_TEST(option_value(answer.configOptions, "mode") == "auto");
   BOOST_TEST(option_value(answer.configOptions, "model") == "m1", "the model option is still there");
-  BOOST_TEST((w.mode_updates() == std::vector<std::string>{"read-only", "auto"}));
-  BOOST_TEST(w.option_updates() == 1u, "the answer carries the options");
+  BOOST_TEST((mode_updates(w) == std::vector<std::string>{"read-only", "auto"}));
+  BOOST_TEST(option_updates(w) == 1u, "the answer carries the options");
 
   // Errors: the mode is unchanged after each.
   BOOST_CHECK_EXCEPTION(run(handlers::session_set_mode(w.ctx, protocol::SetSessionModeRequest{id, "yolo", {}})),
