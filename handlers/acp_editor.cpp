@@ -109,9 +109,9 @@ private:
 
   // The client's failures as the tool runner knows them.
   boost::asio::awaitable<json::value> call(const char* method, json::value params) {
-    if (!ctx_.call_client) throw engine::EditorCallError("there is no client to ask", false);
+    if (!ctx_.channel.has_client()) throw engine::EditorCallError("there is no client to ask", false);
     try {
-      auto calling = ctx_.call_client(session_, method, std::move(params));
+      auto calling = ctx_.channel.call_client(session_, method, std::move(params));
       co_return co_await std::move(calling);
     } catch (const protocol::ClientCallFailed& e) {
       throw engine::EditorCallError(e.what(), false);
@@ -130,7 +130,7 @@ private:
 } // namespace
 
 std::shared_ptr<engine::Editor> acp_editor(HandlerContext& ctx, const std::string& session_id) {
-  if (!ctx.call_client) return nullptr;
+  if (!ctx.channel.has_client()) return nullptr;
   auto editor = std::make_shared<AcpEditor>(ctx, session_id);
   if (!editor->any()) return nullptr;
   return editor;

@@ -73,10 +73,10 @@ engine::UserAnswer read_elicitation_answer(const json::value& result, const std:
 boost::asio::awaitable<engine::UserAnswer> ask_user(HandlerContext& ctx, std::string session_id,
                                                      engine::UserQuestion question) {
   using Kind = engine::UserAnswer::Kind;
-  if (!ctx.call_client) co_return engine::UserAnswer{Kind::failed, "there is no client to ask"};
+  if (!ctx.channel.has_client()) co_return engine::UserAnswer{Kind::failed, "there is no client to ask"};
   json::value params = elicitation_params(session_id, question);
   try {
-    auto asking = ctx.call_client(session_id, std::string(methods::elicitation_create), std::move(params));
+    auto asking = ctx.channel.call_client(session_id, std::string(methods::elicitation_create), std::move(params));
     json::value result = co_await std::move(asking);
     co_return read_elicitation_answer(result, question.choices);
   } catch (const protocol::ClientCallFailed& e) {

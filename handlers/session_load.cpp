@@ -23,7 +23,7 @@ constexpr std::size_t kHoldBackBytes = 8u << 20;
 constexpr std::size_t kBatchBytes = 256u << 10;
 
 // Translates one log's events into session/update frames on the pool thread that reads it, and
-// hands them to the connection in batches through ctx.send_frames, the outbox's awaitable send,
+// hands them to the connection in batches through the channel's send_frames, the outbox's awaitable send,
 // which suspends until the client has made room. The store reads through a synchronous callback,
 // so this thread waits for the previous batch's send to complete (one batch in flight while the
 // next is built) — woken by the outbox, never by polling. When a send is refused (shutdown, the
@@ -86,7 +86,9 @@ public:
     std::promise<bool> sent;
     in_flight_ = sent.get_future();
     boost::asio::co_spawn(
-        ctx_.executor, [send = ctx_.send_frames, id = id_, frames = std::move(batch_)]() mutable { return send(id, std::move(frames)); },
+        ctx_.executor, [channel = &ctx_.channel, id = id_, frames = std::move(batch_)]() mutable {
+          return channel->send_frames(id, std::move(frames));
+        },
         [sent = std::move(sent)](std::exception_ptr error, bool ok) mutable { sent.set_value(!error && ok); });
     batch_.clear();
     batch_bytes_ = 0;

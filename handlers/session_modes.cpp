@@ -63,10 +63,10 @@ void switch_mode(HandlerContext& ctx, engine::Session& session, engine::SessionM
   if (session.mode == mode) return;
   session.mode = mode;
   session.mode_unlogged = true;
-  ctx.notify(protocol::SessionNotification{
+  ctx.channel.notify(protocol::SessionNotification{
       session.id, protocol::CurrentModeUpdate{std::string(engine::mode_id(mode)), {}}, std::nullopt});
   if (announce_options)
-    ctx.notify(protocol::SessionNotification{
+    ctx.channel.notify(protocol::SessionNotification{
         session.id, protocol::ConfigOptionUpdate{session_config_options(ctx, session), {}}, std::nullopt});
 }
 

@@ -40,7 +40,9 @@ protocol::StopReason to_stop_reason(llm::StopKind kind) {
 boost::asio::awaitable<engine::PermissionAnswer> request_permission(HandlerContext* ctx, std::string session,
                                                                     boost::json::value params) {
   try {
-    boost::json::value result = co_await ctx->call_client(session, "session/request_permission", std::move(params));
+    // The call in a local: its method-name temporary must not live across the co_await (GCC 12).
+    auto asking = ctx->channel.call_client(session, "session/request_permission", std::move(params));
+    boost::json::value result = co_await std::move(asking);
     co_return read_permission_answer(result);
   } catch (const protocol::ClientCallFailed& e) {
     log::warn("session/request_permission failed: " + std::string(e.what()) + ": the call is rejected");
@@ -77,7 +79,7 @@ public:
     send(std::move(update));
   }
   boost::asio::awaitable<engine::PermissionAnswer> ask_permission(const engine::PermissionQuestion& q) override {
-    if (!ctx_.call_client) co_return engine::PermissionAnswer::cancelled;
+    if (!ctx_.channel.has_client()) co_return engine::PermissionAnswer::cancelled;
     boost::json::value arguments = parse_arguments(nullptr);
     {
       boost::json::value raw(q.arguments);
@@ -99,7 +101,7 @@ public:
     boost::json::object params{{"sessionId", id_}, {"toolCall", std::move(call)}, {"options", std::move(options)}};
     co_return co_await request_permission(&ctx_, id_, std::move(params));
   }
-  bool can_ask_user() override { return ctx_.call_client && client_elicits_forms(ctx_.client_capabilities); }
+  bool can_ask_user() override { return ctx_.channel.has_client() && client_elicits_forms(ctx_.client_capabilities); }
   boost::asio::awaitable<engine::UserAnswer> ask_user(const engine::UserQuestion& q) override {
     auto asking = handlers::ask_user(ctx_, id_, q);
     co_return co_await std::move(asking);
@@ -147,7 +149,7 @@ public:
   const std::optional<protocol::TurnUsage>& usage() const noexcept { return usage_; }
 
   boost::asio::awaitable<void> room() override {
-    if (ctx_.room) co_await ctx_.room(id_);
+    co_await ctx_.channel.room(id_);
   }
 
 private:
@@ -163,10 +165,8 @@ private:
     } while (!rest.empty());
   }
   void send(protocol::SessionUpdate update) {
-    if (ctx_.notify_frame) {
-      if (auto frame = frames_.frame(update)) return ctx_.notify_frame(id_, std::move(*frame));
-    }
-    ctx_.notify(protocol::SessionNotification{id_, std::move(update), std::nullopt});
+    if (auto frame = frames_.frame(update)) return ctx_.channel.notify_frame(id_, std::move(*frame));
+    ctx_.channel.notify(protocol::SessionNotification{id_, std::move(update), std::nullopt});
   }
   HandlerContext& ctx_;
   std::string id_;
@@ -190,7 +190,7 @@ boost::asio::awaitable<protocol::PromptResponse> run_in_slot(HandlerContext& ctx
   if (command) co_return co_await run_slash_command(ctx, slot, *command);
   if (unknown) {
     // No model request and no log write: the user mistyped a command.
-    ctx.notify(protocol::SessionNotification{
+    ctx.channel.notify(protocol::SessionNotification{
         session->id,
         protocol::AgentMessageChunk{
             protocol::TextContent{describe_unknown_command(*unknown, offers_sharing(*session)), std::nullopt, std::nullopt},

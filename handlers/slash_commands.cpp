@@ -72,7 +72,7 @@ void send_text(HandlerContext& ctx, const std::string& session_id, std::string t
   protocol::AgentMessageChunk chunk{protocol::TextContent{std::move(text), std::nullopt, std::nullopt}, std::nullopt,
                                     std::nullopt};
   for_each_split(std::move(chunk), TextChunkFrames(session_id).text_budget(), [&](protocol::SessionUpdate&& piece) {
-    ctx.notify(protocol::SessionNotification{session_id, std::move(piece), std::nullopt});
+    ctx.channel.notify(protocol::SessionNotification{session_id, std::move(piece), std::nullopt});
   });
 }
 
@@ -84,7 +84,7 @@ public:
   void title(const std::string&) override {}
   void delta(const llm::Delta&) override {}
   void compacted(const engine::CompactionReport& report) override {
-    ctx_.notify(protocol::SessionNotification{
+    ctx_.channel.notify(protocol::SessionNotification{
         id_, compaction_card(report.checkpoint_seq, report.messages, report.summary), std::nullopt});
   }
 
@@ -150,7 +150,7 @@ boost::asio::awaitable<protocol::PromptResponse> run_slash_command(HandlerContex
     send_text(ctx, session_id, describe_sharing(shared, refused));
     // The `shared` option shows the new state (the change did not come through set_config_option).
     if (!refused && session->ownership.can_share)
-      ctx.notify(protocol::SessionNotification{
+      ctx.channel.notify(protocol::SessionNotification{
           session_id, protocol::ConfigOptionUpdate{session_config_options(ctx, *session), {}}, std::nullopt});
     co_return protocol::PromptResponse{protocol::StopReason::end_turn, std::nullopt};
   }
@@ -185,11 +185,13 @@ protocol::SessionNotification commands_update(const engine::Session& session) {
 
 } // namespace
 
-void advertise_commands_now(HandlerContext& ctx, const engine::Session& session) { ctx.notify(commands_update(session)); }
+void advertise_commands_now(HandlerContext& ctx, const engine::Session& session) {
+  ctx.channel.notify(commands_update(session));
+}
 
 void advertise_commands_after(HandlerContext& ctx, const engine::Session& session) {
   // Posted: the session/new answer is queued first, and the client learns the id from it.
-  boost::asio::post(ctx.executor, [&ctx, note = commands_update(session)] { ctx.notify(note); });
+  boost::asio::post(ctx.executor, [&ctx, note = commands_update(session)] { ctx.channel.notify(note); });
 }
 
 } // namespace acp::handlers

@@ -57,6 +57,30 @@ std::string stream_key_of_frame(const json::value& frame) {
   return params ? stream_key(*params) : std::string();
 }
 
+// The client as the handlers reach it: notifications and frames through the outbox, requests of
+// ours through the outbound calls, which wait for the client's answers.
+class OutboxChannel final : public handlers::ClientChannel {
+public:
+  OutboxChannel(transport::Outbox& outbox, transport::OutboundCalls& calls) : outbox_(outbox), calls_(calls) {}
+
+  void notify(const protocol::SessionNotification& note) override {
+    outbox_.push(note.sessionId, handlers::notification_frame(note));
+  }
+  void notify_frame(const std::string& key, std::string frame) override { outbox_.push(key, std::move(frame)); }
+  asio::awaitable<bool> send_frames(std::string key, std::vector<std::string> frames) override {
+    return outbox_.send(std::move(key), std::move(frames));
+  }
+  bool has_client() const noexcept override { return true; }
+  asio::awaitable<json::value> call_client(std::string key, std::string method, json::value params) override {
+    return calls_.call(std::move(key), std::move(method), std::move(params));
+  }
+  asio::awaitable<void> room(const std::string& key) override { return outbox_.room(key); }
+
+private:
+  transport::Outbox& outbox_;
+  transport::OutboundCalls& calls_;
+};
+
 } // namespace
 
 struct Connection::Impl {
@@ -68,19 +92,7 @@ struct Connection::Impl {
         idle(ex), deadline(ex, asio::steady_timer::time_point::max()),
         framer(static_cast<std::size_t>(config.max_frame_bytes)), max_frame_bytes(config.max_frame_bytes),
         engine(engine::EngineServices{config, provider, store, references, std::move(system_prompt)}, ex, blocking),
-        context{engine, config, ex,
-                [this](const protocol::SessionNotification& n) {
-                  outbox.push(n.sessionId, handlers::notification_frame(n));
-                },
-                [this](std::string key, std::vector<std::string> frames) {
-                  return outbox.send(std::move(key), std::move(frames));
-                },
-                nullptr,
-                [this](const std::string& key, std::string frame) { outbox.push(key, std::move(frame)); },
-                [this](std::string key, std::string method, json::value params) {
-                  return client_calls.call(std::move(key), std::move(method), std::move(params));
-                },
-                [this](const std::string& key) { return outbox.room(key); }},
+        channel(outbox, client_calls), context{engine, config, ex, channel},
         client_calls(ex, [this](const std::string& key, std::string frame) { outbox.push(key, std::move(frame)); }) {
     handlers::bind_all(router);
     outbox.on_broken([this] { stop("the client stopped reading its output"); });
@@ -97,6 +109,7 @@ struct Connection::Impl {
   /// JSON text of an unanswered prompt's id -> its cancellation object (running or waiting in line).
   std::map<std::string, std::shared_ptr<engine::Turn>> running_prompts;
   handlers::Router router;
+  OutboxChannel channel;  ///< (holds client_calls, declared below, by reference only)
   handlers::HandlerContext context;
   transport::OutboundCalls client_calls;  ///< requests of ours waiting for the client's answer
   bool initialized = false;

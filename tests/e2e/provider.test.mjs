@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { INIT_PARAMS, startSdkAgent, acp, sleep, until } from './lib/agent.mjs';
+import { INIT_PARAMS, startSdkAgent, acp, isChunk, until } from './lib/agent.mjs';
 import { startFakeProvider, answer, httpError, startSse, chunkEvent, providerArgs, logEvents } from './lib/fake-provider.mjs';
 import { failureOf, logPath } from './lib/store.mjs';
 
@@ -157,10 +157,12 @@ test('a failure after partial output: cut-off message, then the error answer; tu
   server.queue(async (req, res) => {
     startSse(res);
     res.write(chunkEvent({ content: 'partial ' }));
-    await sleep(20);
+    // The error once the client has the partial output: it was streamed, not held back.
+    await session.agent.nextFrame(isChunk(session.sessionId), { what: 'the partial chunk' });
     res.end('data: {"error":{"message":"Internal server error","code":500}}\n\n');
   });
-  const { agent, ctx, sessionId } = await openSession(t, server.url, { extra: ['--max-retries', '3'] });
+  const session = await openSession(t, server.url, { extra: ['--max-retries', '3'] });
+  const { agent, ctx, sessionId } = session;
   await assert.rejects(prompt(ctx, sessionId, 'x'), (e) => {
     assert.equal(e.code, -32603);
     assert.equal(e.message, 'Internal server error');
@@ -266,10 +268,11 @@ test('a connection dropped mid-stream: PROVIDER_NETWORK after the cut-off note, 
   server.queue(async (req, res) => {
     startSse(res);
     res.write(chunkEvent({ content: 'half ' }));
-    await sleep(30);
+    await session.agent.nextFrame(isChunk(session.sessionId), { what: 'the partial chunk' });
     res.socket.destroy();
   });
-  const { agent, ctx, sessionId } = await openSession(t, server.url, { extra: ['--max-retries', '3'] });
+  const session = await openSession(t, server.url, { extra: ['--max-retries', '3'] });
+  const { agent, ctx, sessionId } = session;
   await assert.rejects(prompt(ctx, sessionId, 'x'), (e) => {
     assert.equal(e.code, -32603);
     assert.equal(e.data.code, 'PROVIDER_NETWORK');

@@ -1,4 +1,5 @@
 // TLS: certificates made at test time with the openssl CLI; chain and host-name verification.
+#include "../common/temp_dir.hpp"
 #include "provider_harness.hpp"
 
 #include <boost/test/unit_test.hpp>
@@ -6,7 +7,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <random>
 
 using namespace acp::llm;
 using namespace acp::llm::testing;
@@ -17,13 +17,11 @@ namespace {
 
 /// A throw-away CA with two server certificates: one for 127.0.0.1/localhost, one for `otherhost` only.
 struct Pki {
-  fs::path dir;
+  acp::test::TempDir tmp{"dsh-llm-tls"};
+  fs::path dir{tmp.path()};
   std::string ca, good_cert, good_key, other_cert, other_key;
 
   Pki() {
-    std::random_device rd;
-    dir = fs::temp_directory_path() / ("dsh-llm-tls-" + std::to_string(rd()));
-    fs::create_directories(dir);
     auto p = [&](const char* name) { return (dir / name).string(); };
     ca = p("ca.pem");
     good_cert = p("good.pem");
@@ -49,10 +47,6 @@ struct Pki {
     };
     leaf(good_cert, good_key, "localhost", "DNS:localhost,IP:127.0.0.1");
     leaf(other_cert, other_key, "otherhost", "DNS:otherhost");
-  }
-  ~Pki() {
-    std::error_code ec;
-    fs::remove_all(dir, ec);
   }
 };
 

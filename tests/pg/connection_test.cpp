@@ -1,6 +1,7 @@
 // PgConnection against a real PostgreSQL: parameters and results, errors that name the store and
 // carry SQLSTATE, connect failures as one clear line, timeouts, cancel from another thread,
 // transactions, reconnecting.
+#include "../common/temp_dir.hpp"
 #include "scratch_db.hpp"
 
 #include "store/pg/connection.hpp"
@@ -47,8 +48,8 @@ BOOST_AUTO_TEST_SUITE(pg_connection)
 
 BOOST_AUTO_TEST_CASE(server_notices_and_warnings_go_to_the_log_not_to_stderr) {
   pg_test::ScratchDb db;
-  std::string dir = (std::filesystem::temp_directory_path() / "pgnotice-XXXXXX").string();
-  BOOST_TEST_REQUIRE(::mkdtemp(dir.data()) != nullptr);
+  acp::test::TempDir tmp("pgnotice");
+  const std::string& dir = tmp.path();
   BOOST_TEST_REQUIRE(acp::log::init(dir + "/dsh-acp.log", acp::log::Level::info) >= 0);
   PgConnection c = db.connect();
   {
@@ -80,7 +81,6 @@ BOOST_AUTO_TEST_CASE(server_notices_and_warnings_go_to_the_log_not_to_stderr) {
   BOOST_TEST(log.find(": WARNING: you don't own a lock of type ExclusiveLock") != std::string::npos, log);
   BOOST_TEST(log.find(": WARNING: dsh-acp second connection") != std::string::npos, log);
   acp::log::to_stderr(acp::log::Level::error);  // the rest of the binary: errors only, into the test output
-  std::filesystem::remove_all(dir);
 }
 
 BOOST_AUTO_TEST_CASE(text_parameters_and_results) {

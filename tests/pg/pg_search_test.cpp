@@ -4,6 +4,7 @@
 // role never finds, nor is ranked by, what it cannot read), deletion, the migration from version 4
 // and its backfill, and the same question finding the same session in a file root.
 #include "../common/new_events.hpp"
+#include "../common/temp_dir.hpp"
 #include "scratch_db.hpp"
 #include "support.hpp"
 
@@ -51,22 +52,11 @@ struct Db {
   std::int64_t count(const std::string& sql) { return super.exec(sql).int64(0, 0); }
 };
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "pgsearch-XXXXXX").string();
-    BOOST_TEST_REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-};
+using acp::test::TempDir;
 
 std::unique_ptr<SessionStore> file_store(const TempDir& dir, Generation g = Generation::flat) {
   StoreOptions o;
-  o.root = dir.path + "/root";
+  o.root = dir.path() + "/root";
   o.encoding = Encoding::none;
   o.generation = g;
   return std::make_unique<SessionStore>(o);

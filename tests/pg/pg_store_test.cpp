@@ -3,6 +3,7 @@
 // (SessionStore) is the oracle: the same batches written to both read back the same, and the stored
 // lines are the file's bytes.
 #include "../common/new_events.hpp"
+#include "../common/temp_dir.hpp"
 #include "scratch_db.hpp"
 #include "support.hpp"
 
@@ -111,23 +112,11 @@ struct Db {
   }
 };
 
-// A private temporary directory for a file store, removed at the end.
-struct TempDir {
-  std::string path;
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "pgstore-XXXXXX").string();
-    BOOST_TEST_REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-};
+using acp::test::TempDir;
 
 std::unique_ptr<SessionStore> file_store(const TempDir& dir, Generation g) {
   StoreOptions o;
-  o.root = dir.path + "/root";
+  o.root = dir.path() + "/root";
   o.encoding = Encoding::none;
   o.generation = g;
   return std::make_unique<SessionStore>(o);

@@ -2,6 +2,7 @@
 // construction, fixture paths, and log-building shortcuts.
 #pragma once
 
+#include "../common/temp_dir.hpp"
 #include "store/session_store.hpp"
 
 #include <boost/json/object.hpp>
@@ -13,19 +14,7 @@
 
 namespace store_test {
 
-/// A fresh directory under $TMPDIR, removed recursively on destruction.
-class TempDir {
-public:
-  TempDir();
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-  std::string operator/(const std::string& rel) const { return path_ + "/" + rel; }
-
-private:
-  std::string path_;
-};
+using TempDir = acp::test::TempDir;
 
 std::string read_file(const std::string& path);
 void write_file(const std::string& path, const std::string& bytes, unsigned mode = 0600);

@@ -1,5 +1,6 @@
 // The connection in-process (router, handlers, echo provider, a real store in a temporary
 // directory) over the in-memory transport: the test is the ACP client, on the connection's thread.
+#include "../common/temp_dir.hpp"
 #include "engine/engine.hpp"
 #include "handlers/store_source.hpp"
 #include "llm/echo_provider.hpp"
@@ -33,18 +34,9 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-struct TempHome {
-  std::string path;
-  TempHome() {
-    char tmpl[] = "/tmp/dsh-connection-XXXXXX";
-    path = ::mkdtemp(tmpl);
-  }
-  ~TempHome() { std::system(("rm -rf '" + path + "'").c_str()); }
-};
-
 // One server (connection + its collaborators) and one client, sharing an io_context.
 struct Fixture {
-  TempHome home;
+  acp::test::TempDir home{"dsh-connection"};
   support::Config config;
   asio::io_context io{1};
   asio::thread_pool pool{2};
@@ -62,7 +54,7 @@ struct Fixture {
 
   explicit Fixture(std::vector<std::string> args = {}, std::size_t pipe_capacity = 64 * 1024) {
     args.insert(args.end(), {"--provider", "echo"});
-    config = support::load_config(args, {{"HOME", home.path}, {"DSH_ACP_HOME", home.path}}).config;
+    config = support::load_config(args, {{"HOME", home.path()}, {"DSH_ACP_HOME", home.path()}}).config;
     provider = llm::make_echo_provider(io.get_executor(), 0ms);
     store::StoreOptions options;
     options.root = config.store;

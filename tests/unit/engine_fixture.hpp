@@ -3,6 +3,7 @@
 // service, engine) over one temporary store root.
 #pragma once
 
+#include "../common/temp_dir.hpp"
 #include "engine/engine.hpp"
 #include "handlers/store_source.hpp"
 #include "refs/service.hpp"
@@ -150,13 +151,6 @@ inline store::Generation test_store_generation() {
   return env && *env ? store::parse_generation(env).value_or(store::Generation::flat) : store::Generation::flat;
 }
 
-inline std::string temp_root() {
-  std::mt19937_64 rng(std::random_device{}());
-  fs::path p = fs::temp_directory_path() / ("dsh-engine-" + std::to_string(rng()));
-  fs::create_directories(p);
-  return p.string();
-}
-
 // One "process": its own store handle, reference service and engine over a shared root.
 struct Process {
   Process(const std::string& root, support::Config& config, llm::Provider& provider, asio::io_context& io,
@@ -182,16 +176,12 @@ struct Process {
 struct Fixture {
   /// `generation`: the layout of the new store root (the run's, else pinned by a test of a 45fc fact).
   explicit Fixture(store::Generation generation = test_store_generation())
-      : root(temp_root()), provider("fake"), generation(generation) {
+      : root(dir.path()), provider("fake"), generation(generation) {
     config.provider = "fake";
     config.model = "m1";
     config.models = {"m2"};
   }
-  ~Fixture() {
-    pool.join();
-    std::error_code ec;
-    fs::remove_all(root, ec);
-  }
+  ~Fixture() { pool.join(); }  // before the root goes: pool threads may still write there
   std::unique_ptr<Process> process() {
     return std::make_unique<Process>(root, config, provider, io, pool, generation, lock_timeout);
   }
@@ -224,6 +214,7 @@ struct Fixture {
     return generation == store::Generation::flat ? R"({"kind":"aborted"})" : R"({"kind":"aborted","reason":{"kind":"user"}})";
   }
 
+  acp::test::TempDir dir{"dsh-engine"};  ///< removed last, after the pool has stopped
   std::string root;
   support::Config config;
   FakeProvider provider;

@@ -2,6 +2,7 @@
 // built here and on cut or lying headers; strict base64; the attachment store (save, verified read,
 // the harness's layout); the prompt's admission (handlers/prompt_text.hpp); the conversation's
 // image places and their loading.
+#include "../common/temp_dir.hpp"
 #include "engine/conversation.hpp"
 #include "handlers/prompt_text.hpp"
 #include "protocol/jsonrpc.hpp"
@@ -178,15 +179,6 @@ std::string sha256_hex(std::string_view bytes) {
   return support::hex_encode(std::string_view(reinterpret_cast<const char*>(d.data()), d.size()));
 }
 
-struct TempHome {
-  std::filesystem::path path;
-  TempHome() {
-    char tmpl[] = "/tmp/dsh-images-XXXXXX";
-    path = ::mkdtemp(tmpl);
-  }
-  ~TempHome() { std::filesystem::remove_all(path); }
-};
-
 protocol::ImageContent image_block(std::string_view bytes, std::string mime) {
   return protocol::ImageContent{support::base64_encode(bytes), std::move(mime), std::nullopt, std::nullopt, {}};
 }
@@ -279,38 +271,38 @@ BOOST_AUTO_TEST_SUITE_END()
 BOOST_AUTO_TEST_SUITE(image_attachments)
 
 BOOST_AUTO_TEST_CASE(saved_where_the_harness_keeps_them_and_read_back_verified) {
-  TempHome home;
+  acp::test::TempDir home("dsh-images");
   const std::string bytes = png(3, 2);
   const std::string hex = sha256_hex(bytes);
-  const json::object ref = store::save_image(home.path.string(), bytes, "image/png", 3, 2, "shot.png");
+  const json::object ref = store::save_image(home.path(), bytes, "image/png", 3, 2, "shot.png");
   BOOST_TEST(json::serialize(ref) == "{\"attachmentId\":\"sha256:" + hex +
                                          "\",\"mediaType\":\"image/png\",\"width\":3,\"height\":2,\"bytes\":" +
                                          std::to_string(bytes.size()) + ",\"name\":\"shot.png\"}");
-  const std::filesystem::path object = home.path / "attachments/v1/objects" / hex.substr(0, 2) / hex;
+  const std::filesystem::path object = std::filesystem::path(home.path()) / "attachments/v1/objects" / hex.substr(0, 2) / hex;
   std::ifstream in(object, std::ios::binary);
   BOOST_TEST(std::string(std::istreambuf_iterator<char>(in), {}) == bytes);
   struct stat st {};
   BOOST_REQUIRE(::stat(object.c_str(), &st) == 0);
   BOOST_TEST((st.st_mode & 0777) == 0600u);
-  BOOST_TEST(std::filesystem::is_empty(home.path / "attachments/v1/tmp"));  // the staging file is gone
-  BOOST_TEST(store::read_image(home.path.string(), ref).value_or("") == bytes);
+  BOOST_TEST(std::filesystem::is_empty(std::filesystem::path(home.path()) / "attachments/v1/tmp"));  // the staging file is gone
+  BOOST_TEST(store::read_image(home.path(), ref).value_or("") == bytes);
   // The same image again: the object is kept, the reference the same.
-  BOOST_TEST(store::save_image(home.path.string(), bytes, "image/png", 3, 2, "shot.png") == ref);
+  BOOST_TEST(store::save_image(home.path(), bytes, "image/png", 3, 2, "shot.png") == ref);
 
   // A reference that does not match its object (size, type, dimensions) reads nothing.
   for (auto [key, value] : std::initializer_list<std::pair<const char*, json::value>>{
            {"bytes", 5}, {"mediaType", "image/gif"}, {"width", 4}, {"height", 1}}) {
     json::object lying = ref;
     lying[key] = value;
-    BOOST_TEST(!store::read_image(home.path.string(), lying).has_value(), key);
+    BOOST_TEST(!store::read_image(home.path(), lying).has_value(), key);
   }
   // A damaged object neither reads nor is kept when the same image is saved again.
   { std::ofstream(object, std::ios::binary | std::ios::trunc) << bytes.substr(0, bytes.size() - 1) << 'x'; }
-  BOOST_TEST(!store::read_image(home.path.string(), ref).has_value());
-  BOOST_CHECK_THROW(store::save_image(home.path.string(), bytes, "image/png", 3, 2, ""), std::exception);
+  BOOST_TEST(!store::read_image(home.path(), ref).has_value());
+  BOOST_CHECK_THROW(store::save_image(home.path(), bytes, "image/png", 3, 2, ""), std::exception);
   std::filesystem::remove(object);
-  BOOST_TEST(!store::image_present(home.path.string(), ref));
-  BOOST_TEST(!store::read_image(home.path.string(), ref).has_value());
+  BOOST_TEST(!store::image_present(home.path(), ref));
+  BOOST_TEST(!store::read_image(home.path(), ref).has_value());
 }
 
 BOOST_AUTO_TEST_CASE(display_names_are_leaf_names) {
@@ -549,9 +541,9 @@ BOOST_AUTO_TEST_CASE(wrong_types_and_sizes_are_invalid_params) {
 }
 
 BOOST_AUTO_TEST_CASE(the_conversation_keeps_their_places_and_loads_them) {
-  TempHome home;
+  acp::test::TempDir home("dsh-images");
   const std::string picture = png(3, 2);
-  const json::object ref = store::save_image(home.path.string(), picture, "image/png", 3, 2, "");
+  const json::object ref = store::save_image(home.path(), picture, "image/png", 3, 2, "");
   json::object gone = ref;
   gone["attachmentId"] = "sha256:" + std::string(64, 'a');
   engine::Conversation conversation;
@@ -570,7 +562,7 @@ BOOST_AUTO_TEST_CASE(the_conversation_keeps_their_places_and_loads_them) {
   BOOST_TEST(m.text.substr(m.images[0].at, m.images[0].length) ==
              "[image: sha256:" + sha256_hex(picture) + ", image/png, " + std::to_string(picture.size()) + " bytes omitted]");
   BOOST_TEST(m.images[1].at == m.images[0].at + m.images[0].length);
-  engine::load_images(messages, home.path.string());
+  engine::load_images(messages, home.path());
   BOOST_REQUIRE(messages[0].images[0].data);
   BOOST_TEST(*messages[0].images[0].data == picture);
   BOOST_TEST(!messages[0].images[1].data);  // missing: its placeholder stands

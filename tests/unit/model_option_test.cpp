@@ -1,5 +1,6 @@
 // The provider set-up's key rules (server/provider_setup.hpp) and the auth methods, authenticate and
 // logout over them; the model choice is tested with the engine.
+#include "../common/temp_dir.hpp"
 #include "handlers/provider_auth.hpp"
 #include "server/provider_setup.hpp"
 #include "support/key_file.hpp"
@@ -68,8 +69,8 @@ BOOST_AUTO_TEST_CASE(auth_methods_and_refresh) {
 // logout (issue 28): the key in use is forgotten (the provider gets none), the key file --setup
 // wrote is removed, and authenticate finds a key again where one is left.
 BOOST_AUTO_TEST_CASE(logout_forgets_the_key_and_removes_the_stored_one) {
-  const std::string dir = std::filesystem::temp_directory_path() / ("dsh-logout-" + std::to_string(::getpid()));
-  const std::string file = dir + "/deepseek-api-key";
+  acp::test::TempDir dir("dsh-logout");
+  const std::string file = dir / "deepseek-api-key";
   support::write_key_file(file, "sk-stored");
   std::vector<std::string> installed;
   std::string next;
@@ -87,7 +88,6 @@ BOOST_AUTO_TEST_CASE(logout_forgets_the_key_and_removes_the_stored_one) {
   next = "sk-env";
   BOOST_TEST(auth.refresh());
   BOOST_TEST(installed.back() == "sk-env");
-  std::filesystem::remove_all(dir);
   // A provider without keys stays usable.
   handlers::ProviderAuth echo("echo", false, "", nullptr, nullptr);
   echo.logout();

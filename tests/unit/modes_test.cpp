@@ -1,7 +1,7 @@
 // Session modes and "always" rules through the handlers: modes in the load/resume answers, the
 // `mode` config option, session/set_mode and its errors, current_mode_update, and the rules and the
 // mode of the log restored into the attached session by session/load and session/resume.
-#include "engine_fixture.hpp"
+#include "handler_fixture.hpp"
 
 #include "engine/permission_log.hpp"
 #include "handlers/handlers.hpp"
@@ -13,32 +13,12 @@ using namespace engine_fixture;
 
 namespace {
 
-// A HandlerContext over one process's engine that keeps every notification and takes every frame.
-struct Wire {
-  Wire(Process& p, Fixture& f)
-      : ctx{p.engine, f.config, f.io.get_executor(),
-            [this](const protocol::SessionNotification& n) { sent.push_back(n); },
-            [this](std::string, std::vector<std::string> batch) -> asio::awaitable<bool> {
-              frames += batch.size();
-              co_return true;
-            },
-            nullptr, {}} {}
-  std::vector<protocol::SessionNotification> sent;
-  std::size_t frames = 0;
-  handlers::HandlerContext ctx;
-
-  std::vector<std::string> mode_updates() const {
-    std::vector<std::string> out;
-    for (const auto& n : sent)
-      if (auto* u = std::get_if<protocol::CurrentModeUpdate>(&n.update)) out.push_back(u->currentModeId);
-    return out;
-  }
-  std::size_t option_updates() const {
-    std::size_t out = 0;
-    for (const auto& n : sent) out += std::holds_alternative<protocol::ConfigOptionUpdate>(n.update);
-    return out;
-  }
-};
+std::vector<std::string> mode_updates(const Wire& w) {
+  std::vector<std::string> out;
+  for (const auto* u : w.channel.updates<protocol::CurrentModeUpdate>()) out.push_back(u->currentModeId);
+  return out;
+}
+std::size_t option_updates(const Wire& w) { return w.channel.updates<protocol::ConfigOptionUpdate>().size(); }
 
 std::string option_value(const std::vector<protocol::SessionConfigOption>& options, std::string_view id) {
   for (const auto& o : options)
@@ -108,7 +88,7 @@ BOOST_FIXTURE_TEST_CASE(always_rules_in_the_log_survive_load_and_resume, Fixture
   auto c = process();
   Wire wc(*c, *this);
   auto resumed = run(handlers::session_resume(wc.ctx, load_request(id, cwd)));
-  BOOST_TEST(wc.frames == 0u, "resume replays nothing");
+  BOOST_TEST(wc.channel.replayed.empty(), "resume replays nothing");
   check_rules(*c->engine.require(id), "resume");
   BOOST_TEST(resumed.modes->currentModeId == "ask");
   BOOST_TEST(option_value(*resumed.configOptions, "mode") == "ask");
@@ -122,19 +102,19 @@ BOOST_FIXTURE_TEST_CASE(set_mode_and_the_mode_option_switch_and_announce_it, Fix
 
   run(handlers::session_set_mode(w.ctx, protocol::SetSessionModeRequest{id, "read-only", {}}));
   BOOST_TEST((session->mode == engine::SessionMode::read_only));
-  BOOST_TEST(w.mode_updates() == std::vector<std::string>{"read-only"});
-  BOOST_TEST(w.option_updates() == 1u, "set_mode also tells clients that show only config options");
+  BOOST_TEST(mode_updates(w) == std::vector<std::string>{"read-only"});
+  BOOST_TEST(option_updates(w) == 1u, "set_mode also tells clients that show only config options");
   // The same mode again: nothing changes, nothing is sent.
   run(handlers::session_set_mode(w.ctx, protocol::SetSessionModeRequest{id, "read-only", {}}));
-  BOOST_TEST(w.sent.size() == 2u);
+  BOOST_TEST(w.channel.notes.size() == 2u);
 
   protocol::SetSessionConfigOptionRequest set{id, "mode", json::value("auto"), std::nullopt, {}};
   auto answer = run(handlers::session_set_config_option(w.ctx, set));
   BOOST_TEST((session->mode == engine::SessionMode::auto_approve));
   BOOST_TEST(option_value(answer.configOptions, "mode") == "auto");
   BOOST_TEST(option_value(answer.configOptions, "model") == "m1", "the model option is still there");
-  BOOST_TEST((w.mode_updates() == std::vector<std::string>{"read-only", "auto"}));
-  BOOST_TEST(w.option_updates() == 1u, "the answer carries the options");
+  BOOST_TEST((mode_updates(w) == std::vector<std::string>{"read-only", "auto"}));
+  BOOST_TEST(option_updates(w) == 1u, "the answer carries the options");
 
   // Errors: the mode is unchanged after each.
   BOOST_CHECK_EXCEPTION(run(handlers::session_set_mode(w.ctx, protocol::SetSessionModeRequest{id, "yolo", {}})),
@@ -155,7 +135,7 @@ BOOST_FIXTURE_TEST_CASE(set_mode_and_the_mode_option_switch_and_announce_it, Fix
   BOOST_CHECK_EXCEPTION(run(handlers::session_set_config_option(w.ctx, unknown)), jsonrpc::RpcError,
                         [](const jsonrpc::RpcError& e) { return rpc_error_at(e, "/configId"); });
   BOOST_TEST((session->mode == engine::SessionMode::auto_approve));
-  BOOST_TEST(w.sent.size() == 3u);
+  BOOST_TEST(w.channel.notes.size() == 3u);
 }
 
 // acpx resumes from a new process for every command: a mode chosen in one process must come back in the next.

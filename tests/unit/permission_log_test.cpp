@@ -1,5 +1,6 @@
 // "Always" choices in the log: the record's shape (ignorable, schemas/permission-rule.schema.json),
 // and the round trip through a real store root of each generation back into a Permissions.
+#include "../common/temp_dir.hpp"
 #include "engine/permission_log.hpp"
 #include "store/session_store.hpp"
 #include "store/session_writer.hpp"
@@ -19,14 +20,6 @@ namespace store = acp::store;
 
 namespace {
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/dsh-permlog-XXXXXX";
-    path = ::mkdtemp(tmpl);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-};
 
 std::string slurp(const std::string& path) {
   std::ifstream in(path);
@@ -157,10 +150,10 @@ BOOST_AUTO_TEST_CASE(rules_of_the_previous_release_are_read_no_wider_than_today)
 
 BOOST_AUTO_TEST_CASE(rules_round_trip_through_a_root_of_each_generation) {
   for (auto gen : {store::Generation::flat, store::Generation::project_dirs}) {
-    TempDir dir;
+    acp::test::TempDir dir("dsh-permlog");
     std::string path;
     {
-      auto s = open_root(dir.path + "/root", gen);
+      auto s = open_root(dir.path() + "/root", gen);
       auto w = s->create(header("s1"));
       w.append({permission_rule_event({"bash", "npm test", true}), permission_rule_event({"edit", "", true}),
                 permission_rule_event({"bash", "npm test", false})},
@@ -183,7 +176,7 @@ BOOST_AUTO_TEST_CASE(rules_round_trip_through_a_root_of_each_generation) {
     BOOST_TEST(rule_lines == 3);
 
     // Our reader delivers them; folded in order, the later bash rule wins.
-    auto s = open_root(dir.path + "/root", gen);
+    auto s = open_root(dir.path() + "/root", gen);
     Permissions p;
     int restored = 0;
     s->read_events("s1", [&](json::object&& e) { restored += restore_permission_rule(e, p); });

@@ -3,6 +3,7 @@
 // missing attachment; 0.1.1 compactions and prunes; a 0.1.1 recall after its direct message. Fed
 // events in the normalised shape (docs/store-format.md#normalised-events) that the store's readers give for either
 // store generation. Reference and compaction cards themselves are tested in references_test.cpp.
+#include "../common/temp_dir.hpp"
 #include "handlers/message_id.hpp"
 #include "handlers/replay.hpp"
 #include "protocol/wire.hpp"
@@ -68,14 +69,6 @@ const json::value& content_item(const json::value& update, std::size_t i) { retu
 
 std::string tag(const json::value& update) { return std::string(update.at("sessionUpdate").as_string()); }
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/dsh-replay-XXXXXX";
-    path = ::mkdtemp(tmpl);
-  }
-  ~TempDir() { std::system(("rm -rf '" + path + "'").c_str()); }
-};
 
 } // namespace
 
@@ -431,16 +424,16 @@ json::object image_block(std::string_view hex, std::string_view name = "shot.png
 // Images reach the client as text: the attachment's name, type and size, and whether it is still
 // in the harness's attachment store (<home>/attachments/v1/objects/<hex[0:2]>/<hex>).
 BOOST_AUTO_TEST_CASE(images_are_placeholders_that_notice_a_missing_attachment) {
-  TempDir home;
+  acp::test::TempDir home("dsh-replay");
   const std::string present(64, 'a'), missing(64, 'b');
-  ::mkdir((home.path + "/attachments").c_str(), 0700);
-  ::mkdir((home.path + "/attachments/v1").c_str(), 0700);
-  ::mkdir((home.path + "/attachments/v1/objects").c_str(), 0700);
-  ::mkdir((home.path + "/attachments/v1/objects/aa").c_str(), 0700);
-  std::ofstream(home.path + "/attachments/v1/objects/aa/" + present) << "png";
+  ::mkdir((home.path() + "/attachments").c_str(), 0700);
+  ::mkdir((home.path() + "/attachments/v1").c_str(), 0700);
+  ::mkdir((home.path() + "/attachments/v1/objects").c_str(), 0700);
+  ::mkdir((home.path() + "/attachments/v1/objects/aa").c_str(), 0700);
+  std::ofstream(home.path() + "/attachments/v1/objects/aa/" + present) << "png";
   // A directory where the object should be is not an attachment.
-  ::mkdir((home.path + "/attachments/v1/objects/bb").c_str(), 0700);
-  ::mkdir((home.path + "/attachments/v1/objects/bb/" + missing).c_str(), 0700);
+  ::mkdir((home.path() + "/attachments/v1/objects/bb").c_str(), 0700);
+  ::mkdir((home.path() + "/attachments/v1/objects/bb/" + missing).c_str(), 0700);
 
   json::array content{json::object{{"type", "text"}, {"text", "what is wrong here?"}}, image_block(present),
                       image_block(missing, "")};
@@ -459,7 +452,7 @@ BOOST_AUTO_TEST_CASE(images_are_placeholders_that_notice_a_missing_attachment) {
           surface(6, "tool/result",
                   {{"turn", 1}, {"step", 1}, {"callId", "r1"}, {"content", json::array{image_block(missing, "cat.png")}}, {"isError", false}}),
       },
-      {std::string(kCwd), home.path});
+      {std::string(kCwd), home.path()});
   BOOST_TEST_REQUIRE(updates.size() == 6u);
   BOOST_TEST(updates[0].at("content").at("text").as_string() ==
              "what is wrong here?\n[image shot.png (image/png, 2048 bytes)]\n[image (image/png, 2048 bytes) \u2014 attachment missing]");

@@ -1,6 +1,7 @@
 // `dsh-acp --setup` (issue 28): the key file (0600 from its creation, replaced atomically, read
 // back trimmed, removed by logout) and the hidden read on a terminal, against a real pseudo
 // terminal: what is typed is not echoed, and the terminal's echo is back afterwards.
+#include "../common/temp_dir.hpp"
 #include "server/setup_command.hpp"
 #include "support/key_file.hpp"
 
@@ -9,7 +10,6 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
-#include <random>
 #include <string>
 #include <thread>
 
@@ -23,15 +23,6 @@ namespace fs = std::filesystem;
 using namespace acp;
 
 namespace {
-
-struct TempDir {
-  TempDir() : path((fs::temp_directory_path() / ("dsh-setup-" + std::to_string(std::random_device{}()))).string()) {}
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string path;
-};
 
 // Reads the master side until `marker` arrives (what the terminal showed up to it).
 std::string shown_until(int master, const std::string& marker) {
@@ -50,20 +41,20 @@ std::string shown_until(int master, const std::string& marker) {
 BOOST_AUTO_TEST_SUITE(setup)
 
 BOOST_AUTO_TEST_CASE(the_key_file_is_private_replaced_whole_and_removable) {
-  TempDir t;
-  const std::string file = t.path + "/deep/er/deepseek-api-key";
+  acp::test::TempDir t("dsh-setup");
+  const std::string file = t.path() + "/deep/er/deepseek-api-key";
   BOOST_TEST(support::read_key_file(file).empty());
   support::write_key_file(file, "sk-one");
   struct stat st {};
   BOOST_REQUIRE(::stat(file.c_str(), &st) == 0);
   BOOST_TEST((st.st_mode & 0777) == 0600u);
-  BOOST_REQUIRE(::stat((t.path + "/deep/er").c_str(), &st) == 0);
+  BOOST_REQUIRE(::stat((t.path() + "/deep/er").c_str(), &st) == 0);
   BOOST_TEST((st.st_mode & 0777) == 0700u);
   BOOST_TEST(support::read_key_file(file) == "sk-one");
   support::write_key_file(file, "sk-two");
   BOOST_TEST(support::read_key_file(file) == "sk-two");
   // Nothing else is left beside it.
-  BOOST_TEST(std::distance(fs::directory_iterator(t.path + "/deep/er"), fs::directory_iterator()) == 1);
+  BOOST_TEST(std::distance(fs::directory_iterator(t.path() + "/deep/er"), fs::directory_iterator()) == 1);
   // Hand-edited files are read trimmed; what cannot be a key is no key.
   { std::ofstream(file) << "  sk-three \r\n"; }
   BOOST_TEST(support::read_key_file(file) == "sk-three");

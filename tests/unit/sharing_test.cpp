@@ -3,7 +3,7 @@
 // read-only, and sessions the person cannot see answering as ones that do not exist. A store with
 // people is played by PeopleStore: a real file root for the logs, owners and shared flags in memory
 // as a PostgreSQL store's sessions table keeps them. A plain file root cannot share.
-#include "engine_fixture.hpp"
+#include "handler_fixture.hpp"
 
 #include "handlers/handlers.hpp"
 #include "handlers/router.hpp"
@@ -135,44 +135,33 @@ struct PersonProcess {
   engine::Engine engine;
 };
 
-// A HandlerContext over one engine that keeps every notification.
-struct Wire {
-  Wire(engine::Engine& engine, Fixture& f)
-      : ctx{engine, f.config, f.io.get_executor(), [this](const protocol::SessionNotification& n) { sent.push_back(n); },
-            [this](std::string, std::vector<std::string> batch) -> asio::awaitable<bool> {
-              for (auto& f : batch) frames += f;
-              co_return true;
-            },
-            nullptr, {}} {}
-  std::vector<protocol::SessionNotification> sent;
-  std::string frames;  ///< replayed frames, concatenated
-  handlers::HandlerContext ctx;
-
-  /// The agent message text sent since notification `from`.
-  std::string said(std::size_t from = 0) const {
-    std::string out;
-    for (std::size_t i = from; i < sent.size(); ++i)
-      if (auto* c = std::get_if<protocol::AgentMessageChunk>(&sent[i].update))
-        if (auto* t = std::get_if<protocol::TextContent>(&c->content)) out += t->text;
-    return out;
-  }
-  /// The `shared` values of the config_option_update notifications sent since `from`.
-  std::vector<std::string> shared_updates(std::size_t from = 0) const {
-    std::vector<std::string> out;
-    for (std::size_t i = from; i < sent.size(); ++i)
-      if (auto* u = std::get_if<protocol::ConfigOptionUpdate>(&sent[i].update))
-        for (const auto& o : u->configOptions)
-          if (o.id == "shared") out.push_back(o.currentValue);
-    return out;
-  }
-  std::vector<std::string> commands() const {
-    std::vector<std::string> out;
-    for (const auto& n : sent)
-      if (auto* u = std::get_if<protocol::AvailableCommandsUpdate>(&n.update))
-        for (const auto& c : u->availableCommands) out.push_back(c.name);
-    return out;
-  }
-};
+// What a Wire's client was told: notifications so far, replayed frames, agent text, `shared`
+// values and commands of the notifications from `from` on.
+std::size_t sent(const Wire& w) { return w.channel.notes.size(); }
+std::string replayed(const Wire& w) {
+  std::string out;
+  for (const auto& f : w.channel.replayed) out += f;
+  return out;
+}
+std::string said(const Wire& w, std::size_t from = 0) {
+  std::string out;
+  for (const auto* c : w.channel.updates<protocol::AgentMessageChunk>(from))
+    if (auto* t = std::get_if<protocol::TextContent>(&c->content)) out += t->text;
+  return out;
+}
+std::vector<std::string> shared_updates(const Wire& w, std::size_t from = 0) {
+  std::vector<std::string> out;
+  for (const auto* u : w.channel.updates<protocol::ConfigOptionUpdate>(from))
+    for (const auto& o : u->configOptions)
+      if (o.id == "shared") out.push_back(o.currentValue);
+  return out;
+}
+std::vector<std::string> commands_of(const Wire& w) {
+  std::vector<std::string> out;
+  for (const auto* u : w.channel.updates<protocol::AvailableCommandsUpdate>())
+    for (const auto& c : u->availableCommands) out.push_back(c.name);
+  return out;
+}
 
 protocol::PromptRequest prompt(const std::string& id, const std::string& text) {
   return protocol::PromptRequest{id, {protocol::TextContent{text, {}, {}}}, {}};
@@ -221,24 +210,24 @@ BOOST_FIXTURE_TEST_CASE(share_and_unshare_commands_and_the_shared_option_round_t
   const std::string id = created.sessionId;
   BOOST_REQUIRE(created.configOptions);
   BOOST_TEST(option_value(*created.configOptions, "shared") == "off");
-  auto commands = w.commands();
+  auto commands = commands_of(w);
   BOOST_TEST((std::find(commands.begin(), commands.end(), "share") != commands.end()));
   BOOST_TEST((std::find(commands.begin(), commands.end(), "unshare") != commands.end()));
 
-  std::size_t from = w.sent.size();
+  std::size_t from = sent(w);
   auto answer = run(handlers::session_prompt(w.ctx, prompt(id, "/share")));
   BOOST_TEST((answer.stopReason == protocol::StopReason::end_turn));
-  BOOST_TEST(w.said(from) == "Shared: people with access to this store can now see and reference this session.");
+  BOOST_TEST(said(w, from) == "Shared: people with access to this store can now see and reference this session.");
   BOOST_TEST(directory->row(id)->shared);
-  BOOST_TEST(w.shared_updates(from) == std::vector<std::string>{"on"});
+  BOOST_TEST(shared_updates(w, from) == std::vector<std::string>{"on"});
   BOOST_TEST(provider.requests.empty(), "commands never reach the model");
   BOOST_TEST(events(*process(), id).empty(), "sharing writes no log record");
 
-  from = w.sent.size();
+  from = sent(w);
   run(handlers::session_prompt(w.ctx, prompt(id, "  /unshare  ")));
-  BOOST_TEST(w.said(from) == "No longer shared.");
+  BOOST_TEST(said(w, from) == "No longer shared.");
   BOOST_TEST(!directory->row(id)->shared);
-  BOOST_TEST(w.shared_updates(from) == std::vector<std::string>{"off"});
+  BOOST_TEST(shared_updates(w, from) == std::vector<std::string>{"off"});
 
   // The option: "on"/"off", or a boolean with type "boolean"; the answer carries the new value.
   protocol::SetSessionConfigOptionRequest on{id, "shared", json::value("on"), std::nullopt, {}};
@@ -273,17 +262,17 @@ BOOST_FIXTURE_TEST_CASE(share_on_a_file_store_says_it_cannot_and_the_turn_ends_n
   const std::string id = created.sessionId;
   BOOST_TEST(option_value(*created.configOptions, "shared") == "(none)", "no shared option where the store cannot share");
   // Nor the commands: a client shows what is advertised, and these could only answer "cannot".
-  BOOST_TEST(w.commands() == (std::vector<std::string>{"compact", "ref"}));
+  BOOST_TEST(commands_of(w) == (std::vector<std::string>{"compact", "ref"}));
 
   auto answer = run(handlers::session_prompt(w.ctx, prompt(id, "/share")));
   BOOST_TEST((answer.stopReason == protocol::StopReason::end_turn));
-  BOOST_TEST(w.said() == "Cannot share this session: sharing needs a PostgreSQL store; " + root +
+  BOOST_TEST(said(w) == "Cannot share this session: sharing needs a PostgreSQL store; " + root +
                              "/store is one person's files.");
-  std::size_t from = w.sent.size();
+  std::size_t from = sent(w);
   answer = run(handlers::session_prompt(w.ctx, prompt(id, "/unshare")));
   BOOST_TEST((answer.stopReason == protocol::StopReason::end_turn));
-  BOOST_TEST(w.said(from).starts_with("Cannot unshare this session: sharing needs a PostgreSQL store; "));
-  BOOST_TEST(w.shared_updates().empty());
+  BOOST_TEST(said(w, from).starts_with("Cannot unshare this session: sharing needs a PostgreSQL store; "));
+  BOOST_TEST(shared_updates(w).empty());
   BOOST_TEST(provider.requests.empty());
   BOOST_TEST(events(*p, id).empty(), "nothing written");
 
@@ -339,19 +328,19 @@ BOOST_FIXTURE_TEST_CASE(someone_elses_shared_session_loads_read_only_and_prompts
   PersonProcess alice(*this, directory, "alice");
   Wire w(alice.engine, *this);
   auto loaded = run(handlers::session_load(w.ctx, load_request(id, root)));
-  BOOST_TEST(w.frames.find("bob's question") != std::string::npos, "the history is replayed");
+  BOOST_TEST(replayed(w).find("bob's question") != std::string::npos, "the history is replayed");
   BOOST_TEST(option_value(*loaded.configOptions, "shared") == "(none)", "not hers to share");
-  BOOST_TEST(w.commands() == (std::vector<std::string>{"compact", "ref"}), "nor /share and /unshare");
+  BOOST_TEST(commands_of(w) == (std::vector<std::string>{"compact", "ref"}), "nor /share and /unshare");
 
   const std::string refusal = "Invalid params: /sessionId: session " + id + " belongs to bob and is read-only here";
   for (const char* text : {"a question of alice's", "/compact", "/share", "/unshare"}) {
     BOOST_TEST_CONTEXT(text) {
-      const std::size_t from = w.sent.size();
+      const std::size_t from = sent(w);
       auto e = rpc_error_of([&] { run(handlers::session_prompt(w.ctx, prompt(id, text))); });
       BOOST_TEST(e.code() == -32602);
       BOOST_TEST(e.message() == refusal);
       BOOST_TEST(data_of(e) == R"({"path":"/sessionId"})");
-      BOOST_TEST(w.sent.size() == from, "nothing sent before the refusal");
+      BOOST_TEST(sent(w) == from, "nothing sent before the refusal");
     }
   }
   // The mention of another session is not even prepared: refused before anything is read.
@@ -370,10 +359,10 @@ BOOST_FIXTURE_TEST_CASE(someone_elses_shared_session_loads_read_only_and_prompts
   BOOST_TEST(directory->row(id)->shared);
 
   // Reading commands still answer in it.
-  const std::size_t from = w.sent.size();
+  const std::size_t from = sent(w);
   auto answer = run(handlers::session_prompt(w.ctx, prompt(id, "/ref")));
   BOOST_TEST((answer.stopReason == protocol::StopReason::end_turn));
-  BOOST_TEST(w.said(from).find(other) != std::string::npos);
+  BOOST_TEST(said(w, from).find(other) != std::string::npos);
 }
 
 BOOST_FIXTURE_TEST_CASE(sessions_the_person_cannot_see_answer_as_sessions_that_do_not_exist, Fixture) {
@@ -416,7 +405,7 @@ BOOST_FIXTURE_TEST_CASE(sessions_the_person_cannot_see_answer_as_sessions_that_d
   BOOST_TEST(directory->row(hidden).has_value(), "and still stored");
   auto candidates = run(handlers::session_prompt(w.ctx, prompt(id, "/ref")));
   (void)candidates;
-  BOOST_TEST(w.said().find(hidden) == std::string::npos, "/ref does not offer it");
+  BOOST_TEST(said(w).find(hidden) == std::string::npos, "/ref does not offer it");
   BOOST_TEST(events(*process(), hidden).size() > 0u, "bob's session is still there");
 }
 

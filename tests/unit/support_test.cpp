@@ -1,4 +1,5 @@
 // src/support: the one implementation of each small shared helper.
+#include "../common/temp_dir.hpp"
 #include "support/background_threads.hpp"
 #include "support/hex.hpp"
 #include "support/iso_time.hpp"
@@ -173,16 +174,13 @@ BOOST_AUTO_TEST_SUITE_END()
 BOOST_AUTO_TEST_SUITE(support_log)
 
 BOOST_AUTO_TEST_CASE(log_lines_are_text) {
-  std::string dir_template = "/tmp/dsh-log-XXXXXX";
-  const std::string dir = ::mkdtemp(dir_template.data());
-  const std::string path = dir + "/x.log";
+  acp::test::TempDir dir("dsh-log");
+  const std::string path = dir / "x.log";
   BOOST_REQUIRE(acp::log::init(path, acp::log::Level::info) >= 0);
   acp::log::warn("MCP server \"s\" failed; its stderr ends with: A\xFF" "B\nnext");
   std::ifstream in(path, std::ios::binary);
   std::stringstream text;
   text << in.rdbuf();
-  std::remove(path.c_str());
-  ::rmdir(dir.c_str());
   const std::string line = text.str();
   BOOST_TEST(valid_utf8(line), line);
   BOOST_TEST(line.find("ends with: A\xEF\xBF\xBD" "B next\n") != std::string::npos, line);
@@ -215,8 +213,8 @@ BOOST_AUTO_TEST_CASE(absolute_paths_start_with_a_slash) {
 }
 
 BOOST_AUTO_TEST_CASE(make_dirs_creates_every_missing_level_with_the_mode) {
-  char tmpl[] = "/tmp/dsh-support-XXXXXX";
-  const std::string base = ::mkdtemp(tmpl);
+  acp::test::TempDir tmp("dsh-support");
+  const std::string& base = tmp.path();
   const std::string deep = base + "/a/b/c";
   BOOST_TEST(make_dirs(deep, 0700));
   BOOST_TEST(make_dirs(deep, 0700));  // existing: still success
@@ -227,7 +225,6 @@ BOOST_AUTO_TEST_CASE(make_dirs_creates_every_missing_level_with_the_mode) {
   BOOST_TEST(make_parent_dirs(base + "/p/q/file.log", 0700));
   BOOST_TEST(::stat((base + "/p/q").c_str(), &st) == 0);
   BOOST_TEST(!make_dirs("", 0700));
-  std::system(("rm -rf '" + base + "'").c_str());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,7 +1,7 @@
 // The 32 KiB frame promise (docs/decisions.md#update-frames) through the handlers that write session/update frames:
 // live text deltas (session/prompt) and replay (session/load), for text whose JSON escaping is many
 // times its size. Plus the small session/list and session/cancel rules.
-#include "engine_fixture.hpp"
+#include "handler_fixture.hpp"
 
 #include "handlers/handlers.hpp"
 #include "handlers/message_id.hpp"
@@ -51,24 +51,6 @@ std::pair<std::string, std::string> chunk_of(const std::string& frame) {
   if (kind != "user_message_chunk" && kind != "agent_message_chunk" && kind != "agent_thought_chunk") return {kind, ""};
   return {kind, std::string(update.at("content").at("text").as_string())};
 }
-
-asio::awaitable<bool> keep(std::vector<std::string>* all, std::vector<std::string> frames) {
-  for (auto& frame : frames) all->push_back(std::move(frame));
-  co_return true;
-}
-
-// A handler context over a fixture process that records every frame it is given, serialised.
-struct Frames {
-  explicit Frames(Process& p, Fixture& f)
-      : ctx{p.engine, f.config, f.io.get_executor(),
-            [this](const protocol::SessionNotification& note) {
-              all.push_back(handlers::notification_frame(note));  // as the connection does
-            },
-            [this](std::string, std::vector<std::string> frames) { return keep(&all, std::move(frames)); }, nullptr,
-            [this](const std::string&, std::string frame) { all.push_back(std::move(frame)); }} {}
-  std::vector<std::string> all;
-  handlers::HandlerContext ctx;
-};
 
 } // namespace
 
@@ -161,18 +143,18 @@ BOOST_AUTO_TEST_CASE(live_and_replayed_frames_stay_within_32_kib) {
   std::vector<std::string> prompts, answers;
   {
     auto p = f.process();
-    Frames out(*p, f);
+    Wire out(*p, f);
     session_id = f.run(handlers::session_new(out.ctx, protocol::NewSessionRequest{"/work/frames", {}, {}, {}})).sessionId;
     for (const auto& [name, text] : texts) {
       // The model answers with the text in one delta and with a short one around it.
       f.provider.answer = {"<", text, ">"};
-      out.all.clear();
+      out.channel.frames.clear();
       prompts.push_back(name + ": " + text);  // visible text: a prompt of controls only is refused
       auto r = f.run(handlers::session_prompt(
           out.ctx, protocol::PromptRequest{session_id, {protocol::TextContent{prompts.back(), {}, {}}}, {}}));
       BOOST_TEST((r.stopReason == protocol::StopReason::end_turn));
       std::string answer;
-      for (const auto& frame : out.all) {
+      for (const auto& frame : out.channel.frames) {
         BOOST_TEST(frame.size() <= kMaxNotificationBytes, name << ": a live frame of " << frame.size() << " bytes");
         if (auto [kind, chunk] = chunk_of(frame); kind == "agent_message_chunk") answer += chunk;
       }
@@ -181,12 +163,12 @@ BOOST_AUTO_TEST_CASE(live_and_replayed_frames_stay_within_32_kib) {
     }
   }
   auto p = f.process();
-  Frames out(*p, f);
+  Wire out(*p, f);
   f.run(handlers::session_load(out.ctx, protocol::LoadSessionRequest{session_id, "/work/frames", {}, {}, {}}));
   // The user messages and answers in order: runs of user chunks, runs of agent chunks.
   std::vector<std::string> users, agents;
   std::string last_kind;
-  for (const auto& frame : out.all) {
+  for (const auto& frame : out.channel.frames) {
     BOOST_TEST(frame.size() <= kMaxNotificationBytes, "a replayed frame of " << frame.size() << " bytes");
     json::value v = json::parse(frame);
     const auto& update = v.at("params").at("update").as_object();
@@ -344,7 +326,7 @@ BOOST_AUTO_TEST_CASE(a_template_without_its_placeholder_is_none) {
 BOOST_AUTO_TEST_CASE(session_list_refuses_a_cwd_filter_that_new_refuses) {
   Fixture f;
   auto p = f.process();
-  Frames out(*p, f);
+  Wire out(*p, f);
   for (const char* cwd : {"relative", "/a\nb", "/a\rb"}) {
     try {
       f.run(handlers::session_list(out.ctx, protocol::ListSessionsRequest{std::string(cwd), {}, {}}));
@@ -366,7 +348,7 @@ BOOST_AUTO_TEST_CASE(session_list_refuses_a_cwd_filter_that_new_refuses) {
 BOOST_AUTO_TEST_CASE(session_cancel_as_a_request_names_an_unknown_session) {
   Fixture f;
   auto p = f.process();
-  Frames out(*p, f);
+  Wire out(*p, f);
   try {
     f.run(handlers::session_cancel_request(out.ctx, protocol::CancelNotification{"nope", {}}));
     BOOST_FAIL("answered");

@@ -1,7 +1,7 @@
 // Tool cards through the handlers (issue 28): session/prompt with a client that has a terminal and
 // answers permission questions, then session/load of the same session in a new process. What the
 // client sees live and what a reload shows, compared card by card.
-#include "engine_fixture.hpp"
+#include "handler_fixture.hpp"
 
 #include "handlers/handlers.hpp"
 #include "handlers/text_chunks.hpp"
@@ -37,28 +37,13 @@ struct Client {
   }
 };
 
-asio::awaitable<bool> keep(std::vector<std::string>* all, std::vector<std::string> frames) {
-  for (auto& frame : frames) all->push_back(std::move(frame));
-  co_return true;
+// `client` answers the requests of `out`, offering terminals or not.
+void connect(Wire& out, Client& client, bool terminal = true) {
+  auto answer = [&client](std::string method, json::value params) {
+    return client.call(std::move(method), std::move(params));
+  };
+  out.with_client(answer, json::object{{"terminal", terminal}});
 }
-
-// A handler context over a fixture process that records every frame written; `client` (if any)
-// answers our requests, with the terminal capability.
-struct Frames {
-  Frames(Process& p, Fixture& f, Client* client = nullptr, bool terminal = true)
-      : ctx{p.engine, f.config, f.io.get_executor(),
-            [this](const protocol::SessionNotification& note) { all.push_back(handlers::notification_frame(note)); },
-            [this](std::string, std::vector<std::string> frames) { return keep(&all, std::move(frames)); }, nullptr,
-            [this](const std::string&, std::string frame) { all.push_back(std::move(frame)); }} {
-    if (!client) return;
-    ctx.call_client = [client](std::string, std::string method, json::value params) {
-      return client->call(std::move(method), std::move(params));
-    };
-    ctx.client_capabilities = json::object{{"terminal", terminal}};
-  }
-  std::vector<std::string> all;
-  handlers::HandlerContext ctx;
-};
 
 // One tool card as the frames built it: every update in order, and the fields merged (the last
 // value of each winning: what a client shows once the call is over).
@@ -92,13 +77,13 @@ struct Session {
   std::string cwd;
 };
 
-Session new_session(Fixture& f, Frames& out) {
+Session new_session(Fixture& f, Wire& out) {
   const std::string cwd = f.root + "/work";
   fs::create_directories(cwd);
   return {f.run(handlers::session_new(out.ctx, protocol::NewSessionRequest{cwd, {}, {}, {}})).sessionId, cwd};
 }
 
-void prompt(Fixture& f, Frames& out, const Session& s, std::vector<llm::ToolCall> calls) {
+void prompt(Fixture& f, Wire& out, const Session& s, std::vector<llm::ToolCall> calls) {
   f.provider.tool_steps.push_back(std::move(calls));
   auto r = f.run(handlers::session_prompt(out.ctx, protocol::PromptRequest{s.id, {protocol::TextContent{"go", {}, {}}}, {}}));
   BOOST_TEST((r.stopReason == protocol::StopReason::end_turn));
@@ -114,19 +99,20 @@ struct LiveTurn {
 LiveTurn live_turn(Fixture& f, Client& client, std::vector<llm::ToolCall> calls,
                    const std::vector<std::pair<std::string, std::string>>& files = {}, bool terminal = true) {
   auto p = f.process();
-  Frames out(*p, f, &client, terminal);
+  Wire out(*p, f);
+  connect(out, client, terminal);
   LiveTurn t{new_session(f, out), {}};
   for (const auto& [name, text] : files) std::ofstream(t.session.cwd + "/" + name) << text;
   prompt(f, out, t.session, std::move(calls));
-  t.cards = cards_of(out.all);
+  t.cards = cards_of(out.channel.frames);
   return t;
 }
 
 std::vector<std::string> reload(Fixture& f, const Session& s) {
   auto p = f.process();
-  Frames out(*p, f);
+  Wire out(*p, f);
   f.run(handlers::session_load(out.ctx, protocol::LoadSessionRequest{s.id, s.cwd, {}, {}, {}}));
-  return out.all;
+  return out.channel.frames;
 }
 
 } // namespace
@@ -187,10 +173,11 @@ BOOST_AUTO_TEST_CASE(a_command_that_exits_zero_completes_with_its_terminal) {
   Client client;
   client.exit_status = json::object{{"exitCode", 0}, {"signal", nullptr}};
   auto p = f.process();
-  Frames out(*p, f, &client);
+  Wire out(*p, f);
+  connect(out, client);
   Session s = new_session(f, out);
   prompt(f, out, s, {llm::ToolCall{"b1", "bash", R"({"command":"true"})"}});
-  auto cards = cards_of(out.all);
+  auto cards = cards_of(out.channel.frames);
   const json::object& last = cards["b1"].updates.back();
   BOOST_TEST(last.at("status").as_string() == "completed");
   BOOST_TEST(last.at("content") == (json::array{json::object{{"type", "terminal"}, {"terminalId", "term-1"}},

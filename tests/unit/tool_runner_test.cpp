@@ -1,5 +1,6 @@
 // The tool runner: arguments checked, paths confined, work done in the server (real files and
 // processes) or through the editor (a scripted client holding unsaved buffers and terminals).
+#include "../common/temp_dir.hpp"
 #include "engine/tool_runner.hpp"
 #include "support/utf8.hpp"
 #include "run_coroutine.hpp"
@@ -37,15 +38,8 @@ using engine::ToolOutcome;
 namespace {
 
 struct Dir {
-  fs::path root;
-  Dir() {
-    std::string t = (fs::temp_directory_path() / "dsh-runner-XXXXXX").string();
-    root = fs::canonical(::mkdtemp(t.data()));
-  }
-  ~Dir() {
-    std::error_code ec;
-    fs::remove_all(root, ec);
-  }
+  acp::test::TempDir tmp{"dsh-runner"};
+  fs::path root{tmp.path()};
   void put(const std::string& rel, const std::string& text) const {
     fs::create_directories((root / rel).parent_path());
     std::ofstream(root / rel, std::ios::binary) << text;

@@ -1,5 +1,6 @@
 // The tools' server-side parts on real files: confinement to the session's roots, the read window,
 // edits and atomic writes, glob patterns, and the glob and grep walks.
+#include "../common/temp_dir.hpp"
 #include "tools/catalog.hpp"
 #include "tools/command.hpp"
 #include "tools/output_cap.hpp"
@@ -35,17 +36,11 @@ using namespace acp::tools;
 namespace {
 
 struct Scratch {
-  fs::path dir;
+  acp::test::TempDir tmp{"dsh-tools"};
+  fs::path dir{tmp.path()};
   Scratch() {
-    std::string tmpl = (fs::temp_directory_path() / "dsh-tools-XXXXXX").string();
-    dir = ::mkdtemp(tmpl.data());
-    dir = fs::canonical(dir);
     fs::create_directories(dir / "work");
     fs::create_directories(dir / "outside");
-  }
-  ~Scratch() {
-    std::error_code ec;
-    fs::remove_all(dir, ec);
   }
   std::string work() const { return (dir / "work").string(); }
   std::string outside() const { return (dir / "outside").string(); }
