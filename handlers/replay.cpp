@@ -74,6 +74,19 @@ PlanEntryStatus plan_status(std::string_view s) {
   return PlanEntryStatus::pending;
 }
 
+Plan todo_plan(const json::object& data) {
+  Plan plan;
+  if (const auto* todos = data.if_contains("todos"); todos && todos->is_array()) {
+    for (const auto& t : todos->get_array()) {
+      const auto* todo = t.if_object();
+      if (!todo) continue;
+      plan.entries.push_back(PlanEntry{std::string(string_at(*todo, "content")), PlanEntryPriority::medium,
+                                       plan_status(string_at(*todo, "status"))});
+    }
+  }
+  return plan;
+}
+
 } // namespace
 
 const std::string& Replayer::block_id(std::string_view kind, std::int64_t turn, std::int64_t step, std::int64_t block) {
@@ -214,7 +227,7 @@ std::int64_t num_member(const json::object& o, std::size_t hint, std::string_vie
 } // namespace
 
 std::size_t Replayer::plain_chunk(const json::object& event, std::string_view& text, std::string_view& message_id) {
-  // The same decisions as on_event's assistant/chunk branch, in the same order. Positions as
+  // The same decisions as on_chunk (on_event's assistant/chunk branch), in the same order. Positions as
   // written: {type, seq, time, data{turn, step, chunk{type, index, text}}}.
   if (string_member(event, 0, "type") != "assistant/chunk") return 0;
   const json::object* data = object_member(event, 3, "data");
@@ -245,127 +258,139 @@ void Replayer::on_event(const json::object& event, std::vector<SessionUpdate>& o
   if (!data) return;
 
   if (type == "user/message" || type == "steering/message") {
-    const json::object* source = object_at(*data, "source");
-    if (!source) return;
-    if (type == "user/message" && is_reference_source(*source)) {
-      // The 0.1.1 harness writes the recall right after its direct message: the card goes there.
-      if (after_direct_message && string_at(*source, "form") == "recall") {
-        out.push_back(reference_card(num(event, "seq"), *source));
-        return;
-      }
-      // The recall tool logs its snapshots after the step's tool results.
-      if (after_tool_result) {
-        out.push_back(reference_card(num(event, "seq"), *source));
-        after_tool_result_ = true;
-        return;
-      }
-      // Its own storage: not the snapshot line's arena, which holds the whole snapshot text.
-      pending_card_.emplace(num(event, "seq"), json::object(*source, json::storage_ptr()));
-      return;
-    }
-    if (type == "user/message" && is_checkpoint_source(*source)) {
-      out.push_back(compaction_card(event, compact_events_));
-      return;
-    }
-    if (string_at(*source, "kind") != "user") return;  // injected context is never shown as user text
-    if (const auto* content = data->if_contains("content")) user_content(*content, seq_id("user", num(event, "seq")), out);
-    if (pending_card_) {
-      out.push_back(reference_card(pending_card_->first, pending_card_->second));
-      pending_card_.reset();
-    }
-    after_direct_message_ = true;
+    on_message(type, event, *data, after_direct_message, after_tool_result, out);
   } else if (type == "assistant/chunk") {
-    const json::object* chunk = object_at(*data, "chunk");
-    if (!chunk) return;
-    std::string_view kind = string_at(*chunk, "type");
-    std::string text(string_at(*chunk, "text"));
-    if (text.empty()) return;
-    const std::pair<std::int64_t, std::int64_t> step{num(*data, "turn"), num(*data, "step")};
-    const std::int64_t block = num(*chunk, "index");
-    if (kind == "text-delta") out.push_back(agent_text(std::move(text), block_id("text", step.first, step.second, block)));
-    else if (kind == "reasoning-delta")
-      out.push_back(AgentThoughtChunk{text_block(std::move(text)), block_id("reasoning", step.first, step.second, block), {}});
-    else return;
-    if (last_step_with_chunks_ != step) {
-      steps_with_chunks_.insert(step);
-      last_step_with_chunks_ = step;
-    }
+    on_chunk(*data, out);
   } else if (type == "assistant/message") {
-    const std::int64_t turn = num(*data, "turn"), step = num(*data, "step");
-    bool streamed = steps_with_chunks_.count({turn, step}) > 0;
-    const auto* content = data->if_contains("content");
-    if (!content || !content->is_array()) return;
-    // A block's place is its position, the index its chunks carried when it streamed.
-    std::int64_t position = -1;
-    for (const auto& b : content->get_array()) {
-      ++position;
-      const auto* block = b.if_object();
-      if (!block) continue;
-      std::string_view kind = string_at(*block, "type");
-      if (kind == "text" && !streamed && !string_at(*block, "text").empty()) {
-        out.push_back(agent_text(std::string(string_at(*block, "text")), block_id("text", turn, step, position)));
-      } else if (kind == "reasoning" && !streamed && !string_at(*block, "text").empty()) {
-        out.push_back(AgentThoughtChunk{text_block(std::string(string_at(*block, "text"))),
-                                        block_id("reasoning", turn, step, position), {}});
-      } else if (kind == "image") {
-        // Chunks never carry images: shown whether or not the step streamed.
-        out.push_back(agent_text("\n" + image_placeholder(*block, places_.harness_home) + "\n",
-                                 block_id("image", turn, step, position)));
-      } else if (kind == "tool-call") {
-        show_call(std::string(string_at(*block, "id")), string_at(*block, "name"), block->if_contains("arguments"), out);
-      }
-    }
+    on_assistant_message(*data, out);
   } else if (type == "tool/call") {
     show_call(std::string(string_at(*data, "callId")), string_at(*data, "name"), data->if_contains("arguments"), out);
   } else if (type == "tool/result") {
-    // A replacement (a prune's placeholder for old output) changes what the model is sent, not what
-    // happened: the card keeps the output it showed.
-    if (const auto* op = event.if_contains("surfaceOp"); op && op->is_object()) return;
-    std::string id(string_at(*data, "callId"));
-    if (id.empty()) return;
-    if (tool_calls_shown_.insert(id).second) {
-      // A result whose call was never shown still needs its card to attach to.
-      out.push_back(tool_call_card(id, {}, json::value(), places_.cwd));
-    }
-    out.push_back(result_update(*data, std::move(id)));
-    after_tool_result_ = true;
+    on_tool_result(event, *data, out);
   } else if (type == "compact/start" || type == "compact/summary") {
     compact_events_.insert(num(event, "seq"));
   } else if (type == "todo/write") {
-    Plan plan;
-    if (const auto* todos = data->if_contains("todos"); todos && todos->is_array()) {
-      for (const auto& t : todos->get_array()) {
-        const auto* todo = t.if_object();
-        if (!todo) continue;
-        plan.entries.push_back(PlanEntry{std::string(string_at(*todo, "content")), PlanEntryPriority::medium,
-                                         plan_status(string_at(*todo, "status"))});
-      }
-    }
-    out.push_back(std::move(plan));
+    out.push_back(todo_plan(*data));
   } else if (type == "session/title") {
     SessionInfoUpdate info;
     info.title = std::string(string_at(*data, "title"));
     out.push_back(std::move(info));
   } else if (type == "turn/end") {
-    const json::object* reason = object_at(*data, "reason");
-    std::string_view kind = reason ? string_at(*reason, "kind") : std::string_view();
-    if (kind == "error") {
-      std::string message(string_at(*reason, "message"));
-      if (message.empty()) {
-        if (const json::object* failure = object_at(*reason, "failure")) message = std::string(string_at(*failure, "message"));
-      }
-      out.push_back(agent_text("\n\n[The turn failed" + (message.empty() ? std::string(".]") : ": " + message + "]"),
-                               seq_id("note", num(event, "seq"))));
-    } else if (kind == "interrupted") {
-      out.push_back(agent_text("\n\n[The turn was interrupted before it finished.]", seq_id("note", num(event, "seq"))));
-    }
-    // Calls and steps never span turns (repair closes a turn's calls before its turn/end).
-    steps_with_chunks_.clear();
-    last_step_with_chunks_.reset();
-    tool_calls_shown_.clear();
-    pending_changes_.clear();
-    terminals_.clear();
+    on_turn_end(event, *data, out);
   }
+}
+
+void Replayer::on_message(std::string_view type, const json::object& event, const json::object& data,
+                          bool after_direct_message, bool after_tool_result, std::vector<SessionUpdate>& out) {
+  const json::object* source = object_at(data, "source");
+  if (!source) return;
+  if (type == "user/message" && is_reference_source(*source)) {
+    // The 0.1.1 harness writes the recall right after its direct message: the card goes there.
+    if (after_direct_message && string_at(*source, "form") == "recall") {
+      out.push_back(reference_card(num(event, "seq"), *source));
+      return;
+    }
+    // The recall tool logs its snapshots after the step's tool results.
+    if (after_tool_result) {
+      out.push_back(reference_card(num(event, "seq"), *source));
+      after_tool_result_ = true;
+      return;
+    }
+    // Its own storage: not the snapshot line's arena, which holds the whole snapshot text.
+    pending_card_.emplace(num(event, "seq"), json::object(*source, json::storage_ptr()));
+    return;
+  }
+  if (type == "user/message" && is_checkpoint_source(*source)) {
+    out.push_back(compaction_card(event, compact_events_));
+    return;
+  }
+  if (string_at(*source, "kind") != "user") return;  // injected context is never shown as user text
+  if (const auto* content = data.if_contains("content")) user_content(*content, seq_id("user", num(event, "seq")), out);
+  if (pending_card_) {
+    out.push_back(reference_card(pending_card_->first, pending_card_->second));
+    pending_card_.reset();
+  }
+  after_direct_message_ = true;
+}
+
+void Replayer::on_chunk(const json::object& data, std::vector<SessionUpdate>& out) {
+  const json::object* chunk = object_at(data, "chunk");
+  if (!chunk) return;
+  std::string_view kind = string_at(*chunk, "type");
+  std::string text(string_at(*chunk, "text"));
+  if (text.empty()) return;
+  const std::pair<std::int64_t, std::int64_t> step{num(data, "turn"), num(data, "step")};
+  const std::int64_t block = num(*chunk, "index");
+  if (kind == "text-delta") out.push_back(agent_text(std::move(text), block_id("text", step.first, step.second, block)));
+  else if (kind == "reasoning-delta")
+    out.push_back(AgentThoughtChunk{text_block(std::move(text)), block_id("reasoning", step.first, step.second, block), {}});
+  else return;
+  if (last_step_with_chunks_ != step) {
+    steps_with_chunks_.insert(step);
+    last_step_with_chunks_ = step;
+  }
+}
+
+void Replayer::on_assistant_message(const json::object& data, std::vector<SessionUpdate>& out) {
+  const std::int64_t turn = num(data, "turn"), step = num(data, "step");
+  bool streamed = steps_with_chunks_.count({turn, step}) > 0;
+  const auto* content = data.if_contains("content");
+  if (!content || !content->is_array()) return;
+  // A block's place is its position, the index its chunks carried when it streamed.
+  std::int64_t position = -1;
+  for (const auto& b : content->get_array()) {
+    ++position;
+    const auto* block = b.if_object();
+    if (!block) continue;
+    std::string_view kind = string_at(*block, "type");
+    if (kind == "text" && !streamed && !string_at(*block, "text").empty()) {
+      out.push_back(agent_text(std::string(string_at(*block, "text")), block_id("text", turn, step, position)));
+    } else if (kind == "reasoning" && !streamed && !string_at(*block, "text").empty()) {
+      out.push_back(AgentThoughtChunk{text_block(std::string(string_at(*block, "text"))),
+                                      block_id("reasoning", turn, step, position), {}});
+    } else if (kind == "image") {
+      // Chunks never carry images: shown whether or not the step streamed.
+      out.push_back(agent_text("\n" + image_placeholder(*block, places_.harness_home) + "\n",
+                               block_id("image", turn, step, position)));
+    } else if (kind == "tool-call") {
+      show_call(std::string(string_at(*block, "id")), string_at(*block, "name"), block->if_contains("arguments"), out);
+    }
+  }
+}
+
+void Replayer::on_tool_result(const json::object& event, const json::object& data, std::vector<SessionUpdate>& out) {
+  // A replacement (a prune's placeholder for old output) changes what the model is sent, not what
+  // happened: the card keeps the output it showed.
+  if (const auto* op = event.if_contains("surfaceOp"); op && op->is_object()) return;
+  std::string id(string_at(data, "callId"));
+  if (id.empty()) return;
+  if (tool_calls_shown_.insert(id).second) {
+    // A result whose call was never shown still needs its card to attach to.
+    out.push_back(tool_call_card(id, {}, json::value(), places_.cwd));
+  }
+  out.push_back(result_update(data, std::move(id)));
+  after_tool_result_ = true;
+}
+
+void Replayer::on_turn_end(const json::object& event, const json::object& data, std::vector<SessionUpdate>& out) {
+  const json::object* reason = object_at(data, "reason");
+  std::string_view kind = reason ? string_at(*reason, "kind") : std::string_view();
+  if (kind == "error") {
+    std::string message(string_at(*reason, "message"));
+    if (message.empty()) {
+      if (const json::object* failure = object_at(*reason, "failure")) message = std::string(string_at(*failure, "message"));
+    }
+    out.push_back(agent_text("\n\n[The turn failed" + (message.empty() ? std::string(".]") : ": " + message + "]"),
+                             seq_id("note", num(event, "seq"))));
+  } else if (kind == "interrupted") {
+    out.push_back(agent_text("\n\n[The turn was interrupted before it finished.]", seq_id("note", num(event, "seq"))));
+  }
+  // Calls and steps never span turns (repair closes a turn's calls before its turn/end).
+  steps_with_chunks_.clear();
+  last_step_with_chunks_.reset();
+  tool_calls_shown_.clear();
+  pending_changes_.clear();
+  terminals_.clear();
 }
 
 } // namespace acp::handlers

@@ -59,6 +59,15 @@ public:
   void attach_terminal(std::string id, std::string terminal_id);
 
 private:
+  // One kind of event each (on_event dispatches on the type).
+  void on_message(std::string_view type, const boost::json::object& event, const boost::json::object& data,
+                  bool after_direct_message, bool after_tool_result, std::vector<protocol::SessionUpdate>& out);
+  void on_chunk(const boost::json::object& data, std::vector<protocol::SessionUpdate>& out);
+  void on_assistant_message(const boost::json::object& data, std::vector<protocol::SessionUpdate>& out);
+  void on_tool_result(const boost::json::object& event, const boost::json::object& data,
+                      std::vector<protocol::SessionUpdate>& out);
+  void on_turn_end(const boost::json::object& event, const boost::json::object& data,
+                   std::vector<protocol::SessionUpdate>& out);
   void show_call(std::string id, std::string_view name, const boost::json::value* arguments,
                  std::vector<protocol::SessionUpdate>& out);
   protocol::ToolCallUpdate result_update(const boost::json::object& data, std::string id);

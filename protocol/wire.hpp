@@ -175,6 +175,70 @@ template <class Variant> void decode_variant(const boost::json::value& in, Varia
   path.pop();
 }
 
+template <class T> void decode_integer(const boost::json::value& in, T& out, Path& path) {
+  static_assert(sizeof(T) < sizeof(std::int64_t) || std::is_signed_v<T>, "read through int64");
+  constexpr auto lo = static_cast<std::int64_t>(std::numeric_limits<T>::min());
+  constexpr auto hi = static_cast<std::int64_t>(std::numeric_limits<T>::max());
+  if (auto n = support::json_integer(in, lo, hi)) out = static_cast<T>(*n);
+  else if (in.is_int64()) path.fail("integer out of range");
+  else fail_type(path, "integer", in);
+}
+
+template <class T> void decode_enum(const boost::json::value& in, T& out, Path& path) {
+  if (!in.is_string()) fail_type(path, "string", in);
+  std::string_view s = in.get_string();
+  bool found = false;
+  boost::mp11::mp_for_each<boost::describe::describe_enumerators<T>>([&](auto d) {
+    if (!found && wire_name(d.name) == s) {
+      out = d.value;
+      found = true;
+    }
+  });
+  if (!found) path.fail("unknown value '" + std::string(s) + "'");
+}
+
+template <class T> void decode_vector(const boost::json::value& in, T& out, Path& path) {
+  const auto* arr = in.if_array();
+  if (!arr) fail_type(path, "array", in);
+  out.clear();
+  out.reserve(arr->size());
+  for (std::size_t i = 0; i < arr->size(); ++i) {
+    path.push(i);
+    typename T::value_type e{};
+    decode_into((*arr)[i], e, path);
+    out.push_back(std::move(e));
+    path.pop();
+  }
+}
+
+template <class T> void decode_string_map(const boost::json::value& in, T& out, Path& path) {
+  const auto* obj = in.if_object();
+  if (!obj) fail_type(path, "object", in);
+  out.clear();
+  for (const auto& kv : *obj) {
+    path.push(kv.key());
+    decode_into(kv.value(), out[std::string(kv.key())], path);
+    path.pop();
+  }
+}
+
+template <class T> void decode_struct(const boost::json::value& in, T& out, Path& path) {
+  const auto* obj = in.if_object();
+  if (!obj) fail_type(path, "object", in);
+  boost::mp11::mp_for_each<boost::describe::describe_members<T, boost::describe::mod_any_access>>([&](auto d) {
+    auto& member = out.*d.pointer;
+    using M = std::remove_cvref_t<decltype(member)>;
+    std::string_view key = wire_name(d.name);
+    path.push(key);
+    if (const auto* v = obj->if_contains(key)) {
+      decode_into(*v, member, path);
+    } else if constexpr (!is_optional<M>::value) {
+      path.fail("missing required field");
+    }
+    path.pop();
+  });
+}
+
 template <class T> void decode_into(const boost::json::value& in, T& out, Path& path) {
   if constexpr (std::is_same_v<T, boost::json::value>) {
     out = in;
@@ -191,26 +255,12 @@ template <class T> void decode_into(const boost::json::value& in, T& out, Path& 
     if (!in.is_bool()) fail_type(path, "boolean", in);
     out = in.get_bool();
   } else if constexpr (std::is_integral_v<T>) {
-    static_assert(sizeof(T) < sizeof(std::int64_t) || std::is_signed_v<T>, "read through int64");
-    constexpr auto lo = static_cast<std::int64_t>(std::numeric_limits<T>::min());
-    constexpr auto hi = static_cast<std::int64_t>(std::numeric_limits<T>::max());
-    if (auto n = support::json_integer(in, lo, hi)) out = static_cast<T>(*n);
-    else if (in.is_int64()) path.fail("integer out of range");
-    else fail_type(path, "integer", in);
+    decode_integer(in, out, path);
   } else if constexpr (std::is_floating_point_v<T>) {
     if (!in.is_number()) fail_type(path, "number", in);
     out = static_cast<T>(in.to_number<double>());
   } else if constexpr (Enum<T>) {
-    if (!in.is_string()) fail_type(path, "string", in);
-    std::string_view s = in.get_string();
-    bool found = false;
-    boost::mp11::mp_for_each<boost::describe::describe_enumerators<T>>([&](auto d) {
-      if (!found && wire_name(d.name) == s) {
-        out = d.value;
-        found = true;
-      }
-    });
-    if (!found) path.fail("unknown value '" + std::string(s) + "'");
+    decode_enum(in, out, path);
   } else if constexpr (is_optional<T>::value) {
     if (in.is_null()) {
       out.reset();
@@ -220,43 +270,13 @@ template <class T> void decode_into(const boost::json::value& in, T& out, Path& 
       out = std::move(inner);
     }
   } else if constexpr (is_vector<T>::value) {
-    const auto* arr = in.if_array();
-    if (!arr) fail_type(path, "array", in);
-    out.clear();
-    out.reserve(arr->size());
-    for (std::size_t i = 0; i < arr->size(); ++i) {
-      path.push(i);
-      typename T::value_type e{};
-      decode_into((*arr)[i], e, path);
-      out.push_back(std::move(e));
-      path.pop();
-    }
+    decode_vector(in, out, path);
   } else if constexpr (is_string_map<T>::value) {
-    const auto* obj = in.if_object();
-    if (!obj) fail_type(path, "object", in);
-    out.clear();
-    for (const auto& kv : *obj) {
-      path.push(kv.key());
-      decode_into(kv.value(), out[std::string(kv.key())], path);
-      path.pop();
-    }
+    decode_string_map(in, out, path);
   } else if constexpr (is_variant<T>::value) {
     decode_variant(in, out, path);
   } else if constexpr (Struct<T>) {
-    const auto* obj = in.if_object();
-    if (!obj) fail_type(path, "object", in);
-    boost::mp11::mp_for_each<boost::describe::describe_members<T, boost::describe::mod_any_access>>([&](auto d) {
-      auto& member = out.*d.pointer;
-      using M = std::remove_cvref_t<decltype(member)>;
-      std::string_view key = wire_name(d.name);
-      path.push(key);
-      if (const auto* v = obj->if_contains(key)) {
-        decode_into(*v, member, path);
-      } else if constexpr (!is_optional<M>::value) {
-        path.fail("missing required field");
-      }
-      path.pop();
-    });
+    decode_struct(in, out, path);
   } else {
     static_assert(sizeof(T) == 0, "type has no wire decoding");
   }

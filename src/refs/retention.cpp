@@ -131,168 +131,179 @@ TruncatedText truncate_with_notice(std::string_view text, std::int64_t max_out, 
   return {std::move(out), best->omitted};
 }
 
-std::optional<RetainedSource> retain(const SourceHeader& header, const std::vector<ProjectedItem>& items,
-                                     std::int64_t max_bytes, WorkCounter* counter) {
-  const std::size_t n = items.size();
-  std::int64_t fixed = kDataFixedBytes + static_cast<std::int64_t>(tag_safe_json_size(header.session_id, counter)) +
-                       static_cast<std::int64_t>(tag_safe_json_size(header.label, counter)) +
-                       (header.cwd ? static_cast<std::int64_t>(tag_safe_json_size(*header.cwd, counter)) : kNullBytes) +
-                       (header.captured_through_seq ? decimal_digits(*header.captured_through_seq) : kNullBytes);
-  const bool centred = header.anchored && header.anchor_index && *header.anchor_index < n;
-  std::optional<std::int64_t> anchor_seq;
-  if (centred && items[*header.anchor_index].seq >= 0) anchor_seq = items[*header.anchor_index].seq;
-  if (header.anchored) fixed += bytes(kAnchorSeqKey) + (anchor_seq ? decimal_digits(*anchor_seq) : kNullBytes);
+namespace {
 
-  RetentionStats stats;
-  stats.original_messages = static_cast<std::int64_t>(n);
-  for (const auto& item : items) stats.compacted = stats.compacted || item.checkpoint;
+// What the choice of kept items measures against: the items, the budget, and the bytes every
+// result carries whatever it keeps (the header fields and the brackets).
+struct Budget {
+  const std::vector<ProjectedItem>& items;
+  std::int64_t fixed;
+  std::int64_t max_bytes;
+  WorkCounter* counter;
 
-  // Phase 1: choose the whole items to keep (below: centred on an anchor, or the original's rule).
-  auto measure = [&](std::size_t i) {
+  std::int64_t measure(std::size_t i) const {
     return items[i].released() ? items[i].released_size : refs::item_size(items[i].role, items[i].text, counter);
-  };
-  auto bytes_of = [&](std::size_t i) {
+  }
+  std::int64_t bytes_of(std::size_t i) const {
     return items[i].released() ? items[i].released_bytes : static_cast<std::int64_t>(items[i].text.size());
-  };
-  auto total_of = [&](std::int64_t sum, std::int64_t count) { return fixed + sum + (count > 0 ? count - 1 : 0); };
+  }
+  std::int64_t total_of(std::int64_t sum, std::int64_t count) const {
+    return fixed + sum + (count > 0 ? count - 1 : 0);
+  }
+};
+
+// The items kept so far and what the dropped ones weighed.
+struct Selection {
   std::vector<Retained> retained;
   std::int64_t items_sum = 0;
   std::int64_t count = 0;
   std::int64_t dropped_bytes = 0;
   std::int64_t dropped_count = 0;
-  if (centred) {
-    // Centred: the anchored item is the one never dropped; its neighbours join one at a time,
-    // newer first and then alternately older and newer, each side closing at the first neighbour
-    // that no longer fits. The kept items stay one contiguous run [lo, hi] around the anchor.
-    const std::size_t a = *header.anchor_index;
-    retained.push_back(Retained{a, std::nullopt, 0, measure(a) + kAnchoredBytes, kAnchoredBytes});
-    items_sum = retained.back().size;
-    count = 1;
-    std::size_t lo = a, hi = a;
-    bool newer = hi + 1 < n, older = lo > 0;
-    bool newer_turn = true;
-    while (newer || older) {
-      const bool take_newer = newer && (newer_turn || !older);
-      const std::size_t j = take_newer ? hi + 1 : lo - 1;
-      const std::int64_t size = measure(j);
-      if (total_of(items_sum + size, count + 1) > max_bytes) {
-        (take_newer ? newer : older) = false;
+
+  std::int64_t total(const Budget& budget) const { return budget.total_of(items_sum, count); }
+  std::string_view current_text(const Budget& budget, const Retained& r) const {
+    return r.truncated ? std::string_view(*r.truncated) : budget.items[r.index].text;
+  }
+};
+
+std::int64_t header_bytes(const SourceHeader& header, std::optional<std::int64_t> anchor_seq, WorkCounter* counter) {
+  std::int64_t fixed = kDataFixedBytes + static_cast<std::int64_t>(tag_safe_json_size(header.session_id, counter)) +
+                       static_cast<std::int64_t>(tag_safe_json_size(header.label, counter)) +
+                       (header.cwd ? static_cast<std::int64_t>(tag_safe_json_size(*header.cwd, counter)) : kNullBytes) +
+                       (header.captured_through_seq ? decimal_digits(*header.captured_through_seq) : kNullBytes);
+  if (header.anchored) fixed += bytes(kAnchorSeqKey) + (anchor_seq ? decimal_digits(*anchor_seq) : kNullBytes);
+  return fixed;
+}
+
+// Centred: the anchored item is the one never dropped; its neighbours join one at a time,
+// newer first and then alternately older and newer, each side closing at the first neighbour
+// that no longer fits. The kept items stay one contiguous run [lo, hi] around the anchor.
+Selection select_around_anchor(const Budget& budget, std::size_t a) {
+  const std::size_t n = budget.items.size();
+  Selection kept;
+  kept.retained.push_back(Retained{a, std::nullopt, 0, budget.measure(a) + kAnchoredBytes, kAnchoredBytes});
+  kept.items_sum = kept.retained.back().size;
+  kept.count = 1;
+  std::size_t lo = a, hi = a;
+  bool newer = hi + 1 < n, older = lo > 0;
+  bool newer_turn = true;
+  while (newer || older) {
+    const bool take_newer = newer && (newer_turn || !older);
+    const std::size_t j = take_newer ? hi + 1 : lo - 1;
+    const std::int64_t size = budget.measure(j);
+    if (budget.total_of(kept.items_sum + size, kept.count + 1) > budget.max_bytes) {
+      (take_newer ? newer : older) = false;
+    } else {
+      kept.retained.push_back(Retained{j, std::nullopt, 0, size, 0});
+      kept.items_sum += size;
+      ++kept.count;
+      if (take_newer) {
+        hi = j;
+        newer = hi + 1 < n;
       } else {
-        retained.push_back(Retained{j, std::nullopt, 0, size, 0});
-        items_sum += size;
-        ++count;
-        if (take_newer) {
-          hi = j;
-          newer = hi + 1 < n;
-        } else {
-          lo = j;
-          older = lo > 0;
-        }
+        lo = j;
+        older = lo > 0;
       }
-      newer_turn = !take_newer;
     }
-    for (std::size_t i = 0; i < n; ++i) {
-      if (i >= lo && i <= hi) continue;
-      ++dropped_count;
-      dropped_bytes += bytes_of(i);
+    newer_turn = !take_newer;
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i >= lo && i <= hi) continue;
+    ++kept.dropped_count;
+    kept.dropped_bytes += budget.bytes_of(i);
+  }
+  return kept;
+}
+
+// Without an anchor: drop whole items, oldest first, keeping checkpoints and the newest item, while the data
+// object is over budget. The original drops the first eligible item and re-measures each time. Its
+// total after dropping the first j eligible items is monotone in j, so the smallest j that fits is
+// found by walking back from the newest item: only kept items (plus one) are ever measured, and the
+// dropped prefix costs O(1) per item. Nothing here is O(items) in memory — only the kept items are
+// recorded: per-item arrays over a million-message source were fresh memory on every prepare, and
+// faulting it in cost more than the walk itself.
+Selection select_dropping_oldest(const Budget& budget) {
+  const std::size_t n = budget.items.size();
+  auto mandatory_at = [&](std::size_t i) { return budget.items[i].checkpoint || i + 1 == n; };
+  Selection kept;
+  // retained: checkpoints and the newest item first, then kept eligible items; checkpoints and the
+  // newest item are never dropped in Phase 1.
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!mandatory_at(i)) continue;
+    kept.retained.push_back(Retained{i, std::nullopt, 0, budget.measure(i), 0});
+    kept.items_sum += kept.retained.back().size;
+  }
+  kept.count = static_cast<std::int64_t>(kept.retained.size());
+  // Keep eligible items from the newest backwards while the result still fits; when even the
+  // mandatory items do not fit, all eligible items go (the original's loop ends there too). Every
+  // eligible item at or before `dropped_through` is dropped.
+  std::size_t dropped_through = n;  // n: none dropped
+  for (std::size_t i = n > 1 ? n - 1 : 0; i-- > 0;) {
+    if (mandatory_at(i)) continue;
+    const std::int64_t size = budget.measure(i);
+    if (budget.total_of(kept.items_sum + size, kept.count + 1) > budget.max_bytes) {
+      dropped_through = i;
+      break;
     }
-  } else {
-    // Without an anchor: drop whole items, oldest first, keeping checkpoints and the newest item, while the data
-    // object is over budget. The original drops the first eligible item and re-measures each time. Its
-    // total after dropping the first j eligible items is monotone in j, so the smallest j that fits is
-    // found by walking back from the newest item: only kept items (plus one) are ever measured, and the
-    // dropped prefix costs O(1) per item. Nothing here is O(items) in memory — only the kept items are
-    // recorded: per-item arrays over a million-message source were fresh memory on every prepare, and
-    // faulting it in cost more than the walk itself.
-    auto mandatory_at = [&](std::size_t i) { return items[i].checkpoint || i + 1 == n; };
-    // retained: checkpoints and the newest item first, then kept eligible items; checkpoints and the
-    // newest item are never dropped in Phase 1.
-    for (std::size_t i = 0; i < n; ++i) {
-      if (!mandatory_at(i)) continue;
-      retained.push_back(Retained{i, std::nullopt, 0, measure(i), 0});
-      items_sum += retained.back().size;
-    }
-    count = static_cast<std::int64_t>(retained.size());
-    // Keep eligible items from the newest backwards while the result still fits; when even the
-    // mandatory items do not fit, all eligible items go (the original's loop ends there too). Every
-    // eligible item at or before `dropped_through` is dropped.
-    std::size_t dropped_through = n;  // n: none dropped
-    for (std::size_t i = n > 1 ? n - 1 : 0; i-- > 0;) {
+    kept.retained.push_back(Retained{i, std::nullopt, 0, size, 0});
+    kept.items_sum += size;
+    ++kept.count;
+  }
+  if (dropped_through < n) {
+    for (std::size_t i = 0; i <= dropped_through; ++i) {
       if (mandatory_at(i)) continue;
-      const std::int64_t size = measure(i);
-      if (total_of(items_sum + size, count + 1) > max_bytes) {
-        dropped_through = i;
-        break;
-      }
-      retained.push_back(Retained{i, std::nullopt, 0, size, 0});
-      items_sum += size;
-      ++count;
-    }
-    if (dropped_through < n) {
-      for (std::size_t i = 0; i <= dropped_through; ++i) {
-        if (mandatory_at(i)) continue;
-        ++dropped_count;
-        dropped_bytes += bytes_of(i);
-      }
+      ++kept.dropped_count;
+      kept.dropped_bytes += budget.bytes_of(i);
     }
   }
-  stats.omitted_messages = dropped_count;
-  if (counter) counter->retention_steps += n;
-  auto total = [&] { return total_of(items_sum, count); };
+  return kept;
+}
 
-  std::sort(retained.begin(), retained.end(), [](const Retained& a, const Retained& b) { return a.index < b.index; });
-  for (const Retained& r : retained)
-    if (items[r.index].released()) throw std::logic_error("retention would keep an item whose text was released");
-
-  auto current_text = [&](const Retained& r) -> std::string_view {
-    return r.truncated ? std::string_view(*r.truncated) : items[r.index].text;
+// Phase 2: head/tail-truncate the longest current text (ties → lowest position) until it fits.
+// False when no truncation can make it fit.
+bool truncate_to_fit(const Budget& budget, Selection& kept) {
+  if (kept.total(budget) <= budget.max_bytes) return true;
+  const auto& items = budget.items;
+  std::vector<Retained>& retained = kept.retained;
+  struct Entry {
+    std::int64_t bytes;
+    std::size_t pos;
   };
-
-  // Phase 2: head/tail-truncate the longest current text (ties → lowest position) until it fits.
-  if (total() > max_bytes) {
-    struct Entry {
-      std::int64_t bytes;
-      std::size_t pos;
-    };
-    auto less = [](const Entry& a, const Entry& b) { return a.bytes < b.bytes || (a.bytes == b.bytes && a.pos > b.pos); };
-    std::priority_queue<Entry, std::vector<Entry>, decltype(less)> heap(less);
-    for (std::size_t pos = 0; pos < retained.size(); ++pos)
-      heap.push(Entry{static_cast<std::int64_t>(current_text(retained[pos]).size()), pos});
-    while (total() > max_bytes) {
-      // Texts only ever shrink, so an entry is current iff its length matches the current text.
-      while (!heap.empty() &&
-             heap.top().bytes != static_cast<std::int64_t>(current_text(retained[heap.top().pos]).size()))
-        heap.pop();
-      if (heap.empty()) return std::nullopt;
-      const Entry longest = heap.top();
-      if (longest.bytes == 0) return std::nullopt;
+  auto less = [](const Entry& a, const Entry& b) { return a.bytes < b.bytes || (a.bytes == b.bytes && a.pos > b.pos); };
+  std::priority_queue<Entry, std::vector<Entry>, decltype(less)> heap(less);
+  for (std::size_t pos = 0; pos < retained.size(); ++pos)
+    heap.push(Entry{static_cast<std::int64_t>(kept.current_text(budget, retained[pos]).size()), pos});
+  while (kept.total(budget) > budget.max_bytes) {
+    // Texts only ever shrink, so an entry is current iff its length matches the current text.
+    while (!heap.empty() &&
+           heap.top().bytes != static_cast<std::int64_t>(kept.current_text(budget, retained[heap.top().pos]).size()))
       heap.pop();
-      Retained& item = retained[longest.pos];
-      const std::int64_t overflow = total() - max_bytes;
-      const std::int64_t target = std::max<std::int64_t>(0, longest.bytes - overflow);
-      TruncatedText cut = truncate_with_notice(items[item.index].text, target, counter);
-      if (cut.text == current_text(item)) return std::nullopt;  // no progress possible
-      items_sum -= item.size;
-      item.size = shell_bytes(items[item.index].role) + item.extra +
-                  static_cast<std::int64_t>(tag_safe_json_size(cut.text, counter));
-      items_sum += item.size;
-      item.omitted_bytes = cut.omitted_bytes;  // replaced, not accumulated: truncation restarts from the original
-      item.truncated = std::move(cut.text);
-      if (counter) ++counter->retention_steps;
-      heap.push(Entry{static_cast<std::int64_t>(item.truncated->size()), longest.pos});
-    }
+    if (heap.empty()) return false;
+    const Entry longest = heap.top();
+    if (longest.bytes == 0) return false;
+    heap.pop();
+    Retained& item = retained[longest.pos];
+    const std::int64_t overflow = kept.total(budget) - budget.max_bytes;
+    const std::int64_t target = std::max<std::int64_t>(0, longest.bytes - overflow);
+    TruncatedText cut = truncate_with_notice(items[item.index].text, target, budget.counter);
+    if (cut.text == kept.current_text(budget, item)) return false;  // no progress possible
+    kept.items_sum -= item.size;
+    item.size = shell_bytes(items[item.index].role) + item.extra +
+                static_cast<std::int64_t>(tag_safe_json_size(cut.text, budget.counter));
+    kept.items_sum += item.size;
+    item.omitted_bytes = cut.omitted_bytes;  // replaced, not accumulated: truncation restarts from the original
+    item.truncated = std::move(cut.text);
+    if (budget.counter) ++budget.counter->retention_steps;
+    heap.push(Entry{static_cast<std::int64_t>(item.truncated->size()), longest.pos});
   }
+  return true;
+}
 
-  stats.retained_messages = static_cast<std::int64_t>(retained.size());
-  std::int64_t omitted = dropped_bytes;
-  for (const auto& r : retained) omitted += r.omitted_bytes;
-  stats.omitted_bytes = omitted;
-  stats.truncated = stats.omitted_messages > 0 || stats.omitted_bytes > 0;
-
-  // Serialize once, in the data object's key order.
-  RetainedSource out;
-  std::string& json = out.data_json;
-  json.reserve(static_cast<std::size_t>(total()));
+// Serialize once, in the data object's key order.
+std::string serialize(const SourceHeader& header, std::optional<std::int64_t> anchor_seq, const Budget& budget,
+                      const Selection& kept) {
+  std::string json;
+  json.reserve(static_cast<std::size_t>(kept.total(budget)));
   json += kOpenSessionId;
   append_tag_safe_json(json, header.session_id);
   json += kLabelKey;
@@ -309,20 +320,58 @@ std::optional<RetainedSource> retain(const SourceHeader& header, const std::vect
     json += anchor_seq ? std::to_string(*anchor_seq) : std::string(kNull);
   }
   json += kConversationKey;
-  for (std::size_t pos = 0; pos < retained.size(); ++pos) {
+  for (std::size_t pos = 0; pos < kept.retained.size(); ++pos) {
+    const Retained& r = kept.retained[pos];
     if (pos > 0) json.push_back(',');
-    json += items[retained[pos].index].role == Role::user ? kUserOpen : kAssistantOpen;
-    if (retained[pos].extra > 0) json += kAnchoredMark;
+    json += budget.items[r.index].role == Role::user ? kUserOpen : kAssistantOpen;
+    if (r.extra > 0) json += kAnchoredMark;
     json += kTextKey;
-    append_tag_safe_json(json, current_text(retained[pos]));
+    append_tag_safe_json(json, kept.current_text(budget, r));
     json.push_back('}');
   }
   json += kClose;
-  if (counter) counter->bytes_written += json.size();
+  return json;
+}
+
+} // namespace
+
+std::optional<RetainedSource> retain(const SourceHeader& header, const std::vector<ProjectedItem>& items,
+                                     std::int64_t max_bytes, WorkCounter* counter) {
+  const std::size_t n = items.size();
+  const bool centred = header.anchored && header.anchor_index && *header.anchor_index < n;
+  std::optional<std::int64_t> anchor_seq;
+  if (centred && items[*header.anchor_index].seq >= 0) anchor_seq = items[*header.anchor_index].seq;
+  const Budget budget{items, header_bytes(header, anchor_seq, counter), max_bytes, counter};
+
+  RetentionStats stats;
+  stats.original_messages = static_cast<std::int64_t>(n);
+  for (const auto& item : items) stats.compacted = stats.compacted || item.checkpoint;
+
+  // Phase 1: choose the whole items to keep (centred on an anchor, or the original's rule).
+  Selection kept = centred ? select_around_anchor(budget, *header.anchor_index) : select_dropping_oldest(budget);
+  stats.omitted_messages = kept.dropped_count;
+  if (counter) counter->retention_steps += n;
+
+  std::sort(kept.retained.begin(), kept.retained.end(),
+            [](const Retained& a, const Retained& b) { return a.index < b.index; });
+  for (const Retained& r : kept.retained)
+    if (items[r.index].released()) throw std::logic_error("retention would keep an item whose text was released");
+
+  if (!truncate_to_fit(budget, kept)) return std::nullopt;
+
+  stats.retained_messages = static_cast<std::int64_t>(kept.retained.size());
+  std::int64_t omitted = kept.dropped_bytes;
+  for (const auto& r : kept.retained) omitted += r.omitted_bytes;
+  stats.omitted_bytes = omitted;
+  stats.truncated = stats.omitted_messages > 0 || stats.omitted_bytes > 0;
+
+  RetainedSource out;
+  out.data_json = serialize(header, anchor_seq, budget, kept);
+  if (counter) counter->bytes_written += out.data_json.size();
   // The budget decisions above used the size model; a mismatch would break the budget silently.
-  if (static_cast<std::int64_t>(json.size()) != total())
-    throw std::logic_error("retention: serialized size " + std::to_string(json.size()) + " != modelled " +
-                           std::to_string(total()));
+  if (static_cast<std::int64_t>(out.data_json.size()) != kept.total(budget))
+    throw std::logic_error("retention: serialized size " + std::to_string(out.data_json.size()) + " != modelled " +
+                           std::to_string(kept.total(budget)));
   out.stats = stats;
   out.anchor_seq = anchor_seq;
   return out;

@@ -185,113 +185,143 @@ struct Diverged {
   std::string why;
 };
 
-SessionCopy copy_session(st::Backend& from, st::Backend& to, const std::string& id, std::size_t batch_bytes) {
-  SessionCopy r;
-  Text dest;
-  const bool in_dest = to.find_log(id).has_value();
-  if (in_dest) measure(to, id, dest);
-  const std::string dest_digest = in_dest ? dest.digest.value() : std::string();
-  const st::Generation g = lines_generation(from, id);
+// One session's copy: FROM's lines as they are exported, checked against what TO already holds
+// (which must be a prefix of them), the rest imported in batches, then the whole compared.
+class SessionCopier {
+public:
+  SessionCopier(st::Backend& from, st::Backend& to, const std::string& id, std::size_t batch_bytes)
+      : from_(from), to_(to), id_(id), batch_bytes_(batch_bytes), in_dest_(to.find_log(id).has_value()) {
+    if (in_dest_) measure(to_, id_, dest_);
+    dest_digest_ = in_dest_ ? dest_.digest.value() : std::string();
+    generation_ = lines_generation(from_, id_);
+    prefix_checked_ = !in_dest_;
+    // A destination holding the header alone (a session copied before its first prompt) is a prefix
+    // too, but a backend appends only to a log with events (first seq 0 creates the log): such a log is
+    // made again, header and events in one import, once FROM has events to add.
+    header_only_ = in_dest_ && dest_.events == 0;
+    created_ = in_dest_ && !header_only_;
+    next_seq_ = dest_.events;
+    r_.from_seq = dest_.events;
+  }
 
-  Text src;     // all of FROM's text
-  Text prefix;  // FROM's text up to TO's event count
-  bool prefix_checked = !in_dest;
-  // A destination holding the header alone (a session copied before its first prompt) is a prefix
-  // too, but a backend appends only to a log with events (first seq 0 creates the log): such a log is
-  // made again, header and events in one import, once FROM has events to add.
-  const bool header_only = in_dest && dest.events == 0;
-  bool created = in_dest && !header_only;
-  std::string header;
-  std::vector<std::string> batch;
-  std::uint64_t batch_size = 0;
-  std::int64_t batch_events = 0;
-  std::int64_t next_seq = dest.events;
-  r.from_seq = dest.events;
+  SessionCopy run() {
+    try {
+      from_.export_lines(
+          id_, [&](std::string_view h) { on_header(h); }, [&](std::string_view l) { on_line(l); });
+      if (!prefix_checked_)
+        throw Diverged{"the destination holds " + std::to_string(dest_.events) + " events, the source only " +
+                       std::to_string(src_.events)};
+      flush();
+    } catch (const Diverged& d) {
+      r_.outcome = Outcome::diverged;
+      r_.why = d.why;
+      return r_;
+    }
+    if (r_.events == 0 && in_dest_) {
+      r_.outcome = Outcome::complete;
+      return r_;
+    }
+    verify();
+    return r_;
+  }
 
-  auto check_prefix = [&] {
-    if (prefix.bytes != dest.bytes || prefix.digest.value() != dest_digest)
-      throw Diverged{"the destination's " + std::to_string(dest.events) + " events (" + std::to_string(dest.bytes) +
+private:
+  void check_prefix() {
+    if (prefix_.bytes != dest_.bytes || prefix_.digest.value() != dest_digest_)
+      throw Diverged{"the destination's " + std::to_string(dest_.events) + " events (" + std::to_string(dest_.bytes) +
                      " bytes) differ from the source's first ones"};
-    prefix_checked = true;
-  };
-  auto flush = [&] {
-    if (!created) {
-      if (header_only) {
-        if (batch.empty()) return;
-        to.delete_session(id);
+    prefix_checked_ = true;
+  }
+
+  void on_header(std::string_view h) {
+    header_.assign(h);
+    src_.add(h);
+    if (!prefix_checked_) {
+      prefix_.add(h);
+      if (dest_.events == 0) check_prefix();
+    } else if (!created_ && !header_only_) {
+      r_.bytes += h.size() + 1;
+    }
+  }
+
+  void on_line(std::string_view l) {
+    const std::int64_t n = events_of(l, id_);
+    src_.add(l);
+    src_.events += n;
+    if (!prefix_checked_) {
+      prefix_.add(l);
+      prefix_.events += n;
+      if (prefix_.events > dest_.events)
+        throw Diverged{"the destination's " + std::to_string(dest_.events) + " events end inside a line of the source"};
+      if (prefix_.events == dest_.events) check_prefix();
+      return;
+    }
+    batch_.emplace_back(l);
+    batch_size_ += l.size() + 1;
+    batch_events_ += n;
+    if (batch_size_ >= batch_bytes_) flush();
+  }
+
+  void flush() {
+    if (!created_) {
+      if (header_only_) {
+        if (batch_.empty()) return;
+        to_.delete_session(id_);
       }
-      to.import_lines(id, g, header, 0, batch);  // creates the log, header first
-      created = true;
-    } else if (!batch.empty()) {
-      to.import_lines(id, g, header, next_seq, batch);
+      to_.import_lines(id_, generation_, header_, 0, batch_);  // creates the log, header first
+      created_ = true;
+    } else if (!batch_.empty()) {
+      to_.import_lines(id_, generation_, header_, next_seq_, batch_);
     } else {
       return;
     }
-    next_seq += batch_events;
-    r.events += batch_events;
-    r.bytes += batch_size;
-    if (r.bytes / kProgressBytes != (r.bytes - batch_size) / kProgressBytes)  // a big session: say it moves
-      std::cerr << "  " << id << ": " << human_bytes(r.bytes) << " so far\n";
-    batch.clear();
-    batch_size = 0;
-    batch_events = 0;
-  };
-  try {
-    from.export_lines(
-        id,
-        [&](std::string_view h) {
-          header.assign(h);
-          src.add(h);
-          if (!prefix_checked) {
-            prefix.add(h);
-            if (dest.events == 0) check_prefix();
-          } else if (!created && !header_only) {
-            r.bytes += h.size() + 1;
-          }
-        },
-        [&](std::string_view l) {
-          const std::int64_t n = events_of(l, id);
-          src.add(l);
-          src.events += n;
-          if (!prefix_checked) {
-            prefix.add(l);
-            prefix.events += n;
-            if (prefix.events > dest.events)
-              throw Diverged{"the destination's " + std::to_string(dest.events) +
-                             " events end inside a line of the source"};
-            if (prefix.events == dest.events) check_prefix();
-            return;
-          }
-          batch.emplace_back(l);
-          batch_size += l.size() + 1;
-          batch_events += n;
-          if (batch_size >= batch_bytes) flush();
-        });
-    if (!prefix_checked)
-      throw Diverged{"the destination holds " + std::to_string(dest.events) + " events, the source only " +
-                     std::to_string(src.events)};
-    flush();
-  } catch (const Diverged& d) {
-    r.outcome = Outcome::diverged;
-    r.why = d.why;
-    return r;
+    next_seq_ += batch_events_;
+    r_.events += batch_events_;
+    r_.bytes += batch_size_;
+    if (r_.bytes / kProgressBytes != (r_.bytes - batch_size_) / kProgressBytes)  // a big session: say it moves
+      std::cerr << "  " << id_ << ": " << human_bytes(r_.bytes) << " so far\n";
+    batch_.clear();
+    batch_size_ = 0;
+    batch_events_ = 0;
   }
-  if (r.events == 0 && in_dest) {
-    r.outcome = Outcome::complete;
-    return r;
-  }
+
   // Counts and bytes of the whole session as the destination now holds it.
-  Text after;
-  measure(to, id, after);
-  if (after.events != src.events || after.bytes != src.bytes || after.digest.value() != src.digest.value()) {
-    r.outcome = Outcome::failed;
-    r.why = "verification after the copy failed: the destination holds " + std::to_string(after.events) +
-            " events in " + std::to_string(after.bytes) + " bytes, the source " + std::to_string(src.events) +
-            " in " + std::to_string(src.bytes);
-    return r;
+  void verify() {
+    Text after;
+    measure(to_, id_, after);
+    if (after.events != src_.events || after.bytes != src_.bytes || after.digest.value() != src_.digest.value()) {
+      r_.outcome = Outcome::failed;
+      r_.why = "verification after the copy failed: the destination holds " + std::to_string(after.events) +
+               " events in " + std::to_string(after.bytes) + " bytes, the source " + std::to_string(src_.events) +
+               " in " + std::to_string(src_.bytes);
+      return;
+    }
+    r_.outcome = in_dest_ ? Outcome::continued : Outcome::copied;
   }
-  r.outcome = in_dest ? Outcome::continued : Outcome::copied;
-  return r;
+
+  st::Backend& from_;
+  st::Backend& to_;
+  const std::string& id_;
+  const std::size_t batch_bytes_;
+  const bool in_dest_;
+  SessionCopy r_;
+  Text dest_;  // what TO held before
+  std::string dest_digest_;
+  st::Generation generation_ = st::Generation::flat;
+  Text src_;     // all of FROM's text
+  Text prefix_;  // FROM's text up to TO's event count
+  bool prefix_checked_ = false;
+  bool header_only_ = false;
+  bool created_ = false;
+  std::string header_;
+  std::vector<std::string> batch_;
+  std::uint64_t batch_size_ = 0;
+  std::int64_t batch_events_ = 0;
+  std::int64_t next_seq_ = 0;
+};
+
+SessionCopy copy_session(st::Backend& from, st::Backend& to, const std::string& id, std::size_t batch_bytes) {
+  return SessionCopier(from, to, id, batch_bytes).run();
 }
 
 /// Opens a store for reading: a directory must exist.
@@ -303,28 +333,104 @@ std::unique_ptr<st::Backend> open_source(const std::string& spec, const st::Stor
   return st::open_backend(spec, ro);
 }
 
-int run_copy(const Args& a) {
-  if (a.operands.size() != 2) throw UsageError("store copy takes FROM and TO");
-  const std::string& from_spec = a.operands[0];
-  const std::string& to_spec = a.operands[1];
-  const std::string from_name = st::pg::redact_url(from_spec), to_name = st::pg::redact_url(to_spec);
-  std::unique_ptr<st::Backend> from, to;
+/// The stores of a copy, opened: FROM read-only, TO (made when missing) in FROM's shape unless the
+/// flags say otherwise. False (after saying why) when either cannot be opened.
+bool open_copy_stores(const Args& a, std::unique_ptr<st::Backend>& from, std::unique_ptr<st::Backend>& to) {
   try {
     st::StoreOptions o;
-    from = open_source(from_spec, o);
+    from = open_source(a.operands[0], o);
     // A new destination root takes the source's shape unless told otherwise.
     o.encoding = a.encoding;
     if (!o.encoding)
       if (auto* fs = dynamic_cast<st::SessionStore*>(from.get())) o.encoding = fs->encoding();
     o.generation = a.generation;
     o.default_generation = from->generation();
-    to = st::open_backend(to_spec, o);
+    to = st::open_backend(a.operands[1], o);
   } catch (const UsageError&) {
     throw;
   } catch (const st::StoreError& e) {
     std::cerr << "dsh-acp store copy: " << e.what() << "\n";
-    return 2;
+    return false;
   }
+  return true;
+}
+
+/// What a copy did so far, over all sessions.
+struct CopyTally {
+  std::size_t copied = 0, continued = 0, complete = 0, problems = 0, done = 0;
+  std::int64_t events = 0;
+  std::uint64_t bytes = 0;
+
+  /// Counts one session's copy; what it did, in words.
+  std::string add(const SessionCopy& c) {
+    ++done;
+    events += c.events;
+    bytes += c.bytes;
+    switch (c.outcome) {
+      case Outcome::copied:
+        ++copied;
+        return "copied " + std::to_string(c.events) + " events (" + human_bytes(c.bytes) + ")";
+      case Outcome::continued:
+        ++continued;
+        return "continued from seq " + std::to_string(c.from_seq) + ": " + std::to_string(c.events) + " events (" +
+               human_bytes(c.bytes) + ")";
+      case Outcome::complete:
+        ++complete;
+        return "already complete";
+      case Outcome::diverged:
+        ++problems;
+        return "DIVERGED, left untouched: " + c.why;
+      case Outcome::failed:
+        ++problems;
+        return "FAILED: " + c.why;
+    }
+    return {};
+  }
+};
+
+void copy_sessions(const Args& a, st::Backend& from, st::Backend& to, const std::vector<st::SessionListing>& sessions,
+                   CopyTally& tally) {
+  for (const auto& s : sessions) {
+    const std::string& id = s.header.id;
+    SessionCopy c;
+    try {
+      c = copy_session(from, to, id, a.batch_bytes);
+    } catch (const std::exception& e) {
+      c.outcome = Outcome::failed;
+      c.why = e.what();
+    }
+    const std::string what = tally.add(c);
+    std::cerr << "[" << tally.done << "/" << sessions.size() << "] " << id << ": " << what << "; "
+              << human_bytes(tally.bytes) << " copied so far\n";
+    if (c.outcome == Outcome::diverged || c.outcome == Outcome::failed) std::cout << id << ": " << what << "\n";
+  }
+}
+
+// Logs the listing skips (an invalid header) are not copied: say so, the copy is incomplete.
+void report_unlisted(st::Backend& from, const std::vector<st::SessionListing>& sessions, const std::string& from_name,
+                     CopyTally& tally) {
+  auto* fs = dynamic_cast<st::SessionStore*>(&from);
+  if (!fs) return;
+  std::set<std::string> listed;
+  for (const auto& s : sessions) {
+    try {
+      listed.insert(fs->log_path(s.header));
+    } catch (const st::StoreError&) {
+    }
+  }
+  for (const auto& path : fs->log_paths())
+    if (!listed.count(path)) {
+      ++tally.problems;
+      std::cout << path << ": not copied: not a listed session of " << from_name
+                << " (dsh-acp store verify says why)\n";
+    }
+}
+
+int run_copy(const Args& a) {
+  if (a.operands.size() != 2) throw UsageError("store copy takes FROM and TO");
+  const std::string from_name = st::pg::redact_url(a.operands[0]), to_name = st::pg::redact_url(a.operands[1]);
+  std::unique_ptr<st::Backend> from, to;
+  if (!open_copy_stores(a, from, to)) return 2;
   if (to->read_only()) throw UsageError(to_name + " is read-only");
   if (dynamic_cast<st::SessionStore*>(from.get()) && dynamic_cast<st::SessionStore*>(to.get()) &&
       from->generation() != to->generation()) {
@@ -341,80 +447,97 @@ int run_copy(const Args& a) {
     std::cerr << "dsh-acp store copy: " << from_name << ": " << e.what() << "\n";
     return 2;
   }
-  const std::size_t total = sessions.size();
-  std::size_t copied = 0, continued = 0, complete = 0, problems = 0, done = 0;
-  std::int64_t events = 0;
-  std::uint64_t bytes = 0;
-  std::cerr << "copying " << total << " sessions from " << from_name << " to " << to_name << "\n";
-  for (const auto& s : sessions) {
-    const std::string& id = s.header.id;
-    SessionCopy c;
-    try {
-      c = copy_session(*from, *to, id, a.batch_bytes);
-    } catch (const std::exception& e) {
-      c.outcome = Outcome::failed;
-      c.why = e.what();
-    }
-    ++done;
-    events += c.events;
-    bytes += c.bytes;
-    std::string what;
-    switch (c.outcome) {
-      case Outcome::copied:
-        ++copied;
-        what = "copied " + std::to_string(c.events) + " events (" + human_bytes(c.bytes) + ")";
-        break;
-      case Outcome::continued:
-        ++continued;
-        what = "continued from seq " + std::to_string(c.from_seq) + ": " + std::to_string(c.events) + " events (" +
-               human_bytes(c.bytes) + ")";
-        break;
-      case Outcome::complete:
-        ++complete;
-        what = "already complete";
-        break;
-      case Outcome::diverged:
-        ++problems;
-        what = "DIVERGED, left untouched: " + c.why;
-        break;
-      case Outcome::failed:
-        ++problems;
-        what = "FAILED: " + c.why;
-        break;
-    }
-    std::cerr << "[" << done << "/" << total << "] " << id << ": " << what << "; " << human_bytes(bytes)
-              << " copied so far\n";
-    if (c.outcome == Outcome::diverged || c.outcome == Outcome::failed) std::cout << id << ": " << what << "\n";
-  }
-  // Logs the listing skips (an invalid header) are not copied: say so, the copy is incomplete.
-  if (auto* fs = dynamic_cast<st::SessionStore*>(from.get())) {
-    std::set<std::string> listed;
-    for (const auto& s : sessions) {
-      try {
-        listed.insert(fs->log_path(s.header));
-      } catch (const st::StoreError&) {
-      }
-    }
-    for (const auto& path : fs->log_paths())
-      if (!listed.count(path)) {
-        ++problems;
-        std::cout << path << ": not copied: not a listed session of " << from_name
-                  << " (dsh-acp store verify says why)\n";
-      }
-  }
+  std::cerr << "copying " << sessions.size() << " sessions from " << from_name << " to " << to_name << "\n";
+  CopyTally tally;
+  copy_sessions(a, *from, *to, sessions, tally);
+  report_unlisted(*from, sessions, from_name, tally);
   try {
     to->flush();
   } catch (const st::StoreError& e) {
     std::cerr << "dsh-acp store copy: " << e.what() << "\n";
   }
-  std::cout << "copy " << from_name << " -> " << to_name << ": " << total << " sessions, " << copied << " copied, "
-            << continued << " continued, " << complete << " already complete, " << problems << " with problems; "
-            << events << " events (" << bytes << " bytes) written\n";
+  std::cout << "copy " << from_name << " -> " << to_name << ": " << sessions.size() << " sessions, " << tally.copied
+            << " copied, " << tally.continued << " continued, " << tally.complete << " already complete, "
+            << tally.problems << " with problems; " << tally.events << " events (" << tally.bytes
+            << " bytes) written\n";
   std::cout.flush();
-  return problems ? 1 : 0;
+  return tally.problems ? 1 : 0;
 }
 
 // ---- verify ----
+
+/// The problems a verify found, reported as they are found.
+struct Problems {
+  std::size_t count = 0;
+  std::map<std::string, int> found;                          // session (its id, else its path) -> problems
+  std::set<std::pair<std::string, std::int64_t>> reported;  // (path, line) the line check named
+
+  // One line per problem: "<id>: <what>", or "<what>" alone when the log has no id to name (what
+  // then starts with its path).
+  void report(const std::string& who, const std::string& what) {
+    ++count;
+    const int n = ++found[who];
+    if (n <= kMaxProblemsPerSession) std::cout << (what.starts_with(who) ? what : who + ": " + what) << "\n";
+    else if (n == kMaxProblemsPerSession + 1) std::cout << who << ": further problems not shown\n";
+  }
+};
+
+// Every line of every log file, strictly: also logs the listing skips (an invalid header) and
+// lines past the committed prefix the reader stops at. The number of log files.
+std::size_t check_log_files(st::SessionStore& files, Problems& problems) {
+  const std::vector<std::string> paths = files.log_paths();
+  for (const auto& path : paths) {
+    std::vector<std::pair<std::int64_t, std::string>> here;
+    std::string id;
+    try {
+      id = files.check_log_file(path, [&](std::int64_t line, const std::string& why) { here.emplace_back(line, why); });
+    } catch (const st::StoreCorrupt& e) {
+      here.emplace_back(e.line(), e.reason());
+    } catch (const st::StoreError& e) {
+      here.emplace_back(0, e.what());
+    }
+    for (const auto& [line, why] : here) {
+      problems.reported.insert({path, line});
+      problems.report(id.empty() ? path : id, path + ":" + std::to_string(line) + ": " + why);
+    }
+  }
+  return paths.size();
+}
+
+// Another store's lines, as they are stored: each a record, seqs contiguous.
+void check_exported_lines(st::Backend& b, const std::string& id, Problems& problems) {
+  try {
+    std::int64_t expect = 0, line = 1;
+    b.export_lines(id, {}, [&](std::string_view l) {
+      ++line;
+      auto seqs = st::line_seqs(l);
+      if (!seqs) return problems.report(id, "line " + std::to_string(line) + ": unparsable line (not a log record)");
+      if (seqs->first != expect)
+        problems.report(id, "line " + std::to_string(line) + ": event seq " + std::to_string(seqs->first) +
+                                " is not contiguous; expected " + std::to_string(expect));
+      expect = seqs->first + seqs->second;
+    });
+  } catch (const st::StoreError& e) {
+    problems.report(id, e.what());
+  }
+}
+
+/// The session's events folded as a load folds them; how many there are (0 after a problem).
+std::int64_t check_fold(st::Backend& b, const std::string& id, Problems& problems) {
+  try {
+    st::SurfaceFold fold;
+    b.read_events(
+        id, [&](boost::json::object&& e) { fold.apply(e); }, {}, st::EventLifetime::transient);
+    return fold.count();
+  } catch (const st::FoldError& e) {
+    problems.report(id, std::string("invalid surface: ") + e.what());
+  } catch (const st::StoreCorrupt& e) {
+    if (!problems.reported.count({e.file(), e.line()})) problems.report(id, e.what());
+  } catch (const st::StoreError& e) {
+    problems.report(id, e.what());
+  }
+  return 0;
+}
 
 int run_verify(const Args& a) {
   if (a.operands.size() != 1) throw UsageError("store verify takes one STORE");
@@ -431,80 +554,24 @@ int run_verify(const Args& a) {
     return 2;
   }
   auto* files = dynamic_cast<st::SessionStore*>(b.get());
-  std::size_t problems = 0, total = sessions.size();
+  std::size_t total = sessions.size();
   std::int64_t events = 0;
-  std::map<std::string, int> found;                          // session (its id, else its path) -> problems
-  std::set<std::pair<std::string, std::int64_t>> reported;  // (path, line) the line check named
-  // One line per problem: "<id>: <what>", or "<what>" alone when the log has no id to name (what
-  // then starts with its path).
-  auto report = [&](const std::string& who, const std::string& what) {
-    ++problems;
-    const int n = ++found[who];
-    if (n <= kMaxProblemsPerSession) std::cout << (what.starts_with(who) ? what : who + ": " + what) << "\n";
-    else if (n == kMaxProblemsPerSession + 1) std::cout << who << ": further problems not shown\n";
-  };
-  if (files) {
-    // Every line of every log file, strictly: also logs the listing skips (an invalid header) and
-    // lines past the committed prefix the reader below stops at.
-    const std::vector<std::string> paths = files->log_paths();
-    total = std::max(total, paths.size());
-    for (const auto& path : paths) {
-      std::vector<std::pair<std::int64_t, std::string>> here;
-      std::string id;
-      try {
-        id = files->check_log_file(path, [&](std::int64_t line, const std::string& why) { here.emplace_back(line, why); });
-      } catch (const st::StoreCorrupt& e) {
-        here.emplace_back(e.line(), e.reason());
-      } catch (const st::StoreError& e) {
-        here.emplace_back(0, e.what());
-      }
-      for (const auto& [line, why] : here) {
-        reported.insert({path, line});
-        report(id.empty() ? path : id, path + ":" + std::to_string(line) + ": " + why);
-      }
-    }
-  }
+  Problems problems;
+  if (files) total = std::max(total, check_log_files(*files, problems));
   std::size_t done = 0;
   for (const auto& s : sessions) {
     const std::string& id = s.header.id;
-    if (!files) {
-      // Another store's lines, as they are stored: each a record, seqs contiguous.
-      try {
-        std::int64_t expect = 0, line = 1;
-        b->export_lines(id, {}, [&](std::string_view l) {
-          ++line;
-          auto seqs = st::line_seqs(l);
-          if (!seqs) return report(id, "line " + std::to_string(line) + ": unparsable line (not a log record)");
-          if (seqs->first != expect)
-            report(id, "line " + std::to_string(line) + ": event seq " + std::to_string(seqs->first) +
-                           " is not contiguous; expected " + std::to_string(expect));
-          expect = seqs->first + seqs->second;
-        });
-      } catch (const st::StoreError& e) {
-        report(id, e.what());
-      }
-    }
-    try {
-      st::SurfaceFold fold;
-      b->read_events(
-          id, [&](boost::json::object&& e) { fold.apply(e); }, {}, st::EventLifetime::transient);
-      events += fold.count();
-    } catch (const st::FoldError& e) {
-      report(id, std::string("invalid surface: ") + e.what());
-    } catch (const st::StoreCorrupt& e) {
-      if (!reported.count({e.file(), e.line()})) report(id, e.what());
-    } catch (const st::StoreError& e) {
-      report(id, e.what());
-    }
+    if (!files) check_exported_lines(*b, id, problems);
+    events += check_fold(*b, id, problems);
     ++done;
     if (done % 100 == 0 || done == sessions.size())
       std::cerr << "[" << done << "/" << sessions.size() << "] sessions verified\n";
   }
   std::cout << "verify " << name << ": " << total << " sessions, " << events << " events; ";
-  if (problems) std::cout << problems << " problems in " << found.size() << " sessions\n";
+  if (problems.count) std::cout << problems.count << " problems in " << problems.found.size() << " sessions\n";
   else std::cout << "no problems\n";
   std::cout.flush();
-  return problems ? 1 : 0;
+  return problems.count ? 1 : 0;
 }
 
 // ---- index, search (recall by content, docs/recall.md) ----

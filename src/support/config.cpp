@@ -71,6 +71,8 @@ template <class Member> auto text_getter(Member Config::*member) {
   return [member](const Config& c) { return (c.*member).empty() ? json::value(nullptr) : json::value(c.*member); };
 }
 
+// Longer than 80 lines: a table, one row per option, which --help, the environment, the config file and
+// the schema are all derived from; split, it would stop being the one place they are read from.
 const std::vector<Option>& options() {
   static const std::vector<Option> table = {
       {"store", Kind::path, "session store: a root directory or a postgresql:// URL (repeat for several; new sessions go to the first)",
@@ -279,6 +281,66 @@ std::string read_file(const std::string& path, bool& exists) {
   return ss.str();
 }
 
+// The file's "stores": the roots, each path resolved as a path setting is.
+void read_stores(const json::value& value, const std::string& origin, const Environment& env, const std::string& base,
+                 Config& config) {
+  if (!value.is_array() || value.get_array().empty()) throw ConfigError(origin + " must be a non-empty array of paths");
+  config.stores.clear();
+  for (const auto& root : value.get_array()) {
+    if (!root.is_string() || root.get_string().empty()) throw ConfigError(origin + " entries must be non-empty strings");
+    config.stores.push_back(resolve_path(std::string(root.get_string()), env, base, origin));
+  }
+}
+
+// The file's "models": names, or {"name": "...", "contextWindow": N, "imageInput": B}: a model
+// choice with its window and whether it takes images.
+void read_models(const json::value& value, const std::string& origin, Config& config) {
+  if (!value.is_array()) throw ConfigError(origin + " must be an array of strings");
+  config.models.clear();
+  for (const auto& m : value.get_array()) {
+    if (m.is_string() && !m.get_string().empty()) {
+      config.models.emplace_back(m.get_string());
+      continue;
+    }
+    const json::object* entry = m.if_object();
+    const json::value* name = entry ? entry->if_contains("name") : nullptr;
+    if (!name || !name->is_string() || name->get_string().empty())
+      throw ConfigError(origin + " entries must be non-empty strings or objects {\"name\", \"contextWindow\", \"imageInput\"}");
+    for (const auto& field : *entry)
+      if (field.key() != "name" && field.key() != "contextWindow" && field.key() != "imageInput")
+        throw ConfigError(origin + ": \"" + std::string(field.key()) + "\" is not a known model setting");
+    config.models.emplace_back(name->get_string());
+    if (const json::value* window = entry->if_contains("contextWindow")) {
+      auto tokens = json_integer(*window, 256);
+      if (!tokens) throw ConfigError(origin + ": contextWindow must be an integer of at least 256");
+      config.context_windows[std::string(name->get_string())] = *tokens;
+    }
+    if (const json::value* images = entry->if_contains("imageInput")) {
+      if (!images->is_bool()) throw ConfigError(origin + ": imageInput must be true or false");
+      if (images->get_bool()) config.image_models.insert(std::string(name->get_string()));
+    }
+  }
+}
+
+// A file value of an option in the text form a flag would give it (not yet validated), after
+// checking its JSON type.
+std::string option_text(const Option& opt, const json::value& v, const std::string& origin) {
+  if (opt.kind == Kind::integer) {
+    if (!v.is_int64() && !v.is_uint64()) throw ConfigError(origin + " must be an integer");
+    return json::serialize(v);
+  }
+  if (opt.kind == Kind::fraction) {
+    if (!v.is_number()) throw ConfigError(origin + " must be a number");
+    return json::serialize(v);
+  }
+  if (opt.kind == Kind::boolean) {
+    if (!v.is_bool()) throw ConfigError(origin + " must be true or false");
+    return v.get_bool() ? "true" : "false";
+  }
+  if (!v.is_string()) throw ConfigError(origin + " must be a string");
+  return std::string(v.get_string());
+}
+
 // Reads the config file into option-name → text form, validating keys and value types.
 std::map<std::string, std::string> read_config_file(const std::string& path, Config& config, bool required,
                                                     const Environment& env) {
@@ -299,42 +361,11 @@ std::map<std::string, std::string> read_config_file(const std::string& path, Con
     std::string key(kv.key());
     std::string origin = "config file " + path + ": key \"" + key + "\"";
     if (key == "stores") {
-      if (!kv.value().is_array() || kv.value().get_array().empty())
-        throw ConfigError(origin + " must be a non-empty array of paths");
-      config.stores.clear();
-      for (const auto& root : kv.value().get_array()) {
-        if (!root.is_string() || root.get_string().empty()) throw ConfigError(origin + " entries must be non-empty strings");
-        config.stores.push_back(resolve_path(std::string(root.get_string()), env, base, origin));
-      }
+      read_stores(kv.value(), origin, env, base, config);
       continue;
     }
     if (key == "models") {
-      if (!kv.value().is_array()) throw ConfigError(origin + " must be an array of strings");
-      config.models.clear();
-      for (const auto& m : kv.value().get_array()) {
-        if (m.is_string() && !m.get_string().empty()) {
-          config.models.emplace_back(m.get_string());
-          continue;
-        }
-        // {"name": "...", "contextWindow": N}: a model choice with its window.
-        const json::object* entry = m.if_object();
-        const json::value* name = entry ? entry->if_contains("name") : nullptr;
-        if (!name || !name->is_string() || name->get_string().empty())
-          throw ConfigError(origin + " entries must be non-empty strings or objects {\"name\", \"contextWindow\", \"imageInput\"}");
-        for (const auto& field : *entry)
-          if (field.key() != "name" && field.key() != "contextWindow" && field.key() != "imageInput")
-            throw ConfigError(origin + ": \"" + std::string(field.key()) + "\" is not a known model setting");
-        config.models.emplace_back(name->get_string());
-        if (const json::value* window = entry->if_contains("contextWindow")) {
-          auto tokens = json_integer(*window, 256);
-          if (!tokens) throw ConfigError(origin + ": contextWindow must be an integer of at least 256");
-          config.context_windows[std::string(name->get_string())] = *tokens;
-        }
-        if (const json::value* images = entry->if_contains("imageInput")) {
-          if (!images->is_bool()) throw ConfigError(origin + ": imageInput must be true or false");
-          if (images->get_bool()) config.image_models.insert(std::string(name->get_string()));
-        }
-      }
+      read_models(kv.value(), origin, config);
       continue;
     }
     // API keys live in the file or the environment only: a flag would show them in `ps`.
@@ -347,25 +378,113 @@ std::map<std::string, std::string> read_config_file(const std::string& path, Con
     for (const auto& o : options())
       if (camel_case(o.flag) == key) opt = &o;
     if (!opt) throw ConfigError(origin + " is not a known setting");
-    const json::value& v = kv.value();
-    std::string raw;
-    if (opt->kind == Kind::integer) {
-      if (!v.is_int64() && !v.is_uint64()) throw ConfigError(origin + " must be an integer");
-      raw = json::serialize(v);
-    } else if (opt->kind == Kind::fraction) {
-      if (!v.is_number()) throw ConfigError(origin + " must be a number");
-      raw = json::serialize(v);
-    } else if (opt->kind == Kind::boolean) {
-      if (!v.is_bool()) throw ConfigError(origin + " must be true or false");
-      raw = v.get_bool() ? "true" : "false";
-    } else {
-      if (!v.is_string()) throw ConfigError(origin + " must be a string");
-      raw = std::string(v.get_string());
-    }
-    values[opt->flag] = validate(*opt, raw, origin);
+    values[opt->flag] = validate(*opt, option_text(*opt, kv.value(), origin), origin);
     if (opt->kind == Kind::path) values[opt->flag] = resolve_path(values[opt->flag], env, base, origin);
   }
   return values;
+}
+
+// What the command line says: the flags' text forms by option, every --store, --config.
+struct CommandLine {
+  std::optional<CliAction> action;  ///< help, version or schema: nothing else is read
+  bool setup = false;
+  std::map<std::string, std::string> from_flags;
+  std::vector<std::string> stores;  // --store may be repeated
+  std::optional<std::string> config_path;
+};
+
+// A stray argument may be a store URL or a key pasted in the wrong place: one that could carry a
+// secret is named by its position only, so the error never prints it.
+[[noreturn]] void refuse_argument(const std::string& arg, std::size_t i) {
+  bool may_hold_secret = arg.size() > 64 || arg.find_first_of("@=:%") != std::string::npos;
+  if (may_hold_secret)
+    throw ConfigError("unexpected argument #" + std::to_string(i + 1) + " (not shown: it may hold a secret; see --help)");
+  throw ConfigError("unexpected argument '" + arg + "' (see --help)");
+}
+
+CommandLine parse_command_line(const std::vector<std::string>& args, const Environment& env) {
+  CommandLine cl;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg == "--help" || arg == "-h") cl.action = CliAction::help;
+    else if (arg == "--version") cl.action = CliAction::version;
+    else if (arg == "--print-config-schema") cl.action = CliAction::config_schema;
+    if (cl.action) return cl;
+    if (arg == "--setup") {
+      // Read with the rest: the key goes to the config directory the same flags and variables name.
+      cl.setup = true;
+      continue;
+    }
+    if (arg.rfind("--", 0) != 0) refuse_argument(arg, i);
+    std::string name = arg.substr(2);
+    std::optional<std::string> value;
+    if (auto eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+    }
+    if (name == "config") {
+      if (!value) {
+        if (i + 1 >= args.size()) throw ConfigError("--config needs a value");
+        value = args[++i];
+      }
+      cl.config_path = resolve_path(*value, env, "", "command line: --config");
+      continue;
+    }
+    const Option* opt = find_flag(name);
+    if (!opt) throw ConfigError("unknown option --" + name + " (see --help)");
+    if (!value) {
+      if (opt->kind == Kind::boolean) value = "true";
+      else if (i + 1 >= args.size()) throw ConfigError("--" + name + " needs a value");
+      else value = args[++i];
+    }
+    std::string& text = cl.from_flags[opt->flag];
+    text = validate(*opt, *value, "command line");
+    if (opt->kind == Kind::path) text = resolve_path(text, env, "", "command line: --" + name);
+    if (name == "store") cl.stores.push_back(text);
+  }
+  return cl;
+}
+
+// Each option from its flag, else its environment variable, else the config file.
+void apply_options(Config& config, const std::map<std::string, std::string>& from_flags,
+                   const std::map<std::string, std::string>& from_file, const Environment& env) {
+  for (const auto& opt : options()) {
+    std::string env_value = env_or(env, env_name(opt.flag), "");
+    if (auto it = from_flags.find(opt.flag); it != from_flags.end()) opt.set(config, it->second);
+    else if (!env_value.empty()) {
+      const std::string origin = "environment " + env_name(opt.flag);
+      std::string value = validate(opt, env_value, origin);
+      opt.set(config, opt.kind == Kind::path ? resolve_path(value, env, "", origin) : value);
+    }
+    else if (auto f = from_file.find(opt.flag); f != from_file.end()) opt.set(config, f->second);
+  }
+}
+
+// Roots: every --store flag, else DSH_ACP_STORE, else the file's "stores" (or "store"), else ours.
+void settle_stores(Config& config, const std::vector<std::string>& flag_stores, const Environment& env,
+                   const std::string& home) {
+  if (!flag_stores.empty()) config.stores = flag_stores;
+  else if (!env_or(env, "DSH_ACP_STORE", "").empty()) config.stores = {config.store};
+  else if (config.stores.empty() && !config.store.empty()) config.stores = {config.store};
+  config.stores_configured = !config.stores.empty();
+  if (config.stores.empty())
+    config.stores = {home.empty() ? xdg_dir(env, "XDG_DATA_HOME", ".local/share") + "/sessions" : home + "/sessions"};
+  config.store = config.stores.front();
+}
+
+void settle_provider(Config& config) {
+  if (config.provider == "deepseek") {
+    if (config.model.empty()) config.model = kDeepSeekDefaultModel;
+    if (config.base_url.empty()) config.base_url = kDeepSeekBaseUrl;
+  } else if (config.provider == "echo" && config.model.empty()) {
+    config.model = "echo";
+  }
+  if (config.provider == "openai" && config.base_url.empty())
+    throw ConfigError("--provider openai needs --base-url (the server's OpenAI-compatible endpoint)");
+  if (config.provider == "openai" && config.model.empty())
+    throw ConfigError("--provider openai needs --model");
+  if (config.context_window) config.context_windows[config.model] = *config.context_window;
+  if (config.image_input) config.image_models.insert(config.model);
 }
 
 } // namespace
@@ -387,107 +506,30 @@ Environment process_environment() {
 
 CliResult load_config(const std::vector<std::string>& args, const Environment& env) {
   CliResult result;
-  std::map<std::string, std::string> from_flags;
-  std::vector<std::string> flag_stores;  // --store may be repeated
-  std::optional<std::string> config_path;
-
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    if (arg == "--help" || arg == "-h") {
-      result.action = CliAction::help;
-      return result;
-    }
-    if (arg == "--version") {
-      result.action = CliAction::version;
-      return result;
-    }
-    if (arg == "--print-config-schema") {
-      result.action = CliAction::config_schema;
-      return result;
-    }
-    if (arg == "--setup") {
-      // Read with the rest: the key goes to the config directory the same flags and variables name.
-      result.action = CliAction::setup;
-      continue;
-    }
-    if (arg.rfind("--", 0) != 0) {
-      // A stray argument may be a store URL or a key pasted in the wrong place: one that could carry a
-      // secret is named by its position only, so the error never prints it.
-      bool may_hold_secret = arg.size() > 64 || arg.find_first_of("@=:%") != std::string::npos;
-      if (may_hold_secret)
-        throw ConfigError("unexpected argument #" + std::to_string(i + 1) + " (not shown: it may hold a secret; see --help)");
-      throw ConfigError("unexpected argument '" + arg + "' (see --help)");
-    }
-    std::string name = arg.substr(2);
-    std::optional<std::string> value;
-    if (auto eq = name.find('='); eq != std::string::npos) {
-      value = name.substr(eq + 1);
-      name = name.substr(0, eq);
-    }
-    if (name == "config") {
-      if (!value) {
-        if (i + 1 >= args.size()) throw ConfigError("--config needs a value");
-        value = args[++i];
-      }
-      config_path = resolve_path(*value, env, "", "command line: --config");
-      continue;
-    }
-    const Option* opt = find_flag(name);
-    if (!opt) throw ConfigError("unknown option --" + name + " (see --help)");
-    if (!value) {
-      if (opt->kind == Kind::boolean) value = "true";
-      else if (i + 1 >= args.size()) throw ConfigError("--" + name + " needs a value");
-      else value = args[++i];
-    }
-    from_flags[opt->flag] = validate(*opt, *value, "command line");
-    if (opt->kind == Kind::path) from_flags[opt->flag] = resolve_path(from_flags[opt->flag], env, "", "command line: --" + name);
-    if (name == "store") flag_stores.push_back(from_flags[opt->flag]);
+  CommandLine cl = parse_command_line(args, env);
+  if (cl.action) {
+    result.action = *cl.action;
+    return result;
   }
+  if (cl.setup) result.action = CliAction::setup;
 
   Config& config = result.config;
   std::string home = env_or(env, "DSH_ACP_HOME", "");
+  std::optional<std::string>& config_path = cl.config_path;
   bool explicit_config = config_path.has_value() || !env_or(env, "DSH_ACP_CONFIG", "").empty();
   if (!config_path && !env_or(env, "DSH_ACP_CONFIG", "").empty())
     config_path = resolve_path(env_or(env, "DSH_ACP_CONFIG", ""), env, "", "environment DSH_ACP_CONFIG");
   std::string path = config_path.value_or(env_or(env, "DSH_ACP_CONFIG", home.empty() ? xdg_dir(env, "XDG_CONFIG_HOME", ".config") + "/config.json" : home + "/config.json"));
   auto from_file = read_config_file(path, config, explicit_config, env);
+  apply_options(config, cl.from_flags, from_file, env);
 
-  for (const auto& opt : options()) {
-    std::string env_value = env_or(env, env_name(opt.flag), "");
-    if (auto it = from_flags.find(opt.flag); it != from_flags.end()) opt.set(config, it->second);
-    else if (!env_value.empty()) {
-      const std::string origin = "environment " + env_name(opt.flag);
-      std::string value = validate(opt, env_value, origin);
-      opt.set(config, opt.kind == Kind::path ? resolve_path(value, env, "", origin) : value);
-    }
-    else if (auto f = from_file.find(opt.flag); f != from_file.end()) opt.set(config, f->second);
-  }
-
-  // Roots: every --store flag, else DSH_ACP_STORE, else the file's "stores" (or "store"), else ours.
-  if (!flag_stores.empty()) config.stores = flag_stores;
-  else if (!env_or(env, "DSH_ACP_STORE", "").empty()) config.stores = {config.store};
-  else if (config.stores.empty() && !config.store.empty()) config.stores = {config.store};
-  config.stores_configured = !config.stores.empty();
-  if (config.stores.empty())
-    config.stores = {home.empty() ? xdg_dir(env, "XDG_DATA_HOME", ".local/share") + "/sessions" : home + "/sessions"};
-  config.store = config.stores.front();
+  settle_stores(config, cl.stores, env, home);
   if (config.log_file.empty())
     config.log_file = home.empty() ? xdg_dir(env, "XDG_STATE_HOME", ".local/state") + "/dsh-acp.log" : home + "/dsh-acp.log";
   config.cache_dir = cache_dir_of(env);
   config.harness_home = harness_home_dir(env);
   config.harness_store = config.harness_home + "/sessions";  // the harness's own root (docs/store-format.md#project-layout-01)
-  if (config.provider == "deepseek") {
-    if (config.model.empty()) config.model = kDeepSeekDefaultModel;
-    if (config.base_url.empty()) config.base_url = kDeepSeekBaseUrl;
-  } else if (config.provider == "echo" && config.model.empty()) {
-    config.model = "echo";
-  }
-  if (config.provider == "openai" && config.base_url.empty())
-    throw ConfigError("--provider openai needs --base-url (the server's OpenAI-compatible endpoint)");
-  if (config.provider == "openai" && config.model.empty())
-    throw ConfigError("--provider openai needs --model");
-  if (config.context_window) config.context_windows[config.model] = *config.context_window;
-  if (config.image_input) config.image_models.insert(config.model);
+  settle_provider(config);
   config.key_file = (home.empty() ? xdg_dir(env, "XDG_CONFIG_HOME", ".config") : home) + "/" + kKeyFileName;
   // The key --setup stored stands in for the environment's, before the config file's.
   if (std::string stored = read_key_file(config.key_file); !stored.empty()) config.deepseek_api_key = stored;

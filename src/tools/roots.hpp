@@ -109,6 +109,7 @@ private:
   static std::string lexically_normal(std::string_view path);
   Beneath map_lexically(std::string_view absolute, std::string_view asked) const;
   Place walk(Beneath start, bool create_parents, std::string_view asked) const;
+  struct Walk;  ///< walk()'s position and counts (component_walk.cpp)
   Place fast_place(const Beneath& at) const;
   std::string text_of(int fd, const std::string& fallback) const;
   [[noreturn]] void outside(std::string_view asked) const;

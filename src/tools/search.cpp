@@ -228,6 +228,100 @@ std::string walk_notice(const WalkStats& stats, const SearchLimits& limits) {
   return out;
 }
 
+boost::regex compile_pattern(std::string_view pattern) {
+  if (pattern.empty()) throw ToolFailure("the pattern is empty");
+  boost::regex re;
+  try {
+    re.assign(pattern.begin(), pattern.end(), boost::regex::perl);
+  } catch (const boost::regex_error& e) {
+    throw ToolFailure("invalid regular expression: " + std::string(e.what()));
+  }
+  return re;
+}
+
+// The bytes of an open file of `size` bytes (fewer when it shrank meanwhile).
+std::string read_all(int fd, std::size_t size) {
+  std::string text(size, '\0');
+  std::size_t got = 0;
+  while (got < text.size()) {
+    ssize_t n = ::read(fd, text.data() + got, text.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += std::size_t(n);
+  }
+  text.resize(got);
+  return text;
+}
+
+// A matching line as shown: cut to max_line_chars at a character boundary, never inside a UTF-8
+// sequence.
+std::string shown_line(std::string_view line, const SearchLimits& limits) {
+  std::string shown(line.substr(0, std::min(line.size(), limits.max_line_chars * 4)));
+  if (shown.size() > limits.max_line_chars) {
+    shown.resize(support::utf8_floor(shown, limits.max_line_chars));
+    shown += "... (line truncated)";
+  }
+  return shown;
+}
+
+// One grep's matches so far, as the text the model reads: each file's name, then its matching lines.
+struct Grep {
+  Grep(const Roots& roots, const boost::regex& re, const SearchLimits& limits) : roots(roots), re(re), limits(limits) {}
+
+  const Roots& roots;
+  const boost::regex& re;
+  const SearchLimits& limits;
+  std::string out;
+  std::size_t matches = 0, skipped_large = 0;
+  bool capped = false;
+
+  // `fd`: the file, open; its size is checked before it is read. False once the matches are capped.
+  bool search_open_file(const std::string& file, int fd) {
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return true;
+    if (std::size_t(st.st_size) > limits.max_file_bytes) {
+      ++skipped_large;
+      return true;
+    }
+    const std::string text = read_all(fd, std::size_t(st.st_size));
+    if (std::memchr(text.data(), '\0', std::min<std::size_t>(text.size(), 8192))) return true;  // binary
+    search_text(file, text);
+    return !capped;
+  }
+
+  void search_text(const std::string& file, const std::string& text) {
+    bool header = false;
+    std::size_t line_no = 0;
+    for (std::size_t start = 0; start <= text.size() && !capped;) {
+      std::size_t end = text.find('\n', start);
+      if (end == std::string::npos) end = text.size();
+      if (start == text.size() && end == start) break;
+      ++line_no;
+      std::string_view line(text.data() + start, end - start);
+      if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+      start = end + 1;
+      bool hit = false;
+      try {
+        hit = boost::regex_search(line.begin(), line.end(), re, boost::match_not_dot_newline);
+      } catch (const std::runtime_error& e) {
+        throw ToolFailure("the regular expression is too complex for " + roots.display(file) + ": " + e.what());
+      }
+      if (!hit) continue;
+      if (matches == limits.max_matches) {
+        capped = true;
+        break;
+      }
+      ++matches;
+      if (!header) {
+        if (!out.empty()) out += "\n";
+        out += roots.display(file) + "\n";
+        header = true;
+      }
+      out += "  " + std::to_string(line_no) + ": " + shown_line(line, limits) + "\n";
+    }
+  }
+};
+
 } // namespace
 
 std::string glob_files(const Roots& roots, std::string_view pattern, std::optional<std::string_view> path,
@@ -276,100 +370,38 @@ std::string glob_files(const Roots& roots, std::string_view pattern, std::option
 
 std::string grep_files(const Roots& roots, std::string_view pattern, std::optional<std::string_view> path,
                        std::optional<std::string_view> include, std::stop_token stop, const SearchLimits& limits) {
-  if (pattern.empty()) throw ToolFailure("the pattern is empty");
-  boost::regex re;
-  try {
-    re.assign(pattern.begin(), pattern.end(), boost::regex::perl);
-  } catch (const boost::regex_error& e) {
-    throw ToolFailure("invalid regular expression: " + std::string(e.what()));
-  }
+  const boost::regex re = compile_pattern(pattern);
   std::optional<GlobPattern> filter;
   if (include) filter.emplace(*include);
   Opened target = search_target(roots, path);
   const std::string base = target.path;
-  std::string out;
-  std::size_t matches = 0, skipped_large = 0;
-  bool capped = false;
-  // `fd`: the file, open; its size is checked before it is read.
-  auto search_open_file = [&](const std::string& file, int fd) {
-    struct stat st {};
-    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return true;
-    if (std::size_t(st.st_size) > limits.max_file_bytes) {
-      ++skipped_large;
-      return true;
-    }
-    std::string text(std::size_t(st.st_size), '\0');
-    std::size_t got = 0;
-    while (got < text.size()) {
-      ssize_t n = ::read(fd, text.data() + got, text.size() - got);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;
-      got += std::size_t(n);
-    }
-    text.resize(got);
-    if (std::memchr(text.data(), '\0', std::min<std::size_t>(text.size(), 8192))) return true;  // binary
-    bool header = false;
-    std::size_t line_no = 0;
-    for (std::size_t start = 0; start <= text.size() && !capped;) {
-      std::size_t end = text.find('\n', start);
-      if (end == std::string::npos) end = text.size();
-      if (start == text.size() && end == start) break;
-      ++line_no;
-      std::string_view line(text.data() + start, end - start);
-      if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-      start = end + 1;
-      bool hit = false;
-      try {
-        hit = boost::regex_search(line.begin(), line.end(), re, boost::match_not_dot_newline);
-      } catch (const std::runtime_error& e) {
-        throw ToolFailure("the regular expression is too complex for " + roots.display(file) + ": " + e.what());
-      }
-      if (!hit) continue;
-      if (matches == limits.max_matches) {
-        capped = true;
-        break;
-      }
-      ++matches;
-      if (!header) {
-        if (!out.empty()) out += "\n";
-        out += roots.display(file) + "\n";
-        header = true;
-      }
-      std::string shown(line.substr(0, std::min(line.size(), limits.max_line_chars * 4)));
-      if (shown.size() > limits.max_line_chars) {
-        // Cut at a character boundary, never inside a UTF-8 sequence.
-        shown.resize(support::utf8_floor(shown, limits.max_line_chars));
-        shown += "... (line truncated)";
-      }
-      out += "  " + std::to_string(line_no) + ": " + shown + "\n";
-    }
-    return !capped;
-  };
+  Grep grep(roots, re, limits);
   auto search_file = [&](const std::string& file, int dir, const char* name) {
     if (filter && !filter->matches(relative_to(base, file))) return true;
     // O_NOFOLLOW: an entry swapped for a link since the directory was read is not followed;
     // O_NONBLOCK: nor does a FIFO put there block the search.
     support::UniqueFd fd(::openat(dir, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
-    return !fd || search_open_file(file, fd.get());
+    return !fd || grep.search_open_file(file, fd.get());
   };
   WalkStats stats;
   struct stat st {};
   if (::fstat(target.fd.get(), &st) != 0) throw ToolFailure("cannot search \"" + roots.display(base) + "\"");
   if (S_ISREG(st.st_mode)) {
-    search_open_file(base, target.fd.get());
+    grep.search_open_file(base, target.fd.get());
   } else if (S_ISDIR(st.st_mode)) {
     walk(roots, std::move(target.fd), base, limits, stop, stats, search_file);
   } else {
     throw ToolFailure("\"" + roots.display(base) + "\" is neither a file nor a directory");
   }
-  if (matches == 0) out = "No matches.";
+  std::string& out = grep.out;
+  if (grep.matches == 0) out = "No matches.";
   else out.pop_back();
-  if (capped)
+  if (grep.capped)
     out += "\n\n(Showing the first " + std::to_string(limits.max_matches) +
            " matches; there are more. Narrow the pattern, the path or include.)";
-  if (skipped_large > 0)
-    out += "\n(" + std::to_string(skipped_large) + " file" + (skipped_large == 1 ? "" : "s") + " larger than " +
-           std::to_string(limits.max_file_bytes >> 20) + " MiB not searched.)";
+  if (grep.skipped_large > 0)
+    out += "\n(" + std::to_string(grep.skipped_large) + " file" + (grep.skipped_large == 1 ? "" : "s") +
+           " larger than " + std::to_string(limits.max_file_bytes >> 20) + " MiB not searched.)";
   return out + walk_notice(stats, limits);
 }
 

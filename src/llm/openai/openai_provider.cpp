@@ -79,6 +79,36 @@ struct AttemptInput {
   bool& output_started;  ///< set as soon as one delta reached the sink; survives the attempt
 };
 
+/// One request and its response on one connection: what the steps of OpenAiProvider::exchange share.
+template <class Stream>
+struct Exchange {
+  Exchange(Stream& stream, AttemptInput& in, net::cancellation_state cs, milliseconds idle)
+      : stream(stream), in(in), cs(cs), idle(idle), idle_deadline(Clock::now() + idle) {}
+
+  bool cancel_requested() const { return cs.cancelled() != net::cancellation_type::none; }
+  /// Re-arms the stream's expiry; true when the overall deadline is the limit that fires there.
+  bool arm() {
+    beast::get_lowest_layer(stream).expires_at(std::min(idle_deadline, in.deadline));
+    return in.deadline <= idle_deadline;
+  }
+  // Points the parser's body at `chunk`; after a read, body bytes = lent_bytes().
+  // read_some (not read) returns as soon as some body arrived: an SSE event must not wait for a full buffer.
+  void lend_chunk() {
+    parser.get().body().data = chunk.data();
+    parser.get().body().size = chunk.size();
+  }
+  std::size_t lent_bytes() { return chunk.size() - parser.get().body().size; }
+
+  Stream& stream;
+  AttemptInput& in;
+  net::cancellation_state cs;
+  milliseconds idle;
+  Clock::time_point idle_deadline;  ///< moves only when an SSE data event arrives (or the sink made us wait)
+  beast::flat_buffer buffer;
+  http::response_parser<http::buffer_body> parser;
+  std::array<char, kReadChunk> chunk;
+};
+
 class OpenAiProvider final : public Provider {
 public:
   OpenAiProvider(OpenAiConfig config, Endpoint endpoint, net::any_io_executor executor)
@@ -236,20 +266,9 @@ private:
     co_return co_await exchange(std::get<acp::net::TcpStream>(connection.stream), in, model);
   }
 
-  template <class Stream>
-  net::awaitable<Outcome> exchange(Stream& stream, AttemptInput in, const std::string& model) {
-    const Completion cancelled{StopKind::cancelled, std::nullopt, config_.provider, model};
-    const auto cs = co_await net::this_coro::cancellation_state;
-    auto cancel_requested = [&cs] { return cs.cancelled() != net::cancellation_type::none; };
-    auto& lowest = beast::get_lowest_layer(stream);
-    const milliseconds idle(config_.idle_timeout_ms);
-    auto idle_deadline = Clock::now() + idle;
-    auto arm = [&] {
-      lowest.expires_at(std::min(idle_deadline, in.deadline));
-      return in.deadline <= idle_deadline;  // which limit fires if this expiry is reached
-    };
-
-    // The body is a view of in.body (kept for retries), not a copy: requests may be tens of megabytes.
+  /// The POST of the request body. The body is a view of in.body (kept for retries), not a copy:
+  /// requests may be tens of megabytes.
+  http::request<http::span_body<char const>> make_request(const AttemptInput& in) const {
     http::request<http::span_body<char const>> req{http::verb::post, endpoint_.target, 11};
     req.set(http::field::host, endpoint_.host_header);
     req.set(http::field::user_agent, "dsh-acp");
@@ -259,98 +278,111 @@ private:
       req.set(http::field::authorization, "Bearer " + config_.api_key);
     req.body() = {in.body.data(), in.body.size()};
     req.prepare_payload();
+    return req;
+  }
 
-    bool overall = arm();
+  template <class Stream>
+  net::awaitable<Outcome> exchange(Stream& stream, AttemptInput in, const std::string& model) {
+    const Completion cancelled{StopKind::cancelled, std::nullopt, config_.provider, model};
+    const auto cs = co_await net::this_coro::cancellation_state;
+    Exchange<Stream> x(stream, in, cs, milliseconds(config_.idle_timeout_ms));
+    auto req = make_request(in);
+
+    bool overall = x.arm();
     auto [wec, written] = co_await http::async_write(stream, req, use_tuple);
     (void)written;
-    if (cancel_requested())
+    if (x.cancel_requested())
       co_return Outcome{cancelled, {}};
     if (wec == beast::error::timeout)
       co_return timeout(overall, "sending the request");
     if (wec)
       co_return fail("PROVIDER_NETWORK", "sending the request to " + where() + " failed: " + wec.message(), true);
 
-    beast::flat_buffer buffer;
-    http::response_parser<http::buffer_body> parser;
-    parser.body_limit(boost::none);  // a long answer passes Beast's 8 MB default
-    overall = arm();
-    auto [hec, header_bytes] = co_await http::async_read_header(stream, buffer, parser, use_tuple);
+    x.parser.body_limit(boost::none);  // a long answer passes Beast's 8 MB default
+    overall = x.arm();
+    auto [hec, header_bytes] = co_await http::async_read_header(stream, x.buffer, x.parser, use_tuple);
     (void)header_bytes;
-    if (cancel_requested())
+    if (x.cancel_requested())
       co_return Outcome{cancelled, {}};
     if (hec == beast::error::timeout)
       co_return timeout(overall, "waiting for the response");
     if (hec)
       co_return fail("PROVIDER_NETWORK", "reading the response from " + where() + " failed: " + hec.message(), true);
 
-    std::array<char, kReadChunk> chunk;
-    // Points the parser's body at `chunk`; after a read, body bytes = chunk.size() - body().size.
-    // read_some (not read) returns as soon as some body arrived: an SSE event must not wait for a full buffer.
-    auto lend_chunk = [&] {
-      parser.get().body().data = chunk.data();
-      parser.get().body().size = chunk.size();
-    };
-
-    const int status = parser.get().result_int();
-    const auto content_type = parser.get()[http::field::content_type];
+    const int status = x.parser.get().result_int();
+    const auto content_type = x.parser.get()[http::field::content_type];
     // A server that ignores `stream: true` (or a proxy's HTML page) must not be parsed as SSE: it would
     // look like a cut stream and be retried. Treat it like an error response, without retries.
     const bool not_sse = status == 200 && !content_type.empty() &&
                          !beast::iequals(content_type.substr(0, content_type.find(';')), "text/event-stream");
-    if (status != 200 || not_sse) {
-      std::string text;
-      while (!parser.is_done() && text.size() < kMaxErrorBody) {
-        overall = arm();
-        lend_chunk();
-        auto [ec, unused] = co_await http::async_read_some(stream, buffer, parser, use_tuple);
-        (void)unused;
-        text.append(chunk.data(), chunk.size() - parser.get().body().size);
-        if (cancel_requested())
-          co_return Outcome{cancelled, {}};
-        if (ec && ec != http::error::need_buffer)
-          break;  // the status alone still says what happened
-      }
-      if (not_sse) {
-        auto message = extract_error_message(text);
-        co_return fail("PROVIDER_UNAVAILABLE",
-                       message.empty() ? "the provider answered " + std::string(content_type) +
-                                             " instead of an event stream"
-                                       : message,
-                       false, status);
-      }
-      Failure f{map_http_error(status, parser.get().reason(), text), is_retryable_status(status), {}};
-      if (auto it = parser.get().find(http::field::retry_after); it != parser.get().end())
-        f.retry_after = parse_retry_after(it->value());
-      co_return Outcome{std::nullopt, std::move(f)};
-    }
+    if (status != 200 || not_sse)
+      co_return co_await read_refusal(x, not_sse, cancelled);
+    co_return co_await read_events(x, model, cancelled);
+  }
 
+  /// The answer to an error status, or a 200 that is not an event stream: its body (up to
+  /// kMaxErrorBody) says why.
+  template <class Stream>
+  net::awaitable<Outcome> read_refusal(Exchange<Stream>& x, bool not_sse, const Completion& cancelled) {
+    const int status = x.parser.get().result_int();
+    const auto content_type = x.parser.get()[http::field::content_type];
+    std::string text;
+    while (!x.parser.is_done() && text.size() < kMaxErrorBody) {
+      x.arm();
+      x.lend_chunk();
+      auto [ec, unused] = co_await http::async_read_some(x.stream, x.buffer, x.parser, use_tuple);
+      (void)unused;
+      text.append(x.chunk.data(), x.lent_bytes());
+      if (x.cancel_requested())
+        co_return Outcome{cancelled, {}};
+      if (ec && ec != http::error::need_buffer)
+        break;  // the status alone still says what happened
+    }
+    if (not_sse) {
+      auto message = extract_error_message(text);
+      co_return fail("PROVIDER_UNAVAILABLE",
+                     message.empty() ? "the provider answered " + std::string(content_type) +
+                                           " instead of an event stream"
+                                     : message,
+                     false, status);
+    }
+    Failure f{map_http_error(status, x.parser.get().reason(), text), is_retryable_status(status), {}};
+    if (auto it = x.parser.get().find(http::field::retry_after); it != x.parser.get().end())
+      f.retry_after = parse_retry_after(it->value());
+    co_return Outcome{std::nullopt, std::move(f)};
+  }
+
+  /// The event stream of a 200 answer, each delta handed to the sink as it is decoded.
+  template <class Stream>
+  net::awaitable<Outcome> read_events(Exchange<Stream>& x, const std::string& model, const Completion& cancelled) {
+    AttemptInput& in = x.in;
     SseParser sse;
     ChatStreamDecoder decoder;
     std::vector<SseItem> items;
     std::vector<Delta> deltas;
     bool done = false;
-    while (!done && !parser.is_done()) {
+    while (!done && !x.parser.is_done()) {
       // Back-pressure: read no more of the stream until the consumer took what it has (the server
       // waits on TCP meanwhile). The wait is ours, not the server's: it does not count as idle.
       if (in.output_started) {
         const auto waiting_since = Clock::now();
         co_await in.sink.room();
-        if (cancel_requested())
+        if (x.cancel_requested())
           co_return Outcome{cancelled, {}};
-        idle_deadline += Clock::now() - waiting_since;
+        x.idle_deadline += Clock::now() - waiting_since;
       }
-      overall = arm();
-      lend_chunk();
-      auto [ec, unused] = co_await http::async_read_some(stream, buffer, parser, use_tuple);
+      const bool overall = x.arm();
+      x.lend_chunk();
+      auto [ec, unused] = co_await http::async_read_some(x.stream, x.buffer, x.parser, use_tuple);
       (void)unused;
       if (ec == http::error::need_buffer)
         ec = {};  // the chunk is full: not an error, just read again
-      const std::size_t n = chunk.size() - parser.get().body().size;
-      if (cancel_requested())
+      const std::size_t n = x.lent_bytes();
+      if (x.cancel_requested())
         co_return Outcome{cancelled, {}};
       items.clear();
       try {
-        sse.feed(std::string_view(chunk.data(), n), items);
+        sse.feed(std::string_view(x.chunk.data(), n), items);
         for (auto& item : items) {
           if (item.kind == SseItemKind::comment)
             continue;  // keep-alive: deliberately leaves idle_deadline alone
@@ -358,11 +390,11 @@ private:
             done = true;
             break;
           }
-          idle_deadline = Clock::now() + idle;
+          x.idle_deadline = Clock::now() + x.idle;
           deltas.clear();
           decoder.on_data(item.data, deltas);
           for (const auto& d : deltas) {
-            if (cancel_requested())
+            if (x.cancel_requested())
               co_return Outcome{cancelled, {}};  // cancelled from inside the sink: deliver nothing more
             in.output_started = true;
             in.sink(d);

@@ -189,48 +189,62 @@ PgConnection PgConnection::connect(const std::string& url, const ConnectOptions&
   return connect(url, options, SocketWait());
 }
 
-PgConnection PgConnection::connect(const std::string& url, const ConnectOptions& options, const SocketWait& wait) {
-  auto s = std::make_unique<State>();
-  s->name = redact_url(url);
-  try {
-    libpq();
-  } catch (const StoreError& e) {
-    throw PgError(s->name + ": " + e.what(), "");
-  }
+namespace {
 
-  // Parse first: a clear error for a malformed URL, and the URL's own options and connect_timeout.
+// What the URL sets itself: it wins over our defaults.
+struct UrlSettings {
+  std::string options;  ///< the URL's server options
+  int timeout_s = 0;    ///< connect_timeout, the URL's else ours
+  std::unordered_set<std::string> keys;
+};
+
+// Parse first: a clear error for a malformed URL, and the URL's own options and connect_timeout.
+UrlSettings url_settings(const std::string& url, const std::string& name, const ConnectOptions& options) {
   char* parse_error = nullptr;
   PQconninfoOption* parsed = pq().PQconninfoParse(url.c_str(), &parse_error);
   if (!parsed) {
     std::string why = parse_error ? scrub_passwords(one_line(parse_error), url) : "out of memory";
     pq().PQfreemem(parse_error);
-    throw PgError(s->name + ": invalid connection URL: " + why, "");
+    throw PgError(name + ": invalid connection URL: " + why, "");
   }
-  std::string url_options;
-  int timeout_s = options.connect_timeout_s;
-  std::unordered_set<std::string> url_keys;  // what the URL sets itself wins over our defaults
+  UrlSettings u;
+  u.timeout_s = options.connect_timeout_s;
   for (PQconninfoOption* o = parsed; o->keyword; ++o) {
     if (!o->val) continue;
-    if (std::string_view(o->keyword) == "options") url_options = o->val;
-    if (std::string_view(o->keyword) == "connect_timeout") timeout_s = std::atoi(o->val);
-    url_keys.insert(o->keyword);
+    if (std::string_view(o->keyword) == "options") u.options = o->val;
+    if (std::string_view(o->keyword) == "connect_timeout") u.timeout_s = std::atoi(o->val);
+    u.keys.insert(o->keyword);
   }
   pq().PQconninfoFree(parsed);
-  const bool url_has_timeout = url_keys.contains("connect_timeout");
+  return u;
+}
 
+// The keywords and values PQconnectStartParams takes (null-terminated lists), pointing into this
+// object's strings: it stays where it was made.
+struct ConnectParams {
+  ConnectParams(const std::string& url, const ConnectOptions& options, const UrlSettings& u);
+  ConnectParams(const ConnectParams&) = delete;
+  ConnectParams& operator=(const ConnectParams&) = delete;
+
+  std::string server_options;
+  std::string connect_timeout;
+  std::vector<const char*> keys, values;
+};
+
+ConnectParams::ConnectParams(const std::string& url, const ConnectOptions& options, const UrlSettings& u) {
   // Our settings follow the URL's options so they apply; the URL's application_name wins over ours.
-  std::string server_options = url_options;
+  server_options = u.options;
   if (options.statement_timeout.count() > 0)
     server_options += (server_options.empty() ? "" : " ") + timeout_option("statement_timeout", options.statement_timeout);
   if (options.lock_timeout.count() > 0)
     server_options += (server_options.empty() ? "" : " ") + timeout_option("lock_timeout", options.lock_timeout);
-  std::string connect_timeout = std::to_string(options.connect_timeout_s);
+  connect_timeout = std::to_string(options.connect_timeout_s);
 
   // Lines travel as UTF-8 whatever the URL or PGCLIENTENCODING say: after the URL, so this wins.
-  std::vector<const char*> keys{"dbname", "fallback_application_name", "client_encoding"},
-      values{url.c_str(), options.application_name.c_str(), "UTF8"};
+  keys = {"dbname", "fallback_application_name", "client_encoding"};
+  values = {url.c_str(), options.application_name.c_str(), "UTF8"};
   if (!server_options.empty()) keys.push_back("options"), values.push_back(server_options.c_str());
-  if (!url_has_timeout && options.connect_timeout_s > 0)
+  if (!u.keys.contains("connect_timeout") && options.connect_timeout_s > 0)
     keys.push_back("connect_timeout"), values.push_back(connect_timeout.c_str());
   // Over TCP, a peer that vanished without a word (a host lost, a dropped NAT flow) is noticed by
   // keepalives and unacknowledged sends within about half a minute, not the system's two hours: a
@@ -239,17 +253,16 @@ PgConnection PgConnection::connect(const std::string& url, const ConnectOptions&
       {"keepalives", "1"}, {"keepalives_idle", "10"}, {"keepalives_interval", "5"}, {"keepalives_count", "3"},
       {"tcp_user_timeout", "30000"}};
   for (const auto& [key, value] : kDeadPeer)
-    if (!url_keys.contains(key)) keys.push_back(key), values.push_back(value);
+    if (!u.keys.contains(key)) keys.push_back(key), values.push_back(value);
   keys.push_back(nullptr), values.push_back(nullptr);
+}
 
-  // Started without blocking either way, so the notice receiver is in place before the server's
-  // first message (a startup WARNING such as a collation version mismatch comes with every
-  // connection). Without a caller's wait, connect_timeout bounds the whole attempt (as libpq's
-  // blocking connect bounds each host's: 0 waits forever, 1 means 2).
-  bool timed_out = false;
+// Without a caller's wait, connect_timeout bounds the whole attempt (as libpq's blocking connect
+// bounds each host's: 0 waits forever, 1 means 2). `timed_out` is set when the deadline passed.
+PgConnection::SocketWait deadline_wait(int timeout_s, bool& timed_out) {
   const auto deadline = timeout_s > 0 ? std::chrono::steady_clock::now() + std::chrono::seconds(std::max(timeout_s, 2))
                                       : std::chrono::steady_clock::time_point::max();
-  const SocketWait until_deadline = [&](int socket, bool write) {
+  return [deadline, &timed_out](int socket, bool write) {
     pollfd p{socket, static_cast<short>(write ? POLLOUT : POLLIN), 0};
     for (;;) {
       int ms = -1;
@@ -265,7 +278,27 @@ PgConnection PgConnection::connect(const std::string& url, const ConnectOptions&
       }
     }
   };
-  s->conn = pq().PQconnectStartParams(keys.data(), values.data(), /*expand_dbname=*/1);
+}
+
+} // namespace
+
+PgConnection PgConnection::connect(const std::string& url, const ConnectOptions& options, const SocketWait& wait) {
+  auto s = std::make_unique<State>();
+  s->name = redact_url(url);
+  try {
+    libpq();
+  } catch (const StoreError& e) {
+    throw PgError(s->name + ": " + e.what(), "");
+  }
+  const UrlSettings u = url_settings(url, s->name, options);
+  const ConnectParams params(url, options, u);
+
+  // Started without blocking either way, so the notice receiver is in place before the server's
+  // first message (a startup WARNING such as a collation version mismatch comes with every
+  // connection).
+  bool timed_out = false;
+  const SocketWait until_deadline = deadline_wait(u.timeout_s, timed_out);
+  s->conn = pq().PQconnectStartParams(params.keys.data(), params.values.data(), /*expand_dbname=*/1);
   if (s->conn) pq().PQsetNoticeReceiver(s->conn, &State::notice, s.get());
   PostgresPollingStatusType step = PGRES_POLLING_WRITING;
   while (s->conn && pq().PQstatus(s->conn) != CONNECTION_BAD && step != PGRES_POLLING_OK && step != PGRES_POLLING_FAILED) {

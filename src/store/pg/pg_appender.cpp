@@ -238,10 +238,9 @@ void insert_session_row(PgConnection& c, const SessionHeader& h, Generation shap
   }
 }
 
-void insert_lines(PgConnection& c, const std::string& where, const std::string& id, const std::vector<LineRow>& rows,
-                  const BatchEffect& effect, bool in_transaction, Commit commit, const std::vector<SearchRow>& search,
-                  bool deferred) {
-  if (rows.empty()) return;
+namespace {
+
+void check_lines(const std::vector<LineRow>& rows, const std::string& where) {
   for (std::size_t i = 0; i < rows.size(); ++i) {
     if (rows[i].line.size() > kMaxLineBytes)
       throw StoreError(where + ": a line of " + std::to_string(rows[i].line.size()) +
@@ -249,11 +248,15 @@ void insert_lines(PgConnection& c, const std::string& where, const std::string& 
     // Refused here, before any statement, rather than by the server's encoding check midway.
     check_log_text(rows[i].line, where, std::int64_t(i + 1));
   }
-  // The statements of the batch: rows [begin, end), each within kRowsPerStatement and kBytesPerStatement;
-  // `bytes` without the lines' '\n'.
-  struct Part {
-    std::size_t begin, end, bytes;
-  };
+}
+
+// The statements of the batch: rows [begin, end), each within kRowsPerStatement and kBytesPerStatement;
+// `bytes` without the lines' '\n'.
+struct Part {
+  std::size_t begin, end, bytes;
+};
+
+std::vector<Part> statement_parts(const std::vector<LineRow>& rows) {
   std::vector<Part> parts;
   for (std::size_t begin = 0; begin < rows.size();) {
     std::size_t end = begin, bytes = 0;
@@ -263,6 +266,61 @@ void insert_lines(PgConnection& c, const std::string& where, const std::string& 
     parts.push_back(Part{begin, end, bytes});
     begin = end;
   }
+  return parts;
+}
+
+// Rows [begin, end) as the statement's array parameters (which point into them: made in place).
+struct LineColumns {
+  LineColumns(const std::vector<LineRow>& rows, std::size_t begin, std::size_t end)
+      : seqs(kInt8Oid, end - begin), types(kTextOid, end - begin), times(kInt8Oid, end - begin),
+        lines(kTextOid, end - begin) {
+    for (std::size_t i = begin; i < end; ++i) {
+      seqs.add_int8(rows[i].seq);
+      types.add(rows[i].type);
+      times.add_int8(rows[i].time);
+      lines.add(rows[i].line);
+    }
+  }
+  BinaryArray seqs, types, times, lines;
+};
+
+// Search rows [begin, end) as the statement's array parameters, as LineColumns.
+struct TextColumns {
+  TextColumns(const std::vector<SearchRow>& search, std::size_t begin, std::size_t end)
+      : size(end - begin), seqs(kInt8Oid, size), parts(kInt8Oid, size), kinds(kTextOid, size), texts(kTextOid, size),
+        words(kTextOid, size) {
+    for (std::size_t i = begin; i < end; ++i) {
+      seqs.add_int8(search[i].seq);
+      parts.add_int8(search[i].part);
+      kinds.add(text_kind_name(search[i].kind));
+      texts.add(search[i].text);
+      words.add(search[i].words);
+    }
+  }
+  void add_to(std::vector<Param>& params) const {
+    for (std::string_view p : {seqs.bytes(), parts.bytes(), kinds.bytes(), texts.bytes(), words.bytes()})
+      params.emplace_back(p);
+  }
+  std::size_t size;
+  BinaryArray seqs, parts, kinds, texts, words;
+};
+
+[[noreturn]] void throw_log_changed(PgConnection& c, const std::string& where, const std::string& id,
+                                    std::int64_t first) {
+  PgResult now = c.exec("SELECT event_count FROM dsh_acp.sessions WHERE owner = current_user AND id = $1", {id});
+  throw StoreError(where + ": log changed under the writer: it holds " +
+                   (now.rows() ? std::string(now.value(0, 0)) + " events" : std::string("no session")) +
+                   ", the batch starts at seq " + std::to_string(first));
+}
+
+} // namespace
+
+void insert_lines(PgConnection& c, const std::string& where, const std::string& id, const std::vector<LineRow>& rows,
+                  const BatchEffect& effect, bool in_transaction, Commit commit, const std::vector<SearchRow>& search,
+                  bool deferred) {
+  if (rows.empty()) return;
+  check_lines(rows, where);
+  const std::vector<Part> parts = statement_parts(rows);
   std::optional<Transaction> tx;
   if (!in_transaction && parts.size() > 1) {
     tx.emplace(c);
@@ -279,50 +337,27 @@ void insert_lines(PgConnection& c, const std::string& where, const std::string& 
     const std::string next_bin = binary_int8(next), bytes_bin = binary_int8(std::int64_t(line_bytes + (end - begin))),
                       first_bin = binary_int8(first);
     const std::string updated_bin = last && effect.updated_at ? binary_int8(*effect.updated_at) : std::string();
-    BinaryArray seqs(kInt8Oid, end - begin), types(kTextOid, end - begin), times(kInt8Oid, end - begin),
-        lines(kTextOid, end - begin);
-    for (std::size_t i = begin; i < end; ++i) {
-      seqs.add_int8(rows[i].seq);
-      types.add(rows[i].type);
-      times.add_int8(rows[i].time);
-      lines.add(rows[i].line);
-    }
+    const LineColumns columns(rows, begin, end);
     std::vector<Param> params{id,
                               next_bin,
                               bytes_bin,
                               last && effect.updated_at ? Param(updated_bin) : std::nullopt,
                               last && effect.title ? Param(*effect.title) : std::nullopt,
                               first_bin,
-                              seqs.bytes(),
-                              types.bytes(),
-                              times.bytes(),
-                              lines.bytes()};
+                              columns.seqs.bytes(),
+                              columns.types.bytes(),
+                              columns.times.bytes(),
+                              columns.lines.bytes()};
     // The texts of the events these lines hold: seqs from this statement's first line's to the next's.
     const std::size_t texts_begin = next_text;
     while (next_text < search.size() && (last || search[next_text].seq < next)) ++next_text;
-    const std::size_t n_texts = next_text - texts_begin;
-    BinaryArray text_seqs(kInt8Oid, n_texts), text_parts(kInt8Oid, n_texts), kinds(kTextOid, n_texts),
-        texts(kTextOid, n_texts), words(kTextOid, n_texts);
-    for (std::size_t i = texts_begin; i < next_text; ++i) {
-      text_seqs.add_int8(search[i].seq);
-      text_parts.add_int8(search[i].part);
-      kinds.add(text_kind_name(search[i].kind));
-      texts.add(search[i].text);
-      words.add(search[i].words);
-    }
-    if (n_texts > 0)
-      for (std::string_view p : {text_seqs.bytes(), text_parts.bytes(), kinds.bytes(), texts.bytes(), words.bytes()})
-        params.emplace_back(p);
-    const Texts what = n_texts > 0 ? Texts::with : deferred ? Texts::deferred : Texts::advance;
+    const TextColumns texts(search, texts_begin, next_text);
+    if (texts.size > 0) texts.add_to(params);
+    const Texts what = texts.size > 0 ? Texts::with : deferred ? Texts::deferred : Texts::advance;
     const AppendStatement& st =
         append_statements()[(own == Commit::quiet ? 6 : own == Commit::async ? 3 : 0) + std::size_t(what)];
-    PgResult r = c.exec_prepared(st.name, st.sql, n_texts > 0 ? kAppendSearchTypes : kAppendTypes, params);
-    if (r.affected() != std::int64_t(end - begin)) {
-      PgResult now = c.exec("SELECT event_count FROM dsh_acp.sessions WHERE owner = current_user AND id = $1", {id});
-      throw StoreError(where + ": log changed under the writer: it holds " +
-                       (now.rows() ? std::string(now.value(0, 0)) + " events" : std::string("no session")) +
-                       ", the batch starts at seq " + std::to_string(first));
-    }
+    PgResult r = c.exec_prepared(st.name, st.sql, texts.size > 0 ? kAppendSearchTypes : kAppendTypes, params);
+    if (r.affected() != std::int64_t(end - begin)) throw_log_changed(c, where, id, first);
   }
   if (tx) tx->commit();
 }

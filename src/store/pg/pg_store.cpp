@@ -1005,6 +1005,98 @@ std::string int_array(const std::vector<SearchRow>& rows, std::size_t begin, std
   return out + "}";
 }
 
+// What a query's terms weigh. Each term weighs ln(1 + kCommonTexts / texts holding it): rarer terms
+// count more, and only texts this role can read are counted, so nothing anyone else keeps moves a
+// score. A rarer term's texts are each looked at (a branch each); common terms add their weight to
+// texts holding every term (a text holding a rarer term and only some common ones goes without
+// theirs: at most ln 2 each).
+struct TermWeights {
+  std::vector<Branch> branches;      ///< one per rarer term
+  double common = 0;                 ///< the common terms' weights together
+  std::vector<std::size_t> commons;  ///< the common terms' positions
+};
+
+TermWeights weigh_terms(const PgResult& counts, const std::vector<std::string>& operands) {
+  TermWeights out;
+  for (std::size_t i = 0; i < operands.size(); ++i) {
+    const std::int64_t held = counts.int64(0, int(i));
+    if (held == 0) continue;
+    const double w = std::log1p(double(kCommonTexts) / double(held));
+    if (held < kCommonTexts) {
+      out.branches.push_back({operands[i], w, kCommonTexts, {}});
+    } else {
+      out.common += w;
+      out.commons.push_back(i);
+    }
+  }
+  return out;
+}
+
+// The ranked texts of a search for `operands` (term_counts_sql, then search_sql's columns); none
+// when no text holds any term.
+std::optional<PgResult> rank_texts(PgConnection& c, const std::vector<std::string>& operands,
+                                   const ContentQuery& query) {
+  const std::size_t n = operands.size();
+  std::string all;
+  for (const std::string& o : operands) all += (all.empty() ? "" : " & ") + o;
+  std::vector<Param> count_params(operands.begin(), operands.end());
+  count_params.emplace_back(all);
+  PgResult counts = c.exec(term_counts_sql(n), count_params);
+  TermWeights weights = weigh_terms(counts, operands);
+  std::vector<Branch>& branches = weights.branches;
+  std::vector<std::size_t>& commons = weights.commons;
+  const double common_weight = std::log1p(1.0);
+  auto rank = [&](const std::vector<Branch>& parts) {
+    Params params;
+    const std::string sql = search_sql(parts, params, text_array(query.exclude), query.limit);
+    return c.exec(sql, std::vector<Param>(params.values.begin(), params.values.end()));
+  };
+  std::optional<PgResult> ranked;
+  if (branches.empty() && !commons.empty()) {
+    // Common words only: the role's first kWindowTexts own texts holding any, by how many they
+    // hold (the index would read every text holding each word to find them). The index only
+    // when none of those holds one (the words are common in texts shared with the role).
+    Branch window;
+    std::string any;
+    for (std::size_t i : commons) {
+      any += (any.empty() ? "" : " | ") + operands[i];
+      window.terms.emplace_back(operands[i], common_weight);
+    }
+    window.query = any;
+    ranked = rank({window});
+    if (ranked->rows() > 0) commons.clear();
+  }
+  if (!commons.empty()) {
+    // With a rarer term, the index finds the texts holding every term from that term's few (and
+    // none when no text holds them all); without one, it is asked first whether any does.
+    bool together = counts.int64(0, int(n)) > 0 || !branches.empty();
+    if (!together) {
+      PgResult any = c.exec("SELECT count(*) FROM dsh_acp.search_texts($1::tsquery, '{}', 1)", {all});
+      together = any.int64(0, 0) > 0;
+    }
+    if (together && (n > 1 || branches.empty())) branches.push_back({all, weights.common, kSearchRows, {}});
+    else if (branches.empty())  // common words alone, never all in one text
+      for (std::size_t i : commons)
+        branches.push_back({operands[i], common_weight, kSearchRows / std::int64_t(commons.size()), {}});
+  }
+  if (!branches.empty()) ranked = rank(branches);
+  return ranked;
+}
+
+std::vector<ContentHit> hits_of(const PgResult& r, const std::vector<std::string>& terms) {
+  std::vector<ContentHit> hits;
+  for (int i = 0; i < r.rows(); ++i) {
+    ContentHit h;
+    h.session_id = std::string(r.value(i, 0));
+    h.seq = r.int64(i, 1);
+    h.kind = kind_named(r.value(i, 2));
+    h.snippet = make_snippet(r.value(i, 3), terms);
+    h.score = std::strtod(std::string(r.value(i, 4)).c_str(), nullptr);
+    hits.push_back(std::move(h));
+  }
+  return hits;
+}
+
 } // namespace
 
 std::vector<std::string> PgStore::stale_sessions(PgConnection& c, std::size_t limit) {
@@ -1097,7 +1189,6 @@ std::vector<ContentHit> PgStore::search_content(const ContentQuery& query, std::
   std::vector<ContentHit> hits;
   const std::vector<std::string> terms = content_terms(query.words);
   if (terms.empty() || query.limit == 0) return hits;
-  const std::size_t n = terms.size();
   std::vector<std::string> operands;
   for (const std::string& t : terms) operands.push_back(tsquery_operand(t));
   // What this process committed before the question is indexed first (normally a few milliseconds).
@@ -1124,77 +1215,7 @@ std::vector<ContentHit> PgStore::search_content(const ContentQuery& query, std::
     }
     std::stop_callback cancel(stop, [&c] { c->cancel(); });
     try {
-      std::string all;
-      for (const std::string& o : operands) all += (all.empty() ? "" : " & ") + o;
-      std::vector<Param> count_params(operands.begin(), operands.end());
-      count_params.emplace_back(all);
-      PgResult counts = c->exec(term_counts_sql(n), count_params);
-      // Each term weighs ln(1 + kCommonTexts / texts holding it): rarer terms count more, and only
-      // texts this role can read are counted, so nothing anyone else keeps moves a score. A rarer
-      // term's texts are each looked at; common terms add their weight to texts holding every
-      // term (a text holding a rarer term and only some common ones goes without theirs: at most
-      // ln 2 each).
-      std::vector<Branch> branches;
-      double common = 0;
-      std::vector<std::size_t> commons;
-      for (std::size_t i = 0; i < n; ++i) {
-        const std::int64_t held = counts.int64(0, int(i));
-        if (held == 0) continue;
-        const double w = std::log1p(double(kCommonTexts) / double(held));
-        if (held < kCommonTexts) {
-          branches.push_back({operands[i], w, kCommonTexts, {}});
-        } else {
-          common += w;
-          commons.push_back(i);
-        }
-      }
-      const double common_weight = std::log1p(1.0);
-      auto rank = [&](const std::vector<Branch>& parts) {
-        Params params;
-        const std::string sql = search_sql(parts, params, text_array(query.exclude), query.limit);
-        return c->exec(sql, std::vector<Param>(params.values.begin(), params.values.end()));
-      };
-      std::optional<PgResult> ranked;
-      if (branches.empty() && !commons.empty()) {
-        // Common words only: the role's first kWindowTexts own texts holding any, by how many they
-        // hold (the index would read every text holding each word to find them). The index only
-        // when none of those holds one (the words are common in texts shared with the role).
-        Branch window;
-        std::string any;
-        for (std::size_t i : commons) {
-          any += (any.empty() ? "" : " | ") + operands[i];
-          window.terms.emplace_back(operands[i], common_weight);
-        }
-        window.query = any;
-        ranked = rank({window});
-        if (ranked->rows() > 0) commons.clear();
-      }
-      if (!commons.empty()) {
-        // With a rarer term, the index finds the texts holding every term from that term's few (and
-        // none when no text holds them all); without one, it is asked first whether any does.
-        bool together = counts.int64(0, int(n)) > 0 || !branches.empty();
-        if (!together) {
-          PgResult any = c->exec("SELECT count(*) FROM dsh_acp.search_texts($1::tsquery, '{}', 1)", {all});
-          together = any.int64(0, 0) > 0;
-        }
-        if (together && (n > 1 || branches.empty())) branches.push_back({all, common, kSearchRows, {}});
-        else if (branches.empty())  // common words alone, never all in one text
-          for (std::size_t i : commons)
-            branches.push_back({operands[i], common_weight, kSearchRows / std::int64_t(commons.size()), {}});
-      }
-      if (!branches.empty()) ranked = rank(branches);
-      if (ranked) {
-        const PgResult& r = *ranked;
-        for (int i = 0; i < r.rows(); ++i) {
-          ContentHit h;
-          h.session_id = std::string(r.value(i, 0));
-          h.seq = r.int64(i, 1);
-          h.kind = kind_named(r.value(i, 2));
-          h.snippet = make_snippet(r.value(i, 3), terms);
-          h.score = std::strtod(std::string(r.value(i, 4)).c_str(), nullptr);
-          hits.push_back(std::move(h));
-        }
-      }
+      if (std::optional<PgResult> ranked = rank_texts(*c, operands, query)) hits = hits_of(*ranked, terms);
     } catch (const PgError& e) {
       if (stop.stop_requested() && e.sqlstate() == "57014") throw ReadCancelled();
       throw;
