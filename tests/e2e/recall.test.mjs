@@ -148,6 +148,13 @@ test('people find sessions by content: /ref, the candidates extension with match
   assert.deepEqual(listed.sessions.map((s) => s.sessionId), [pg]);
   assert.ok(listed.sessions[0]._meta['dsh-acp/match'].snippet.includes('PostgreSQL'));
   await assert.rejects(ctx.request(M.session.list, { _meta: { 'dsh-acp/query': 7 } }), (e) => e.code === -32602);
+  // At most 1024 bytes, and one page: the bound and the refused cursor docs/recall.md states.
+  const badQuery = (e, path) => e.code === -32602 && e.data?.path === path;
+  await assert.rejects(ctx.request(M.session.list, { _meta: { 'dsh-acp/query': 'é'.repeat(512) + 'x' } }),
+    (e) => badQuery(e, '/_meta/dsh-acp/query'));
+  await ctx.request(M.session.list, { _meta: { 'dsh-acp/query': 'é'.repeat(512) } });
+  await assert.rejects(ctx.request(M.session.list, { cursor: 'x', _meta: { 'dsh-acp/query': 'billing' } }),
+    (e) => badQuery(e, '/cursor'));
 
   await ctx.request(M.session.prompt, { sessionId, prompt: text('/ref billing partitions') });
   const said = updatesOf(agent, sessionId, 'agent_message_chunk').map((u) => u.content.text).join('');

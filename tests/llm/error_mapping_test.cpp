@@ -41,6 +41,7 @@ BOOST_AUTO_TEST_CASE(bodies_without_message_get_a_descriptive_fallback) {
 }
 
 BOOST_AUTO_TEST_CASE(retryable_statuses) {
+  BOOST_TEST(is_retryable_status(408));  // docs/decisions.md#command-line-and-configuration
   BOOST_TEST(is_retryable_status(429));
   BOOST_TEST(is_retryable_status(500));
   BOOST_TEST(is_retryable_status(503));

@@ -140,6 +140,33 @@ BOOST_AUTO_TEST_CASE(damage_before_the_last_turn_end_is_corruption_naming_file_a
   BOOST_TEST(read_file(path) == damaged);  // never modified
 }
 
+// 0.1.1 refuses a header carrying its retired policy fields; so do we, naming line 1, and leave the log alone.
+BOOST_AUTO_TEST_CASE(a_header_with_retired_policy_keys_is_corruption) {
+  for (const char* key : {"sandboxMode", "approvalPolicy"}) {
+    BOOST_TEST_CONTEXT(key) {
+      TempDir dir;
+      std::string path = two_turn_raw(dir);
+      auto lines = split_lines(read_file(path));
+      json::value header = json::parse(lines[0]);
+      header.as_object()[key] = "workspace-write";
+      lines[0] = to_json_text(header);
+      std::string damaged;
+      for (auto& l : lines) damaged += l + "\n";
+      write_file(path, damaged);
+      auto store = open_store(dir, std::nullopt);
+      try {
+        store->read_log("s");
+        BOOST_FAIL("expected StoreCorrupt");
+      } catch (const StoreCorrupt& e) {
+        BOOST_TEST(e.line() == 1);
+        BOOST_TEST(std::string(e.what()).find("sandboxMode/approvalPolicy") != std::string::npos);
+      }
+      BOOST_CHECK_THROW(store->open("s"), StoreCorrupt);
+      BOOST_TEST(read_file(path) == damaged);  // never modified
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(seq_gap_before_the_last_turn_end_is_corruption) {
   TempDir dir;
   std::string path = two_turn_raw(dir);
