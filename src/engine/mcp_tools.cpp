@@ -62,7 +62,9 @@ std::string offered_description(const mcp::Tool& tool, const std::string& server
 } // namespace
 
 std::size_t max_session_mcp_tools() {
-  static const std::size_t n = kMaxRequestTools - std::min(kMaxRequestTools, tools::builtin_tools().size());
+  // ask_user and recall are offered beside them in some turns: a request never carries more than the limit.
+  static const std::size_t n =
+      kMaxRequestTools - std::min(kMaxRequestTools, tools::builtin_tools().size() + kConditionalServerTools);
   return n;
 }
 

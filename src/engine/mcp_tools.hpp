@@ -39,7 +39,10 @@ inline constexpr std::size_t kMaxToolBytes = 256u << 10;
 /// session's MCP tools, all servers together, get what the built-in tools leave of it; the rest
 /// are left out (logged once per server), so no request is refused for its tool count.
 inline constexpr std::size_t kMaxRequestTools = 128;
-/// MCP tools offered in one session: kMaxRequestTools less the built-in tools.
+/// The server's tools offered only in some turns: ask_user (a client that shows forms) and recall
+/// (other sessions exist).
+inline constexpr std::size_t kConditionalServerTools = 2;
+/// MCP tools offered in one session: kMaxRequestTools less the built-in and the conditional tools.
 std::size_t max_session_mcp_tools();
 
 /// `mcp__<server>__<tool>` (the name offered to the model), made a valid OpenAI function name:

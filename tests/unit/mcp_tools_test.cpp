@@ -270,7 +270,9 @@ BOOST_AUTO_TEST_CASE(the_offered_tools_fit_one_model_request) {
   auto tools = started(io, {fake_server("first", "many", std::chrono::hours(1), {"100"}),
                             fake_server("second", "many", std::chrono::hours(1), {"100"})});
   BOOST_TEST(tools->servers() == 2u);
-  BOOST_TEST(engine::max_session_mcp_tools() + tools::builtin_tools().size() == engine::kMaxRequestTools);
+  // With ask_user and recall offered too, a request carries exactly the chat APIs' limit, never more.
+  BOOST_TEST(engine::max_session_mcp_tools() + tools::builtin_tools().size() + engine::kConditionalServerTools ==
+             engine::kMaxRequestTools);
   BOOST_TEST(engine::max_session_mcp_tools() > 100u);
   auto n = names(*tools);
   BOOST_TEST(n.size() == engine::max_session_mcp_tools());
