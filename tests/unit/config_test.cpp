@@ -82,10 +82,10 @@ BOOST_AUTO_TEST_CASE(dsh_acp_config_names_the_file_unless_the_flag_does) {
   t.write("config.json", R"({"candidateLimit": 7})");
   const std::string named = t.write("named.json", R"({"candidateLimit": 8})");
   const std::string flagged = t.write("flagged.json", R"({"candidateLimit": 9})");
-  BOOST_TEST(load({}, {{"DSH_ACP_HOME", t.path}}).candidate_limit == 7);
-  BOOST_TEST(load({}, {{"DSH_ACP_HOME", t.path}, {"DSH_ACP_CONFIG", named}}).candidate_limit == 8);
-  BOOST_TEST(load({"--config", flagged}, {{"DSH_ACP_HOME", t.path}, {"DSH_ACP_CONFIG", named}}).candidate_limit == 9);
-  BOOST_CHECK_THROW(load({}, {{"DSH_ACP_HOME", t.path}, {"DSH_ACP_CONFIG", t.path + "/missing.json"}}), ConfigError);
+  BOOST_TEST(load({}, {{"DSH_ACP_HOME", t.path()}}).candidate_limit == 7);
+  BOOST_TEST(load({}, {{"DSH_ACP_HOME", t.path()}, {"DSH_ACP_CONFIG", named}}).candidate_limit == 8);
+  BOOST_TEST(load({"--config", flagged}, {{"DSH_ACP_HOME", t.path()}, {"DSH_ACP_CONFIG", named}}).candidate_limit == 9);
+  BOOST_CHECK_THROW(load({}, {{"DSH_ACP_HOME", t.path()}, {"DSH_ACP_CONFIG", t.path() + "/missing.json"}}), ConfigError);
 }
 
 BOOST_AUTO_TEST_CASE(bad_configuration_is_a_config_error) {
