@@ -98,8 +98,9 @@ Kept jpeg(std::string_view b) {
       i = next;
       continue;
     }
+    const bool leading = out.size() == 2;
     out += b.substr(i - 2, length + 2);
-    if (marker == 0xE0 && insert_at == 2) insert_at = out.size();
+    if (marker == 0xE0 && leading) insert_at = out.size();  // only a JFIF segment that opens the file
     i = next;
     if (marker == 0xDA) {  // a scan: its data runs to the next marker
       const std::size_t end = scan_end(b, i);

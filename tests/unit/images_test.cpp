@@ -468,6 +468,12 @@ BOOST_AUTO_TEST_CASE(a_damaged_structure_is_refused_and_left_alone) {
   std::string stuffed = jpeg(8, 8);
   stuffed.insert(stuffed.rfind("\xff\xd9"), jpeg_segment('\xe1', "Exif") + std::string("\xff\x00\x00\x04" "ab", 6));
   BOOST_TEST(!support::strip_image_metadata(stuffed, "image/jpeg"));
+  // Found by fuzzing: a JFIF segment after the frame (kept, as every JFIF segment is) drew the kept
+  // orientation after the frame header too, where no reader looks: the image turned back.
+  std::string late = jpeg(40, 30, 6);
+  late.insert(late.rfind("\xff\xd9"), std::string("\xff\xe0\x00\x10JFIF\x00\x01\x01\x00\x00\x01\x00\x01\x00\x00", 18));
+  late.insert(2, jpeg_segment('\xfe', "comment"));
+  check(stripped(late, "image/jpeg"), "image/jpeg", 30, 40);
   // Found by fuzzing: a WebP of nothing but metadata has no picture left.
   std::string bare = riff("XMP ", "<x:xmpmeta/>");
   BOOST_TEST(!support::strip_image_metadata(bare, "image/webp"));
