@@ -41,22 +41,30 @@ def slug(heading):
     return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
 
 
+def prose_lines(path):
+    """(line number, line) of a Markdown file's lines outside code fences (``` or ~~~)."""
+    fence = None
+    with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            stripped = line.lstrip()
+            if stripped.startswith(("```", "~~~")):
+                marker = stripped[:3]
+                fence = None if fence == marker else (fence or marker)
+                continue
+            if not fence:
+                yield number, line
+
+
 def anchors(path, cache={}):
     if path not in cache:
-        found, seen, fence = set(), {}, None
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                stripped = line.lstrip()
-                if stripped.startswith(("```", "~~~")):
-                    marker = stripped[:3]
-                    fence = None if fence == marker else (fence or marker)
-                    continue
-                m = None if fence else HEADING.match(line)
-                if m:
-                    base = slug(m.group(2))
-                    n = seen.get(base, 0)
-                    seen[base] = n + 1
-                    found.add(base if n == 0 else f"{base}-{n}")
+        found, seen = set(), {}
+        for _number, line in prose_lines(path):
+            m = HEADING.match(line)
+            if m:
+                base = slug(m.group(2))
+                n = seen.get(base, 0)
+                seen[base] = n + 1
+                found.add(base if n == 0 else f"{base}-{n}")
         cache[path] = found
     return cache[path]
 
@@ -98,26 +106,17 @@ def main():
     if os.path.isdir(docs_dir):
         pages += sorted(os.path.join(docs_dir, n) for n in os.listdir(docs_dir) if n.endswith(".md"))
     for page in pages:
-        fence = None
-        with open(page, encoding="utf-8") as f:
-            for number, line in enumerate(f, 1):
-                stripped = line.lstrip()
-                if stripped.startswith(("```", "~~~")):
-                    marker = stripped[:3]
-                    fence = None if fence == marker else (fence or marker)
+        for number, line in prose_lines(page):
+            for target in LINK.findall(line):
+                if re.match(r"^[a-z][a-z0-9+.-]*:", target):
+                    continue  # a URL
+                where = f"{os.path.relpath(page, root)}:{number}"
+                path, _, fragment = target.partition("#")
+                resolved = page if not path else os.path.normpath(os.path.join(os.path.dirname(page), path))
+                if not resolved.startswith(root + os.sep):
+                    problems.append(f"{where}: {target} leaves the repository")
                     continue
-                if fence:
-                    continue
-                for target in LINK.findall(line):
-                    if re.match(r"^[a-z][a-z0-9+.-]*:", target):
-                        continue  # a URL
-                    where = f"{os.path.relpath(page, root)}:{number}"
-                    path, _, fragment = target.partition("#")
-                    resolved = page if not path else os.path.normpath(os.path.join(os.path.dirname(page), path))
-                    if not resolved.startswith(root + os.sep):
-                        problems.append(f"{where}: {target} leaves the repository")
-                        continue
-                    check_target(where, resolved, fragment)
+                check_target(where, resolved, fragment)
 
     for path in source_files(root):
         text = read_text(path)

@@ -18,6 +18,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from docs_links_test import prose_lines  # noqa: E402
+
 HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 CODE_SPAN = re.compile(r"`([^`]+)`")
 CTEST_LINE = re.compile(r"^\s*Test\s+#\d+:\s+(\S+)\s*$")
@@ -36,24 +39,16 @@ def pages(root):
 def tests_section(path):
     """(line number, text) of each line of the page's last `## Tests` section outside code fences; None if the page
     has none, or if another level-2 heading follows it (the section ends the page)."""
-    lines, fence, inside, found = [], None, False, False
-    with open(path, encoding="utf-8") as f:
-        for number, line in enumerate(f, 1):
-            stripped = line.lstrip()
-            if stripped.startswith(("```", "~~~")):
-                marker = stripped[:3]
-                fence = None if fence == marker else (fence or marker)
-                continue
-            if fence:
-                continue
-            m = HEADING.match(line)
-            if m and len(m.group(1)) <= 2:
-                inside = len(m.group(1)) == 2 and m.group(2) == "Tests"
-                if inside:
-                    found, lines = True, []
-                continue
+    lines, inside, found = [], False, False
+    for number, line in prose_lines(path):
+        m = HEADING.match(line)
+        if m and len(m.group(1)) <= 2:
+            inside = len(m.group(1)) == 2 and m.group(2) == "Tests"
             if inside:
-                lines.append((number, line))
+                found, lines = True, []
+            continue
+        if inside:
+            lines.append((number, line))
     return lines if found and inside else None
 
 
