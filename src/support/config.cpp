@@ -32,7 +32,7 @@ enum class Kind { string, path, integer, boolean, choice, fraction };
 struct Option {
   const char* flag;  ///< without the leading "--"
   Kind kind;
-  const char* help;  ///< one line of --help; also the schema's description unless `note` says more
+  std::string help;  ///< one line of --help; also the schema's description unless `note` says more
   std::function<void(Config&, const std::string&)> set;  ///< receives the validated text form
   std::function<json::value(const Config&)> get = {};    ///< the value as the schema writes it; null: no default
   std::int64_t min = 0;
@@ -88,8 +88,9 @@ const std::vector<Option>& options() {
        "default 0.1 for the harness's own root, else 45fc"},
       {"provider", Kind::choice, "model provider", str_setter(&Config::provider), getter(&Config::provider), 0, 0,
        {"deepseek", "openai", "echo"}},
-      {"model", Kind::string, "model name (deepseek: deepseek-flash; openai: required)", str_setter(&Config::model)},
-      {"base-url", Kind::string, "provider base URL (deepseek: https://api.deepseek.com; openai: required)",
+      {"model", Kind::string, std::string("model name (deepseek: ") + kDeepSeekDefaultModel + "; openai: required)",
+       str_setter(&Config::model)},
+      {"base-url", Kind::string, std::string("provider base URL (deepseek: ") + kDeepSeekBaseUrl + "; openai: required)",
        str_setter(&Config::base_url)},
       {"allow-insecure-http", Kind::boolean, "allow plain http:// to non-loopback hosts",
        [](Config& c, const std::string& v) { c.allow_insecure_http = v == "true"; }, getter(&Config::allow_insecure_http)},
@@ -602,7 +603,7 @@ json::object schema_of(const Option& opt) {
     break;
   }
   if (json::value d = default_of(opt); !d.is_null()) p["default"] = std::move(d);
-  p["description"] = opt.note ? opt.note : opt.help;
+  p["description"] = opt.note ? json::string(opt.note) : json::string(opt.help);
   return p;
 }
 

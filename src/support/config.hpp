@@ -67,6 +67,8 @@ struct Config {
   /// else $XDG_CONFIG_HOME/dsh-acp/deepseek-api-key.
   std::string key_file;
   std::string openai_api_key;       ///< OPENAI_API_KEY, else config-file key openaiApiKey
+
+  bool operator==(const Config&) const = default;  // tests compare a default with the same set explicitly
 };
 
 /// Whether `model` of the configured provider takes images: the echo model does (it describes
