@@ -33,6 +33,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -86,15 +88,19 @@ private:
 using acp::test_events::ev;
 using acp::test_events::text;
 
-// The same text with every word replaced by a stop word of the same length or so: nothing to index.
+// The same text with every word replaced by a stop word of the same length (the vocabulary's words are 3, 5,
+// 7 or 9 letters): nothing to index, and the log lines keep their size to the byte, so a pair of writes
+// differs only in what the indexer finds.
 std::string unindexable(const std::string& text) {
-  static const char* stop[] = {"a", "to", "the", "from", "there", "because"};
-  std::string out;
+  std::string out = text;
   std::size_t start = 0;
-  while (start <= text.size()) {
-    std::size_t end = text.find(' ', start);
-    if (end == std::string::npos) end = text.size();
-    out.append(out.empty() ? "" : " ").append(stop[std::min<std::size_t>(5, (end - start) / 2)]);
+  while (start <= out.size()) {
+    std::size_t end = out.find(' ', start);
+    if (end == std::string::npos) end = out.size();
+    const std::size_t n = end - start;
+    const char* stop = n <= 3 ? "the" : n <= 5 ? "there" : n <= 7 ? "because" : "ourselves";
+    const std::size_t m = std::min(n, std::strlen(stop));
+    out.replace(start, m, stop, m);
     start = end + 1;
   }
   return out;
@@ -107,7 +113,9 @@ std::string say(Words& words, std::size_t n) {
   return g_unindexable ? unindexable(t) : t;
 }
 
-void write_session(pg::PgStore& store, int i, Words& words, const std::string& prefix = "search-") {
+// after_turn, when given, is called with each turn's append time (milliseconds) once that append returned.
+void write_session(pg::PgStore& store, int i, Words& words, const std::string& prefix = "search-",
+                   const std::function<void(double)>& after_turn = {}) {
   SessionHeader h;
   h.id = prefix + std::to_string(100000 + i);
   h.cwd = "/home/user/project-" + std::to_string(i % 20);
@@ -116,6 +124,7 @@ void write_session(pg::PgStore& store, int i, Words& words, const std::string& p
   for (int n = 1; n <= 4; ++n) {
     const std::int64_t t = h.createdAt + n * 100;
     const std::string k = std::to_string(n);
+    const auto began = Clock::now();
     w.append({ev("turn/start", {{"turn", n}}, t),
               ev("user/message", {{"turn", n}, {"content", text(say(words, words.between(8, 20)))}, {"id", "u" + k}}, t, true),
               ev("step/start", {{"turn", n}, {"step", 1}}, t + 1),
@@ -140,6 +149,7 @@ void write_session(pg::PgStore& store, int i, Words& words, const std::string& p
               ev("step/end", {{"turn", n}, {"step", 2}}, t + 8),
               ev("turn/end", {{"turn", n}, {"reason", {{"kind", "completed"}}}}, t + 9)},
              n == 4);
+    if (after_turn) after_turn(ms_since(began));
   }
 }
 
@@ -281,6 +291,41 @@ int main(int argc, char** argv) {
                 growth, kRounds, 100 * (percentile(ratios, 0.0) - 1), 100 * (percentile(ratios, 1.0) - 1));
     bench::result("pgfts_write_growth_paced_pct", growth, "%",
                   "\"note\":\"a session of 4 turns, with vs without texts, the indexer's backlog waited for between sessions\"");
+  }
+
+  {
+    // One prompt's own write: each turn's append timed alone, the indexer's backlog waited for
+    // (unmeasured) before the next turn, as it is in a session whose turns wait for a model's answer.
+    // A turn's append is the store's share of a prompt round trip; the pair of rounds writes lines of
+    // the same sizes, with and without words to index.
+    constexpr int kRounds = 12, kPerRound = 10;
+    std::vector<double> with, without, ratios;
+    for (int round = 0; round < kRounds; ++round) {
+      double took[2] = {0, 0};
+      for (bool texts : {round % 2 == 0, round % 2 != 0}) {
+        g_unindexable = !texts;
+        Words w(9000 + unsigned(round));
+        const std::string prefix = (texts ? "turn-with-" : "turn-without-") + std::to_string(::getpid()) + "-";
+        std::vector<double> each;
+        for (int i = 0; i < kPerRound; ++i)
+          write_session(store, round * kPerRound + i, w, prefix, [&](double ms) {
+            each.push_back(ms);
+            while (!store.wait_indexed(std::chrono::seconds(60))) {
+            }
+          });
+        took[texts] = percentile(each, 0.5);
+        (texts ? with : without).push_back(took[texts]);
+      }
+      ratios.push_back(took[1] / took[0]);
+    }
+    g_unindexable = false;
+    const double growth = 100 * (percentile(ratios, 0.5) - 1);
+    std::printf("  a turn's append at a prompt's pace: %.3f ms with words to index, %.3f ms without (medians); %+.1f%% "
+                "(median of %d paired rounds of %d turns; they ranged %+.0f%% to %+.0f%%)\n",
+                percentile(with, 0.5), percentile(without, 0.5), growth, kRounds, kPerRound * 4,
+                100 * (percentile(ratios, 0.0) - 1), 100 * (percentile(ratios, 1.0) - 1));
+    bench::result("pgfts_turn_growth_paced_pct", growth, "%",
+                  "\"note\":\"a turn's append, with vs without words to index, the indexer's backlog waited for between turns\"");
   }
 
   {

@@ -87,8 +87,12 @@ const std::array<AppendStatement, 9>& append_statements() {
 // session's writer updates the same row with its next batch, and is not kept waiting while the GIN
 // index takes the words.
 constexpr std::string_view kIndexTextsName = "dsh_acp_index_texts";
+//
+// Committed durably, unlike the writer's quiet batches: an asynchronous commit leaves its WAL (the GIN
+// index's share is several times the text's size) for the next durable commit to flush, and that is the
+// session writer's next turn, which then waited for the indexer's bytes as well as its own.
 constexpr std::string_view kIndexTexts =
-    "WITH q AS (SELECT set_config('synchronous_commit', 'off', true), set_config('dsh_acp.quiet', 'on', true)) "
+    "WITH q AS (SELECT set_config('dsh_acp.quiet', 'on', true)) "
     "INSERT INTO dsh_acp.search (owner, session_id, seq, part, kind, text, tsv) "
     "SELECT s.owner, s.id, x.seq, x.part, x.kind, x.text, array_to_tsvector(string_to_array(x.words, ' ')) "
     "FROM q, dsh_acp.sessions s, unnest($4, $5, $6, $7, $8) AS x(seq, part, kind, text, words) "
