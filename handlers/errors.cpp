@@ -15,6 +15,8 @@ jsonrpc::RpcError to_rpc_error(std::exception_ptr error) {
     return jsonrpc::resource_not_found(e.session_id());
   } catch (const engine::QueueFull& e) {
     return jsonrpc::prompt_queue_full(e.session_id(), engine::kMaxQueuedPrompts);
+  } catch (const engine::ServerBusy& e) {
+    return jsonrpc::prompt_budget_full(e.session_id(), e.held_bytes(), engine::kMaxHeldPromptBytes);
   } catch (const engine::ReadOnlySession& e) {
     return jsonrpc::invalid_params("/sessionId", e.what());
   } catch (const engine::InvalidInput& e) {

@@ -70,6 +70,12 @@ RpcError prompt_queue_full(std::string_view session_id, std::size_t waiting) {
                   "Session busy: " + std::to_string(waiting) + " prompts already wait behind the running one",
                   json::object{{"reason", "busy"}, {"sessionId", session_id}, {"queued", waiting}});
 }
+RpcError prompt_budget_full(std::string_view session_id, std::size_t held, std::size_t limit) {
+  return RpcError(code::prompt_queue_full,
+                  "Server busy: prompts waiting or running in this connection's sessions hold " +
+                      std::to_string(held >> 20) + " MB (at most " + std::to_string(limit >> 20) + " MB)",
+                  json::object{{"reason", "busy"}, {"sessionId", session_id}, {"heldBytes", held}, {"maxHeldBytes", limit}});
+}
 RpcError log_corrupt(std::string_view where_and_why) {
   return RpcError(code::internal_error, "Session log unreadable: " + std::string(where_and_why),
                   json::object{{"code", "SESSION_LOG_CORRUPT"}});

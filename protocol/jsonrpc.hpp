@@ -63,6 +63,8 @@ RpcError auth_required(std::string_view provider);
 RpcError session_busy();
 /// `waiting` prompts already wait behind the session's running turn.
 RpcError prompt_queue_full(std::string_view session_id, std::size_t waiting);
+/// The connection's prompts, waiting or running in any session, already hold `held` of `limit` bytes.
+RpcError prompt_budget_full(std::string_view session_id, std::size_t held, std::size_t limit);
 RpcError log_corrupt(std::string_view where_and_why);
 /// A new session's id already has a log (another process created it first).
 RpcError session_exists(std::string_view session_id);

@@ -471,7 +471,9 @@ asio::awaitable<QueueSlot> Engine::enqueue(const std::string& id, const std::sha
                                            std::size_t bytes) {
   std::shared_ptr<Turn> turn = turn_in;
   std::shared_ptr<Session> session = require(id);
-  QueueSlot slot(session, session->queue.push(turn, bytes, session->id));
+  PromptBudget::Share share;
+  if (turn) share = prompt_budget_->take(bytes, session->id);
+  QueueSlot slot(session, session->queue.push(turn, bytes, session->id, std::move(share)));
   co_await slot.entry()->go.wait();
   if (turn) session->turn = turn;
   co_return std::move(slot);

@@ -6,7 +6,31 @@
 
 namespace acp::engine {
 
-std::shared_ptr<QueueEntry> WorkQueue::push(std::shared_ptr<Turn> turn, std::size_t bytes, const std::string& session_id) {
+PromptBudget::Share& PromptBudget::Share::operator=(Share&& other) noexcept {
+  if (this != &other) {
+    release();
+    budget_ = std::move(other.budget_);
+    bytes_ = std::exchange(other.bytes_, 0);
+  }
+  return *this;
+}
+
+void PromptBudget::Share::release() noexcept {
+  if (budget_) budget_->held_.fetch_sub(bytes_);
+  budget_.reset();
+  bytes_ = 0;
+}
+
+PromptBudget::Share PromptBudget::take(std::size_t bytes, const std::string& session_id) {
+  std::size_t held = held_.load();
+  do {
+    if (held > 0 && held + bytes > kMaxHeldPromptBytes) throw ServerBusy(session_id, held);
+  } while (!held_.compare_exchange_weak(held, held + bytes));
+  return Share(shared_from_this(), bytes);
+}
+
+std::shared_ptr<QueueEntry> WorkQueue::push(std::shared_ptr<Turn> turn, std::size_t bytes, const std::string& session_id,
+                                            PromptBudget::Share share) {
   std::size_t waiting = 0, held = 0, loads = 0;
   for (std::size_t i = 1; i < entries_.size(); ++i) {
     if (!entries_[i]->turn) {
@@ -24,7 +48,7 @@ std::shared_ptr<QueueEntry> WorkQueue::push(std::shared_ptr<Turn> turn, std::siz
     // Loads hold no text, but each waits as a coroutine with its reply: bounded like prompts.
     throw QueueFull(session_id);
   }
-  auto entry = std::make_shared<QueueEntry>(executor_, std::move(turn), bytes);
+  auto entry = std::make_shared<QueueEntry>(executor_, std::move(turn), bytes, std::move(share));
   entries_.push_back(entry);
   if (entries_.size() == 1) entry->go.set();
   return entry;

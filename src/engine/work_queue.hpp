@@ -14,11 +14,13 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 
+#include <atomic>
 #include <cstddef>
 #include <deque>
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace acp::engine {
 
@@ -43,11 +45,62 @@ private:
   std::string id_;
 };
 
+/// Prompt text all of a connection's sessions may hold together, running prompts included. Each
+/// session's own bounds leave the number of sessions open: without this, a client with many sessions
+/// could make the server hold any amount of prompt text.
+inline constexpr std::size_t kMaxHeldPromptBytes = 256u << 20;
+
+/// A prompt refused because the connection's prompts already hold kMaxHeldPromptBytes.
+class ServerBusy : public std::runtime_error {
+public:
+  ServerBusy(std::string id, std::size_t held)
+      : std::runtime_error("server busy: prompts waiting or running in this connection's sessions hold " +
+                           std::to_string(held >> 20) + " MB"),
+        id_(std::move(id)), held_(held) {}
+  const std::string& session_id() const noexcept { return id_; }
+  std::size_t held_bytes() const noexcept { return held_; }
+
+private:
+  std::string id_;
+  std::size_t held_;
+};
+
+/// The prompt text a connection holds (kMaxHeldPromptBytes), taken when a prompt queues and given
+/// back when its entry is gone, on whichever thread that happens.
+class PromptBudget : public std::enable_shared_from_this<PromptBudget> {
+public:
+  /// A prompt's part of the budget; given back when destroyed.
+  class Share {
+  public:
+    Share() = default;
+    Share(Share&& other) noexcept : budget_(std::move(other.budget_)), bytes_(std::exchange(other.bytes_, 0)) {}
+    Share& operator=(Share&& other) noexcept;
+    ~Share() { release(); }
+
+  private:
+    friend class PromptBudget;
+    Share(std::shared_ptr<PromptBudget> budget, std::size_t bytes) : budget_(std::move(budget)), bytes_(bytes) {}
+    void release() noexcept;
+    std::shared_ptr<PromptBudget> budget_;
+    std::size_t bytes_ = 0;
+  };
+
+  /// Takes `bytes`, or throws ServerBusy when that would pass the bound. When nothing is held any
+  /// prompt is taken: one maximal frame must always be able to run.
+  Share take(std::size_t bytes, const std::string& session_id);
+  std::size_t held() const noexcept { return held_.load(); }
+
+private:
+  std::atomic<std::size_t> held_{0};
+};
+
 struct QueueEntry {
-  QueueEntry(const boost::asio::any_io_executor& ex, std::shared_ptr<Turn> turn_, std::size_t bytes_)
-      : turn(std::move(turn_)), bytes(bytes_), go(ex) {}
+  QueueEntry(const boost::asio::any_io_executor& ex, std::shared_ptr<Turn> turn_, std::size_t bytes_,
+             PromptBudget::Share share_)
+      : turn(std::move(turn_)), bytes(bytes_), share(std::move(share_)), go(ex) {}
   std::shared_ptr<Turn> turn;  ///< a prompt's cancellation object; null for a load
   std::size_t bytes;           ///< the prompt text it holds while it waits
+  PromptBudget::Share share;   ///< its part of the connection's PromptBudget (none for a load)
   support::Event go;           ///< set once it is first in line
 };
 
@@ -57,7 +110,9 @@ public:
 
   /// Appends an entry (first in line: its `go` is set at once). Throws QueueFull for a prompt
   /// beyond the bounds, and for a load when eight loads already wait.
-  std::shared_ptr<QueueEntry> push(std::shared_ptr<Turn> turn, std::size_t bytes, const std::string& session_id);
+  /// `share`: the prompt's part of the connection's budget, kept as long as the entry lives.
+  std::shared_ptr<QueueEntry> push(std::shared_ptr<Turn> turn, std::size_t bytes, const std::string& session_id,
+                                   PromptBudget::Share share = {});
   /// Takes an entry out, running or not; the next one in line may start.
   void remove(const std::shared_ptr<QueueEntry>& entry);
   /// Cancels every prompt in line, the running one included (session/cancel, close, shutdown).

@@ -383,4 +383,38 @@ BOOST_AUTO_TEST_CASE(a_replay_interleaves_with_another_session) {
   });
 }
 
+// Each session bounds its own queue; the connection bounds the prompt text all its sessions hold
+// together (engine::kMaxHeldPromptBytes), running prompts included, so more sessions cannot make the
+// server hold more. A refused prompt is answered -32010 and takes nothing; one that fits still runs.
+BOOST_AUTO_TEST_CASE(prompts_across_sessions_hold_a_bounded_amount_of_text) {
+  constexpr std::size_t kBig = 200u << 20, kRefused = 60u << 20;
+  static_assert(kBig < engine::kMaxHeldPromptBytes && kBig + kRefused > engine::kMaxHeldPromptBytes);
+  Fixture f({"--max-frame-bytes", std::to_string(300u << 20)});
+  f.run([&]() -> asio::awaitable<void> {
+    co_await f.initialize();
+    const std::string a = co_await f.new_session(), b = co_await f.new_session();
+    const std::int64_t held = f.send("session/prompt", prompt_params(a, "[[echo:sleep=60000]] " + std::string(kBig, 'a')));
+    BOOST_REQUIRE(co_await f.eventually([&] { return f.turn_started(a); }));  // queued: its text is held
+    json::object refused = co_await f.wait_response(f.send("session/prompt", prompt_params(b, std::string(kRefused, 'b'))));
+    BOOST_TEST(refused.at("error").at("code") == -32010);
+    const json::object& data = refused.at("error").at("data").as_object();
+    BOOST_TEST(data.at("reason") == "busy");
+    BOOST_TEST(data.at("sessionId").as_string() == b);
+    BOOST_TEST(data.at("heldBytes").to_number<std::uint64_t>() >= kBig);
+    BOOST_TEST(data.at("maxHeldBytes").to_number<std::uint64_t>() == engine::kMaxHeldPromptBytes);
+    // What fits in the rest runs, in the other session, while the first still holds its text.
+    json::object fits = co_await f.wait_response(f.send("session/prompt", prompt_params(b, "small")));
+    BOOST_TEST(fits.at("result").at("stopReason") == "end_turn");
+    BOOST_TEST(!f.response(held));
+    f.transport->client_write("{\"jsonrpc\":\"2.0\",\"method\":\"session/cancel\",\"params\":{\"sessionId\":\"" + a + "\"}}\n");
+    json::object cancelled = co_await f.wait_response(held);
+    BOOST_TEST(cancelled.at("result").at("stopReason") == "cancelled");
+    // Its text given back, the refused prompt now fits.
+    json::object later = co_await f.wait_response(f.send("session/prompt", prompt_params(b, std::string(kRefused, 'b'))));
+    BOOST_TEST(later.at("result").at("stopReason") == "end_turn");
+    f.transport->client_close_input();
+    co_await f.wait_finished();
+  });
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -103,4 +103,44 @@ BOOST_FIXTURE_TEST_CASE(eight_loads_wait_at_most_the_ninth_is_refused, Line) {
   BOOST_CHECK_NO_THROW(prompt());
 }
 
+// The connection's budget across queues: taken per prompt, refused past the bound (taking nothing),
+// given back when an entry is gone, and never refusing a prompt when nothing is held.
+BOOST_AUTO_TEST_CASE(a_connections_prompts_share_one_budget) {
+  asio::io_context io;
+  auto budget = std::make_shared<engine::PromptBudget>();
+  constexpr std::size_t kPart = engine::kMaxHeldPromptBytes / 4;
+  std::vector<std::unique_ptr<engine::WorkQueue>> queues;
+  for (int i = 0; i < 6; ++i) queues.push_back(std::make_unique<engine::WorkQueue>(io.get_executor()));
+  auto prompt = [&](std::size_t q, std::size_t bytes) {
+    const std::string id = "s" + std::to_string(q);
+    return queues[q]->push(std::make_shared<engine::Turn>(io.get_executor()), bytes, id, budget->take(bytes, id));
+  };
+  std::vector<std::shared_ptr<engine::QueueEntry>> running;
+  for (std::size_t q = 0; q < 4; ++q) running.push_back(prompt(q, kPart));  // each session's first: its own bounds allow it
+  BOOST_TEST(budget->held() == engine::kMaxHeldPromptBytes);
+  BOOST_CHECK_EXCEPTION(prompt(4, 1), engine::ServerBusy, [](const engine::ServerBusy& e) {
+    return e.session_id() == "s4" && e.held_bytes() == engine::kMaxHeldPromptBytes;
+  });
+  BOOST_TEST(budget->held() == engine::kMaxHeldPromptBytes);
+  BOOST_TEST(queues[4]->empty());
+  // Removed from its queue but still referenced, an entry keeps its share; gone, it gives it back.
+  queues[0]->remove(running[0]);
+  BOOST_CHECK_THROW(prompt(4, 1), engine::ServerBusy);
+  running[0].reset();
+  BOOST_TEST(budget->held() == 3 * kPart);
+  auto fits = prompt(4, kPart);
+  BOOST_CHECK_THROW(prompt(5, 1), engine::ServerBusy);
+  // With nothing held, one prompt of any size is taken.
+  for (std::size_t q = 1; q < 4; ++q) queues[q]->remove(running[q]);
+  queues[4]->remove(fits);
+  running.clear();
+  fits.reset();
+  BOOST_TEST(budget->held() == 0u);
+  auto huge = prompt(5, 2 * engine::kMaxHeldPromptBytes);
+  BOOST_CHECK_THROW(prompt(4, 1), engine::ServerBusy);
+  queues[5]->remove(huge);
+  huge.reset();
+  BOOST_TEST(budget->held() == 0u);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
