@@ -18,6 +18,8 @@ import re
 import sys
 import tempfile
 
+from guard import main as guard_main, self_test_result, write_files
+
 FOLDERS = ("src", "handlers", "protocol")
 HOME = "src/support/json_text.cpp"
 RAW = re.compile(r"\bjson::(parse\s*\(|parser\b|stream_parser\b)")
@@ -80,10 +82,7 @@ SELF_TEST = {
 def self_test():
     """The guard lists exactly the unmarked raw parses, and passes a tree without them."""
     with tempfile.TemporaryDirectory() as root:
-        for path, text in SELF_TEST.items():
-            os.makedirs(os.path.dirname(os.path.join(root, path)), exist_ok=True)
-            with open(os.path.join(root, path), "w", encoding="utf-8") as f:
-                f.write(text)
+        write_files(root, SELF_TEST)
         listed = problems(root)
         places = sorted(p.split(": ")[0] for p in listed)
         expected = sorted(["src/raw.cpp:1", "src/qualified.cpp:1", "handlers/parser.cpp:1", "protocol/stream.hpp:1",
@@ -97,24 +96,8 @@ def self_test():
         if problems(root):
             errors.append("a tree with only marked parses, mentions and parse_json's home is not clean: "
                           + repr(problems(root)))
-    for e in errors:
-        print("self-test: " + e)
-    return 1 if errors else 0
-
-
-def main(argv):
-    if argv[1:] == ["--self-test"]:
-        return self_test()
-    if len(argv) != 2:
-        print(__doc__)
-        return 2
-    found = problems(argv[1])
-    for p in found:
-        print(p)
-    if found:
-        print(f"{len(found)} raw JSON parses")
-    return 1 if found else 0
+    return self_test_result(errors)
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(guard_main(sys.argv, __doc__, problems, self_test, lambda n: f"{n} raw JSON parses"))
