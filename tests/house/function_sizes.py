@@ -18,7 +18,7 @@ import subprocess
 import sys
 import tempfile
 
-from guard import main as guard_main, self_test_result, write_files
+from guard import clean_once_removed, main as guard_main, self_test_result, write_files
 
 LIMIT = 80
 FOLDERS = ("src", "handlers", "protocol")
@@ -113,11 +113,8 @@ def self_test():
             errors.append(f"the long lambda was listed {len(lambda_listed)} times, expected once")
         if not any("src/long.cpp:1: too_long is 81 lines" in p for p in listed):
             errors.append("too_long's place and length are not reported as src/long.cpp:1, 81 lines: " + repr(listed))
-        for path in [p for p in SELF_TEST if p != "src/limit.cpp" and p != "src/marked.cpp"]:
-            os.remove(os.path.join(root, path))
-        if problems(root):
-            errors.append("a tree with only a function at the limit and a marked one is not clean: "
-                          + repr(problems(root)))
+        errors += clean_once_removed(root, SELF_TEST, {"src/limit.cpp", "src/marked.cpp"}, problems,
+                                     "a function at the limit and a marked one")
     return self_test_result(errors)
 
 

@@ -10,6 +10,16 @@ def write_files(root, files):
             f.write(text)
 
 
+def clean_once_removed(root, files, keep, problems, what):
+    """Removes every self-test file but those in `keep`: an error, as a list, unless the tree of
+    `what` is left is clean."""
+    for path in files:
+        if path not in keep:
+            os.remove(os.path.join(root, path))
+    left = problems(root)
+    return [f"a tree with only {what} is not clean: {left!r}"] if left else []
+
+
 def self_test_result(errors):
     """Prints the self-test's errors; its exit status."""
     for e in errors:
