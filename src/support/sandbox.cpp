@@ -74,8 +74,10 @@ void allow(int ruleset, const std::string& path, std::uint64_t handled) {
   struct stat st;
   PathBeneathAttr rule{handled, fd.get()};
   if (::fstat(fd.get(), &st) == 0 && !S_ISDIR(st.st_mode)) rule.allowed_access = handled & kFileRights;
-  if (::syscall(SYS_landlock_add_rule, ruleset, kRulePathBeneath, &rule, 0) != 0)
-    throw std::system_error(errno, std::generic_category(), "Landlock rule for " + path);
+  if (::syscall(SYS_landlock_add_rule, ruleset, kRulePathBeneath, &rule, 0) != 0) {
+    const int e = errno;  // before the message's allocation
+    throw std::system_error(e, std::generic_category(), "Landlock rule for " + path);
+  }
 }
 
 } // namespace
