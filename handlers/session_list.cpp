@@ -8,6 +8,7 @@
 #include "store/title.hpp"
 #include "support/hex.hpp"
 #include "support/iso_time.hpp"
+#include "support/json_text.hpp"
 
 #include <boost/json.hpp>
 
@@ -42,7 +43,7 @@ std::pair<std::int64_t, std::string> decode_cursor(const std::string& cursor) {
     text.push_back(static_cast<char>(nibble(cursor[i]) * 16 + nibble(cursor[i + 1])));
   }
   boost::system::error_code ec;
-  json::value v = json::parse(text, ec);
+  json::value v = support::parse_json(text, ec);  // the client's bytes, whatever it made of our cursor
   if (ec || !v.is_array() || v.as_array().size() != 2 || !v.as_array()[0].is_int64() || !v.as_array()[1].is_string())
     throw bad();
   return {v.as_array()[0].get_int64(), std::string(v.as_array()[1].get_string())};

@@ -1,10 +1,9 @@
 #include "handlers/handlers.hpp"
 #include "engine/permission_log.hpp"
 #include "handlers/mcp_servers.hpp"
-#include "handlers/session_modes.hpp"
+#include "handlers/session_attach.hpp"
 #include "handlers/provider_auth.hpp"
 #include "handlers/replay.hpp"
-#include "handlers/slash_commands.hpp"
 #include "handlers/text_chunks.hpp"
 #include "handlers/text_frames.hpp"
 
@@ -149,17 +148,8 @@ boost::asio::awaitable<protocol::LoadSessionResponse> session_load(HandlerContex
     if (!sink->delivered()) throw std::runtime_error("replay stopped: the connection is closing");
   };
   auto read = ctx.engine.read_log(req.sessionId, replay, boundary);
-  auto [provider, model] = co_await std::move(read);
-  const bool attached = ctx.engine.find(req.sessionId) != nullptr;
-  auto session = ctx.engine.attach(stored, req.additionalDirectories, provider, model);
-  if (!attached) {
-    session->permissions = std::move(choices->permissions);
-    if (choices->mode) session->mode = *choices->mode;
-  }
-  // A session already attached trades its servers for these (absent: it keeps its own).
-  if (servers) co_await use_mcp_servers(ctx, session, *servers);
-  advertise_commands_now(ctx, *session);
-  co_return protocol::LoadSessionResponse{session_modes(*session), session_config_options(ctx, *session), std::nullopt};
+  const std::pair<std::string, std::string> logged = co_await std::move(read);
+  co_return co_await attach_stored_session(ctx, stored, req, logged, *choices, servers);
 }
 
 } // namespace acp::handlers

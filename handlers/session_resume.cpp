@@ -1,8 +1,7 @@
 #include "handlers/handlers.hpp"
 #include "engine/permission_log.hpp"
 #include "handlers/mcp_servers.hpp"
-#include "handlers/session_modes.hpp"
-#include "handlers/slash_commands.hpp"
+#include "handlers/session_attach.hpp"
 #include "support/log.hpp"
 
 namespace acp::handlers {
@@ -32,16 +31,7 @@ boost::asio::awaitable<protocol::LoadSessionResponse> session_resume(HandlerCont
   }
   // An already attached session keeps its state (its rules are in memory); the scan above ran for
   // a session attached here and now, unless another request attached it while the log was read.
-  const bool attached = ctx.engine.find(req.sessionId) != nullptr;
-  auto session = ctx.engine.attach(stored, req.additionalDirectories, logged.first, logged.second);
-  if (!attached) {
-    session->permissions = std::move(choices->permissions);
-    if (choices->mode) session->mode = *choices->mode;
-  }
-  // A session already attached trades its servers for these (absent: it keeps its own).
-  if (servers) co_await use_mcp_servers(ctx, session, *servers);
-  advertise_commands_now(ctx, *session);
-  co_return protocol::LoadSessionResponse{session_modes(*session), session_config_options(ctx, *session), std::nullopt};
+  co_return co_await attach_stored_session(ctx, stored, req, logged, *choices, servers);
 }
 
 } // namespace acp::handlers

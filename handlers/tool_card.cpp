@@ -2,6 +2,7 @@
 
 #include "handlers/card_text.hpp"
 #include "store/records.hpp"
+#include "support/json_text.hpp"
 
 #include <boost/json.hpp>
 
@@ -85,7 +86,7 @@ json::value parse_arguments(const json::value* args) {
   if (!args) return nullptr;
   if (!args->is_string()) return *args;
   boost::system::error_code ec;
-  json::value parsed = json::parse(args->get_string(), ec);
+  json::value parsed = support::parse_json(args->get_string(), ec);
   if (ec) return *args;  // models sometimes stream invalid JSON: show it as the string it is
   return parsed;
 }

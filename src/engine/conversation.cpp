@@ -3,6 +3,7 @@
 #include "store/attachments.hpp"
 #include "store/errors.hpp"
 #include "store/records.hpp"
+#include "support/json_text.hpp"
 
 #include <boost/json.hpp>
 
@@ -187,7 +188,7 @@ void load_images(std::vector<llm::Message>& messages, const std::string& harness
       auto [it, fresh] = loaded.try_emplace(image.attachment);
       if (fresh) {
         json::error_code ec;
-        json::value ref = json::parse(image.attachment, ec);
+        json::value ref = support::parse_json(image.attachment, ec);
         if (!ec && ref.is_object())
           if (std::optional<std::string> bytes = store::read_image(harness_home, ref.get_object()))
             it->second = std::make_shared<const std::string>(std::move(*bytes));

@@ -19,6 +19,7 @@
 #include "store/session_store.hpp"
 #include "store/store_set.hpp"
 #include "support/config.hpp"
+#include "support/json_text.hpp"
 #include "support/log.hpp"
 #include "support/memory.hpp"
 #include "tools/catalog.hpp"
@@ -122,10 +123,11 @@ const std::vector<llm::ToolDefinition>& builtin_definitions() {
 // Read-only work that may run beside other calls of the same answer.
 bool runs_concurrently(const std::string& name) { return name == "read" || name == "glob" || name == "grep"; }
 
-// A bash call's `command` and `workdir` (what an "always" rule is about).
+// A bash call's `command` and `workdir` (what an "always" rule is about), read as the tool runner
+// reads the arguments: a rule names the command that runs.
 std::pair<std::string, std::string> command_of(const llm::ToolCall& call) {
   boost::system::error_code ec;
-  json::value args = json::parse(call.arguments, ec);
+  json::value args = support::parse_json(call.arguments, ec);
   if (ec || !args.is_object()) return {};
   return {std::string(store::string_at(args.get_object(), "command")), std::string(store::string_at(args.get_object(), "workdir"))};
 }

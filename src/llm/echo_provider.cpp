@@ -270,6 +270,7 @@ std::vector<ToolCall> echo_tool_calls(const Request& request) {
     std::size_t args_len = 0;
     if (!rest.starts_with("]]")) {
       // One JSON value, wherever its strings put "]]"; else everything up to the first "]]".
+      // Raw JSON parse: only the value's extent is taken here; the tool runner parses the text.
       boost::json::parser parser;
       boost::system::error_code ec;
       std::size_t used = parser.write_some(rest.data(), rest.size(), ec);

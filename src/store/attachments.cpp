@@ -27,21 +27,6 @@ std::string digest_hex(std::string_view bytes) {
   return support::hex_encode(std::string_view(reinterpret_cast<const char*>(d.data()), d.size()));
 }
 
-// mkdir -p that follows symlinks (the harness home may be one), 0700 for what it creates, and a
-// fsync of each parent whose entry it made, so the object's path survives a crash.
-void make_dirs(const std::string& dir) {
-  struct stat st {};
-  if (::stat(dir.c_str(), &st) == 0) {
-    if (!S_ISDIR(st.st_mode)) throw StoreError("not a directory: " + dir);
-    return;
-  }
-  const std::size_t slash = dir.find_last_of('/');
-  const std::string parent = slash == std::string::npos || slash == 0 ? (slash == 0 ? "/" : ".") : dir.substr(0, slash);
-  make_dirs(parent);
-  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) throw_errno("mkdir", dir, errno);
-  fsync_dir(parent);
-}
-
 std::optional<std::string> read_file(const std::string& path, std::uint64_t limit) {
   UniqueFd fd = open_nofollow(path, O_RDONLY);
   if (!fd) return std::nullopt;
@@ -77,8 +62,8 @@ json::object save_image(const std::string& home, std::string_view bytes, std::st
   const std::string bucket = root + "/objects/" + hex.substr(0, 2);
   const std::string staging = root + "/tmp";
   const std::string target = bucket + "/" + hex;
-  make_dirs(bucket);
-  make_dirs(staging);
+  make_durable_dirs(bucket);
+  make_durable_dirs(staging);
   const std::string temporary = staging + "/" + random_hex12();
   {
     UniqueFd fd = open_nofollow(temporary, O_CREAT | O_EXCL | O_WRONLY, 0600);

@@ -8,7 +8,7 @@
 #include "store/line_text.hpp"
 #include "store/log_scan.hpp"
 #include "support/log.hpp"
-#include "support/paths.hpp"
+#include "support/file_io.hpp"
 
 #include <boost/json/object.hpp>
 
@@ -252,7 +252,7 @@ ContentIndex::ContentIndex(std::string file, std::string root_key, Encoding enco
     if (!damaged(e)) throw StoreError(std::string("content index: ") + e.what());
     reset_db(e.what());
   }
-  inotify_fd_ = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  inotify_fd_ = support::UniqueFd(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
   worker_ = std::jthread([this](std::stop_token st) { worker(st); });
 }
 
@@ -260,14 +260,13 @@ ContentIndex::~ContentIndex() {
   worker_.request_stop();
   if (worker_.joinable()) worker_.join();
   close_db();
-  if (inotify_fd_ >= 0) ::close(inotify_fd_);
 }
 
 void ContentIndex::read_changes() {
-  if (inotify_fd_ < 0) return;
+  if (!inotify_fd_) return;
   alignas(inotify_event) char buf[64 * 1024];
   for (;;) {
-    const ssize_t n = ::read(inotify_fd_, buf, sizeof buf);
+    const ssize_t n = ::read(inotify_fd_.get(), buf, sizeof buf);
     if (n <= 0) break;  // EAGAIN: nothing more
     for (ssize_t at = 0; at < n;) {
       const auto* ev = reinterpret_cast<const inotify_event*>(buf + at);
@@ -277,7 +276,7 @@ void ContentIndex::read_changes() {
       if (dir == watched_.end()) continue;
       if (ev->mask & (IN_IGNORED | IN_MOVE_SELF)) {
         // The directory is gone or moved: the next catch-up walks, and watches what is there now.
-        if (ev->mask & IN_MOVE_SELF) ::inotify_rm_watch(inotify_fd_, ev->wd);
+        if (ev->mask & IN_MOVE_SELF) ::inotify_rm_watch(inotify_fd_.get(), ev->wd);
         watches_.erase(dir->second);
         watched_.erase(dir);
         unwatched_ = true;
@@ -289,12 +288,12 @@ void ContentIndex::read_changes() {
 }
 
 bool ContentIndex::may_have_changed(const std::string& path, const std::unordered_set<std::string>& dirty) {
-  if (inotify_fd_ < 0) return true;
+  if (!inotify_fd_) return true;
   const std::string dir = path.substr(0, path.rfind('/'));
   auto w = watches_.find(dir);
   if (w == watches_.end()) {
     // Watched from now on; what happened before is found by the stat that follows.
-    const int wd = ::inotify_add_watch(inotify_fd_, dir.c_str(),
+    const int wd = ::inotify_add_watch(inotify_fd_.get(), dir.c_str(),
                                        IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_CREATE | IN_DELETE | IN_MOVED_FROM |
                                            IN_MOVED_TO | IN_MOVE_SELF | IN_ONLYDIR | IN_DONT_FOLLOW);
     watches_.emplace(dir, Watch{wd, catch_ups_});
@@ -604,7 +603,7 @@ std::vector<const ContentLog*> ContentIndex::changed_logs(const ContentListing& 
   };
   // Unless the listing changed, a record was dropped by another process or a directory cannot be
   // watched, only the logs an event named can have changed.
-  const bool walk = !same_listing || everything || reloaded_ || unwatched_ || inotify_fd_ < 0;
+  const bool walk = !same_listing || everything || reloaded_ || unwatched_ || !inotify_fd_;
   reloaded_ = unwatched_ = false;
   if (!walk) {
     for (const std::string& path : dirty)

@@ -16,6 +16,7 @@
 
 #include "store/content_search.hpp"
 #include "store/layout.hpp"
+#include "support/unique_fd.hpp"
 
 #include <atomic>
 #include <condition_variable>
@@ -158,8 +159,8 @@ private:
   std::mutex mu_;  ///< the connection, the records, the watches
   sqlite3* db_ = nullptr;
   // Changes to the logs' directories (inotify): a catch-up stats only the logs something happened
-  // to, not every log. -1: no inotify, every log is stat'ed.
-  int inotify_fd_ = -1;
+  // to, not every log. Empty: no inotify, every log is stat'ed.
+  support::UniqueFd inotify_fd_;
   std::unordered_map<int, std::string> watched_;     ///< watch -> directory
   struct Watch {
     int wd = -1;                ///< -1: cannot be watched

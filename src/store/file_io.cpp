@@ -1,6 +1,7 @@
 #include "store/file_io.hpp"
 
 #include "store/errors.hpp"
+#include "support/file_io.hpp"
 #include "support/hex.hpp"
 
 #include <dirent.h>
@@ -77,26 +78,11 @@ std::string_view ReadBuffer::read(int fd, std::uint64_t offset, std::size_t n, s
 }
 
 void write_all(int fd, std::string_view data, const std::string& path) {
-  while (!data.empty()) {
-    ssize_t r = ::write(fd, data.data(), data.size());
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      throw_errno("write", path, errno);
-    }
-    data.remove_prefix(std::size_t(r));
-  }
+  if (const int err = support::write_all(fd, data)) throw_errno("write", path, err);
 }
 
 void pwrite_all(int fd, std::string_view data, std::uint64_t offset, const std::string& path) {
-  while (!data.empty()) {
-    ssize_t r = ::pwrite(fd, data.data(), data.size(), off_t(offset));
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      throw_errno("write", path, errno);
-    }
-    data.remove_prefix(std::size_t(r));
-    offset += std::uint64_t(r);
-  }
+  if (const int err = support::pwrite_all(fd, data, offset)) throw_errno("write", path, err);
 }
 
 void fsync_fd(int fd, const std::string& path) {
@@ -104,9 +90,14 @@ void fsync_fd(int fd, const std::string& path) {
 }
 
 void fsync_dir(const std::string& dir) {
-  UniqueFd fd = open_nofollow(dir, O_RDONLY | O_DIRECTORY);
-  if (!fd) throw_errno("open directory", dir, errno);
-  fsync_fd(fd.get(), dir);
+  if (const support::IoFailure f = support::fsync_dir(AT_FDCWD, dir.c_str(), O_NOFOLLOW)) throw_errno(f.what, dir, f.error);
+}
+
+void make_durable_dirs(const std::string& dir) {
+  std::string failed;
+  if (support::make_dirs(dir, 0700, [](const std::string& parent) { fsync_dir(parent); }, &failed)) return;
+  if (errno == ENOTDIR) throw StoreError("not a directory: " + failed);
+  throw_errno("mkdir", failed, errno);
 }
 
 bool ensure_private_dir(const std::string& dir) {

@@ -43,7 +43,7 @@ private:
   std::size_t capacity_ = 0;
 };
 
-/// Writes all bytes at the current offset; throws on failure.
+/// Writes all bytes at the current offset (support::write_all); throws on failure.
 void write_all(int fd, std::string_view data, const std::string& path);
 
 /// Writes all bytes at `offset`; throws on failure.
@@ -53,6 +53,11 @@ void fsync_fd(int fd, const std::string& path);
 
 /// fsync of a directory, so a link()/unlink() in it is durable.
 void fsync_dir(const std::string& dir);
+
+/// mkdir -p (support::make_dirs) that follows symlinks (the harness home may be one), 0700 for what
+/// it creates, and fsyncs each parent whose entry it made, so a path below survives a crash.
+/// Throws "not a directory: <level>" when something else is in the way.
+void make_durable_dirs(const std::string& dir);
 
 /// Creates the directory with mode 0700 if missing. Throws if the path exists and is not a real
 /// directory (a symlink included). Returns true when it was created.

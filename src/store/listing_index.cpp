@@ -82,11 +82,11 @@ void ListingIndex::load_cache() {
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return;
   std::string text = pread_some(fd.get(), 0, std::size_t(st.st_size), cache_file_);
-  // Our own file (no foreign surrogate escapes): a plain parse into a monotonic arena, which
-  // avoids tens of thousands of small heap allocations on a cold start.
+  // Into a monotonic arena, which avoids tens of thousands of small heap allocations on a cold
+  // start. Our own file, but read back from disk as any other: through parse_json.
   json::monotonic_resource arena;
   boost::system::error_code ec;
-  json::value v = json::parse(text, ec, &arena);
+  json::value v = support::parse_json(text, ec, nullptr, &arena);
   // Anything unexpected means "no cache": the sweep rebuilds whatever is missing.
   try {
     if (ec || !v.is_object()) return;

@@ -9,6 +9,7 @@
 #include "store/records.hpp"
 #include "store/repair.hpp"
 #include "support/log.hpp"
+#include "support/file_io.hpp"
 #include "support/paths.hpp"
 
 #include <dirent.h>

@@ -1,6 +1,7 @@
 #include "support/child_process.hpp"
 
 #include "support/secrets.hpp"
+#include "support/unique_fd.hpp"
 
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/redirect_error.hpp>
@@ -48,19 +49,13 @@ namespace acp::support {
 namespace {
 
 struct Pipe {
-  int read = -1, write = -1;
+  UniqueFd read, write;
   Pipe() {
     int fds[2];
     if (::pipe2(fds, O_CLOEXEC) != 0) throw std::system_error(errno, std::generic_category(), "pipe");
-    read = fds[0];
-    write = fds[1];
+    read = UniqueFd(fds[0]);
+    write = UniqueFd(fds[1]);
   }
-  ~Pipe() {
-    if (read >= 0) ::close(read);
-    if (write >= 0) ::close(write);
-  }
-  int take_read() { return std::exchange(read, -1); }
-  int take_write() { return std::exchange(write, -1); }
 };
 
 // The processes spawn_process started and has not reaped. Held across the clone that starts one,
@@ -232,7 +227,8 @@ SpawnedProcess spawn_process(const SpawnSpec& spec) {
   envp.push_back(nullptr);
 
   ChildPlan plan{path->c_str(), argv.data(), envp.data(), spec.cwd.empty() ? nullptr : spec.cwd.c_str(),
-                 in ? in->read : -1, out.write, err ? err->write : out.write, spec.landlock_ruleset, ::getpid()};
+                 in ? in->read.get() : -1, out.write.get(), err ? err->write.get() : out.write.get(),
+                 spec.landlock_ruleset, ::getpid()};
   // The child borrows this stack while we are suspended (CLONE_VFORK), as posix_spawn does; no
   // signal handler of ours may run on it, so every signal stays blocked until it has exec'd.
   alignas(64) char child_stack[32 * 1024];
@@ -260,9 +256,9 @@ SpawnedProcess spawn_process(const SpawnSpec& spec) {
   SpawnedProcess p;
   p.pid = pid;
   p.pidfd = pidfd;
-  p.stdout_fd = out.take_read();
-  if (in) p.stdin_fd = in->take_write();
-  if (err) p.stderr_fd = err->take_read();
+  p.stdout_fd = out.read.release();
+  if (in) p.stdin_fd = in->write.release();
+  if (err) p.stderr_fd = err->read.release();
   return p;
 }
 

@@ -1,7 +1,6 @@
 #include "support/key_file.hpp"
 
-#include "support/paths.hpp"
-#include "support/unique_fd.hpp"
+#include "support/file_io.hpp"
 
 #include <cerrno>
 #include <system_error>
@@ -16,20 +15,11 @@ namespace {
 
 [[noreturn]] void fail(const std::string& what) { throw std::system_error(errno, std::generic_category(), what); }
 
-void write_all(int fd, std::string_view bytes, const std::string& path) {
-  while (!bytes.empty()) {
-    ssize_t n = ::write(fd, bytes.data(), bytes.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) fail("cannot write " + path);
-    bytes.remove_prefix(static_cast<std::size_t>(n));
-  }
-}
-
+// Best effort: the key is in place either way; only its durability across a crash is at stake.
 void sync_directory_of(const std::string& path) {
   const auto slash = path.rfind('/');
   const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
-  UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (fd.get() >= 0) ::fsync(fd.get());
+  (void)fsync_dir(AT_FDCWD, dir.c_str());
 }
 
 } // namespace
@@ -71,7 +61,10 @@ void write_key_file(const std::string& path, const std::string& key) {
     UniqueFd fd(::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
     if (fd.get() < 0) fail("cannot create " + temporary);
     try {
-      write_all(fd.get(), key + "\n", temporary);
+      if (const int err = write_all(fd.get(), key + "\n")) {
+        errno = err;
+        fail("cannot write " + temporary);
+      }
       if (::fsync(fd.get()) != 0) fail("cannot sync " + temporary);
     } catch (...) {
       ::unlink(temporary.c_str());

@@ -1,7 +1,7 @@
 #include "log.hpp"
 
 #include "iso_time.hpp"
-#include "paths.hpp"
+#include "support/file_io.hpp"
 #include "utf8.hpp"
 
 #include <atomic>

@@ -1,4 +1,4 @@
-// Small filesystem helpers for the XDG directories we create.
+// Small path predicates (mkdir -p is in support/file_io.hpp).
 #pragma once
 
 #include <string>
@@ -6,12 +6,6 @@
 #include <sys/types.h>
 
 namespace acp::support {
-
-/// Creates every missing directory above `file_path` with `mode`. Returns false on failure.
-bool make_parent_dirs(const std::string& file_path, mode_t mode);
-
-/// Creates `dir` and every missing parent with `mode` (mkdir -p). Returns false on failure.
-bool make_dirs(const std::string& dir, mode_t mode);
 
 /// Whether `path` is absolute (starts with '/'): cwd and directory fields must be.
 bool is_absolute_path(std::string_view path);

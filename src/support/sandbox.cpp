@@ -1,4 +1,5 @@
 #include "support/sandbox.hpp"
+#include "support/unique_fd.hpp"
 
 #include <cerrno>
 #include <cstdint>
@@ -68,15 +69,15 @@ std::uint64_t handled_rights(int abi) {
 constexpr std::uint64_t kFileRights = kWriteFile | kTruncate;
 
 void allow(int ruleset, const std::string& path, std::uint64_t handled) {
-  int fd = ::open(path.c_str(), O_PATH | O_CLOEXEC);
-  if (fd < 0) return;  // absent here: nothing to allow
+  const UniqueFd fd(::open(path.c_str(), O_PATH | O_CLOEXEC));
+  if (!fd) return;  // absent here: nothing to allow
   struct stat st;
-  PathBeneathAttr rule{handled, fd};
-  if (::fstat(fd, &st) == 0 && !S_ISDIR(st.st_mode)) rule.allowed_access = handled & kFileRights;
-  long rc = ::syscall(SYS_landlock_add_rule, ruleset, kRulePathBeneath, &rule, 0);
-  int e = errno;
-  ::close(fd);
-  if (rc != 0) throw std::system_error(e, std::generic_category(), "Landlock rule for " + path);
+  PathBeneathAttr rule{handled, fd.get()};
+  if (::fstat(fd.get(), &st) == 0 && !S_ISDIR(st.st_mode)) rule.allowed_access = handled & kFileRights;
+  if (::syscall(SYS_landlock_add_rule, ruleset, kRulePathBeneath, &rule, 0) != 0) {
+    const int e = errno;  // before the message's allocation
+    throw std::system_error(e, std::generic_category(), "Landlock rule for " + path);
+  }
 }
 
 } // namespace
@@ -95,19 +96,14 @@ int write_confinement(const std::vector<std::string>& writable) {
   const int abi = support().abi;
   if (!abi) return -1;
   RulesetAttr attr{handled_rights(abi)};
-  int ruleset = static_cast<int>(::syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0));
-  if (ruleset < 0) throw std::system_error(errno, std::generic_category(), "Landlock ruleset");
-  try {
-    for (const auto& dir : writable) allow(ruleset, dir, attr.handled_access_fs);
-    // Devices programs write as a matter of course; a terminal for those that open one.
-    for (const char* dev : {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty",
-                            "/dev/ptmx", "/dev/pts"})
-      allow(ruleset, dev, attr.handled_access_fs);
-  } catch (...) {
-    ::close(ruleset);
-    throw;
-  }
-  return ruleset;
+  UniqueFd ruleset(static_cast<int>(::syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0)));
+  if (!ruleset) throw std::system_error(errno, std::generic_category(), "Landlock ruleset");
+  for (const auto& dir : writable) allow(ruleset.get(), dir, attr.handled_access_fs);
+  // Devices programs write as a matter of course; a terminal for those that open one.
+  for (const char* dev : {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty",
+                          "/dev/ptmx", "/dev/pts"})
+    allow(ruleset.get(), dev, attr.handled_access_fs);
+  return ruleset.release();
 }
 
 } // namespace acp::support

@@ -1,5 +1,7 @@
 #include "tools/beneath.hpp"
 
+#include "support/unique_fd.hpp"
+
 #include <cerrno>
 #include <climits>
 #include <cstdio>
@@ -25,10 +27,8 @@ int raw_openat2(int dir_fd, const char* path, int flags) {
 } // namespace
 
 bool kernel_resolves_beneath(int dir_fd) {
-  int fd = raw_openat2(dir_fd, ".", O_PATH | O_DIRECTORY);
-  if (fd < 0) return false;  // ENOSYS (before Linux 5.6), or EPERM from a seccomp filter
-  ::close(fd);
-  return true;
+  // False on ENOSYS (before Linux 5.6), or EPERM from a seccomp filter.
+  return static_cast<bool>(support::UniqueFd(raw_openat2(dir_fd, ".", O_PATH | O_DIRECTORY)));
 }
 
 int open_beneath(int dir_fd, const std::string& relative, int flags) {

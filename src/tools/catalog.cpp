@@ -8,6 +8,8 @@ namespace json = boost::json;
 
 namespace {
 
+// Raw JSON parse: the schemas are literals of ours, never foreign text; json::parse throws, so a
+// typo in one fails the first test that lists the tools.
 json::object schema(std::string_view text) { return json::parse(text).as_object(); }
 
 std::vector<ToolSpec> make_tools() {

@@ -3,6 +3,7 @@
 #include "support/await_ops.hpp"
 #include "support/child_process.hpp"
 #include "support/sandbox.hpp"
+#include "support/unique_fd.hpp"
 #include "tools/output_cap.hpp"
 #include "tools/tool_failure.hpp"
 
@@ -54,13 +55,6 @@ struct Group {
   }
 };
 
-// The Landlock ruleset's descriptor, for as long as the spawn needs it.
-struct Ruleset {
-  int fd = -1;
-  ~Ruleset() {
-    if (fd >= 0) ::close(fd);
-  }
-};
 
 asio::awaitable<void> read_output(asio::posix::stream_descriptor& out, OutputCap& cap) {
   std::array<char, 16384> buf;
@@ -87,12 +81,12 @@ asio::awaitable<CommandOutcome> run_command(CommandRequest request) {
   spec.env = support::child_environment(request.hidden_env);
   support::SpawnedProcess child;
   try {
-    Ruleset ruleset;
+    support::UniqueFd ruleset;  // the Landlock ruleset, for as long as the spawn needs it
     if (!request.writable_roots.empty()) {
       std::vector<std::string> writable = request.writable_roots;
       for (auto& dir : support::temporary_directories()) writable.push_back(std::move(dir));
-      ruleset.fd = support::write_confinement(writable);
-      spec.landlock_ruleset = ruleset.fd;
+      ruleset = support::UniqueFd(support::write_confinement(writable));
+      spec.landlock_ruleset = ruleset.get();
     }
     child = support::spawn_process(spec);
   } catch (const std::system_error& e) {

@@ -1,5 +1,6 @@
 #include "tools/file_change.hpp"
 
+#include "support/file_io.hpp"
 #include "tools/tool_failure.hpp"
 
 #include <algorithm>
@@ -21,17 +22,6 @@ using support::UniqueFd;
   throw ToolFailure("cannot " + std::string(what) + " \"" + std::string(display_path) + "\": " + std::strerror(err));
 }
 
-void write_all(int fd, std::string_view data, std::string_view display_path) {
-  while (!data.empty()) {
-    ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      fail("write", display_path, errno);
-    }
-    data.remove_prefix(std::size_t(n));
-  }
-}
-
 // The atomic replacement, all relative to the directory's descriptor: a temporary file beside the
 // target, fsynced, renamed over it, then the directory fsynced. The rename replaces the directory
 // entry, so a file with other hard links (perhaps outside the roots) is never written through: those
@@ -46,15 +36,15 @@ void replace_file(int dir, const std::string& name, std::string_view content, st
   try {
     // umask applies to open's mode: an existing file keeps its own bits exactly.
     if (mode && ::fchmod(out.get(), *mode) != 0) fail("write", display_path, errno);
-    write_all(out.get(), content, display_path);
+    if (const int err = support::write_all(out.get(), content)) fail("write", display_path, err);
     if (::fsync(out.get()) != 0) fail("write", display_path, errno);
     if (::renameat(dir, tmp.c_str(), dir, name.c_str()) != 0) fail("write", display_path, errno);
   } catch (...) {
     ::unlinkat(dir, tmp.c_str(), 0);
     throw;
   }
-  UniqueFd synced(::openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (synced) ::fsync(synced.get());
+  // Best effort: the new text is in place; only its durability across a crash is at stake.
+  (void)support::fsync_dir(dir, ".");
 }
 
 // The existing file `place` names, opened without following a link, and its status.

@@ -18,6 +18,8 @@ import subprocess
 import sys
 import tempfile
 
+from guard import clean_once_removed, main as guard_main, self_test_result, write_files
+
 LIMIT = 80
 FOLDERS = ("src", "handlers", "protocol")
 MARKER = re.compile(r"^\s*//\s*Longer than 80 lines:\s*\S")
@@ -97,10 +99,7 @@ SELF_TEST = {
 def self_test():
     """The guard lists exactly the long functions without a valid marker, and passes a clean tree."""
     with tempfile.TemporaryDirectory() as root:
-        for path, text in SELF_TEST.items():
-            os.makedirs(os.path.dirname(os.path.join(root, path)), exist_ok=True)
-            with open(os.path.join(root, path), "w", encoding="utf-8") as f:
-                f.write(text)
+        write_files(root, SELF_TEST)
         listed = problems(root)
         named = sorted(p.split(": ")[1].split(" is ")[0] for p in listed)
         # The lambda is as long as its enclosing function, so both are named.
@@ -114,29 +113,10 @@ def self_test():
             errors.append(f"the long lambda was listed {len(lambda_listed)} times, expected once")
         if not any("src/long.cpp:1: too_long is 81 lines" in p for p in listed):
             errors.append("too_long's place and length are not reported as src/long.cpp:1, 81 lines: " + repr(listed))
-        for path in [p for p in SELF_TEST if p != "src/limit.cpp" and p != "src/marked.cpp"]:
-            os.remove(os.path.join(root, path))
-        if problems(root):
-            errors.append("a tree with only a function at the limit and a marked one is not clean: "
-                          + repr(problems(root)))
-    for e in errors:
-        print("self-test: " + e)
-    return 1 if errors else 0
-
-
-def main(argv):
-    if argv[1:] == ["--self-test"]:
-        return self_test()
-    if len(argv) != 2:
-        print(__doc__)
-        return 2
-    found = problems(argv[1])
-    for p in found:
-        print(p)
-    if found:
-        print(f"{len(found)} functions over {LIMIT} lines")
-    return 1 if found else 0
+        errors += clean_once_removed(root, SELF_TEST, {"src/limit.cpp", "src/marked.cpp"}, problems,
+                                     "a function at the limit and a marked one")
+    return self_test_result(errors)
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(guard_main(sys.argv, __doc__, problems, self_test, lambda n: f"{n} functions over {LIMIT} lines"))

@@ -5,6 +5,7 @@
 #include "support/iso_time.hpp"
 #include "support/json_number.hpp"
 #include "support/log.hpp"
+#include "support/file_io.hpp"
 #include "support/paths.hpp"
 #include "support/sha256.hpp"
 #include "support/utf8.hpp"
@@ -27,6 +28,7 @@
 #include <set>
 #include <string>
 #include <sys/stat.h>
+#include <fcntl.h>
 #include <unistd.h>
 #include <vector>
 
@@ -225,6 +227,63 @@ BOOST_AUTO_TEST_CASE(make_dirs_creates_every_missing_level_with_the_mode) {
   BOOST_TEST(make_parent_dirs(base + "/p/q/file.log", 0700));
   BOOST_TEST(::stat((base + "/p/q").c_str(), &st) == 0);
   BOOST_TEST(!make_dirs("", 0700));
+}
+
+// A durable caller learns each parent whose entry was made, top down; what is in the way is
+// named, with ENOTDIR, whether it is the last level or one above it.
+BOOST_AUTO_TEST_CASE(make_dirs_reports_each_level_made_and_what_is_in_the_way) {
+  acp::test::TempDir tmp("dsh-support");
+  const std::string& base = tmp.path();
+  std::vector<std::string> parents;
+  const DirMade note = [&](const std::string& parent) { parents.push_back(parent); };
+  BOOST_TEST(make_dirs(base + "/a/b", 0700, note));
+  BOOST_TEST((parents == std::vector<std::string>{base, base + "/a"}), boost::test_tools::per_element());
+  parents.clear();
+  BOOST_TEST(make_dirs(base + "/a/b", 0700, note));  // all there: nothing made, one stat
+  BOOST_TEST(parents.empty());
+  std::ofstream(base + "/file") << "x";
+  std::string failed;
+  errno = 0;
+  BOOST_TEST(!make_dirs(base + "/file", 0700, note, &failed));
+  BOOST_TEST(errno == ENOTDIR);
+  BOOST_TEST(failed == base + "/file");
+  failed.clear();
+  BOOST_TEST(!make_dirs(base + "/file/below/deeper", 0700, note, &failed));
+  BOOST_TEST(errno == ENOTDIR);
+  BOOST_TEST(failed == base + "/file");
+  BOOST_TEST(parents.empty());
+  // A symbolic link to a directory is followed (a home directory may be one).
+  std::filesystem::create_directory_symlink(base + "/a", base + "/link");
+  BOOST_TEST(make_dirs(base + "/link/c", 0700, note));
+  BOOST_TEST((parents == std::vector<std::string>{base + "/link"}), boost::test_tools::per_element());
+  BOOST_TEST(std::filesystem::is_directory(base + "/a/c"));
+}
+
+BOOST_AUTO_TEST_CASE(whole_writes_and_directory_syncs_report_their_errno) {
+  acp::test::TempDir tmp("dsh-support");
+  const std::string path = tmp.path() + "/data";
+  UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+  BOOST_REQUIRE(fd);
+  const std::string big(3 << 20, 'a');
+  BOOST_TEST(write_all(fd.get(), big) == 0);
+  BOOST_TEST(pwrite_all(fd.get(), "bcd", 1) == 0);
+  std::ifstream in(path, std::ios::binary);
+  const std::string back((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  BOOST_REQUIRE_EQUAL(back.size(), big.size());
+  BOOST_TEST(back.substr(0, 5) == "abcda");
+  const UniqueFd read_only(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  BOOST_TEST(write_all(read_only.get(), "x") == EBADF);
+  BOOST_TEST(pwrite_all(read_only.get(), "x", 0) == EBADF);
+  BOOST_TEST(!fsync_dir(AT_FDCWD, tmp.path().c_str()));
+  const IoFailure missing = fsync_dir(AT_FDCWD, (tmp.path() + "/missing").c_str());
+  BOOST_TEST(missing.error == ENOENT);
+  BOOST_TEST(std::string(missing.what) == "open directory");
+  std::filesystem::create_directory_symlink(tmp.path(), tmp.path() + "/link");
+  BOOST_TEST(!fsync_dir(AT_FDCWD, (tmp.path() + "/link").c_str()));
+  BOOST_TEST(fsync_dir(AT_FDCWD, (tmp.path() + "/link").c_str(), O_NOFOLLOW).error != 0);
+  // Relative to a descriptor opened O_PATH, which cannot be fsynced itself.
+  const UniqueFd dir(::open(tmp.path().c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  BOOST_TEST(!fsync_dir(dir.get(), "."));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

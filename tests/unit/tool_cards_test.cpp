@@ -5,6 +5,7 @@
 
 #include "handlers/handlers.hpp"
 #include "handlers/text_chunks.hpp"
+#include "handlers/tool_card.hpp"
 #include "protocol/wire.hpp"
 
 #include <boost/test/unit_test.hpp>
@@ -247,6 +248,21 @@ BOOST_AUTO_TEST_CASE(a_reload_shows_the_cards_seen_live) {
   BOOST_TEST(live["b2"].merged.at("status").as_string() == "failed");
   BOOST_TEST(live["e2"].merged.at("status").as_string() == "failed");
   BOOST_TEST(live["e1"].updates.front().at("content").at(0).at("type").as_string() == "diff");
+}
+
+// Arguments holding an escaped unpaired surrogate, as JavaScript writers produce them, are read as
+// the tool runner reads them (U+FFFD), so the card shows the call's object and its place, not the
+// raw string. Text that is not JSON still shows as the string it is.
+BOOST_AUTO_TEST_CASE(arguments_with_an_unpaired_surrogate_show_as_an_object) {
+  const json::value raw = R"({"file_path":"a\ud800.txt"})";
+  json::value parsed = handlers::parse_arguments(&raw);
+  BOOST_REQUIRE(parsed.is_object());
+  BOOST_TEST(parsed.at("file_path").as_string() == "a\xEF\xBF\xBD.txt");
+  const protocol::ToolCall card = handlers::tool_call_card("r1", "read", std::move(parsed), "/work");
+  BOOST_REQUIRE(card.locations && card.locations->size() == 1u);
+  BOOST_TEST(card.locations->front().path == "/work/a\xEF\xBF\xBD.txt");
+  const json::value broken = R"({"file_path":"a.txt")";
+  BOOST_TEST(handlers::parse_arguments(&broken) == broken);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

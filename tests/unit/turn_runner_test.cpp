@@ -228,6 +228,30 @@ BOOST_FIXTURE_TEST_CASE(read_only_refuses_without_asking_and_auto_never_asks, To
   BOOST_TEST(fs::exists(cwd / "made"));
 }
 
+// A model's arguments holding an escaped unpaired surrogate (JavaScript writers produce them) are
+// read as the tool runner reads them, with U+FFFD in its place: the permission check sees the
+// command that runs, so the "always" it offers names that command and covers the same call again.
+BOOST_FIXTURE_TEST_CASE(a_bash_call_with_an_unpaired_surrogate_is_read_as_the_tool_reads_it, ToolFixture) {
+  const std::string args = R"({"command":"touch made-\ud800"})";
+  provider.tool_steps.push_back({call("b1", "bash", args)});
+  auto p = process();
+  auto session = run(p->engine.create_session(cwd.string(), {}));
+  ToolRecorder r;
+  r.answers = {engine::PermissionAnswer::allow_always};
+  run(p->engine.prompt(session->id, {"run", {}}, r));
+  BOOST_TEST(r.questions.size() == 1u);
+  BOOST_TEST(fs::exists(cwd / "made-\xEF\xBF\xBD"));
+  auto log = events(*p, session->id);
+  BOOST_REQUIRE_EQUAL(all_of(log, std::string(engine::kPermissionRuleEvent)).size(), 1u);
+  BOOST_TEST(!data_of(*all_of(log, "tool/result").back()).at("isError").as_bool());
+  // The same call again: the rule covers it, nothing is asked.
+  fs::remove(cwd / "made-\xEF\xBF\xBD");
+  provider.tool_steps.push_back({call("b2", "bash", args)});
+  run(p->engine.prompt(session->id, {"again", {}}, r));
+  BOOST_TEST(r.questions.size() == 1u);
+  BOOST_TEST(fs::exists(cwd / "made-\xEF\xBF\xBD"));
+}
+
 BOOST_FIXTURE_TEST_CASE(bad_calls_are_error_results_and_the_turn_goes_on, ToolFixture) {
   provider.tool_steps.push_back({call("x1", "no_such_tool", "{}"), call("x2", "read", "{not json"),
                                  call("x3", "read", R"({"file_path":5})"), call("x4", "read", R"({"file_path":"/etc/passwd"})")});

@@ -15,17 +15,16 @@ namespace acp::store::pg {
 using namespace std::chrono_literals;
 
 ChangeFeed::ChangeFeed(std::string url, ConnectOptions options) : url_(std::move(url)), options_(std::move(options)) {
-  wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (wake_fd_ < 0) throw std::system_error(errno, std::generic_category(), "eventfd");
+  wake_fd_ = support::UniqueFd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!wake_fd_) throw std::system_error(errno, std::generic_category(), "eventfd");
   thread_ = std::jthread([this](std::stop_token stop) { run(stop); });
 }
 
 ChangeFeed::~ChangeFeed() {
   thread_.request_stop();
   const std::uint64_t one = 1;
-  (void)!::write(wake_fd_, &one, sizeof one);
+  (void)!::write(wake_fd_.get(), &one, sizeof one);
   if (thread_.joinable()) thread_.join();
-  ::close(wake_fd_);
 }
 
 std::uint64_t ChangeFeed::current() const noexcept {
@@ -48,7 +47,7 @@ void ChangeFeed::moved(bool up) {
 }
 
 int ChangeFeed::wait(int fd, bool write, int timeout_ms) {
-  pollfd p[2] = {{wake_fd_, POLLIN, 0}, {fd, short(write ? POLLOUT : POLLIN), 0}};
+  pollfd p[2] = {{wake_fd_.get(), POLLIN, 0}, {fd, short(write ? POLLOUT : POLLIN), 0}};
   for (;;) {
     const int n = ::poll(p, fd >= 0 ? 2 : 1, timeout_ms);
     if (n < 0 && errno == EINTR) continue;

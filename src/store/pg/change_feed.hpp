@@ -7,6 +7,7 @@
 #pragma once
 
 #include "store/pg/connection.hpp"
+#include "support/unique_fd.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -43,7 +44,7 @@ private:
 
   const std::string url_;
   const ConnectOptions options_;
-  int wake_fd_ = -1;  ///< eventfd: written to stop the thread out of any wait
+  support::UniqueFd wake_fd_;  ///< eventfd: written to stop the thread out of any wait
   /// (counter << 1) | listening
   std::atomic<std::uint64_t> state_{0};
   std::mutex mu_;
