@@ -7,7 +7,7 @@
 // are recorded and fail `finish()` / `assertFramesOnly()`.
 
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, existsSync, readFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, existsSync, readFileSync, watch } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -29,8 +29,6 @@ process.on('exit', () => {
     try { rmSync(a.home, { recursive: true, force: true }); } catch { /* best effort */ }
   }
 });
-
-export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /** Checks that `v` is one JSON-RPC 2.0 frame; returns a reason string or null. */
 export function frameProblem(v) {
@@ -71,19 +69,109 @@ export function waitNoting(promise, what) {
   return promise.finally(() => clearInterval(timer));
 }
 
-/** Polls `probe` every few milliseconds until it returns something truthy (which it resolves to). */
-export async function until(probe, what, everyMs = 5) {
-  const since = performance.now();
-  let noted = since;
-  for (;;) {
-    const v = await probe();
-    if (v) return v;
-    if (performance.now() - noted > SLOW_WAIT_MS) {
-      noted = performance.now();
-      process.stderr.write(`# still waiting for ${what} after ${Math.round(noted - since)} ms\n`);
+/**
+ * Re-checks `probe` each time one of `sources` signals that what it looks at may have changed,
+ * until it returns something truthy (which it resolves to). A source is an object whose
+ * `subscribe(fn)` calls `fn` on each such event and returns the unsubscribe function: an agent's
+ * frames (`framesOf`), a directory tree's changes (`fileChanges`), a file's opens (`opensOf`), a
+ * process's end (`goneOf`). There is no timed re-check: a probe needs an event that can change it.
+ */
+export async function until(probe, what, ...sources) {
+  assert.ok(sources.length > 0, `until(${what}) needs an event source`);
+  let pending = false;
+  let wake = null;
+  const unsubscribe = sources.map((s) => s.subscribe(() => { pending = true; wake?.(); }));
+  try {
+    for (;;) {
+      pending = false;
+      const v = await probe();
+      if (v) return v;
+      if (!pending) await waitNoting(new Promise((r) => { wake = r; }), what);
+      wake = null;
     }
-    await sleep(everyMs);
+  } finally {
+    for (const u of unsubscribe) u();
   }
+}
+
+/** An event source (for `until`) from an emitter's `event`. */
+export function emitterSource(emitter, event) {
+  return {
+    subscribe(fn) {
+      emitter.on(event, fn);
+      return () => emitter.off(event, fn);
+    },
+  };
+}
+
+/** Every frame `agent` reads from the server's stdout (and each update the SDK delivers), and its end. */
+export function framesOf(agent) {
+  return {
+    subscribe(fn) {
+      agent.frameListeners.add(fn);
+      return () => agent.frameListeners.delete(fn);
+    },
+  };
+}
+
+/** Changes under directory `dir` (fs.watch, recursive: inotify on Linux). Made before the change. */
+export function fileChanges(dir) {
+  return {
+    subscribe(fn) {
+      const w = watch(dir, { recursive: true }, () => fn());
+      return () => w.close();
+    },
+  };
+}
+
+/**
+ * A re-check every `ms`: only for state nothing announces, a PostgreSQL row read with psql in the
+ * `.pg` variants (lib/pgvariant.mjs). A test on files or processes never uses it.
+ */
+export function everyMs(ms) {
+  return {
+    subscribe(fn) {
+      const timer = setInterval(fn, ms);
+      return () => clearInterval(timer);
+    },
+  };
+}
+
+const EVENTS = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'common', 'events.py');
+
+/**
+ * Opens of `files` (inotify IN_OPEN, through tests/common/events.py: Node has no IN_OPEN). Await
+ * `ready` before the action that opens them; `close()` when done. Watching /etc/ld.so.cache sees
+ * every dynamically linked program start (`processStarts`).
+ */
+export function opensOf(...files) {
+  const child = spawn('python3', [EVENTS, 'opens', ...files], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const listeners = new Set();
+  let signalReady;
+  const ready = new Promise((r) => { signalReady = r; });
+  child.stdout.setEncoding('utf8');
+  child.stdout.on('data', (text) => {
+    if (text.includes('ready')) signalReady();
+    if (text.includes('open')) for (const fn of listeners) fn();
+  });
+  return {
+    ready: waitNoting(ready, `an inotify watch of ${files.join(', ')}`),
+    subscribe(fn) {
+      listeners.add(fn);
+      return () => listeners.delete(fn);
+    },
+    close() { child.stdin.end(); },
+  };
+}
+
+/** Starts of dynamically linked programs (each opens the loader's cache): a process to appear. */
+export const processStarts = () => opensOf('/etc/ld.so.cache');
+
+/** Resolves once every process of `pids` has exited (pidfds, through tests/common/events.py). */
+export function goneOf(pids) {
+  const child = spawn('python3', [EVENTS, 'gone', ...pids.map(String)], { stdio: ['ignore', 'ignore', 'inherit'] });
+  const done = new Promise((resolve) => child.on('exit', resolve));
+  return waitNoting(done, `processes ${pids.join(', ')} to exit`);
 }
 
 /** The client methods a test may answer (connectSdk's `handlers`), by the SDK's method names. */
@@ -121,6 +209,7 @@ export class Agent {
     this.violations = [];      // stdout lines that are not JSON-RPC frames
     this.stderr = '';
     this.waiters = [];         // pending nextFrame() calls
+    this.frameListeners = new Set();  // framesOf(): told of each frame and of stdout's end
     this.nextId = 1000;
     this.sdkReadable = null;   // controller for the SDK's input, when connected
     this.child = spawn(BIN, this.args, {
@@ -162,6 +251,7 @@ export class Agent {
       if (pending.length > 0) this.violations.push(`unterminated last stdout line: ${pending.toString('utf8').slice(0, 200)}`);
       if (this.sdkReadable) { try { this.sdkReadable.close(); } catch { /* already closed */ } }
       this.stdoutEnded = true;
+      for (const fn of this.frameListeners) fn();
       for (const w of this.waiters.splice(0)) w.reject(new Error(`stdout ended while waiting for ${w.what}`));
     });
   }
@@ -188,6 +278,7 @@ export class Agent {
     }
     const entry = { frame, line: text, at: performance.now(), index: this.frames.length };
     this.frames.push(entry);
+    for (const fn of this.frameListeners) fn();
     for (let i = 0; i < this.waiters.length;) {
       const w = this.waiters[i];
       if (entry.index >= w.from && w.pred(frame)) {
@@ -308,6 +399,7 @@ export class Agent {
     const app = acp.client({ name: 'dsh-acp-e2e' })
       .onNotification(acp.methods.client.session.update, ({ params }) => {
         this.sdkUpdates.push({ params, at: performance.now() });
+        for (const fn of this.frameListeners) fn();
       });
     const unknown = Object.keys(handlers).filter((k) => !Object.hasOwn(CLIENT_HANDLERS, k));
     assert.deepEqual(unknown, [], `unknown client handlers (known: ${Object.keys(CLIENT_HANDLERS)})`);
@@ -356,10 +448,12 @@ export class Agent {
   /**
    * Resolves once the session's log holds `count` turn/start events: that prompt is running (its
    * turn is logged before the model is called). The event a test waits for instead of a fixed
-   * sleep; the log is re-read as it grows.
+   * sleep; the log is re-read as the store's files change.
    */
   async turnStarted(sessionId, count = 1) {
-    await until(() => this.turnCount(sessionId) >= count, `turn ${count} of ${sessionId} to start`);
+    // A database announces nothing: it is asked again at each frame and, for want of an event, every 10 ms.
+    const source = PG_VARIANT ? everyMs(10) : fileChanges(this.storeDir);
+    await until(() => this.turnCount(sessionId) >= count, `turn ${count} of ${sessionId} to start`, source);
   }
 
   /** Waits for the process to exit and its stdout to be read to the end. */
