@@ -10,8 +10,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { promptAllowing, finalCard } from './lib/mcp-calls.mjs';
-import { startAgent, startSdkAgent, INIT_PARAMS, acp, until, processStarts } from './lib/agent.mjs';
+import { startAgent, startSdkAgent, INIT_PARAMS, acp, until, processStarts, promptAllowing, finalCard } from './lib/agent.mjs';
 
 const M = acp.methods.agent;
 const here = path.dirname(fileURLToPath(import.meta.url));

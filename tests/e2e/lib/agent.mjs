@@ -193,8 +193,9 @@ export class Agent {
    * @param {string[]} [opts.args] extra command-line arguments (after `--provider echo`)
    * @param {object} [opts.env] extra environment variables
    * @param {boolean} [opts.defaultPaths] leave out --store/--log-file (they then default under DSH_ACP_HOME)
+   * @param {boolean} [opts.bare] run with `args` only: no --provider echo, --store or --log-file
    */
-  constructor({ args = [], env = {}, defaultPaths = false } = {}) {
+  constructor({ args = [], env = {}, defaultPaths = false, bare = false } = {}) {
     this.home = mkdtempSync(path.join(tmpdir(), 'dsh-acp-e2e-'));
     // --store may be repeated (every root is listed): a test that names its own root gets only that one.
     const ownStore = args.indexOf('--store');
@@ -203,8 +204,8 @@ export class Agent {
       : path.join(defaultPaths ? (env.DSH_ACP_HOME ?? this.home) : this.home, 'sessions');
     this.logFile = path.join(this.home, 'dsh-acp.log');
     const paths = defaultPaths ? [] : [...(ownStore >= 0 ? [] : ['--store', this.storeDir]), '--log-file', this.logFile];
-    this.args = ['--provider', 'echo', ...paths, ...args];
-    if (PG_VARIANT) this.args = pgArgs(this.args, defaultPaths ? path.join(env.DSH_ACP_HOME ?? this.home, 'sessions') : null);
+    this.args = bare ? [...args] : ['--provider', 'echo', ...paths, ...args];
+    if (PG_VARIANT && !bare) this.args = pgArgs(this.args, defaultPaths ? path.join(env.DSH_ACP_HOME ?? this.home, 'sessions') : null);
     this.frames = [];          // {frame, line, at} in arrival order
     this.violations = [];      // stdout lines that are not JSON-RPC frames
     this.stderr = '';
@@ -323,13 +324,23 @@ export class Agent {
     return e.frame;
   }
 
-  /** Sends a request in raw mode and waits for its response frame. */
-  async call(method, params, { id = this.nextId++ } = {}) {
-    const from = this.frames.length;
+  /** Sends a request in raw mode without waiting for its answer; resolves to its id. */
+  async request(method, params, { id = this.nextId++ } = {}) {
     const msg = { jsonrpc: '2.0', id, method };
     if (params !== undefined) msg.params = params;
     await this.send(msg);
-    return this.response(id, { from });
+    return id;
+  }
+
+  /** Sends a request in raw mode and waits for its response frame. */
+  async call(method, params, opts = {}) {
+    const from = this.frames.length;
+    return this.response(await this.request(method, params, opts), { from });
+  }
+
+  /** Answers a request of the server in raw mode. */
+  respond(id, result) {
+    return this.send({ jsonrpc: '2.0', id, result });
   }
 
   /** Sends a notification in raw mode. */
@@ -383,8 +394,9 @@ export class Agent {
    * with the SDK's request context ({params, signal, requestId, ...}; `signal` aborts when the agent
    * withdraws the request with $/cancel_request) and returns the result. Without one,
    * requestPermission answers `cancelled` and the other methods are unknown to the client.
+   * `onUpdate(params)`, if given, sees each update as it is delivered (the demo prints them).
    */
-  connectSdk(handlers = {}) {
+  connectSdk(handlers = {}, { onUpdate } = {}) {
     assert.equal(this.sdkReadable, null, 'SDK already connected');
     this.sdkUpdates = [];
     const readable = new ReadableStream({
@@ -399,6 +411,7 @@ export class Agent {
     const app = acp.client({ name: 'dsh-acp-e2e' })
       .onNotification(acp.methods.client.session.update, ({ params }) => {
         this.sdkUpdates.push({ params, at: performance.now() });
+        onUpdate?.(params);
         for (const fn of this.frameListeners) fn();
       });
     const unknown = Object.keys(handlers).filter((k) => !Object.hasOwn(CLIENT_HANDLERS, k));
@@ -425,8 +438,9 @@ export class Agent {
 
   // ---- lifetime -------------------------------------------------------------------------------
 
-  closeStdin() {
-    this.child.stdin.end();
+  /** Ends stdin, after `data` if given (written as is; a server that already exited is no error). */
+  closeStdin(data) {
+    this.child.stdin.end(data);
   }
 
   signal(sig) {
@@ -550,6 +564,30 @@ export function startSdkAgent(t, opts = {}) {
   const agent = startAgent(t, agentOpts);
   const conn = agent.connectSdk(client);
   return { agent, ctx: conn.agent };
+}
+
+// ---- calls of tools from the model (the echo model's [[echo:tool=...]] directives) --------------
+
+/**
+ * Sends a prompt in raw mode, allowing the permission request of its tool call, whose title must
+ * match `title`; resolves to { from, answer } (the frame index it started at, its answer frame).
+ */
+export async function promptAllowing(agent, sessionId, text, id, title = /mcp__/) {
+  const from = agent.frames.length;
+  await agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text }] }, { id });
+  const asked = await agent.nextFrame((f) => f.method === 'session/request_permission', { from, what: 'a permission request' });
+  assert.match(asked.frame.params.toolCall.title ?? '', title);
+  await agent.respond(asked.frame.id, { outcome: { outcome: 'selected', optionId: 'allow_once' } });
+  return { from, answer: await agent.response(id, { from }) };
+}
+
+/** The one completed or failed tool_call_update of the session since `from`: its status and text. */
+export function finalCard(agent, sessionId, from) {
+  const updates = agent.updates({ sessionId, from }).map((e) => e.frame.params.update)
+    .filter((u) => u.sessionUpdate === 'tool_call_update' && (u.status === 'completed' || u.status === 'failed'));
+  assert.equal(updates.length, 1, JSON.stringify(updates));
+  const u = updates[0];
+  return { status: u.status, text: (u.content ?? []).map((c) => c.content?.text ?? '').join('') };
 }
 
 /** The initialize params a typical editor sends. */
