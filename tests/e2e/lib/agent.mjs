@@ -23,10 +23,14 @@ export const BIN = process.env.DSH_ACP_BIN || path.join(REPO_ROOT, 'build', 'dsh
 export { acp };
 
 const live = new Set();
+const watchers = new Set();  // opensOf() children still running
 process.on('exit', () => {
   for (const a of live) {
     try { a.child.kill('SIGKILL'); } catch { /* already gone */ }
     try { rmSync(a.home, { recursive: true, force: true }); } catch { /* best effort */ }
+  }
+  for (const w of watchers) {
+    try { w.kill('SIGKILL'); } catch { /* already gone */ }
   }
 });
 
@@ -137,6 +141,14 @@ export function everyMs(ms) {
   };
 }
 
+/**
+ * Changes of the sessions under store root `dir`: its files' changes (`fileChanges`), or, in the
+ * `.pg` variants, where the sessions are rows that announce nothing, a re-check every 10 ms.
+ */
+export function storeChanges(dir) {
+  return PG_VARIANT ? everyMs(10) : fileChanges(dir);
+}
+
 const EVENTS = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'common', 'events.py');
 
 /**
@@ -146,6 +158,8 @@ const EVENTS = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..
  */
 export function opensOf(...files) {
   const child = spawn('python3', [EVENTS, 'opens', ...files], { stdio: ['pipe', 'pipe', 'inherit'] });
+  watchers.add(child);
+  child.on('exit', () => watchers.delete(child));
   const listeners = new Set();
   let signalReady;
   const ready = new Promise((r) => { signalReady = r; });
@@ -465,9 +479,7 @@ export class Agent {
    * sleep; the log is re-read as the store's files change.
    */
   async turnStarted(sessionId, count = 1) {
-    // A database announces nothing: it is asked again at each frame and, for want of an event, every 10 ms.
-    const source = PG_VARIANT ? everyMs(10) : fileChanges(this.storeDir);
-    await until(() => this.turnCount(sessionId) >= count, `turn ${count} of ${sessionId} to start`, source);
+    await until(() => this.turnCount(sessionId) >= count, `turn ${count} of ${sessionId} to start`, storeChanges(this.storeDir));
   }
 
   /** Waits for the process to exit and its stdout to be read to the end. */
