@@ -8,42 +8,41 @@ Prints, each with what it includes:
 """
 import json
 import os
-import select
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
-from bench_common import result
+from bench_common import Lines, encode, request, result, spawn
+from acp_client import wait_exit
 
 SERVER = sys.argv[1] if len(sys.argv) > 1 else "build/dsh-acp"
 
 
 class Client:
+    """A server on a fresh home, its frames parsed one by one (the round trips parse every frame)."""
+
     def __init__(self, extra=()):
         self.home = tempfile.mkdtemp(prefix="dsh-bench-")
         env = dict(os.environ, DSH_ACP_HOME=self.home)
-        self.proc = subprocess.Popen([SERVER, "--provider", "echo", *extra], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, env=env, bufsize=0)
-        self.buf = b""
+        self.proc = spawn(SERVER, ["--provider", "echo", *extra], env, stderr=None)
+        self.reader = Lines()
         self.next_id = 0
 
     def send(self, method, params):
         self.next_id += 1
-        frame = {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}
-        self.proc.stdin.write((json.dumps(frame) + "\n").encode())
+        self.proc.stdin.write(encode(request(self.next_id, method, params)))
         return self.next_id
 
     def frames(self):
         while True:
-            while b"\n" in self.buf:
-                line, self.buf = self.buf.split(b"\n", 1)
+            while (line := self.reader.next()) is not None:
                 yield json.loads(line)
             chunk = os.read(self.proc.stdout.fileno(), 1 << 16)
             if not chunk:
                 return
-            self.buf += chunk
+            self.reader.feed(chunk)
 
     def wait(self, rid):
         for f in self.frames():
@@ -57,7 +56,7 @@ class Client:
 
     def close(self):
         self.proc.stdin.close()
-        self.proc.wait(timeout=10)
+        wait_exit(self.proc, "the server to exit after stdin EOF")
         subprocess.run(["rm", "-rf", self.home])
 
 

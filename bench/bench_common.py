@@ -4,8 +4,12 @@ import ctypes.util
 import json
 import os
 import select
-import subprocess
+import sys
 import time
+
+# The one ACP client of the tests (framing, spawning, event waits) serves the benches too.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "common"))
+from acp_client import Lines, encode, request, spawn  # noqa: E402,F401  (re-exported to the benches)
 
 
 def result(figure, value, unit, **extra):
@@ -66,18 +70,21 @@ class EchoServer:
     def __init__(self, server, home, extra=(), stderr=None):
         # DSH_HOME: no harness root of this machine's user is discovered beside the bench's store.
         env = dict(os.environ, DSH_ACP_HOME=home, DSH_HOME=os.path.join(home, "no-harness-home"))
-        self.proc = subprocess.Popen([server, "--provider", "echo", *extra], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=stderr, env=env, bufsize=0)
-        self.buf = b""
-        self.pos = 0  # frames before it were handed out: a caller may stop reading between two frames
+        self.proc = spawn(server, ["--provider", "echo", *extra], env, stderr=stderr)
+        self.reader = Lines()
         self.next_id = 0
-        self.frames_read = 0
-        self.bytes_read = 0
+
+    @property
+    def frames_read(self):
+        return self.reader.frames_read
+
+    @property
+    def bytes_read(self):
+        return self.reader.bytes_read
 
     def send(self, method, params):
         self.next_id += 1
-        self.proc.stdin.write((json.dumps({"jsonrpc": "2.0", "id": self.next_id, "method": method,
-                                           "params": params}) + "\n").encode())
+        self.proc.stdin.write(encode(request(self.next_id, method, params)))
         return self.next_id
 
     def lines(self, deadline=None):
@@ -85,11 +92,8 @@ class EchoServer:
         passes `deadline` with no frame to hand out."""
         fd = self.proc.stdout.fileno()
         while True:
-            nl = self.buf.find(b"\n", self.pos)
-            if nl >= 0:
-                line = self.buf[self.pos:nl]
-                self.pos = nl + 1
-                self.frames_read += 1
+            line = self.reader.next()
+            if line is not None:
                 yield line
                 continue
             if deadline is not None:
@@ -99,9 +103,7 @@ class EchoServer:
             chunk = os.read(fd, 1 << 20)
             if not chunk:
                 return
-            self.bytes_read += len(chunk)
-            self.buf = self.buf[self.pos:] + chunk
-            self.pos = 0
+            self.reader.feed(chunk)
 
     def status_mb(self, field):
         """A /proc/PID/status figure in MB (VmHWM, VmRSS)."""

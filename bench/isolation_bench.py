@@ -43,7 +43,8 @@ import tempfile
 import threading
 import time
 
-from bench_common import Zstd, fs_type, result
+from bench_common import Lines, Zstd, encode, fs_type, request, result, spawn
+from acp_client import blocked_flocks, response  # noqa: E402
 
 SERVER = sys.argv[1] if len(sys.argv) > 1 else "build/dsh-acp"
 ENCODINGS = (sys.argv[2] if len(sys.argv) > 2 else "none,zstd").split(",")
@@ -161,8 +162,7 @@ class Connection:
     NOTIFY = b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"'
 
     def __init__(self, home, extra):
-        self.proc = subprocess.Popen([SERVER, "--provider", "echo", *extra], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, env=dict(os.environ, DSH_ACP_HOME=home), bufsize=0)
+        self.proc = spawn(SERVER, ["--provider", "echo", *extra], dict(os.environ, DSH_ACP_HOME=home), stderr=None)
         self.cv = threading.Condition()
         self.next_id = 0
         self.responses = {}   # id -> (frame, time read) for call()/wait()
@@ -190,7 +190,7 @@ class Connection:
             rid = self.next_id
             if callback:
                 self.callbacks[rid] = callback
-        self.outq.put((json.dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": params}) + "\n").encode())
+        self.outq.put(encode(request(rid, method, params)))
         return rid
 
     def wait(self, rid, timeout=CALL_TIMEOUT_S):
@@ -227,7 +227,7 @@ class Connection:
 
     def _read(self):
         fd = self.proc.stdout.fileno()
-        buf = b""
+        lines = Lines()
         next_t = 0.0
         while True:
             chunk = os.read(fd, 16384 if self.rate else 1 << 20)
@@ -235,15 +235,9 @@ class Connection:
                 break
             now = time.perf_counter()
             self.bytes_read += len(chunk)
-            buf += chunk
-            start = 0
-            while True:
-                nl = buf.find(b"\n", start)
-                if nl < 0:
-                    break
-                self._frame(buf, start, nl, now)
-                start = nl + 1
-            buf = buf[start:]
+            lines.feed(chunk)
+            while (line := lines.next()) is not None:
+                self._frame(line, now)
             rate = self.rate
             if rate:  # token bucket: no credit saved up while the server sends nothing
                 next_t = max(next_t, now) + len(chunk) / rate
@@ -254,21 +248,20 @@ class Connection:
             self.closed = True
             self.cv.notify_all()
 
-    def _frame(self, buf, start, end, now):
-        if buf.startswith(self.NOTIFY, start):
-            at = start + len(self.NOTIFY)
-            sid = buf[at:buf.find(b'"', at, end)]
-            self.session_bytes[sid] = self.session_bytes.get(sid, 0) + end + 1 - start
-            if buf.find(b'"toolCallId":"dsh-ref-', at, end) >= 0:
+    def _frame(self, line, now):
+        if line.startswith(self.NOTIFY):
+            at = len(self.NOTIFY)
+            sid = line[at:line.find(b'"', at)]
+            self.session_bytes[sid] = self.session_bytes.get(sid, 0) + len(line) + 1
+            if line.find(b'"toolCallId":"dsh-ref-', at) >= 0:
                 self.reference_cards += 1
             if self.watch and self.watch[0] == sid:
                 self.watch[1].set()
             return
-        frame = json.loads(buf[start:end])
+        frame = json.loads(line)
         if "method" in frame:
             if "id" in frame:  # a request to the client: the echo provider should make none
-                self.outq.put((json.dumps({"jsonrpc": "2.0", "id": frame["id"],
-                                           "error": {"code": -32601, "message": "not supported by the bench"}}) + "\n").encode())
+                self.outq.put(encode(response(frame["id"], error={"code": -32601, "message": "not supported by the bench"})))
             return
         with self.cv:
             fn = self.callbacks.pop(frame.get("id"), None)
@@ -490,11 +483,6 @@ def lock_file(store, sid):
             if f.startswith(sid + ".jsonl"):
                 return os.path.join(d, sid + ".lock")
     raise SystemExit(f"bench: no log for {sid}")
-
-
-def blocked_flocks(pid):
-    with open("/proc/locks") as f:
-        return sum(1 for line in f if line.split()[1:3] == ["->", "FLOCK"] and line.split()[5] == str(pid))
 
 
 def lock_waits(base):

@@ -21,7 +21,7 @@ import sys
 import tempfile
 import time
 
-from bench_common import result
+from bench_common import Lines, encode, request, result
 
 SERVER = sys.argv[1] if len(sys.argv) > 1 else "build/dsh-acp"
 PEERS_DIR = sys.argv[2] if len(sys.argv) > 2 else os.path.join(os.path.dirname(os.path.abspath(SERVER)), "bench-peers")
@@ -55,10 +55,10 @@ def one_spawn(argv, home):
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                             env=env, cwd=home, bufsize=0, start_new_session=True)
     try:
-        proc.stdin.write((json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        proc.stdin.write(encode(request(1, "initialize", {
             "protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": False, "writeTextFile": False},
-                                                         "terminal": False}}}) + "\n").encode())
-        buf = b""
+                                                         "terminal": False}})))
+        lines = Lines()
         while True:
             left = TIMEOUT_S - (time.perf_counter() - t0)
             if left <= 0 or not select.select([proc.stdout], [], [], left)[0]:
@@ -66,10 +66,9 @@ def one_spawn(argv, home):
             chunk = os.read(proc.stdout.fileno(), 1 << 16)
             if not chunk:
                 raise EOFError("stdout closed before the initialize response")
-            buf += chunk
+            lines.feed(chunk)
             done = False
-            while b"\n" in buf:
-                line, buf = buf.split(b"\n", 1)
+            while (line := lines.next()) is not None:
                 try:
                     frame = json.loads(line)
                 except ValueError:

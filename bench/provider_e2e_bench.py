@@ -23,7 +23,8 @@ import tempfile
 import threading
 import time
 
-from bench_common import result
+from bench_common import Lines, encode, request, result, spawn
+from acp_client import wait_exit  # noqa: E402
 
 SERVER = sys.argv[1] if len(sys.argv) > 1 else "build/dsh-acp"
 PROMPTS = 200
@@ -104,27 +105,24 @@ class Client:
     def __init__(self, port):
         self.home = tempfile.mkdtemp(prefix="dsh-bench-prov-")
         env = dict(os.environ, DSH_ACP_HOME=self.home, OPENAI_API_KEY="")
-        self.proc = subprocess.Popen([SERVER, "--provider", "openai", "--base-url", f"http://127.0.0.1:{port}",
-                                      "--model", "bench", "--max-retries", "0"],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, bufsize=0)
-        self.buf = b""
+        self.proc = spawn(SERVER, ["--provider", "openai", "--base-url", f"http://127.0.0.1:{port}",
+                                   "--model", "bench", "--max-retries", "0"], env, stderr=None)
+        self.reader = Lines()
         self.next_id = 0
 
     def send(self, method, params):
         self.next_id += 1
-        self.proc.stdin.write((json.dumps({"jsonrpc": "2.0", "id": self.next_id, "method": method,
-                                           "params": params}) + "\n").encode())
+        self.proc.stdin.write(encode(request(self.next_id, method, params)))
         return self.next_id
 
     def frames(self):
         while True:
-            while b"\n" in self.buf:
-                line, self.buf = self.buf.split(b"\n", 1)
+            while (line := self.reader.next()) is not None:
                 yield json.loads(line), time.perf_counter()
             data = os.read(self.proc.stdout.fileno(), 1 << 20)
             if not data:
                 return
-            self.buf += data
+            self.reader.feed(data)
 
     def call(self, method, params):
         rid = self.send(method, params)
@@ -136,7 +134,7 @@ class Client:
 
     def close(self):
         self.proc.stdin.close()
-        self.proc.wait(timeout=10)
+        wait_exit(self.proc, "the server to exit after stdin EOF")
         subprocess.run(["rm", "-rf", self.home])
 
 

@@ -16,7 +16,6 @@ connected and checked before initialize is answered (libpq loaded then: reported
 It prints the shared libraries the binary needs (ELF NEEDED).
 Usage: spawn_bench.py DSH_ACP_BIN [LABEL=BIN ...]   (SPAWNS, default 50; SPAWN_BENCH_PG)
 """
-import json
 import os
 import statistics
 import subprocess
@@ -24,11 +23,11 @@ import sys
 import tempfile
 import time
 
-from bench_common import result
+from bench_common import encode, request, result
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SPAWNS = int(os.environ.get("SPAWNS", "50"))
-REQUEST = (json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}}) + "\n").encode()
+REQUEST = encode(request(1, "initialize", {"protocolVersion": 1}))
 
 
 def responder(build_dir):

@@ -46,7 +46,8 @@ import sys
 import tempfile
 import time
 
-from bench_common import fs_type, result
+from bench_common import Lines, encode, fs_type, request, result, spawn
+from acp_client import notification, response  # noqa: E402
 
 SERVER = sys.argv[1] if len(sys.argv) > 1 else "build/dsh-acp"
 TURNS = int(os.environ.get("TOOLS_BENCH_TURNS", "300"))
@@ -65,37 +66,33 @@ class Client:
 
     def __init__(self, home, capabilities):
         env = dict(os.environ, DSH_ACP_HOME=home, DSH_HOME=os.path.join(home, "no-harness-home"))
-        self.proc = subprocess.Popen([SERVER, "--provider", "echo"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, env=env, bufsize=0)
-        self.buf = b""
+        self.proc = spawn(SERVER, ["--provider", "echo"], env, stderr=None)
+        self.reader = Lines()
         self.next_id = 0
         self.early = {}
         self.server_requests = 0
         self.call("initialize", {"protocolVersion": 1, "clientCapabilities": capabilities})
 
     def write(self, frame):
-        self.proc.stdin.write((json.dumps(frame) + "\n").encode())
+        self.proc.stdin.write(encode(frame))
 
     def send(self, method, params):
         self.next_id += 1
-        self.write({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
+        self.write(request(self.next_id, method, params))
         return self.next_id
 
     def notify(self, method, params):
-        self.write({"jsonrpc": "2.0", "method": method, "params": params})
+        self.write(notification(method, params))
 
     def frames(self):
         fd = self.proc.stdout.fileno()
         while True:
-            nl = self.buf.find(b"\n")
-            while nl >= 0:
-                line, self.buf = self.buf[:nl], self.buf[nl + 1:]
+            while (line := self.reader.next()) is not None:
                 yield line
-                nl = self.buf.find(b"\n")
             chunk = os.read(fd, 1 << 20)
             if not chunk:
                 return
-            self.buf += chunk
+            self.reader.feed(chunk)
 
     def answer(self, req):
         self.server_requests += 1
@@ -105,9 +102,9 @@ class Client:
         elif method == "fs/read_text_file":
             res = {"content": TINY}
         else:
-            self.write({"jsonrpc": "2.0", "id": req["id"], "error": {"code": -32601, "message": "not offered"}})
+            self.write(response(req["id"], error={"code": -32601, "message": "not offered"}))
             return
-        self.write({"jsonrpc": "2.0", "id": req["id"], "result": res})
+        self.write(response(req["id"], res))
 
     def wait(self, rid):
         f = self.early.pop(rid, None)
@@ -279,14 +276,11 @@ def mcp_handshake_ms(stub):
     """The MCP server's own start-up: spawn -> initialize, initialized, tools/list answered."""
     t0 = time.monotonic()
     p = subprocess.Popen([stub], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    frames = [{"jsonrpc": "2.0", "id": 1, "method": "initialize",
-               "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}},
-              {"jsonrpc": "2.0", "method": "notifications/initialized"},
-              {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}]
-    p.stdin.write((json.dumps(frames[0]) + "\n").encode())
+    p.stdin.write(encode(request(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                                   "clientInfo": {"name": "bench", "version": "0"}})))
     p.stdin.flush()
     p.stdout.readline()
-    p.stdin.write((json.dumps(frames[1]) + "\n" + json.dumps(frames[2]) + "\n").encode())
+    p.stdin.write(encode(notification("notifications/initialized")) + encode(request(2, "tools/list", {})))
     p.stdin.flush()
     if b'"tools"' not in p.stdout.readline():
         raise SystemExit("bench: the MCP server did not list its tools")

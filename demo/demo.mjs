@@ -7,21 +7,19 @@
 // second session from its log with the card in place. Then the agent's tools: in a session on a
 // real project directory the model reads a file and edits it, after the client (the user) answered
 // session/request_permission with allow_once. Usage: node demo/demo.mjs path/to/dsh-acp
-import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 
-// The SDK is installed (from the lockfile) with the end-to-end tests.
+// The one Node helper of the end-to-end tests runs the binary and connects the SDK (installed from
+// the lockfile with those tests); it reads the binary's path from DSH_ACP_BIN when it loads.
 const here = path.dirname(fileURLToPath(import.meta.url));
-const require = createRequire(path.join(here, '..', 'tests', 'e2e', 'package.json'));
-const acp = await import(require.resolve('@agentclientprotocol/sdk'));
+const BIN = path.resolve(process.argv[2] || path.join(here, '..', 'build', 'dsh-acp'));
+process.env.DSH_ACP_BIN = BIN;
+const { Agent, acp } = await import('../tests/e2e/lib/agent.mjs');
 const M = acp.methods.agent;
 
-const BIN = path.resolve(process.argv[2] || path.join(here, '..', 'build', 'dsh-acp'));
 const home = mkdtempSync(path.join(tmpdir(), 'dsh-acp-demo-'));
 const tty = process.stdout.isTTY;
 const style = (code, s) => (tty ? `\x1b[${code}m${s}\x1b[0m` : s);
@@ -61,10 +59,9 @@ function showToolContent(content) {
 
 /** Starts the agent and connects the SDK client; prints every update as it arrives. */
 function startAgent(label) {
-  // DSH_HOME inside the demo's home: a harness root of the user's own (~/.dsh/sessions) is not listed here.
-  const env = { ...process.env, DSH_ACP_HOME: home, DSH_HOME: path.join(home, 'dsh') };
-  const child = spawn(BIN, ['--provider', 'echo'], { env, stdio: ['pipe', 'pipe', 'pipe'] });
-  child.stderr.on('data', (d) => process.stderr.write(d));
+  // Both processes share the demo's home (DSH_ACP_HOME): its store and log file, as an editor's would.
+  const agent = new Agent({ defaultPaths: true, env: { DSH_ACP_HOME: home } });
+  agent.child.stderr.on('data', (d) => process.stderr.write(d));
   let pending = '';
   let pendingKind = null;
   const flush = () => {
@@ -74,40 +71,38 @@ function startAgent(label) {
     pending = '';
     pendingKind = null;
   };
-  const app = acp.client({ name: 'dsh-acp-demo' })
-    .onNotification(acp.methods.client.session.update, ({ params }) => {
-      const u = params.update;
-      if (['agent_message_chunk', 'user_message_chunk', 'agent_thought_chunk'].includes(u.sessionUpdate)) {
-        if (pendingKind && pendingKind !== u.sessionUpdate) flush();
-        pendingKind = u.sessionUpdate;
-        pending += u.content?.text ?? '';
-        return;
-      }
-      flush();
-      if (u.sessionUpdate === 'tool_call') {
-        console.log(yellow(`  [card] ${u.title}`) + dim(`  (${u.toolCallId}, ${u.kind}, ${u.status})`));
-        showToolContent(u.content);
-      } else if (u.sessionUpdate === 'tool_call_update') {
-        console.log(dim(`  [card ${u.toolCallId}] ${u.status ?? 'updated'}`));
-        if (u.status === 'completed' || u.status === 'failed') showToolContent(u.content);
-      } else if (u.sessionUpdate === 'session_info_update') {
-        console.log(dim(`  [title] ${u.title}`));
-      } else if (u.sessionUpdate === 'available_commands_update') {
-        console.log(dim(`  [commands] ${u.availableCommands.map((c) => '/' + c.name).join(' ')}`));
-      } else {
-        console.log(dim(`  [${u.sessionUpdate}]`));
-      }
-    })
-    // The user grants each request once (an editor would show the card and the four options).
-    .onRequest(acp.methods.client.session.requestPermission, ({ params }) => {
-      flush();
-      const options = params.options.map((o) => o.optionId).join(' / ');
-      console.log(cyan(`  agent → session/request_permission: “${params.toolCall.title}”`) + dim(`  (${options})`));
-      console.log(cyan('  client ← allow_once'));
-      return { outcome: { outcome: 'selected', optionId: 'allow_once' } };
-    });
-  const conn = app.connect(acp.ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout)));
-  const exited = new Promise((resolve) => child.on('exit', (code) => resolve(code)));
+  const onUpdate = (params) => {
+    const u = params.update;
+    if (['agent_message_chunk', 'user_message_chunk', 'agent_thought_chunk'].includes(u.sessionUpdate)) {
+      if (pendingKind && pendingKind !== u.sessionUpdate) flush();
+      pendingKind = u.sessionUpdate;
+      pending += u.content?.text ?? '';
+      return;
+    }
+    flush();
+    if (u.sessionUpdate === 'tool_call') {
+      console.log(yellow(`  [card] ${u.title}`) + dim(`  (${u.toolCallId}, ${u.kind}, ${u.status})`));
+      showToolContent(u.content);
+    } else if (u.sessionUpdate === 'tool_call_update') {
+      console.log(dim(`  [card ${u.toolCallId}] ${u.status ?? 'updated'}`));
+      if (u.status === 'completed' || u.status === 'failed') showToolContent(u.content);
+    } else if (u.sessionUpdate === 'session_info_update') {
+      console.log(dim(`  [title] ${u.title}`));
+    } else if (u.sessionUpdate === 'available_commands_update') {
+      console.log(dim(`  [commands] ${u.availableCommands.map((c) => '/' + c.name).join(' ')}`));
+    } else {
+      console.log(dim(`  [${u.sessionUpdate}]`));
+    }
+  };
+  // The user grants each request once (an editor would show the card and the four options).
+  const requestPermission = ({ params }) => {
+    flush();
+    const options = params.options.map((o) => o.optionId).join(' / ');
+    console.log(cyan(`  agent → session/request_permission: “${params.toolCall.title}”`) + dim(`  (${options})`));
+    console.log(cyan('  client ← allow_once'));
+    return { outcome: { outcome: 'selected', optionId: 'allow_once' } };
+  };
+  const conn = agent.connectSdk({ requestPermission }, { onUpdate });
   console.log(bold(`\n=== ${label}: started ${path.relative(process.cwd(), BIN) || BIN} --provider echo (store ${home}/sessions)`));
   return {
     async call(method, params, what) {
@@ -118,8 +113,9 @@ function startAgent(label) {
     },
     async stop() {
       flush();
-      child.stdin.end();
-      const code = await exited;
+      agent.closeStdin();
+      const { code } = await agent.waitExit();
+      agent.dispose();
       console.log(dim(`  (stdin closed; agent exited with code ${code})`));
     },
   };

@@ -25,6 +25,7 @@ import tempfile
 import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from acp_client import Client, wait_exit  # noqa: E402
 from memory_bounds import GROWTH_FACTOR, status  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
@@ -59,7 +60,7 @@ def check(client, rid, data, label, bound=BOUND):
     with open(f"/proc/{pid}/clear_refs", "w") as f:
         f.write("5")  # VmHWM := current RSS
     # Written from a thread: the server reads while we write, and its answer may come before we are done.
-    writer = threading.Thread(target=lambda: client.proc.stdin.write(data))
+    writer = threading.Thread(target=lambda: client.write_raw(data))
     writer.start()
     answer = client.wait(rid)
     writer.join()

@@ -24,8 +24,9 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
-from acp_client import Client, blocked_flocks, wait_exit, wait_until  # noqa: E402
+from acp_client import Client, FlockWaits, OpenWatch, wait_exit  # noqa: E402
 from shutdown_test import write_big_log  # noqa: E402
 import store_layout  # noqa: E402
 
@@ -56,9 +57,12 @@ def hold_locks(paths):
     return holder
 
 
-def wait_blocked(c, at_least):
+def wait_blocked(c, waits, at_least):
     """Until the server has `at_least` flock() calls blocked on the held locks (/proc/locks)."""
-    wait_until(lambda: blocked_flocks(c.proc.pid) >= at_least, f"{at_least} lock waits started", client=c)
+    try:
+        waits.wait(c.proc.pid, at_least, f"{at_least} lock waits started")
+    finally:
+        waits.close()
 
 
 def text(t):
@@ -75,15 +79,16 @@ def setup(binary, home):
     sessions = [c.ok("session/new", {"cwd": "/tmp", "mcpServers": []})["sessionId"] for _ in range(WAITERS + 1)]
     waiters, free = sessions[:WAITERS], sessions[WAITERS]
     holder = hold_locks([lock_path(home, s) for s in waiters])
+    waits = FlockWaits(os.path.join(home, "sessions"))
     waiting = [c.send("session/prompt", {"sessionId": s, "prompt": text(f"waits {i}")}) for i, s in enumerate(waiters)]
-    return c, holder, waiters, waiting, free
+    return c, holder, waiters, waiting, free, waits
 
 
 def test_isolation(binary, home):
-    c, holder, _waiters, waiting, free = setup(binary, home)
+    c, holder, _waiters, waiting, free, waits = setup(binary, home)
     released = False
     try:
-        wait_blocked(c, 4)
+        wait_blocked(c, waits, 4)
         began = time.monotonic()
         rid = c.send("session/prompt", {"sessionId": free, "prompt": text("unrelated")})
         r = c.wait(rid)
@@ -139,17 +144,18 @@ def uri_of(sid):
 def test_shutdown(binary, home):
     big = "44444444-4444-4444-8444-444444444444"
     write_big_log(home, big, "/tmp/dsh-big", 200)
-    c, holder, _waiters, waiting, free = setup(binary, home)
+    c, holder, _waiters, waiting, free, waits = setup(binary, home)
     try:
-        wait_blocked(c, 4)
-        mention = c.send("session/prompt", {"sessionId": free, "prompt": text(f"see @[big]({uri_of(big)})")})
+        wait_blocked(c, waits, 4)
         # The reference is being read once the server has the big log open.
-        log = store_layout.log_path(os.path.join(home, "sessions"), big)
-        while not any(os.path.realpath(os.path.join(f"/proc/{c.proc.pid}/fd", fd)) == log
-                      for fd in os.listdir(f"/proc/{c.proc.pid}/fd")):
-            if mention in c.responses:
+        opened = OpenWatch(store_layout.log_path(os.path.join(home, "sessions"), big))
+        try:
+            mention = c.send("session/prompt", {"sessionId": free, "prompt": text(f"see @[big]({uri_of(big)})")})
+            if opened.wait(c.proc.pid, "the server to open the referenced log", client=c,
+                           stop=lambda: mention in c.responses) is None:
                 fail("the reference read finished before it could be seen")
-            c.pump(0.002)
+        finally:
+            opened.close()
         began = time.monotonic()
         c.proc.stdin.close()
         code = wait_exit(c.proc, f"dsh-acp to exit after stdin EOF with {WAITERS} lock waits and a reference read in flight")
@@ -158,7 +164,7 @@ def test_shutdown(binary, home):
               f"after {took * 1000:.0f} ms")
         if code != 0:
             fail(f"exit code {code}")
-        while c.pump(1.0):
+        while c.pump():  # every frame written before the exit
             pass
         for rid in waiting + [mention]:
             r = c.responses.get(rid)

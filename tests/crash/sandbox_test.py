@@ -22,7 +22,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from acp_client import Client, wait_until  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from acp_client import CHANGES, Client, Inotify, wait_until  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FAKE = os.path.join(HERE, "..", "tools", "mcp_fake_server.py")
@@ -80,7 +81,12 @@ def command_left_running(c, work):
     prompt = c.send("session/prompt", {"sessionId": sid, "prompt": [
         {"type": "text", "text": bash_prompt(leaving_sleepers(work) + "sleep 1000")}]})
     files = [os.path.join(work, "setsid.pid"), os.path.join(work, "double.pid")]
-    wait_until(lambda: all(os.path.exists(f) for f in files), "the sleepers started", client=c)
+    watch = Inotify()  # each pid file is moved into place once written
+    try:
+        watch.watch(work, CHANGES)
+        wait_until(lambda: all(os.path.exists(f) for f in files), "the sleepers started", client=c, watch=watch)
+    finally:
+        watch.close()
     pids = read_pids(*files)
     for pid in pids:
         if not running(pid):

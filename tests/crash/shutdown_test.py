@@ -28,8 +28,9 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
-from acp_client import Client, wait_exit as exit_code_of, wait_until  # noqa: E402
+from acp_client import Client, Inotify, encode, request, wait_exit as exit_code_of, wait_until  # noqa: E402
 from memory_bounds import growth_bound  # noqa: E402
 import store_layout  # noqa: E402
 
@@ -44,7 +45,14 @@ def log_events(home, session_id):
 
 
 def wait_for_turn_start(home, session_id):
-    wait_until(lambda: any(e["type"] == "turn/start" for e in log_events(home, session_id)), "the prompt's turn to start")
+    """Until the session's log holds a turn/start: re-read as the store's files change (inotify)."""
+    watch = Inotify()
+    try:
+        watch.watch_tree(os.path.join(home, "sessions"))
+        wait_until(lambda: any(e["type"] == "turn/start" for e in log_events(home, session_id)),
+                   "the prompt's turn to start", watch=watch)
+    finally:
+        watch.close()
 
 
 def last_turn_end(home, session_id):
@@ -153,9 +161,9 @@ def test_stalled(binary, home, how):
     base = vm_kb(c.proc.pid, "VmRSS")
     frames = []
     for i in range(10000):
-        frames.append(json.dumps({"jsonrpc": "2.0", "id": 100 + i, "method": "session/prompt",
-                                  "params": {"sessionId": sid, "prompt": [{"type": "text", "text": f"prompt {i}"}]}}))
-    feeder = Feeder(c.proc.stdin, ("\n".join(frames) + "\n").encode())
+        frames.append(encode(request(100 + i, "session/prompt",
+                                     {"sessionId": sid, "prompt": [{"type": "text", "text": f"prompt {i}"}]})))
+    feeder = Feeder(c.proc.stdin, b"".join(frames))
     feeder.start()
     peak = settle_rss(c.proc.pid)
     print(f"stalled client: baseline RSS {base / 1024:.1f} MB, peak {peak / 1024:.1f} MB, "
@@ -211,9 +219,9 @@ def test_loads(binary, home):
     c = start(binary, home)
     c.initialize()
     base = vm_kb(c.proc.pid, "VmRSS")
-    frames = [json.dumps({"jsonrpc": "2.0", "id": 100 + i, "method": "session/load",
-                          "params": {"sessionId": sid, "cwd": "/tmp/dsh-big", "mcpServers": []}}) for i in range(20)]
-    feeder = Feeder(c.proc.stdin, ("\n".join(frames) + "\n").encode())
+    frames = [encode(request(100 + i, "session/load", {"sessionId": sid, "cwd": "/tmp/dsh-big", "mcpServers": []}))
+              for i in range(20)]
+    feeder = Feeder(c.proc.stdin, b"".join(frames))
     feeder.start()
     peak = settle_rss(c.proc.pid)
     print(f"stalled client, 20 loads of a 24 MB log: baseline RSS {base / 1024:.1f} MB, peak {peak / 1024:.1f} MB")

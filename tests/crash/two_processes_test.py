@@ -23,7 +23,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from acp_client import Client, blocked_flocks, turn_starts, wait_until  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from acp_client import Client, FlockWaits, Inotify, turn_starts, wait_until  # noqa: E402
 from crash_test import log_files, strict_check, user_texts  # noqa: E402  (puts tests/tools on the path)
 import pg_store  # noqa: E402
 
@@ -42,9 +43,32 @@ class Store:
     def turn_starts(self, sid):
         return self.pg.turn_starts(sid) if self.pg else turn_starts(self.files, sid)
 
-    def waiting_for_lock(self, client):
-        """True once `client`'s process waits for the session lock another holds."""
-        return self.pg.lock_waiters() > 0 if self.pg else blocked_flocks(client.proc.pid) > 0
+    def wait_turn_start(self, sid, before, what):
+        """Until the session holds more than `before` turn/start events: re-read as the root's files
+        change (inotify); a database announces nothing, so it is asked again every 10 ms."""
+        if self.pg:
+            wait_until(lambda: self.turn_starts(sid) > before, what, recheck=0.01)
+            return
+        watch = Inotify()
+        try:
+            watch.watch_tree(self.files)
+            wait_until(lambda: self.turn_starts(sid) > before, what, watch=watch)
+        finally:
+            watch.close()
+
+    def lock_waits(self):
+        """Made before the request that will wait for a lock: see wait_for_lock."""
+        return None if self.pg else FlockWaits(self.files)
+
+    def wait_for_lock(self, waits, client, what):
+        """Until `client`'s process waits for the session lock another holds."""
+        if self.pg:
+            wait_until(lambda: self.pg.lock_waiters() > 0, what, recheck=0.01)
+            return
+        try:
+            waits.wait(client.proc.pid, 1, what)
+        finally:
+            waits.close()
 
     def log_of(self, sid):
         """The session's log file (of a database: in an export made now)."""
@@ -121,7 +145,7 @@ def same_session(store, cwd):
         # A holds the lock once its turn is logged, and the echo model then sleeps a minute inside the
         # turn: until the cancel below, A's turn is certainly open.
         slow = prompt(a, sid, SLOW)
-        wait_until(lambda: store.turn_starts(sid) > before, "A's turn started", client=a)
+        store.wait_turn_start(sid, before, "A's turn started")
         # Readers take no lock: B loads the session while A's turn is open.
         start = len(b.frames)
         b.ok("session/load", {"sessionId": sid, "cwd": cwd, "mcpServers": []})
@@ -160,7 +184,7 @@ def same_session(store, cwd):
         # session/delete while the other process writes the session: SESSION_BUSY, the log stays.
         before = store.turn_starts(sid)
         slow = prompt(a, sid, SLOW2)
-        wait_until(lambda: store.turn_starts(sid) > before, "A's second slow turn started", client=a)
+        store.wait_turn_start(sid, before, "A's second slow turn started")
         rd = b.call("session/delete", {"sessionId": sid})
         a.notify("session/cancel", {"sessionId": sid})
         ra = a.wait(slow)
@@ -192,9 +216,10 @@ def killed_writer(store, cwd):
         b.ok("session/load", {"sessionId": sid, "cwd": cwd, "mcpServers": []})
         before = store.turn_starts(sid)
         prompt(a, sid, KILLED)
-        wait_until(lambda: store.turn_starts(sid) > before, "A's turn started", client=a)
+        store.wait_turn_start(sid, before, "A's turn started")
+        waits = store.lock_waits()
         pending = prompt(b, sid, "survivor")
-        wait_until(lambda: store.waiting_for_lock(b), "B waits for A's lock", client=b)
+        store.wait_for_lock(waits, b, "B waits for A's lock")
         a.kill9()
         t0 = time.monotonic()
         rb = b.wait(pending)

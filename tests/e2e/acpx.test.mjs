@@ -15,8 +15,8 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { createHash } from 'node:crypto';
 import path from 'node:path';
-import { BIN, until, waitNoting } from './lib/agent.mjs';
-import { FakeProvider, answer, providerArgs, startSse, chunkEvent, sleep } from './lib/fake-provider.mjs';
+import { BIN, until, waitNoting, emitterSource, goneOf } from './lib/agent.mjs';
+import { FakeProvider, answer, providerArgs, startSse, chunkEvent } from './lib/fake-provider.mjs';
 import { startHttpMcpServer } from './lib/mcp-http-server.mjs';
 import { png } from './lib/png.mjs';
 
@@ -63,6 +63,7 @@ async function setup(t, { echo = false, extra = [] } = {}) {
       resolve({ code, stdout, stderr });
     })), `acpx ${args.join(' ')}`);
     done.output = () => stdout;
+    done.stdout = child.stdout;  // an event source of until(): its 'data'
     return done;
   };
   return { home, dsh, project, provider, acpx, store: path.join(dsh, 'sessions') };
@@ -94,13 +95,13 @@ function processesOf(home) {
 // they write under $HOME/.acpx as they go: end every process the test started (found by its HOME)
 // and wait for it, so none outlives the test or writes into its directory while it is removed.
 async function stopBackground(home) {
-  for (let round = 0; round < 3; round++) {
-    const pids = processesOf(home);
-    if (pids.length === 0) return;
+  // Killed, not asked to stop: a process that had a grace period could still write meanwhile. Again
+  // while any is left: a queue owner may have started one more as it died.
+  for (let pids = processesOf(home); pids.length > 0; pids = processesOf(home)) {
     for (const pid of pids) {
-      try { process.kill(pid, round ? 'SIGKILL' : 'SIGTERM'); } catch { /* already gone */ }
+      try { process.kill(pid, 'SIGKILL'); } catch { /* already gone */ }
     }
-    for (let waited = 0; pids.some(alive) && waited < 5000; waited += 50) await sleep(50);
+    await goneOf(pids);
   }
 }
 
@@ -181,7 +182,7 @@ test('acpx: cancel stops a running prompt, which ends cancelled', async (t) => {
   });
   const running = acpx(['prompt', 'a long answer please']);
   await started;
-  await until(() => running.output().includes('partial'), 'the partial answer to reach acpx');
+  await until(() => running.output().includes('partial'), 'the partial answer to reach acpx', emitterSource(running.stdout, 'data'));
   const cancel = await acpx(['cancel']);
   assert.equal(cancel.code, 0, `${cancel.stdout}\n${cancel.stderr}`);
   const prompt = await running;

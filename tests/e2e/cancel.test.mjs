@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { INIT_PARAMS, startSdkAgent, acp, sleep, isChunk } from './lib/agent.mjs';
+import { INIT_PARAMS, startSdkAgent, acp, isChunk } from './lib/agent.mjs';
 
 const M = acp.methods.agent;
 
@@ -109,29 +109,36 @@ test('cancel with no prompt running, or for an unknown session, is ignored and n
   await agent.finish();
 });
 
-// A cancel can land at any point of the stream (during a pause, while a chunk is being written, ...).
-// Whatever the point, ACP requires the prompt to be answered with stopReason "cancelled" (or
-// "end_turn" if it had already finished), never with an error.
+// A cancel can land at any point of the stream (before the first chunk, in the pause after any
+// chunk, once the answer is complete). Whatever the point, ACP requires the prompt to be answered
+// with stopReason "cancelled" (or "end_turn" if it had already finished), never with an error.
 test('cancel at any moment of a stream answers "cancelled", never an error (100 cancel points)', async (t) => {
     const { agent, ctx } = startSdkAgent(t, { args: ['--echo-delay-ms', '20'] });
     await ctx.request(M.initialize, INIT_PARAMS);
     const outcomes = {};
     const failures = [];
     const answered = []; // [sessionId, index of its prompt's response, label]
-    // ~5% of cancels hit the race at 20 ms chunk spacing: 100 points make a miss unlikely (< 1%).
+    const isResponse = (f) => !Object.hasOwn(f, 'method') && Object.hasOwn(f, 'id');
     for (let i = 0; i < 100; i++) {
       const { sessionId } = await ctx.request(M.session.new, { cwd: agent.home, mcpServers: [] });
-      const wait = (i * 37) % 320; // spread over the ~300 ms the answer takes to stream
+      // The cancel follows the k-th chunk the client reads (0: right after the prompt is sent): k
+      // runs over the ~15 chunks of the answer and past its end.
+      const k = (i * 7) % 20;
       const from = agent.frames.length;
       const prompt = ctx.request(M.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'x' }] })
         .then((r) => r.stopReason, (err) => `error ${err.code} ${err.message} ${JSON.stringify(err.data)}`);
-      await sleep(wait);
+      let at = from;
+      for (let seen = 0; seen < k; seen++) {
+        const e = await agent.nextFrame((f) => isChunk(sessionId)(f) || isResponse(f), { from: at, what: `chunk ${seen + 1}` });
+        if (isResponse(e.frame)) break;
+        at = e.index + 1;
+      }
       await ctx.notify(M.session.cancel, { sessionId });
       const outcome = await prompt;
       outcomes[outcome] = (outcomes[outcome] ?? 0) + 1;
-      if (outcome !== 'cancelled' && outcome !== 'end_turn') failures.push(`cancel after ${wait} ms: ${outcome}`);
-      const response = agent.frames.find((e) => e.index >= from && !e.frame.method && Object.hasOwn(e.frame, 'id'));
-      answered.push([sessionId, response.index, `cancel after ${wait} ms`]);
+      if (outcome !== 'cancelled' && outcome !== 'end_turn') failures.push(`cancel after chunk ${k}: ${outcome}`);
+      const response = agent.frames.find((e) => e.index >= from && isResponse(e.frame));
+      answered.push([sessionId, response.index, `cancel after chunk ${k}`]);
     }
     t.diagnostic(JSON.stringify(outcomes));
     // Looked at once stdout has ended (finish() reads it to the end): nothing for a session, ever,

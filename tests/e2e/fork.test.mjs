@@ -17,7 +17,7 @@ import { createRequire } from 'node:module';
 import Ajv2020 from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import * as unstable from '@agentclientprotocol/sdk/unstable';
-import { INIT_PARAMS, REPO_ROOT, startSdkAgent, until } from './lib/agent.mjs';
+import { INIT_PARAMS, REPO_ROOT, startSdkAgent, until, storeChanges } from './lib/agent.mjs';
 import { M, prompt, updatesOf, echoLines, rejectsWith, logPath, readLog, readRawLog } from './lib/refs.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -214,7 +214,7 @@ test('a fork of a session whose turn is running holds that turn so far, closed a
   // The echo model waits (up to a minute) before it answers; the prompt is in the log by then.
   const running = prompt(a, source, '[[echo:sleep=60000]] slow question');
   await until(() => readLog(logPath(store, source)).some((e) => e.type === 'user/message' &&
-    JSON.stringify(e.data).includes('slow question')), 'the running prompt in the log');
+    JSON.stringify(e.data).includes('slow question')), 'the running prompt in the log', storeChanges(store));
   const forked = await a.ctx.request(FORK, { sessionId: source, cwd, mcpServers: [] });
   const [header, ...evs] = readLog(logPath(store, forked.sessionId));
   assert.deepEqual(evs[header.seedLength - 1].data.reason, { kind: 'interrupted' });

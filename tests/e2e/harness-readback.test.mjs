@@ -9,7 +9,7 @@ import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { INIT_PARAMS, REPO_ROOT, startSdkAgent, until } from './lib/agent.mjs';
+import { INIT_PARAMS, REPO_ROOT, startSdkAgent, until, fileChanges } from './lib/agent.mjs';
 import { M, text, uriOf, prompt, updatesOf, answerOf, zstdFrames } from './lib/refs.mjs';
 
 const CHECK_DIR = path.join(REPO_ROOT, 'tests', 'harness-check');
@@ -301,7 +301,7 @@ for (const enc of ['raw', 'zstd']) {
       prompt(k, id, `a long answer: ${'word '.repeat(100)}`).catch(() => { /* killed */ });
       const file = logOf(root, id);
       const has = (type) => textLines(file, { torn: true }).filter((l) => l.includes(`"type":"${type}"`)).length;
-      await until(() => has('assistant/chunk') >= 3 || has('turn/end') > 0, 'chunks in the log');
+      await until(() => has('assistant/chunk') >= 3 || has('turn/end') > 0, 'chunks in the log', fileChanges(root));
       k.agent.signal('SIGKILL');
       assert.equal((await k.agent.waitExit()).signal, 'SIGKILL');
       if (has('turn/end') === 0) { K = id; break; }

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { startAgent, startSdkAgent, INIT_PARAMS, acp, sleep, isChunk } from './lib/agent.mjs';
+import { startAgent, startSdkAgent, INIT_PARAMS, acp, isChunk } from './lib/agent.mjs';
 
 // Same server bug as in cancel.test.mjs: a turn cancelled mid-stream (here by EOF) sometimes answers
 // -32603 "co_await: Operation canceled" instead of "cancelled". Remove when fixed.

@@ -7,8 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { promptAllowing, finalCard } from './lib/mcp-calls.mjs';
-import { startAgent } from './lib/agent.mjs';
+import { startAgent, promptAllowing, finalCard } from './lib/agent.mjs';
 import { events } from './lib/store.mjs';
 import { startHttpMcpServer, closedPort } from './lib/mcp-http-server.mjs';
 

@@ -10,8 +10,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { promptAllowing, finalCard } from './lib/mcp-calls.mjs';
-import { startAgent, startSdkAgent, INIT_PARAMS, acp, until } from './lib/agent.mjs';
+import { startAgent, startSdkAgent, INIT_PARAMS, acp, until, processStarts, promptAllowing, finalCard } from './lib/agent.mjs';
 
 const M = acp.methods.agent;
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -140,10 +139,13 @@ test('stdin EOF while a server is still starting: the start is given up, nothing
   const agent = startAgent(t);
   await agent.initialize();
   const silent = { name: 'hung', command: 'python3', args: [FAKE_SERVER, 'silent'], env: [] };
+  const starts = processStarts();  // python3 opens the loader's cache as it starts
+  t.after(() => starts.close());
+  await starts.ready;
   await agent.send({ jsonrpc: '2.0', id: 'new', method: 'session/new', params: { cwd: agent.home, mcpServers: [silent] } });
   // Wait until the silent server runs, then hang up.
   const [pid] = await until(() => { const found = serversOf(agent, 'mcp_fake_server.py'); return found.length > 0 && found; },
-    'the silent server to run');
+    'the silent server to run', starts);
   agent.closeStdin();
   const { code } = await agent.waitExit();
   assert.equal(code, 0, agent.stderr);

@@ -12,7 +12,7 @@ import path from 'node:path';
 import { createRequire } from 'node:module';
 import Ajv2020 from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
-import { BIN, INIT_PARAMS, REPO_ROOT, startSdkAgent, acp, until } from './lib/agent.mjs';
+import { BIN, INIT_PARAMS, REPO_ROOT, startSdkAgent, acp, until, framesOf } from './lib/agent.mjs';
 import { logPath, readRawLog } from './lib/store.mjs';
 
 const M = acp.methods.agent;
@@ -64,7 +64,7 @@ function assertModes(answer, current) {
 /** The session's updates of one kind (SDK-delivered), once there are at least `count`. */
 async function updatesOfKind(agent, sessionId, kind, count) {
   const pick = () => agent.sdkUpdatesFor(sessionId).map((u) => u.params.update).filter((u) => u.sessionUpdate === kind);
-  await until(() => pick().length >= count, `${count} ${kind} of ${sessionId}`);
+  await until(() => pick().length >= count, `${count} ${kind} of ${sessionId}`, framesOf(agent));
   return pick();
 }
 

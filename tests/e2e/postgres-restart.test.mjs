@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { INIT_PARAMS, startSdkAgent, acp, until, waitNoting } from './lib/agent.mjs';
+import { INIT_PARAMS, startSdkAgent, acp, until, waitNoting, framesOf } from './lib/agent.mjs';
 import { answerOf, prompt, text, updatesOf } from './lib/refs.mjs';
 import { answer, chunkEvent, providerArgs, startFakeProvider, startSse, usageEvent } from './lib/fake-provider.mjs';
 import { freshStore, privateCluster, runBin, storedEvents, turnStarted } from './lib/postgres.mjs';
@@ -85,7 +85,7 @@ test('PostgreSQL stopped mid-turn: the turn fails naming the store, the server k
     'the interrupted prompt');
   await held.started;
   await turnStarted(store.db, sid, 2);
-  await until(() => answerOf(updatesOf(agent, sid, from)) === 'partial ', 'the partial answer reaches the client');
+  await until(() => answerOf(updatesOf(agent, sid, from)) === 'partial ', 'the partial answer reaches the client', framesOf(agent));
   cluster.halt();
   halted = true;
   held.release();

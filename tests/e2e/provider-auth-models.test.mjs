@@ -5,13 +5,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { spawn } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createRequire } from 'node:module';
 import Ajv2020 from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
-import { BIN, INIT_PARAMS, startSdkAgent, acp } from './lib/agent.mjs';
+import { Agent, INIT_PARAMS, startSdkAgent, acp } from './lib/agent.mjs';
 import { startFakeProvider, answer, providerArgs, logEvents } from './lib/fake-provider.mjs';
 
 const M = acp.methods.agent;
@@ -174,19 +173,16 @@ test('the model option: listed, set, used by the next request, logged as request
 });
 
 /** Runs the binary with `args` only (no --provider echo); resolves to {code, stderr, frames}. */
-function runRaw(args, input, env = {}) {
-  const home = mkdtempSync(path.join(tmpdir(), 'dsh-acp-raw-'));
-  const child = spawn(BIN, args, { env: { ...process.env, ...NO_KEYS, DSH_ACP_HOME: home, ...env } });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d) => { stdout += d; });
-  child.stderr.on('data', (d) => { stderr += d; });
-  child.stdin.on('error', () => {});
-  child.stdin.end(input);
-  return new Promise((resolve) => child.on('close', (code) => {
-    rmSync(home, { recursive: true, force: true });
-    resolve({ code, stderr, frames: stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l)) });
-  }));
+async function runRaw(args, input, env = {}) {
+  const agent = new Agent({ bare: true, args, env: { ...NO_KEYS, ...env } });
+  try {
+    agent.closeStdin(input);
+    const { code } = await agent.waitExit();
+    agent.assertFramesOnly();
+    return { code, stderr: agent.stderr, frames: agent.frames.map((e) => e.frame) };
+  } finally {
+    agent.dispose();
+  }
 }
 
 test('with no arguments the provider is deepseek: initialize advertises the key method, session/new answers -32000', async () => {

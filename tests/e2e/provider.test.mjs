@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { INIT_PARAMS, startSdkAgent, acp, isChunk, until } from './lib/agent.mjs';
+import { INIT_PARAMS, startSdkAgent, acp, isChunk, until, emitterSource } from './lib/agent.mjs';
 import { startFakeProvider, answer, httpError, startSse, chunkEvent, providerArgs, logEvents } from './lib/fake-provider.mjs';
 import { failureOf, logPath } from './lib/store.mjs';
 
@@ -204,7 +204,7 @@ test('session/cancel mid-stream answers cancelled and closes the provider connec
   await ctx.notify(M.session.cancel, { sessionId });
   const r = await pending;
   assert.equal(r.stopReason, 'cancelled');
-  await until(() => server.requests[0].closedAt !== null, 'the provider to see the connection closed');
+  await until(() => server.requests[0].closedAt !== null, 'the provider to see the connection closed', emitterSource(server.events, 'closed'));
   release?.();
   const end = logEvents(agent.storeDir, sessionId).at(-1);
   assert.deepEqual(end.data.reason, { kind: 'aborted' });

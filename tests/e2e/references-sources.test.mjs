@@ -10,7 +10,7 @@ import {
   M, uriOf, makeHome, startIn, RAW, logPath, events, appendEvents, rejectsWith, prompt, echoLines, framesUntilResponse,
   snapshotData, answerOf,
 } from './lib/refs.mjs';
-import { until } from './lib/agent.mjs';
+import { until, storeChanges } from './lib/agent.mjs';
 import { fileStoreOnly } from './lib/pgvariant.mjs';
 
 const PREAMBLE = 'This is an automatically generated checkpoint condensing an earlier span of the conversation to free up context. ' +
@@ -190,7 +190,7 @@ test('a source in the middle of a turn: its unfinished answer is left out, captu
     const chunkLogged = () => {
       try { return events(store, source).some((e) => e.type === 'assistant/chunk' && e.data.turn === 2); } catch { return false; }
     };
-    await until(chunkLogged, 'chunks of the source\'s open turn in its log');
+    await until(chunkLogged, 'chunks of the source\'s open turn in its log', storeChanges(store));
     const referenced = await prompt(a, target, `during @[Src](${uriOf(source)})`);
     assert.equal(referenced.response.stopReason, 'end_turn');
     const second = await streaming;

@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readlinkSync, readdirSync, mkdirSync, openSync, writeSync, closeSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { echoAnswer, systemBytes, sleep, startAgent } from './lib/agent.mjs';
+import { echoAnswer, systemBytes, startAgent, until, opensOf, framesOf } from './lib/agent.mjs';
 import { logPathFor } from './lib/store.mjs';
 import {
   M, text, uriOf, makeHome, startIn, RAW, logPath, logBytes, readLog, events, zstdFrameLines, rejectsWith, updatesOf,
@@ -316,11 +316,15 @@ fileStoreOnly('session/cancel and stdin EOF during preparation: stopReason cance
   const before = logBytes(store, target);
 
   const from = a.agent.sdkUpdates.length;
+  // Re-checked at each open of the source and each frame (the answer ends the wait too).
+  const opens = opensOf(bigFile);
+  t.after(() => opens.close());
+  await opens.ready;
+  const fromFrame = a.agent.frames.length;
+  const settled = () => a.agent.frames.find((e) => e.index >= fromFrame && !e.frame.method && Object.hasOwn(e.frame, 'id'));
   const pending = a.ctx.request(M.session.prompt, { sessionId: target, prompt: text(`use ${uriOf('big-source')}`) });
-  let settled = null;
-  pending.then((r) => { settled = r; }, (e) => { settled = e; });
-  while (!hasOpen(a.agent.child.pid, bigFile) && settled === null) await sleep(1);
-  assert.equal(settled, null, `preparation finished before it could be seen: ${JSON.stringify(settled)}`);
+  await until(() => hasOpen(a.agent.child.pid, bigFile) || settled(), 'the server to open the source log', opens, framesOf(a.agent));
+  assert.equal(settled(), undefined, `preparation finished before it could be seen: ${JSON.stringify(settled()?.frame)}`);
   assert.ok(hasOpen(a.agent.child.pid, bigFile), 'the source log is being read');
   await a.ctx.notify(M.session.cancel, { sessionId: target });
   const response = await pending;
@@ -344,7 +348,7 @@ fileStoreOnly('session/cancel and stdin EOF during preparation: stopReason cance
   const beforeEof = logBytes(store, target);
   await b.send({ jsonrpc: '2.0', id: 'p', method: 'session/prompt', params: { sessionId: target, prompt: text(`use ${uriOf('big-source')}`) } });
   const answered = () => b.frames.some((e) => e.frame.id === 'p');
-  while (!hasOpen(b.child.pid, bigFile) && !answered()) await sleep(1);
+  await until(() => hasOpen(b.child.pid, bigFile) || answered(), 'the server to open the source log', opens, framesOf(b));
   assert.ok(!answered(), 'preparation finished before it could be seen');
   assert.ok(hasOpen(b.child.pid, bigFile), 'the source log is being read');
   const since = performance.now();

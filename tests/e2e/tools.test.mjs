@@ -11,7 +11,8 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { Agent, BIN, INIT_PARAMS, acp, startSdkAgent, until } from './lib/agent.mjs';
+import { EventEmitter } from 'node:events';
+import { Agent, BIN, INIT_PARAMS, acp, startSdkAgent, until, emitterSource, goneOf, processStarts } from './lib/agent.mjs';
 import { events, logPath } from './lib/store.mjs';
 
 const M = acp.methods.agent;
@@ -147,6 +148,13 @@ function memoryFs(files, calls) {
 class Terminals {
   constructor(t) {
     this.calls = [];
+    // Each recorded request is an event (a test's until() re-checks `calls` on it).
+    this.events = new EventEmitter();
+    this.calls.push = (...entries) => {
+      const n = Array.prototype.push.apply(this.calls, entries);
+      this.events.emit('call');
+      return n;
+    };
     this.aborted = [];
     this.terms = new Map();
     this.created = new Promise((resolve) => { this.onCreate = resolve; });
@@ -668,10 +676,13 @@ test('cancel during a server-side command: answered cancelled, the command\'s pr
   const marker = `tools-e2e-${randomUUID()}`;
   const { agent, ctx, sessionId } = await toolSession(t, { client: { requestPermission: () => selected('allow_once') } });
   t.after(() => { for (const pid of processesWith(marker)) try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ } });
+  const starts = processStarts();  // the shell and its sleep each open the loader's cache as they start
+  t.after(() => starts.close());
+  await starts.ready;
   const prompt = promptText(ctx, sessionId, tool('bash', { command: `sleep 3600; echo ${marker}`, description: 'wait', timeoutMs: 600000 }));
   await cardStatus(agent, 'echo_0_0', 'in_progress');
-  const [shell] = await until(() => processesWith(marker).length > 0 && processesWith(marker), 'the command\'s shell');
-  const [sleeper] = await until(() => childrenOf(shell).length > 0 && childrenOf(shell), 'its sleep');
+  const [shell] = await until(() => processesWith(marker).length > 0 && processesWith(marker), 'the command\'s shell', starts);
+  const [sleeper] = await until(() => childrenOf(shell).length > 0 && childrenOf(shell), 'its sleep', starts);
   const cancelledAt = performance.now();
   await ctx.notify(M.session.cancel, { sessionId });
   const r = await prompt;
@@ -679,7 +690,7 @@ test('cancel during a server-side command: answered cancelled, the command\'s pr
   assert.equal(r.stopReason, 'cancelled');
   assert.ok(!running(shell), 'the shell is gone when the prompt is answered');
   // The sleep was killed with its group; reparented to the server, which reaps it, a moment later.
-  await until(() => !running(sleeper), 'the sleep to end');
+  await goneOf([sleeper]);
   const result = resultOf(events(agent.storeDir, sessionId), 'echo_0_0');
   assert.equal(result.data.isError, true);
   assert.equal(result.data.error?.code, 'TOOL_ABORTED');
@@ -694,7 +705,7 @@ test('cancel during an editor-terminal command: terminal/kill, then release, the
   const prompt = promptText(ctx, sessionId, tool('bash', { command: 'sleep 3600', description: 'wait', timeoutMs: 600000 }));
   const terminalId = await terms.created;
   await cardStatus(agent, 'echo_0_0', 'in_progress');
-  await until(() => terms.calls.some((c) => c.method === 'wait_for_exit'), 'terminal/wait_for_exit');
+  await until(() => terms.calls.some((c) => c.method === 'wait_for_exit'), 'terminal/wait_for_exit', emitterSource(terms.events, 'call'));
   const term = terms.terms.get(terminalId);
   await ctx.notify(M.session.cancel, { sessionId });
   const r = await prompt;
@@ -811,17 +822,20 @@ test('kill -9 while a command runs: the next writer closes the call TOOL_OUTCOME
   const marker = `tools-e2e-${randomUUID()}`;
   t.after(() => { for (const pid of processesWith(marker)) try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ } });
   const first = await toolSession(t, { store, cwd, client: { requestPermission: () => selected('allow_once') } });
+  const starts = processStarts();  // the shell opens the loader's cache as it starts
+  t.after(() => starts.close());
+  await starts.ready;
   first.ctx.request(M.session.prompt, {
     sessionId: first.sessionId,
     prompt: [{ type: 'text', text: tool('bash', { command: `sleep 30; echo ${marker}`, description: 'wait' }) }],
   }).catch(() => { /* the process is killed */ });
   await cardStatus(first.agent, 'echo_0_0', 'in_progress');
-  const [shell] = await until(() => processesWith(marker).length > 0 && processesWith(marker), 'the command\'s shell');
+  const [shell] = await until(() => processesWith(marker).length > 0 && processesWith(marker), 'the command\'s shell', starts);
   first.agent.signal('SIGKILL');
   assert.equal((await first.agent.waitExit()).signal, 'SIGKILL');
   // The shell dies with the server (its parent-death signal); the sleep it started is left to
   // whoever inherits it (docs/tools.md: nothing is left to reap it), ours to end.
-  await until(() => !running(shell), 'the shell to end with the server');
+  await goneOf([shell]);
   try { process.kill(-shell, 'SIGKILL'); } catch { /* gone */ }
   const before = events(store, first.sessionId);
   assert.ok(before.some((e) => e.type === 'tool/call' && e.data.callId === 'echo_0_0'));

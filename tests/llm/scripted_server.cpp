@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <condition_variable>
 #include <mutex>
 #include <thread>
 #include <variant>
@@ -66,6 +67,7 @@ struct ScriptedServer::Impl {
   std::thread thread;
 
   mutable std::mutex mutex;
+  mutable std::condition_variable changed;  // first_write_failure was set
   int connections = 0;
   int failed_handshakes = 0;
   std::vector<RecordedRequest> requests;
@@ -185,8 +187,10 @@ net::awaitable<void> ScriptedServer::Impl::serve(tcp::socket socket, int index) 
     }
     Conn conn(*stream, std::move(req), [this] {
       std::lock_guard lock(mutex);
-      if (!first_write_failure)
+      if (!first_write_failure) {
         first_write_failure = Clock::now();
+        changed.notify_all();
+      }
     });
     if (static_cast<std::size_t>(index) < scripts.size())
       co_await scripts[index](conn);
@@ -246,9 +250,10 @@ int ScriptedServer::failed_handshakes() const {
   return impl_->failed_handshakes;
 }
 
-std::optional<ScriptedServer::Clock::time_point> ScriptedServer::first_write_failure() const {
-  std::lock_guard lock(impl_->mutex);
-  return impl_->first_write_failure;
+ScriptedServer::Clock::time_point ScriptedServer::wait_first_write_failure() const {
+  std::unique_lock lock(impl_->mutex);
+  impl_->changed.wait(lock, [&] { return impl_->first_write_failure.has_value(); });
+  return *impl_->first_write_failure;
 }
 
 } // namespace acp::llm::testing

@@ -68,8 +68,8 @@ public:
   std::vector<RecordedRequest> requests() const;
   /// Connections whose TLS handshake failed on the server side (the client refused the certificate).
   int failed_handshakes() const;
-  /// When a script's write first failed because the client had closed the connection.
-  std::optional<Clock::time_point> first_write_failure() const;
+  /// Blocks until a script's write first fails because the client closed the connection; its time.
+  Clock::time_point wait_first_write_failure() const;
 
 private:
   struct Impl;

@@ -27,8 +27,8 @@ import xml.etree.ElementTree as ET
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(ROOT, "tests", "crash"))
-from acp_client import Client  # noqa: E402
+sys.path.insert(0, os.path.join(ROOT, "tests", "common"))
+from acp_client import Client, encode, request  # noqa: E402
 
 PACKAGE = os.path.join(ROOT, "release", "package.py")
 PLATFORMS = {"darwin-aarch64", "darwin-x86_64", "linux-aarch64", "linux-x86_64", "windows-aarch64", "windows-x86_64"}
@@ -146,7 +146,7 @@ def test_archive(build, tmp):
     # The registry starts the agent (its default provider, DeepSeek) and requires an auth method of type agent or terminal, with a key
     # present or not (the DeepSeek provider, the default).
     for label, env in (("without a key", {"DEEPSEEK_API_KEY": ""}), ("with a key", {"DEEPSEEK_API_KEY": "sk-test"})):
-        p = subprocess.run([binary], input=b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}\n',
+        p = subprocess.run([binary], input=encode(request(1, "initialize", {"protocolVersion": 1})),
                            capture_output=True, env=dict(os.environ, DSH_ACP_HOME=os.path.join(tmp, "home-" + label.replace(" ", "-")), **env))
         answer = json.loads(p.stdout.splitlines()[0])
         types = [m.get("type") for m in answer["result"].get("authMethods", [])]

@@ -25,7 +25,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from acp_async import Gone, Process, RpcError  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from acp_client import AsyncClient, Gone, RpcError  # noqa: E402
 import check_logs  # noqa: E402
 import checker_selftest  # noqa: E402
 
@@ -71,7 +72,7 @@ class Window:
 
     async def spawn(self):
         s = self.soak
-        self.proc = Process(self.argv(), dict(os.environ, DSH_ACP_HOME=s.home), s.stderr)
+        self.proc = AsyncClient(self.argv(), dict(os.environ, DSH_ACP_HOME=s.home), s.stderr)
         await self.proc.start()
         self.gen += 1
         self.attached = set()

@@ -30,12 +30,12 @@ import sys
 import tempfile
 import threading
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "crash"))
-from acp_client import Client  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from acp_client import Client, encode, request, spawn, wait_exit  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
 from chat_stub import StreamingChatHandler  # noqa: E402
 
-INITIALIZE = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}}) + "\n"
+INITIALIZE = encode(request(1, "initialize", {"protocolVersion": 1})).decode()
 
 
 def fail(message):
@@ -78,9 +78,8 @@ def check_mapped(binary):
     home = tempfile.mkdtemp(prefix="dsh-acp-startup-")
     try:
         env = dict(os.environ, DSH_ACP_HOME=home, HOME=home, XDG_CONFIG_HOME=home, DSH_HOME=os.path.join(home, "none"))
-        proc = subprocess.Popen([binary, "--provider", "echo"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+        proc = spawn(binary, ["--provider", "echo"], env, stderr=None)
         proc.stdin.write(INITIALIZE.encode())
-        proc.stdin.flush()
         answer = proc.stdout.readline()
         if b'"result"' not in answer:
             fail(f"no initialize result: {answer[:300]!r}")
@@ -88,7 +87,7 @@ def check_mapped(binary):
             mapped = {os.path.realpath(line.split()[5]) for line in f
                       if len(line.split()) > 5 and ".so" in os.path.basename(line.split()[5])}
         proc.stdin.close()
-        proc.wait()
+        wait_exit(proc, "dsh-acp to exit after stdin EOF")
     finally:
         shutil.rmtree(home, ignore_errors=True)
     expected = ldd_paths(binary)
@@ -104,7 +103,7 @@ def run(binary, args, env_extra, home):
     env = dict(os.environ, DSH_ACP_HOME=home, HOME=home, XDG_CONFIG_HOME=home, DSH_HOME=os.path.join(home, "none"),
                **env_extra)
     env.pop("DSH_ACP_STORE", None)
-    return subprocess.run([binary, *args], input=INITIALIZE, capture_output=True, text=True, env=env, timeout=60)
+    return subprocess.run([binary, *args], input=INITIALIZE, capture_output=True, text=True, env=env)
 
 
 def check_libpq_missing(binary):

@@ -15,7 +15,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <fstream>
 #include <future>
 #include <sstream>
@@ -161,14 +163,24 @@ BOOST_AUTO_TEST_CASE(two_processes_appending_alternately_keep_seqs_contiguous) {
       w.append({events::turn_start(1), events::turn_end(1, events::reason("completed"))}, true);
     }
     constexpr int kRounds = 40;
+    // Writer k starts round i once the other has ended round i-1 (a byte on to[k]): neither runs
+    // ahead, so the two alternate, and within a round they still race for the lock. A writer that
+    // exits closes its end, and the other then goes on alone.
+    int to[2][2];
+    BOOST_REQUIRE(::pipe(to[0]) == 0 && ::pipe(to[1]) == 0);
     pid_t kids[2];
     for (int k = 0; k < 2; ++k) {
       kids[k] = ::fork();
       if (kids[k] == 0) {
+        ::close(to[k][1]);
+        ::close(to[1 - k][0]);
+        ::signal(SIGPIPE, SIG_IGN);  // the other may be done: its round's byte then goes nowhere
         int code = 0;
         try {
           auto store = open_store(dir, std::nullopt, milliseconds(10000));  // each process has its own store
           for (int i = 0; i < kRounds; ++i) {
+            char token;
+            if (i > 0) while (::read(to[k][0], &token, 1) < 0 && errno == EINTR) {}
             auto w = store->open("shared");
             const std::int64_t first = w.next_seq();
             auto recs = w.append({events::text_delta(1, 1, k, "a"), events::text_delta(1, 1, k, "b"),
@@ -176,13 +188,17 @@ BOOST_AUTO_TEST_CASE(two_processes_appending_alternately_keep_seqs_contiguous) {
             if (recs.front().at("seq").as_int64() != first) code = 2;
             w.sync();
             w.release();
-            ::usleep(500);
+            (void)!::write(to[1 - k][1], "r", 1);
           }
         } catch (const std::exception&) {
           code = 1;
         }
         ::_exit(code);
       }
+    }
+    for (auto& p : to) {
+      ::close(p[0]);
+      ::close(p[1]);
     }
     for (pid_t pid : kids) {
       int status = 0;

@@ -9,7 +9,8 @@ sends it only once that value has been captured. "#capture NAME ID /json/pointer
 response to request ID, the value at that pointer (how a transcript addresses the session id that
 session/new returned). "#wait N" waits until N output frames have arrived; "#await ID" until the
 response to request ID has arrived; "#turns NAME N" until the log of the session captured as NAME
-holds N turn/start events (its Nth prompt is running); "#sleep MS" pauses. Waits have no time limit
+holds N turn/start events (its Nth prompt is running). Waits block on events (a frame; a change of
+the store's files, through inotify) and have no time limit
 (a transcript that never gets what it waits for ends at its CTest timeout; a note on stderr every 10 s
 names what it waits for). "#args ..." adds server arguments. "#raw TEXT" sends TEXT
 as is (for malformed frames); "#rawhex HEX" sends those bytes. Frames between "#batch" and "#end" go
@@ -49,12 +50,13 @@ import shutil
 import tempfile
 import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import store_layout  # noqa: E402
 from store_layout import encode_segment  # noqa: E402  (one implementation of the naming rules)
 import pg_store  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from acp_client import SLOW_WAIT, Inotify, Lines, Waiting, spawn  # noqa: E402
 
 UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
 TIME_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$")
@@ -228,7 +230,7 @@ def main():
         i = argv.index("--")
         argv, extra = argv[:i], argv[i + 1:]
     server, in_path, out_path = argv
-    directives = ("#wait", "#await", "#turns", "#capture", "#sleep", "#raw", "#batch", "#end")
+    directives = ("#wait", "#await", "#turns", "#capture", "#raw", "#batch", "#end")
     lines = read_lines(in_path)
     for l in lines:
         if l.startswith("#args "):
@@ -256,26 +258,24 @@ def main():
     env = dict(os.environ, DSH_ACP_HOME=home)
     for key in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
         env.pop(key, None)
-    proc = subprocess.Popen([server] + extra, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    proc = spawn(server, extra, env)
     captures = {}
     actual = []
-    buf = b""
+    lines = Lines()
     expected_lines = read_lines(out_path) if os.path.exists(out_path) else []
     expected = [json.loads(l) for l in expected_lines if l.strip() and not l.lstrip().startswith("#")]
-    waiting = {"what": None, "since": 0.0, "noted": 0.0}
+    waiting = {"what": None, "note": None}
 
     def pump(timeout):
         """Reads what arrives within `timeout` s: True, False when nothing did, None at EOF."""
-        nonlocal buf
         ready, _, _ = select.select([proc.stdout], [], [], timeout)
         if not ready:
             return False
         chunk = os.read(proc.stdout.fileno(), 65536)
         if not chunk:
             return None
-        buf += chunk
-        while b"\n" in buf:
-            line, buf = buf.split(b"\n", 1)
+        lines.feed(chunk)
+        while (line := lines.next()) is not None:
             try:
                 frame = json.loads(line)
             except ValueError:
@@ -291,15 +291,18 @@ def main():
                 captures[name] = value
         return True
 
-    def wait_for(what, step=1.0):
-        """pump(step), noting on stderr every 10 s that `what` is still awaited."""
-        now = time.monotonic()
+    def wait_for(what, watch=None, recheck=None):
+        """Blocks until stdout brings something (read, as pump does) or `watch` (an Inotify) has
+        events; `recheck` seconds only for a database, which announces nothing. A note on stderr every
+        SLOW_WAIT s says `what` is still awaited."""
         if waiting["what"] != what:
-            waiting.update(what=what, since=now, noted=now)
-        elif now - waiting["noted"] >= 10:
-            waiting["noted"] = now
-            print(f"# still waiting for {what} after {now - waiting['since']:.0f} s", file=sys.stderr, flush=True)
-        return pump(step)
+            waiting.update(what=what, note=Waiting(what))
+        ready, _, _ = select.select([proc.stdout] + ([watch] if watch else []), [], [], recheck or SLOW_WAIT)
+        if watch in ready:
+            watch.drain()
+        got = pump(0) if proc.stdout in ready else False
+        waiting["note"].tick()
+        return got
 
     def turn_starts(session_id):
         if pg:
@@ -324,18 +327,11 @@ def main():
             _, name, rid, pointer = line.split()
             wanted.setdefault(json.dumps(json.loads(rid)), []).append((name, pointer))
             continue
-        if line.startswith("#sleep"):
-            end = time.time() + int(line.split()[1]) / 1000
-            while time.time() < end:
-                pump(max(0.0, end - time.time()))
-            continue
         if line.startswith("#rawhex "):
             proc.stdin.write(bytes.fromhex(line[8:].replace(" ", "")))
-            proc.stdin.flush()
             continue
         if line.startswith("#raw "):
             proc.stdin.write((line[5:] + "\n").encode())
-            proc.stdin.flush()
             continue
         if line.startswith("#await "):
             want = json.loads(line.split()[1])
@@ -351,9 +347,15 @@ def main():
             continue
         if line.startswith("#turns "):
             _, name, count = line.split()
+            watch = None
+            if not pg:  # the log is re-read as the store's files change
+                watch = Inotify()
+                watch.watch_tree(home)
             while turn_starts(captures[name]) < int(count):
-                if wait_for(f"{count} turns of {name}", 0.005) is None:
+                if wait_for(f"{count} turns of {name}", watch, recheck=0.01 if pg else None) is None:
                     raise SystemExit(f"FAIL: stdout ended before {name} had {count} turns")
+            if watch:
+                watch.close()
             continue
         names = re.findall(r"\{\{=([A-Za-z0-9_]+)\}\}", line)
         while any(n not in captures for n in names):

@@ -7,7 +7,7 @@
 // are recorded and fail `finish()` / `assertFramesOnly()`.
 
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, existsSync, readFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, existsSync, readFileSync, watch } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -23,14 +23,16 @@ export const BIN = process.env.DSH_ACP_BIN || path.join(REPO_ROOT, 'build', 'dsh
 export { acp };
 
 const live = new Set();
+const watchers = new Set();  // opensOf() children still running
 process.on('exit', () => {
   for (const a of live) {
     try { a.child.kill('SIGKILL'); } catch { /* already gone */ }
     try { rmSync(a.home, { recursive: true, force: true }); } catch { /* best effort */ }
   }
+  for (const w of watchers) {
+    try { w.kill('SIGKILL'); } catch { /* already gone */ }
+  }
 });
-
-export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /** Checks that `v` is one JSON-RPC 2.0 frame; returns a reason string or null. */
 export function frameProblem(v) {
@@ -71,19 +73,119 @@ export function waitNoting(promise, what) {
   return promise.finally(() => clearInterval(timer));
 }
 
-/** Polls `probe` every few milliseconds until it returns something truthy (which it resolves to). */
-export async function until(probe, what, everyMs = 5) {
-  const since = performance.now();
-  let noted = since;
-  for (;;) {
-    const v = await probe();
-    if (v) return v;
-    if (performance.now() - noted > SLOW_WAIT_MS) {
-      noted = performance.now();
-      process.stderr.write(`# still waiting for ${what} after ${Math.round(noted - since)} ms\n`);
+/**
+ * Re-checks `probe` each time one of `sources` signals that what it looks at may have changed,
+ * until it returns something truthy (which it resolves to). A source is an object whose
+ * `subscribe(fn)` calls `fn` on each such event and returns the unsubscribe function: an agent's
+ * frames (`framesOf`), a directory tree's changes (`fileChanges`), a file's opens (`opensOf`), a
+ * process's end (`goneOf`). There is no timed re-check: a probe needs an event that can change it.
+ */
+export async function until(probe, what, ...sources) {
+  assert.ok(sources.length > 0, `until(${what}) needs an event source`);
+  let pending = false;
+  let wake = null;
+  const unsubscribe = sources.map((s) => s.subscribe(() => { pending = true; wake?.(); }));
+  try {
+    for (;;) {
+      pending = false;
+      const v = await probe();
+      if (v) return v;
+      if (!pending) await waitNoting(new Promise((r) => { wake = r; }), what);
+      wake = null;
     }
-    await sleep(everyMs);
+  } finally {
+    for (const u of unsubscribe) u();
   }
+}
+
+/** An event source (for `until`) from an emitter's `event`. */
+export function emitterSource(emitter, event) {
+  return {
+    subscribe(fn) {
+      emitter.on(event, fn);
+      return () => emitter.off(event, fn);
+    },
+  };
+}
+
+/** Every frame `agent` reads from the server's stdout (and each update the SDK delivers), and its end. */
+export function framesOf(agent) {
+  return {
+    subscribe(fn) {
+      agent.frameListeners.add(fn);
+      return () => agent.frameListeners.delete(fn);
+    },
+  };
+}
+
+/** Changes under directory `dir` (fs.watch, recursive: inotify on Linux). Made before the change. */
+export function fileChanges(dir) {
+  return {
+    subscribe(fn) {
+      const w = watch(dir, { recursive: true }, () => fn());
+      return () => w.close();
+    },
+  };
+}
+
+/**
+ * A re-check every `ms`: only for state nothing announces, a PostgreSQL row read with psql in the
+ * `.pg` variants (lib/pgvariant.mjs). A test on files or processes never uses it.
+ */
+export function everyMs(ms) {
+  return {
+    subscribe(fn) {
+      const timer = setInterval(fn, ms);
+      return () => clearInterval(timer);
+    },
+  };
+}
+
+/**
+ * Changes of the sessions under store root `dir`: its files' changes (`fileChanges`), or, in the
+ * `.pg` variants, where the sessions are rows that announce nothing, a re-check every 10 ms.
+ */
+export function storeChanges(dir) {
+  return PG_VARIANT ? everyMs(10) : fileChanges(dir);
+}
+
+const EVENTS = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'common', 'events.py');
+
+/**
+ * Opens of `files` (inotify IN_OPEN, through tests/common/events.py: Node has no IN_OPEN). Await
+ * `ready` before the action that opens them; `close()` when done. Watching /etc/ld.so.cache sees
+ * every dynamically linked program start (`processStarts`).
+ */
+export function opensOf(...files) {
+  const child = spawn('python3', [EVENTS, 'opens', ...files], { stdio: ['pipe', 'pipe', 'inherit'] });
+  watchers.add(child);
+  child.on('exit', () => watchers.delete(child));
+  const listeners = new Set();
+  let signalReady;
+  const ready = new Promise((r) => { signalReady = r; });
+  child.stdout.setEncoding('utf8');
+  child.stdout.on('data', (text) => {
+    if (text.includes('ready')) signalReady();
+    if (text.includes('open')) for (const fn of listeners) fn();
+  });
+  return {
+    ready: waitNoting(ready, `an inotify watch of ${files.join(', ')}`),
+    subscribe(fn) {
+      listeners.add(fn);
+      return () => listeners.delete(fn);
+    },
+    close() { child.stdin.end(); },
+  };
+}
+
+/** Starts of dynamically linked programs (each opens the loader's cache): a process to appear. */
+export const processStarts = () => opensOf('/etc/ld.so.cache');
+
+/** Resolves once every process of `pids` has exited (pidfds, through tests/common/events.py). */
+export function goneOf(pids) {
+  const child = spawn('python3', [EVENTS, 'gone', ...pids.map(String)], { stdio: ['ignore', 'ignore', 'inherit'] });
+  const done = new Promise((resolve) => child.on('exit', resolve));
+  return waitNoting(done, `processes ${pids.join(', ')} to exit`);
 }
 
 /** The client methods a test may answer (connectSdk's `handlers`), by the SDK's method names. */
@@ -105,8 +207,9 @@ export class Agent {
    * @param {string[]} [opts.args] extra command-line arguments (after `--provider echo`)
    * @param {object} [opts.env] extra environment variables
    * @param {boolean} [opts.defaultPaths] leave out --store/--log-file (they then default under DSH_ACP_HOME)
+   * @param {boolean} [opts.bare] run with `args` only: no --provider echo, --store or --log-file
    */
-  constructor({ args = [], env = {}, defaultPaths = false } = {}) {
+  constructor({ args = [], env = {}, defaultPaths = false, bare = false } = {}) {
     this.home = mkdtempSync(path.join(tmpdir(), 'dsh-acp-e2e-'));
     // --store may be repeated (every root is listed): a test that names its own root gets only that one.
     const ownStore = args.indexOf('--store');
@@ -115,12 +218,13 @@ export class Agent {
       : path.join(defaultPaths ? (env.DSH_ACP_HOME ?? this.home) : this.home, 'sessions');
     this.logFile = path.join(this.home, 'dsh-acp.log');
     const paths = defaultPaths ? [] : [...(ownStore >= 0 ? [] : ['--store', this.storeDir]), '--log-file', this.logFile];
-    this.args = ['--provider', 'echo', ...paths, ...args];
-    if (PG_VARIANT) this.args = pgArgs(this.args, defaultPaths ? path.join(env.DSH_ACP_HOME ?? this.home, 'sessions') : null);
+    this.args = bare ? [...args] : ['--provider', 'echo', ...paths, ...args];
+    if (PG_VARIANT && !bare) this.args = pgArgs(this.args, defaultPaths ? path.join(env.DSH_ACP_HOME ?? this.home, 'sessions') : null);
     this.frames = [];          // {frame, line, at} in arrival order
     this.violations = [];      // stdout lines that are not JSON-RPC frames
     this.stderr = '';
     this.waiters = [];         // pending nextFrame() calls
+    this.frameListeners = new Set();  // framesOf(): told of each frame and of stdout's end
     this.nextId = 1000;
     this.sdkReadable = null;   // controller for the SDK's input, when connected
     this.child = spawn(BIN, this.args, {
@@ -162,6 +266,7 @@ export class Agent {
       if (pending.length > 0) this.violations.push(`unterminated last stdout line: ${pending.toString('utf8').slice(0, 200)}`);
       if (this.sdkReadable) { try { this.sdkReadable.close(); } catch { /* already closed */ } }
       this.stdoutEnded = true;
+      for (const fn of this.frameListeners) fn();
       for (const w of this.waiters.splice(0)) w.reject(new Error(`stdout ended while waiting for ${w.what}`));
     });
   }
@@ -188,6 +293,7 @@ export class Agent {
     }
     const entry = { frame, line: text, at: performance.now(), index: this.frames.length };
     this.frames.push(entry);
+    for (const fn of this.frameListeners) fn();
     for (let i = 0; i < this.waiters.length;) {
       const w = this.waiters[i];
       if (entry.index >= w.from && w.pred(frame)) {
@@ -232,13 +338,23 @@ export class Agent {
     return e.frame;
   }
 
-  /** Sends a request in raw mode and waits for its response frame. */
-  async call(method, params, { id = this.nextId++ } = {}) {
-    const from = this.frames.length;
+  /** Sends a request in raw mode without waiting for its answer; resolves to its id. */
+  async request(method, params, { id = this.nextId++ } = {}) {
     const msg = { jsonrpc: '2.0', id, method };
     if (params !== undefined) msg.params = params;
     await this.send(msg);
-    return this.response(id, { from });
+    return id;
+  }
+
+  /** Sends a request in raw mode and waits for its response frame. */
+  async call(method, params, opts = {}) {
+    const from = this.frames.length;
+    return this.response(await this.request(method, params, opts), { from });
+  }
+
+  /** Answers a request of the server in raw mode. */
+  respond(id, result) {
+    return this.send({ jsonrpc: '2.0', id, result });
   }
 
   /** Sends a notification in raw mode. */
@@ -292,8 +408,9 @@ export class Agent {
    * with the SDK's request context ({params, signal, requestId, ...}; `signal` aborts when the agent
    * withdraws the request with $/cancel_request) and returns the result. Without one,
    * requestPermission answers `cancelled` and the other methods are unknown to the client.
+   * `onUpdate(params)`, if given, sees each update as it is delivered (the demo prints them).
    */
-  connectSdk(handlers = {}) {
+  connectSdk(handlers = {}, { onUpdate } = {}) {
     assert.equal(this.sdkReadable, null, 'SDK already connected');
     this.sdkUpdates = [];
     const readable = new ReadableStream({
@@ -308,6 +425,8 @@ export class Agent {
     const app = acp.client({ name: 'dsh-acp-e2e' })
       .onNotification(acp.methods.client.session.update, ({ params }) => {
         this.sdkUpdates.push({ params, at: performance.now() });
+        onUpdate?.(params);
+        for (const fn of this.frameListeners) fn();
       });
     const unknown = Object.keys(handlers).filter((k) => !Object.hasOwn(CLIENT_HANDLERS, k));
     assert.deepEqual(unknown, [], `unknown client handlers (known: ${Object.keys(CLIENT_HANDLERS)})`);
@@ -333,8 +452,9 @@ export class Agent {
 
   // ---- lifetime -------------------------------------------------------------------------------
 
-  closeStdin() {
-    this.child.stdin.end();
+  /** Ends stdin, after `data` if given (written as is; a server that already exited is no error). */
+  closeStdin(data) {
+    this.child.stdin.end(data);
   }
 
   signal(sig) {
@@ -356,10 +476,10 @@ export class Agent {
   /**
    * Resolves once the session's log holds `count` turn/start events: that prompt is running (its
    * turn is logged before the model is called). The event a test waits for instead of a fixed
-   * sleep; the log is re-read as it grows.
+   * sleep; the log is re-read as the store's files change.
    */
   async turnStarted(sessionId, count = 1) {
-    await until(() => this.turnCount(sessionId) >= count, `turn ${count} of ${sessionId} to start`);
+    await until(() => this.turnCount(sessionId) >= count, `turn ${count} of ${sessionId} to start`, storeChanges(this.storeDir));
   }
 
   /** Waits for the process to exit and its stdout to be read to the end. */
@@ -456,6 +576,30 @@ export function startSdkAgent(t, opts = {}) {
   const agent = startAgent(t, agentOpts);
   const conn = agent.connectSdk(client);
   return { agent, ctx: conn.agent };
+}
+
+// ---- calls of tools from the model (the echo model's [[echo:tool=...]] directives) --------------
+
+/**
+ * Sends a prompt in raw mode, allowing the permission request of its tool call, whose title must
+ * match `title`; resolves to { from, answer } (the frame index it started at, its answer frame).
+ */
+export async function promptAllowing(agent, sessionId, text, id, title = /mcp__/) {
+  const from = agent.frames.length;
+  await agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text }] }, { id });
+  const asked = await agent.nextFrame((f) => f.method === 'session/request_permission', { from, what: 'a permission request' });
+  assert.match(asked.frame.params.toolCall.title ?? '', title);
+  await agent.respond(asked.frame.id, { outcome: { outcome: 'selected', optionId: 'allow_once' } });
+  return { from, answer: await agent.response(id, { from }) };
+}
+
+/** The one completed or failed tool_call_update of the session since `from`: its status and text. */
+export function finalCard(agent, sessionId, from) {
+  const updates = agent.updates({ sessionId, from }).map((e) => e.frame.params.update)
+    .filter((u) => u.sessionUpdate === 'tool_call_update' && (u.status === 'completed' || u.status === 'failed'));
+  assert.equal(updates.length, 1, JSON.stringify(updates));
+  const u = updates[0];
+  return { status: u.status, text: (u.content ?? []).map((c) => c.content?.text ?? '').join('') };
 }
 
 /** The initialize params a typical editor sends. */

@@ -4,9 +4,11 @@
 // use the SSE helpers below.
 
 import http from 'node:http';
+import { EventEmitter } from 'node:events';
 import assert from 'node:assert/strict';
 import { logPath, readLog } from './store.mjs';
 
+// A pause between chunks: a scenario's input (a slow model), not a wait.
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /** One SSE data event carrying a chat.completion.chunk. */
@@ -46,6 +48,7 @@ export function httpError(status, message, headers = {}) {
 export class FakeProvider {
   constructor() {
     this.requests = [];
+    this.events = new EventEmitter();  // 'closed': a request's connection closed (its closedAt set)
     this.script = [];
     this.fallback = answer({ content: ['default answer'] });
     this.server = http.createServer((req, res) => this.#handle(req, res));
@@ -72,7 +75,7 @@ export class FakeProvider {
       try { body = JSON.parse(raw.toString('utf8')); } catch { /* recorded as null */ }
       // `raw`: the bytes as sent (toString would hide bytes that are not UTF-8 behind U+FFFD).
       const record = { method: req.method, url: req.url, headers: req.headers, body, raw, at: performance.now(), closedAt: null };
-      res.on('close', () => { record.closedAt = performance.now(); });
+      res.on('close', () => { record.closedAt = performance.now(); this.events.emit('closed'); });
       this.requests.push(record);
       const handler = this.script.shift() ?? this.fallback;
       Promise.resolve(handler(req, res, record)).catch(() => { try { res.destroy(); } catch { /* gone */ } });

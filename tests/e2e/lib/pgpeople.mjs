@@ -3,7 +3,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { INIT_PARAMS, startSdkAgent, acp, until } from './agent.mjs';
+import { INIT_PARAMS, startSdkAgent, acp, until, everyMs } from './agent.mjs';
 
 const M = acp.methods.agent;
 
@@ -28,6 +28,6 @@ export async function listedEventually(p, id, present = true) {
   await until(async () => {
     row = (await listed(p)).find((s) => s.sessionId === id);
     return Boolean(row) === present;
-  }, `${id} ${present ? 'listed' : 'no longer listed'}`);
+  }, `${id} ${present ? 'listed' : 'no longer listed'}`, everyMs(5));
   return row;
 }

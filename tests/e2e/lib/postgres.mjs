@@ -8,7 +8,7 @@ import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import path from 'node:path';
-import { BIN, REPO_ROOT, until } from './agent.mjs';
+import { BIN, REPO_ROOT, until, everyMs } from './agent.mjs';
 
 let ADMIN = process.env.DSH_ACP_TEST_PG;
 
@@ -124,5 +124,5 @@ export function storedEvents(db, id, owner = null) {
 /** Resolves once the session holds `count` turn/start events (its prompt is running). */
 export async function turnStarted(db, id, count = 1) {
   await until(() => Number(psql(db, `SELECT count(*) FROM dsh_acp.events WHERE session_id = '${id}' AND type = 'turn/start'`)) >= count,
-    `turn ${count} of ${id} to start`, 20);
+    `turn ${count} of ${id} to start`, everyMs(20));
 }
