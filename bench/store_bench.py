@@ -22,6 +22,7 @@ Prints, each with what it includes:
                                  log's figure to show memory does not grow with the log.
 Usage: store_bench.py DSH_ACP_BIN [replay MB]
   STORE_BENCH_ONLY=replay|list   only the replays / only the listings
+  STORE_BENCH_ONLY=prompt        only the single-session prompt round trips (disk and tmpfs)
   STORE_BENCH_GENERATION=45fc|0.1  with the replays: only that generation's logs
 Usage: store_bench.py DSH_ACP_BIN [replay MB]
 """
@@ -415,12 +416,14 @@ def main():
         only = os.environ.get("STORE_BENCH_ONLY")  # "replay" or "list": a quick run of those figures alone
         # "quick" (./dev bench --check): the single-session round trips and two replays, no listing.
         quick = only == "quick"
+        # "prompt": the single-session round trips of "quick" alone (issue 31's figures).
+        only_prompt = only == "prompt"
         only_replay = only in ("replay", "quick")
-        places = [(base, fs_type(base))] if not only or quick else []
-        if os.path.isdir("/dev/shm") and (not only or quick):
+        places = [(base, fs_type(base))] if not only or quick or only_prompt else []
+        if os.path.isdir("/dev/shm") and (not only or quick or only_prompt):
             places.append((tempfile.mkdtemp(prefix="dsh-bench-store-", dir="/dev/shm"), "tmpfs, where fsync costs nothing: the server's own cost"))
         for where, kind in places:
-            for sessions in ((1,) if quick else (1, 8)):
+            for sessions in ((1,) if quick or only_prompt else (1, 8)):
                 home = os.path.join(where, f"rt-{sessions}")
                 os.makedirs(home)
                 rate, done, per, cpu_ms = round_trips(home, sessions, per_session=5)
@@ -434,6 +437,8 @@ def main():
                 result(f"rt_{tag}_{'single' if sessions == 1 else 'parallel8'}_cpu_ms", cpu_ms, "ms")
             if where != base:
                 shutil.rmtree(where, ignore_errors=True)
+        if only_prompt:
+            return
         if only_replay:
             return replay_section(base, quick)
         if not only:

@@ -159,6 +159,11 @@ private:
     do {  // an empty delta is still one (empty) chunk
       const std::string_view piece = first_json_piece(rest, budget);
       rest.remove_prefix(piece.size());
+      // Straight to the frame, as frame() of the same chunk would: no update built per delta.
+      if (auto frame = frames_.frame_text(delta.kind == llm::DeltaKind::text ? 1 : 2, piece, id)) {
+        ctx_.channel.notify_frame(id_, std::move(*frame));
+        continue;
+      }
       protocol::TextContent text{std::string(piece), std::nullopt, std::nullopt};
       if (delta.kind == llm::DeltaKind::text) send(protocol::AgentMessageChunk{std::move(text), id, std::nullopt});
       else send(protocol::AgentThoughtChunk{std::move(text), id, std::nullopt});

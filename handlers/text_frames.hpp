@@ -4,10 +4,11 @@
 // encodes it into a json::value tree (wire::encode), wraps it in a notification object and
 // serialises that. A profile of session/load on a 50 MB log showed allocation and tree building
 // dominating the server's CPU, so a user/agent/thought chunk holding only text is written here
-// instead as a prefix + the JSON-escaped text + a suffix. The prefix and suffix come from
-// serialising one such notification through the general path (so key order and layout cannot drift
-// from it), once per kind; the text is escaped by Boost.JSON's own serializer straight into the
-// frame. The same prefix and suffix say how much escaped text a frame of kMaxNotificationBytes holds.
+// instead as the pieces around its session id, text and message id, with those three escaped by
+// Boost.JSON's own serializer straight into the frame. The pieces come from serialising one such
+// notification through the general path with placeholders (so key order and layout cannot drift
+// from it), once per kind and process. The same pieces say how much escaped text a frame of
+// kMaxNotificationBytes holds.
 #pragma once
 
 #include "protocol/types/updates.hpp"
@@ -27,7 +28,7 @@ std::optional<std::pair<std::string, std::string>> split_at_placeholder(std::str
 
 class TextChunkFrames {
 public:
-  explicit TextChunkFrames(std::string session_id) : session_id_(std::move(session_id)) {}
+  explicit TextChunkFrames(std::string session_id);
 
   /// The frame jsonrpc::serialize_notification(session/update, wire::encode(note)) would give, when
   /// `update` is a user, agent or thought chunk of plain text (no annotations or _meta; a messageId
@@ -43,17 +44,9 @@ public:
   std::size_t text_budget();
 
 private:
-  struct Template {
-    std::string prefix, suffix;
-    std::string message_id;  ///< the id it was built for
-    bool ready = false;   ///< built (once per kind and message)
-    bool usable = false;  ///< the placeholder was found: frame_text can write this kind
-  };
-  const Template& template_for(std::size_t kind, std::string_view message_id);
-
   std::string session_id_;
-  std::array<Template, 3> templates_;  ///< by variant index: user, agent, thought chunk
-  std::size_t text_budget_ = 0;        ///< 0 until computed
+  std::string session_literal_;  ///< the session id as a JSON string literal, quotes included
+  std::size_t text_budget_ = 0;  ///< 0 until computed
 };
 
 } // namespace acp::handlers

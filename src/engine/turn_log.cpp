@@ -250,15 +250,14 @@ void TurnLog::chunks(ChunkBatch batch) {
   if (batch.empty()) return;
   const std::int64_t first = writer_.next_seq();
   const auto n = static_cast<std::int64_t>(batch.size());
-  std::vector<store::NewEvent> built;
-  built.reserve(batch.size());
+  // Lines straight from the deltas: no records are built, only their seqs are needed.
+  store::ChunkLines lines = writer_.chunk_lines();
   for (auto& c : batch) {
-    if (c.event) built.push_back(std::move(*c.event));
-      else if (c.kind == llm::DeltaKind::text) built.push_back(events::text_delta(turn_, step_, c.index, c.text));
-    else built.push_back(events::reasoning_delta(turn_, step_, c.index, c.text));
+    if (c.event) lines.add_event(std::move(*c.event));
+    else lines.add_delta(turn_, step_, c.kind == llm::DeltaKind::text ? "text-delta" : "reasoning-delta", c.index, c.text);
   }
   ChunkBatch().swap(batch);
-  append(std::move(built), false);  // the records go at once: only their seqs are needed
+  writer_.append_chunk_lines(lines, false);
   if (!chunk_runs_.empty() && chunk_runs_.back().second + 1 == first) chunk_runs_.back().second = first + n - 1;
   else chunk_runs_.emplace_back(first, first + n - 1);
   chunk_events_ += n;

@@ -4,6 +4,7 @@
 #include "store/errors.hpp"
 #include "store/match_score.hpp"
 #include "store/session_writer.hpp"
+#include "support/json_text.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -16,6 +17,22 @@ LogSnapshot Backend::read_log(const std::string& id) {
   snap.path = std::move(r.path);
   snap.header = std::move(r.header);
   return snap;
+}
+
+void Appender::write_plain(KnownLog& log, const std::string& lines, std::int64_t count, bool sync) {
+  std::vector<boost::json::object> records;
+  records.reserve(static_cast<std::size_t>(count));
+  for (std::size_t at = 0; at < lines.size();) {
+    std::size_t nl = lines.find('\n', at);
+    if (nl == std::string::npos) nl = lines.size();
+    boost::system::error_code ec;
+    boost::json::value v = support::parse_json(std::string_view(lines).substr(at, nl - at), ec);
+    if (ec || !v.is_object()) throw StoreError("internal: a chunk batch line is not a JSON object");
+    records.push_back(std::move(v.get_object()));
+    at = nl + 1;
+  }
+  if (static_cast<std::int64_t>(records.size()) != count) throw StoreError("internal: a chunk batch miscounted");
+  write(log, lines, records, sync);
 }
 
 SessionWriter Backend::open_or_create(const SessionHeader& header, const LockWait& wait) {

@@ -65,6 +65,10 @@ public:
   /// `sync`: durable before returning.
   virtual void write(KnownLog& log, const std::string& lines, const std::vector<boost::json::object>& records,
                      bool sync) = 0;
+  /// write() for a batch of `count` plain assistant/chunk lines (store/chunk_lines.hpp) numbered
+  /// from log.state.count(), for which no records were built. The default parses the lines back
+  /// into records for write(); a backend that needs no records overrides it.
+  virtual void write_plain(KnownLog& log, const std::string& lines, std::int64_t count, bool sync);
   /// After a write, once `log.state` has observed the batch: caches and listings may learn it.
   virtual void committed(const KnownLog& log) { (void)log; }
   /// Makes every write so far durable (no-op when nothing is pending).

@@ -64,13 +64,22 @@ void FileAppender::publish(KnownLog& log, const std::string& lines) {
 
 void FileAppender::write(KnownLog& log, const std::string& lines, const std::vector<boost::json::object>& records,
                          bool sync) {
+  const boost::json::value* seq = records.empty() ? nullptr : records.front().if_contains("seq");
+  write_batch(log, lines, seq && seq->is_int64() ? seq->get_int64() : -1, !records.empty(), sync);
+}
+
+void FileAppender::write_plain(KnownLog& log, const std::string& lines, std::int64_t count, bool sync) {
+  write_batch(log, lines, log.state.count(), count > 0, sync);
+}
+
+void FileAppender::write_batch(KnownLog& log, const std::string& lines, std::int64_t first_seq, bool any,
+                               bool sync) {
   batch_.reset();
-  if (store_->content_live_.load() && !records.empty()) {
+  if (store_->content_live_.load() && any) {
     // The batch's own text, so the indexer never reads the log back; finding the texts in it is
     // the indexer's work, off the prompt's path.
     CommittedEvents b;
-    const boost::json::value* seq = records.front().if_contains("seq");
-    b.first_seq = seq && seq->is_int64() ? seq->get_int64() : -1;
+    b.first_seq = first_seq;
     b.lines = lines;
     b.reread = b.first_seq < 0;
     batch_ = std::move(b);

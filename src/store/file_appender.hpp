@@ -22,6 +22,7 @@ public:
 
   void write(KnownLog& log, const std::string& lines, const std::vector<boost::json::object>& records,
              bool sync) override;
+  void write_plain(KnownLog& log, const std::string& lines, std::int64_t count, bool sync) override;
   void committed(const KnownLog& log) override;
   void sync(KnownLog& log) override;
   bool held() const noexcept override { return lock_.held(); }
@@ -35,6 +36,8 @@ public:
 
 private:
   void publish(KnownLog& log, const std::string& lines);
+  /// write()'s work, given the batch's first seq (-1: unknown) and whether it holds any event.
+  void write_batch(KnownLog& log, const std::string& lines, std::int64_t first_seq, bool any, bool sync);
 
   SessionStore* store_;
   SessionLock lock_;

@@ -27,6 +27,13 @@ class LogState {
 public:
   /// Folds one event (already accepted at seq == count()).
   void observe(const boost::json::object& event);
+  /// Folds `count` events that change nothing but the count and the last time (assistant/chunk:
+  /// what observe() does with them), without their records; `last_time` is the last one's time.
+  void observe_plain(std::int64_t count, std::int64_t last_time) noexcept {
+    if (count <= 0) return;
+    count_ += count;
+    last_time_ = last_time;
+  }
 
   std::int64_t count() const noexcept { return count_; }
   std::int64_t last_time() const noexcept { return last_time_; }

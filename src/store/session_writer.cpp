@@ -53,6 +53,20 @@ std::vector<json::object> SessionWriter::append(std::vector<NewEvent> batch, boo
   return records;
 }
 
+void SessionWriter::append_chunk_lines(const ChunkLines& batch, bool sync) {
+  ensure_usable();
+  if (batch.first_seq() != next_seq())
+    throw InvalidBatch("chunk batch seq " + std::to_string(batch.first_seq()) + " does not continue the log; expected " +
+                       std::to_string(next_seq()));
+  if (batch.empty() && log_.on_disk) {
+    if (sync) this->sync();
+    return;
+  }
+  appender_->write_plain(log_, batch.text(), batch.count(), sync);
+  log_.state.observe_plain(batch.count(), batch.last_time());
+  appender_->committed(log_);
+}
+
 void SessionWriter::append_records(const std::vector<json::object>& records, bool sync) {
   ensure_usable();
   std::int64_t expect = next_seq();

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "store/backend.hpp"
+#include "store/chunk_lines.hpp"
 #include "store/layout.hpp"
 #include "store/new_event.hpp"
 #include "store/session_types.hpp"
@@ -44,6 +45,13 @@ public:
   /// exactly as written. Throws InvalidBatch for surface metadata misuse; on an I/O failure the
   /// file is rolled back to its previous length. `sync` fsyncs before returning.
   std::vector<boost::json::object> append(std::vector<NewEvent> batch, bool sync = false);
+
+  /// A chunk batch to fill (numbered from next_seq()) and hand to append_chunk_lines().
+  ChunkLines chunk_lines() const { return ChunkLines(next_seq()); }
+  /// Writes a chunk batch as append() would write the same events (the lines are the same in both
+  /// generations), without records: nothing is returned. Throws InvalidBatch when the batch does not
+  /// continue the log.
+  void append_chunk_lines(const ChunkLines& batch, bool sync = false);
 
   /// Appends complete records; the first seq must equal next_seq() and seqs must be contiguous.
   void append_records(const std::vector<boost::json::object>& records, bool sync = false);

@@ -7,6 +7,7 @@
 #include "scratch_db.hpp"
 #include "support.hpp"
 
+#include "store/chunk_lines.hpp"
 #include "store/errors.hpp"
 #include "store/pg/connection.hpp"
 #include "store/pg/pg_store.hpp"
@@ -271,6 +272,43 @@ BOOST_AUTO_TEST_CASE(writes_read_back_as_the_file_store_reads_them_in_both_gener
       pg->delete_session(id);
       BOOST_TEST(!pg->find_log(id));
       BOOST_CHECK_THROW(pg->read_log(id), SessionNotFound);
+    }
+  }
+}
+
+// A chunk batch written as lines (store/chunk_lines.hpp) reaches PostgreSQL through the default
+// Appender::write_plain, which parses the lines back into records: the same batch given to both
+// stores leaves the same stored text, events, seqs and listing time in each.
+BOOST_AUTO_TEST_CASE(chunk_lines_are_stored_as_the_file_store_stores_them) {
+  Db db;
+  for (Generation g : {Generation::flat, Generation::project_dirs}) {
+    BOOST_TEST_CONTEXT("generation " << acp::store::generation_name(g)) {
+      TempDir dir;
+      auto files = file_store(dir, g);
+      auto pg = db.store(db.alice, g);
+      const std::string id = std::string("chunks-") + std::string(acp::store::generation_name(g));
+      auto wf = files->create(header(id));
+      auto wp = pg->create(header(id));
+      write_batches(wf, turn(1));
+      write_batches(wp, turn(1));
+      ChunkLines lines = wf.chunk_lines();
+      lines.add_delta(2, 1, "text-delta", 0, "one \"two\"\n\x01");
+      lines.add_delta(2, 1, "reasoning-delta", 1, "caf\xc3\xa9 \xf0\x9f\x98\x80");
+      lines.add_event(ev("assistant/chunk", {{"turn", 2}, {"step", 1}, {"chunk", {{"type", "block-end"}, {"index", 1}}}}, 9000));
+      for (SessionWriter* w : {&wf, &wp}) {
+        w->append_chunk_lines(lines, true);
+        BOOST_TEST(w->next_seq() == lines.first_seq() + 3);
+        BOOST_TEST(w->last_time() == 9000);
+        w->release();
+      }
+      LogSnapshot a = files->read_log(id), p = pg->read_log(id);
+      BOOST_TEST((p.events == a.events));
+      BOOST_TEST((exported(*pg, id) == file_lines(*files->find_log(id))));
+      BOOST_TEST((stored_seqs(db, id) == iota(std::int64_t(a.events.size()))));
+      auto fl = files->list_sessions(), pl = pg->list_sessions();
+      BOOST_TEST_REQUIRE(pl.size() == 1u);
+      BOOST_TEST(pl[0].updatedAt == fl[0].updatedAt);
+      pg->delete_session(id);
     }
   }
 }
