@@ -82,15 +82,16 @@ const std::array<AppendStatement, 9>& append_statements() {
 }
 
 // The indexer's texts (insert_search_rows): inserted only while the session's indexed_count is where
-// they start (a text stored already, by a catch-up beside it, is no conflict), then the count moved
-// on when it still is, in the same transaction. The row is locked by that last statement only: the
-// session's writer updates the same row with its next batch, and is not kept waiting while the GIN
-// index takes the words.
+// they start (a text stored already, by a catch-up beside it, is no conflict), in a durable
+// transaction of their own that locks no session row; then the count moved on when it still is, in a
+// quiet asynchronous one. Two transactions, because an asynchronous commit of the texts would leave
+// their WAL (the GIN index's share is several times the text's size) for the next durable commit to
+// flush, which is the session writer's next batch; and a durable commit holding the row lock of the
+// count would keep that writer, which updates the same row with every batch, waiting for the flush.
+// A crash between the two leaves texts whose count did not move: the catch-up that indexes them again
+// skips them (ON CONFLICT DO NOTHING). The first holds the row's key-share lock, so the session cannot
+// be deleted beside it and leave texts no session owns.
 constexpr std::string_view kIndexTextsName = "dsh_acp_index_texts";
-//
-// Committed durably, unlike the writer's quiet batches: an asynchronous commit leaves its WAL (the GIN
-// index's share is several times the text's size) for the next durable commit to flush, and that is the
-// session writer's next turn, which then waited for the indexer's bytes as well as its own.
 constexpr std::string_view kIndexTexts =
     "WITH q AS (SELECT set_config('dsh_acp.quiet', 'on', true)) "
     "INSERT INTO dsh_acp.search (owner, session_id, seq, part, kind, text, tsv) "
@@ -202,15 +203,22 @@ bool insert_search_rows(PgConnection& c, const std::string& id, std::int64_t fir
     words.add(r.words);
   }
   const std::string first_bin = binary_int8(first), next_bin = binary_int8(next);
-  Transaction tx(c);
   if (!rows.empty()) {
+    // The key-share lock keeps the session from being deleted (and its id made again) until the texts
+    // are in, and lets its writer go on updating the row.
+    Transaction texts_tx(c);
+    PgResult held = c.exec("SELECT 1 FROM dsh_acp.sessions WHERE owner = current_user AND id = $1 AND indexed_count = "
+                           "$2::bigint FOR KEY SHARE",
+                           {id, std::to_string(first)});
+    if (held.rows() == 0) return false;  // deleted, or indexed meanwhile by a catch-up
     c.exec_prepared(std::string(kIndexTextsName), kIndexTexts, kIndexTextsTypes,
                     {id, first_bin, next_bin, seqs.bytes(), parts.bytes(), kinds.bytes(), texts.bytes(), words.bytes()});
-  } else {
-    c.exec(kQuietCommit);
+    texts_tx.commit();
   }
+  Transaction tx(c);
+  c.exec(kQuietCommit);
   PgResult moved = c.exec_prepared(std::string(kIndexedName), kIndexed, {kTextOid, kInt8Oid, kInt8Oid}, {id, first_bin, next_bin});
-  if (moved.affected() != 1) return false;  // rolled back: the texts go with the count
+  if (moved.affected() != 1) return false;  // moved on by another (its texts are the same), or deleted
   tx.commit();
   return true;
 }
