@@ -53,6 +53,17 @@ struct KnownLog {
   bool on_disk = false;  ///< false until the first append publishes the log (header included)
 };
 
+/// A log found in the store (published already), as each backend's loader hands it to a writer.
+inline KnownLog published_log(std::string id, std::string path, SessionHeader header, LogState state = {}) {
+  KnownLog log;
+  log.id = std::move(id);
+  log.path = std::move(path);
+  log.header = std::move(header);
+  log.state = std::move(state);
+  log.on_disk = true;
+  return log;
+}
+
 /// How one write sequence persists: owned by a SessionWriter, holding the session's write lock
 /// from creation to release().
 class Appender {

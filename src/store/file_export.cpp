@@ -191,11 +191,7 @@ SessionStore::FileLog SessionStore::load_for_import(const std::string& id, const
     if (::fstat(fd, &st) != 0) throw_errno("stat", path, errno);
   }
   FileLog f;
-  f.log.id = id;
-  f.log.path = path;
-  f.log.header = std::move(scan.header);
-  f.log.state = std::move(scan.state);
-  f.log.on_disk = true;
+  f.log = published_log(id, path, std::move(scan.header), std::move(scan.state));
   f.stamp = file_stamp(st);
   return f;
 }

@@ -475,10 +475,7 @@ SessionStore::FileLog SessionStore::load_for_write(const std::string& id, const 
   ScanResult scan = scan_log(fd.get(), path, encoding_);
   check_identity(scan.header, id, path);
   FileLog f;
-  f.log.id = id;
-  f.log.path = path;
-  f.log.header = scan.header;
-  f.log.on_disk = true;
+  f.log = published_log(id, path, scan.header);
 
   // Repair only under the lock (we hold it) and only because the tail is still torn or a turn
   // was left open by a writer that died.

@@ -623,11 +623,7 @@ PgStore::Loaded PgStore::load(PgConnection& c, const std::string& id) {
     throw StoreCorrupt(where, count + 1, "the session row counts " + std::to_string(count) + " events, its lines hold " +
                                             std::to_string(out.state.count()));
   Loaded l;
-  l.log.id = id;
-  l.log.path = where;
-  l.log.header = std::move(out.header);
-  l.log.state = std::move(out.state);
-  l.log.on_disk = true;
+  l.log = published_log(id, where, std::move(out.header), std::move(out.state));
   l.shape = shape;
   l.header_line = header_line;
   return l;
