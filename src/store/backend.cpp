@@ -2,6 +2,7 @@
 
 #include "store/collation.hpp"
 #include "store/errors.hpp"
+#include "store/line_text.hpp"
 #include "store/match_score.hpp"
 #include "store/session_writer.hpp"
 #include "support/json_text.hpp"
@@ -20,6 +21,9 @@ LogSnapshot Backend::read_log(const std::string& id) {
 }
 
 void Appender::write_plain(KnownLog& log, const std::string& lines, std::int64_t count, bool sync) {
+  // Text no log may hold (invalid UTF-8, a stray control byte) is refused as write() refuses it,
+  // naming the line and byte, before the parse below could only call it malformed.
+  check_log_text(lines, log.path);
   std::vector<boost::json::object> records;
   records.reserve(static_cast<std::size_t>(count));
   for (std::size_t at = 0; at < lines.size();) {

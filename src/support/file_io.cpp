@@ -58,7 +58,10 @@ bool make_dirs(const std::string& dir, mode_t mode, const DirMade& made, std::st
   const std::string parent = slash == std::string::npos ? "." : slash == 0 ? "/" : dir.substr(0, slash);
   if (!make_dirs(parent, mode, made, failed)) return false;
   // EEXIST: made meanwhile by another process, which may not have made it durable yet.
-  if (::mkdir(dir.c_str(), mode) != 0 && errno != EEXIST) return fail(errno);
+  if (::mkdir(dir.c_str(), mode) != 0) {
+    if (errno != EEXIST) return fail(errno);
+    if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return fail(ENOTDIR);  // a file made meanwhile
+  }
   if (made) made(parent);
   return true;
 }
