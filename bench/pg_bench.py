@@ -35,7 +35,8 @@ median of the runs; the machine's load average is printed with each figure.
 Usage: pg_bench.py DSH_ACP_BIN [--quick]   (--quick or PG_BENCH_QUICK=1: one run per figure, 20 MB replay,
        50 MB reference; the listing keeps 10,000 sessions). PG_BENCH_REPLAY_MB, PG_BENCH_REF_MB, PG_BENCH_RUNS
        override. Without PostgreSQL 15 or a binary without PostgreSQL support the file figures still print.
-       PG_BENCH_ONLY=rt,list,visible,replay,ref,search runs only those parts (rt: the prompt round trips).
+       PG_BENCH_ONLY=rt,list,visible,replay,ref,rtwords,search runs only those parts (rt: the prompt round trips;
+       rtwords: the same with and without words to index, the recall index's share).
 """
 import hashlib
 import json
@@ -379,6 +380,46 @@ def round_trips(store):
         s.close()
 
 
+def round_trip_growth(store, rounds=20, per_round=100):
+    """Issue 29's "no growth of prompt round trips' cost beyond 5% with indexing on", through the server:
+    prompts of words to index against prompts of stop words of the same lengths (the echo answer repeats
+    them: nothing to index there either), back to back, the two kinds alternating round by round; the
+    figure is the median of the rounds' paired ratios of median round trips. Back to back, the indexer
+    of each turn's texts competes with the next prompts for the CPUs: a model's answer would give it
+    idle time."""
+    import random
+    rng = random.Random(29)
+    syllables = ["ka", "lo", "mi", "ne", "su", "ta", "ro", "vi", "pe", "du"]
+    stop = {3: "the", 5: "there", 7: "because", 9: "ourselves"}
+    s = started(store)
+    try:
+        ratios, medians = [], {True: [], False: []}
+        for r in range(rounds):
+            took = {}
+            for words in (r % 2 == 0, r % 2 != 0):
+                times, sid = [], None
+                for k in range(per_round):
+                    if k % 5 == 0:
+                        sid = s.call("session/new", {"cwd": CWD, "mcpServers": []})["sessionId"]
+                    said = []
+                    for _ in range(24):
+                        w = "".join(rng.choice(syllables) for _ in range(rng.randint(1, 4))) + "n"
+                        said.append(w if words else stop[len(w)])
+                    t0 = time.perf_counter()
+                    s.call("session/prompt", {"sessionId": sid, "prompt": text(" ".join(said))})
+                    times.append(time.perf_counter() - t0)
+                took[words] = statistics.median(times)
+                medians[words].append(took[words])
+            ratios.append(took[True] / took[False])
+        growth = 100 * (statistics.median(ratios) - 1)
+        print(f"  prompt round trips with words to index {statistics.median(medians[True]) * 1000:.2f} ms, with stop words "
+              f"only {statistics.median(medians[False]) * 1000:.2f} ms (medians): {growth:+.1f}% (median of {rounds} "
+              f"paired rounds of {per_round}; they ranged {100 * (min(ratios) - 1):+.0f}% to {100 * (max(ratios) - 1):+.0f}%)")
+        result("pgfts_rt_growth_pct", growth, "%", note="prompt round trips through the server, words to index vs stop words")
+    finally:
+        s.close()
+
+
 def listing(store, warm_repeats=20):
     """Cold ms (a fresh process's first session/list) and warm ms (the median of repeats in it)."""
     s = started(store)
@@ -631,6 +672,9 @@ def main():
             if want("ref"):
                 print(f"reference to a {sizes['pgbench-ref'] / 1e6:.0f} MB session ({load()}):")
                 table.measure(["ref_rss"], stores, reference, "pgbench-ref", sizes["pgbench-ref"])
+        if want("rtwords") and pg_rt:
+            print(f"prompt round trips with and without words to index, PostgreSQL ({load()}):")
+            round_trip_growth(pg_rt)
         if want("search") and pg_rt:
             print(f"recall by content, {SEARCH_SESSIONS} sessions ({load()}):")
             try:
