@@ -56,11 +56,14 @@ def elf_arch(binary):
 
 def runner(arch):
     """The command prefix that runs a binary of `arch` on this machine: none for its own architecture,
-    else qemu user mode with the target's C library (Debian's libc6-<arch>-cross, beside the cross
-    compiler) as the root the binary's loader and libc are looked up in."""
+    else qemu user mode with / as the root its loader and libraries are looked up in: the multiarch
+    C library (libc6:arm64, which the arm64 -dev packages bring) has its loader and libc.so.6 from one
+    package. Not /usr/<arch>-linux-gnu (the cross compiler's libc6-<arch>-cross): qemu finds its loader
+    there but libc.so.6 under /lib/<arch>-linux-gnu, and a loader and a libc of two glibc builds disagree
+    on the loader's private data, so the first thread a program starts spins forever in pthread_create."""
     if arch == ARCHES.get(platform.machine()):
         return []
-    return [f"qemu-{arch}-static", "-L", f"/usr/{arch}-linux-gnu"]
+    return [f"qemu-{arch}-static", "-L", "/"]
 
 
 def objcopy(arch):

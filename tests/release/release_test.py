@@ -8,7 +8,7 @@
              debug info is in its own archive, named by the binary's .gnu_debuglink.
   archive-aarch64   the same of the aarch64 archive, its binary run under qemu user mode: an AArch64 ELF
              file that needs only the C library, names the build's version and commit, answers initialize
-             (not yet an echo prompt: session/new hangs under qemu, see test_archive).
+             and an echo prompt (session/new starts the binary's first threads).
   registry   agent.json and icon.svg meet the ACP registry's rules (checked here: id, pinned versions,
              archive URL and SHA-256 of both platforms, platform names, a 16x16 currentColor icon).
   npm        the npm package names both platforms' archives; installed offline from its tarball, it fetches
@@ -222,10 +222,7 @@ def test_archive(build, aarch64_build, tmp, arch=None):
     run = launcher(binary, arch, tmp)
     if subprocess.run([run, "--version"], check=True, capture_output=True, text=True).stdout.strip() != built_version(build):
         fail(f"the {arch} archive's binary names another version or commit than the build ({built_version(build)})")
-    # Under qemu-aarch64-static 7.2 (Debian 12) session/new never answers: the emulated process spins
-    # without a system call after its first thread set-up; on this machine's own architecture the echo
-    # prompt is answered. Until that is understood the aarch64 binary is checked up to initialize.
-    prompt = f"echo from {arch}" if arch == host_arch(build) else None
+    prompt = f"echo from {arch}"
     r = initialize_through(run, os.path.join(tmp, "home"), prompt=prompt)
     if r["agentInfo"]["version"] != version:
         fail(f"initialize from the archive's binary: {r['agentInfo']}")
