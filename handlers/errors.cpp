@@ -16,7 +16,7 @@ jsonrpc::RpcError to_rpc_error(std::exception_ptr error) {
   } catch (const engine::QueueFull& e) {
     return jsonrpc::prompt_queue_full(e.session_id(), engine::kMaxQueuedPrompts);
   } catch (const engine::ServerBusy& e) {
-    return jsonrpc::prompt_budget_full(e.session_id(), e.held_bytes(), engine::kMaxHeldPromptBytes);
+    return jsonrpc::prompt_budget_full(e.session_id(), e.held_bytes(), e.limit());
   } catch (const engine::ReadOnlySession& e) {
     return jsonrpc::invalid_params("/sessionId", e.what());
   } catch (const engine::InvalidInput& e) {

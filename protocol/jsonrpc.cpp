@@ -73,7 +73,7 @@ RpcError prompt_queue_full(std::string_view session_id, std::size_t waiting) {
 RpcError prompt_budget_full(std::string_view session_id, std::size_t held, std::size_t limit) {
   return RpcError(code::prompt_queue_full,
                   "Server busy: prompts waiting or running in this connection's sessions hold " +
-                      std::to_string(held >> 20) + " MB (at most " + std::to_string(limit >> 20) + " MB)",
+                      std::to_string(held) + " bytes (at most " + std::to_string(limit) + ")",
                   json::object{{"reason", "busy"}, {"sessionId", session_id}, {"heldBytes", held}, {"maxHeldBytes", limit}});
 }
 RpcError log_corrupt(std::string_view where_and_why) {

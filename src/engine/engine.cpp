@@ -222,7 +222,9 @@ store::StoreSet& StoreHandle::get() {
 // ---- Engine ----
 
 Engine::Engine(EngineServices services, asio::any_io_executor executor, asio::any_io_executor pool)
-    : services_(std::move(services)), scheduler_(std::move(executor), std::move(pool)) {}
+    : services_(std::move(services)),
+      prompt_budget_(std::make_shared<PromptBudget>(static_cast<std::size_t>(services_.config.max_held_prompt_bytes))),
+      scheduler_(std::move(executor), std::move(pool)) {}
 
 Engine::~Engine() = default;
 

@@ -449,8 +449,8 @@ private:
   };
   std::map<std::string, std::shared_ptr<AttachWait>> attaching_;
   bool closing_ = false;  ///< cancel_all(): the connection is shutting down
-  /// Prompt text held by every session's queue together (kMaxHeldPromptBytes).
-  std::shared_ptr<PromptBudget> prompt_budget_ = std::make_shared<PromptBudget>();
+  /// Prompt text held by every session's queue together (--max-held-prompt-bytes).
+  std::shared_ptr<PromptBudget> prompt_budget_;
   /// The last member: its threads are joined before anything their jobs use is destroyed.
   Scheduler scheduler_;
 };

@@ -24,7 +24,7 @@ void PromptBudget::Share::release() noexcept {
 PromptBudget::Share PromptBudget::take(std::size_t bytes, const std::string& session_id) {
   std::size_t held = held_.load();
   do {
-    if (held > 0 && held + bytes > kMaxHeldPromptBytes) throw ServerBusy(session_id, held);
+    if (held > 0 && held + bytes > limit_) throw ServerBusy(session_id, held, limit_);
   } while (!held_.compare_exchange_weak(held, held + bytes));
   return Share(shared_from_this(), bytes);
 }

@@ -45,28 +45,26 @@ private:
   std::string id_;
 };
 
-/// Prompt text all of a connection's sessions may hold together, running prompts included. Each
-/// session's own bounds leave the number of sessions open: without this, a client with many sessions
-/// could make the server hold any amount of prompt text.
-inline constexpr std::size_t kMaxHeldPromptBytes = 256u << 20;
-
-/// A prompt refused because the connection's prompts already hold kMaxHeldPromptBytes.
+/// A prompt refused because the connection's prompts already hold their PromptBudget's limit.
 class ServerBusy : public std::runtime_error {
 public:
-  ServerBusy(std::string id, std::size_t held)
+  ServerBusy(std::string id, std::size_t held, std::size_t limit)
       : std::runtime_error("server busy: prompts waiting or running in this connection's sessions hold " +
-                           std::to_string(held >> 20) + " MB"),
-        id_(std::move(id)), held_(held) {}
+                           std::to_string(held) + " bytes"),
+        id_(std::move(id)), held_(held), limit_(limit) {}
   const std::string& session_id() const noexcept { return id_; }
   std::size_t held_bytes() const noexcept { return held_; }
+  std::size_t limit() const noexcept { return limit_; }
 
 private:
   std::string id_;
-  std::size_t held_;
+  std::size_t held_, limit_;
 };
 
-/// The prompt text a connection holds (kMaxHeldPromptBytes), taken when a prompt queues and given
-/// back when its entry is gone, on whichever thread that happens.
+/// The prompt text all of a connection's sessions may hold together, running prompts included
+/// (--max-held-prompt-bytes): each session's own bounds leave the number of sessions open, and without
+/// this a client with many sessions could make the server hold any amount of prompt text. Taken when a
+/// prompt queues and given back when its entry is gone, on whichever thread that happens.
 class PromptBudget : public std::enable_shared_from_this<PromptBudget> {
 public:
   /// A prompt's part of the budget; given back when destroyed.
@@ -89,8 +87,11 @@ public:
   /// prompt is taken: one maximal frame must always be able to run.
   Share take(std::size_t bytes, const std::string& session_id);
   std::size_t held() const noexcept { return held_.load(); }
+  std::size_t limit() const noexcept { return limit_; }
+  explicit PromptBudget(std::size_t limit) : limit_(limit) {}
 
 private:
+  const std::size_t limit_;
   std::atomic<std::size_t> held_{0};
 };
 

@@ -122,6 +122,10 @@ const std::vector<Option>& options() {
       {"max-outbox-bytes", Kind::integer, "output bytes queued for the client before reading pauses",
        int_setter(&Config::max_outbox_bytes), getter(&Config::max_outbox_bytes), 1024, std::int64_t(1) << 40, {},
        "bytes of frames queued for the client before the server stops reading requests and producers wait"},
+      {"max-held-prompt-bytes", Kind::integer, "prompt text all sessions' waiting and running prompts may hold",
+       int_setter(&Config::max_held_prompt_bytes), getter(&Config::max_held_prompt_bytes), 1024, std::int64_t(1) << 40, {},
+       "bytes of prompt text the prompts of all sessions, waiting or running, may hold together; past it a prompt is "
+       "answered Server busy (any one prompt is taken when none is held)"},
       {"context-window", Kind::integer, "context window of the configured model in tokens (enables automatic compaction)",
        [](Config& c, const std::string& v) { c.context_window = std::stoll(v); }, nullptr, 256, std::int64_t(1) << 40, {},
        "context window of the configured model in tokens; DeepSeek's models default to their published window, other "

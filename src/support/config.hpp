@@ -44,6 +44,7 @@ struct Config {
   std::int64_t max_reference_bytes = 65536;
   std::int64_t max_frame_bytes = 67108864;
   std::int64_t max_outbox_bytes = 16777216;  ///< queued output before reading pauses and producers wait
+  std::int64_t max_held_prompt_bytes = 268435456;  ///< prompt text all sessions' prompts hold together
   std::string log_file;
   std::string log_level = "info";
   std::vector<std::string> models;  ///< extra model choices offered per session (config file only)

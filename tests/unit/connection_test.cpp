@@ -384,12 +384,12 @@ BOOST_AUTO_TEST_CASE(a_replay_interleaves_with_another_session) {
 }
 
 // Each session bounds its own queue; the connection bounds the prompt text all its sessions hold
-// together (engine::kMaxHeldPromptBytes), running prompts included, so more sessions cannot make the
+// together (--max-held-prompt-bytes), running prompts included, so more sessions cannot make the
 // server hold more. A refused prompt is answered -32010 and takes nothing; one that fits still runs.
 BOOST_AUTO_TEST_CASE(prompts_across_sessions_hold_a_bounded_amount_of_text) {
-  constexpr std::size_t kBig = 200u << 20, kRefused = 60u << 20;
-  static_assert(kBig < engine::kMaxHeldPromptBytes && kBig + kRefused > engine::kMaxHeldPromptBytes);
-  Fixture f({"--max-frame-bytes", std::to_string(300u << 20)});
+  constexpr std::size_t kLimit = 64 * 1024, kBig = 50 * 1024, kRefused = 20 * 1024;
+  static_assert(kBig < kLimit && kBig + kRefused > kLimit);
+  Fixture f({"--max-held-prompt-bytes", std::to_string(kLimit)});
   f.run([&]() -> asio::awaitable<void> {
     co_await f.initialize();
     const std::string a = co_await f.new_session(), b = co_await f.new_session();
@@ -401,7 +401,7 @@ BOOST_AUTO_TEST_CASE(prompts_across_sessions_hold_a_bounded_amount_of_text) {
     BOOST_TEST(data.at("reason") == "busy");
     BOOST_TEST(data.at("sessionId").as_string() == b);
     BOOST_TEST(data.at("heldBytes").to_number<std::uint64_t>() >= kBig);
-    BOOST_TEST(data.at("maxHeldBytes").to_number<std::uint64_t>() == engine::kMaxHeldPromptBytes);
+    BOOST_TEST(data.at("maxHeldBytes").to_number<std::uint64_t>() == kLimit);
     // What fits in the rest runs, in the other session, while the first still holds its text.
     json::object fits = co_await f.wait_response(f.send("session/prompt", prompt_params(b, "small")));
     BOOST_TEST(fits.at("result").at("stopReason") == "end_turn");

@@ -107,8 +107,8 @@ BOOST_FIXTURE_TEST_CASE(eight_loads_wait_at_most_the_ninth_is_refused, Line) {
 // given back when an entry is gone, and never refusing a prompt when nothing is held.
 BOOST_AUTO_TEST_CASE(a_connections_prompts_share_one_budget) {
   asio::io_context io;
-  auto budget = std::make_shared<engine::PromptBudget>();
-  constexpr std::size_t kPart = engine::kMaxHeldPromptBytes / 4;
+  constexpr std::size_t kLimit = 4096, kPart = kLimit / 4;
+  auto budget = std::make_shared<engine::PromptBudget>(kLimit);
   std::vector<std::unique_ptr<engine::WorkQueue>> queues;
   for (int i = 0; i < 6; ++i) queues.push_back(std::make_unique<engine::WorkQueue>(io.get_executor()));
   auto prompt = [&](std::size_t q, std::size_t bytes) {
@@ -117,11 +117,11 @@ BOOST_AUTO_TEST_CASE(a_connections_prompts_share_one_budget) {
   };
   std::vector<std::shared_ptr<engine::QueueEntry>> running;
   for (std::size_t q = 0; q < 4; ++q) running.push_back(prompt(q, kPart));  // each session's first: its own bounds allow it
-  BOOST_TEST(budget->held() == engine::kMaxHeldPromptBytes);
+  BOOST_TEST(budget->held() == kLimit);
   BOOST_CHECK_EXCEPTION(prompt(4, 1), engine::ServerBusy, [](const engine::ServerBusy& e) {
-    return e.session_id() == "s4" && e.held_bytes() == engine::kMaxHeldPromptBytes;
+    return e.session_id() == "s4" && e.held_bytes() == kLimit && e.limit() == kLimit;
   });
-  BOOST_TEST(budget->held() == engine::kMaxHeldPromptBytes);
+  BOOST_TEST(budget->held() == kLimit);
   BOOST_TEST(queues[4]->empty());
   // Removed from its queue but still referenced, an entry keeps its share; gone, it gives it back.
   queues[0]->remove(running[0]);
@@ -136,7 +136,7 @@ BOOST_AUTO_TEST_CASE(a_connections_prompts_share_one_budget) {
   running.clear();
   fits.reset();
   BOOST_TEST(budget->held() == 0u);
-  auto huge = prompt(5, 2 * engine::kMaxHeldPromptBytes);
+  auto huge = prompt(5, 2 * kLimit);
   BOOST_CHECK_THROW(prompt(4, 1), engine::ServerBusy);
   queues[5]->remove(huge);
   huge.reset();
